@@ -1,0 +1,114 @@
+"""Every CPython-version difference that overdub has to know about, in one place.
+
+The rewriter (``rewrite.py``) asks this module how call sites, method loads,
+comparisons and slices look on the running interpreter; the frame helpers
+(``frames.py``) ask it how ``locals()`` behaves.  Nothing else in the package
+tests ``sys.version_info``.
+
+Call-site layouts (bottom of stack first)::
+
+    3.11   [NULL, f, args...]  PRECALL n; CALL n      method: [meth|NULL, self|attr, args...]
+    3.12   [NULL, f, args...]  CALL n                 method: same, via LOAD_ATTR (True, name)
+    3.13   [f, NULL, args...]  CALL n / CALL_KW n     method: [meth|attr, self|NULL, args...]
+
+In every version a call consumes two "head" slots below its arguments.  The
+rewriter fills those two slots with ``[dispatcher, callee]`` so that the
+unchanged ``CALL n`` instruction ends up calling ``dispatcher(callee, *args)``.
+"""
+import sys
+
+from bytecode import Instr
+
+PY311 = sys.version_info[:2] == (3, 11)
+PY312 = sys.version_info[:2] == (3, 12)
+PY313 = sys.version_info[:2] >= (3, 13)
+if sys.version_info[:2] < (3, 11) or sys.version_info[:2] > (3, 13):  # pragma: no cover
+    import warnings
+
+    warnings.warn("overdub is tested on CPython 3.11-3.13 only", RuntimeWarning, stacklevel=2)
+
+#: opcodes that push a NULL (or a method pair) into the head slots of a call
+METHOD_LOADS = {"LOAD_METHOD"} if PY311 else set()
+#: the opcodes that perform a call with ``n`` arguments
+CALLS = {"PRECALL"} if PY311 else {"CALL", "CALL_KW"}
+#: LOAD_ATTR carries a (method_flag, name) pair from 3.12 on
+ATTR_ARG_IS_PAIR = not PY311
+#: 3.12+ compiles ``a[b:c]`` to BINARY_SLICE / STORE_SLICE
+HAS_SLICE_OPS = not PY311
+
+
+def head_index(instr, depth):
+    """Stack index of the first head slot consumed by the call ``instr`` (depth before it)."""
+    if instr.name == "CALL_KW":
+        return depth - instr.arg - 3
+    if instr.name == "CALL_FUNCTION_EX":
+        return depth - 3 - (instr.arg & 1)
+    return depth - instr.arg - 2
+
+
+def push_null_head(depth):
+    """Index of the first head slot that a PUSH_NULL at ``depth`` belongs to."""
+    return depth - 1 if PY313 else depth
+
+
+def replace_push_null(load_dispatcher, loc):
+    """Instructions replacing PUSH_NULL so that the heads read ``[dispatcher, callee]``."""
+    if PY313:  # NULL goes after the callee: [f] -> [D, f]
+        return [load_dispatcher, Instr("SWAP", 2, location=loc)]
+    return [load_dispatcher]  # NULL goes before the callee, which is pushed next
+
+
+def call_instrs(n, loc):
+    """The instructions of a plain positional call with ``n`` arguments."""
+    if PY311:
+        return [Instr("PRECALL", n, location=loc), Instr("CALL", n, location=loc)]
+    return [Instr("CALL", n, location=loc)]
+
+
+def bump_call(instr):
+    """The same call instruction with one more positional argument."""
+    return Instr(instr.name, instr.arg + 1, location=instr.location)
+
+
+def is_method_load(instr):
+    if instr.name in METHOD_LOADS:
+        return True
+    return instr.name == "LOAD_ATTR" and ATTR_ARG_IS_PAIR and instr.arg[0]
+
+
+def attr_name(instr):
+    arg = instr.arg
+    return arg[1] if isinstance(arg, tuple) else arg
+
+
+def compare_casts_to_bool(instr):
+    """3.13 fuses ``bool()`` into COMPARE_OP when the result feeds a jump."""
+    return PY313 and instr.arg.name.endswith("_CAST")
+
+
+def compare_name(instr):
+    name = instr.arg.name
+    return name[:-5] if name.endswith("_CAST") else name
+
+
+def global_null_pair(instr):
+    """``(pushes_null, name)`` of a LOAD_GLOBAL."""
+    arg = instr.arg
+    if isinstance(arg, tuple):
+        return arg
+    return False, arg
+
+
+def plain_load_global(name, loc):
+    return Instr("LOAD_GLOBAL", (False, name), location=loc)
+
+
+def frame_locals_snapshot(frame):
+    """What ``locals()`` returns when called from ``frame``'s code.
+
+    3.11/3.12 hand back the frame's own (synced) dict; 3.13 (PEP 667) a fresh
+    snapshot of the write-through proxy.
+    """
+    if PY313:
+        return dict(frame.f_locals)
+    return frame.f_locals

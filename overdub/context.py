@@ -1,0 +1,178 @@
+"""The context type: hooks, primitives, metadata and the tag identity.
+
+A context is an ordinary class.  Overriding a method changes what happens to
+every call inside ``overdub(ctx, f, ...)``:
+
+* ``prehook(f, /, *args, **kwargs)`` runs before each call;
+* ``posthook(output, f, /, *args, **kwargs)`` runs after it, with its result;
+* ``@primitive(f, *argtypes)`` methods replace calls of ``f`` whose positional
+  arguments match ``argtypes``; ``@primitive()`` replaces every call;
+* ``canrecurse`` / ``fallback`` decide whether to step into a callee's body
+  and how to call what is not stepped into.
+
+Hooks are always *called* positionally, so declare ``f`` (and ``output``)
+positional-only: user code may pass keyword arguments named ``f``.
+"""
+import weakref
+from types import FunctionType
+
+__all__ = ["Context", "context", "primitive", "Tagged"]
+
+
+class _Wildcard:
+    def __repr__(self):
+        return "<any function>"
+
+
+#: registry key of ``@primitive()`` methods, which apply to every call
+ANY = _Wildcard()
+
+
+class primitive:
+    """Mark a context method as a contextual primitive for ``f``.
+
+    ``@primitive(math.sin)`` replaces ``math.sin(x)`` inside the context by
+    ``self.method(x)``; ``@primitive(operator.mul, Tagged)`` only when the
+    first argument is a value tagged by this context (``isinstance`` checks on
+    the positional arguments; missing types match anything).  Several
+    registrations for one function are tried most specific first.
+    ``@primitive()`` registers a wildcard ``(self, f, *args, **kwargs)``.
+    """
+
+    def __init__(self, *spec):
+        if spec:
+            f, *argtypes = spec
+            if not callable(f):
+                raise TypeError("@primitive(f, *argtypes) needs a callable f, got %r" % (f,))
+            for t in argtypes:
+                if not isinstance(t, (type, tuple)):
+                    raise TypeError("@primitive(%s, ...): argument types must be classes, got %r"
+                                    % (getattr(f, "__name__", f), t))
+            self.target, self.argtypes = f, tuple(argtypes)
+        else:
+            self.target, self.argtypes = ANY, ()
+
+    def __call__(self, method):
+        if not callable(method):
+            raise TypeError("@primitive must decorate a method, got %r" % (method,))
+        marks = getattr(method, "__overdub_primitives__", ())
+        try:
+            method.__overdub_primitives__ = marks + ((self.target, self.argtypes),)
+        except AttributeError:
+            raise TypeError("@primitive cannot mark %r; decorate a plain function" % (method,))
+        return method
+
+
+class Context:
+    """Base class of every context.  ``Ctx(metadata=None, pass_=None)``.
+
+    ``metadata`` is the user's state (a counter, a trace, a tape...).
+    ``pass_`` is a callable ``(ctx_type, bytecode.Bytecode) -> bytecode.Bytecode``
+    run on every function body before it is routed (see ``overdub.passes``).
+    """
+
+    def __init__(self, metadata=None, pass_=None):
+        if pass_ is not None and not callable(pass_):
+            raise TypeError("pass_ must be a callable (ctx_type, bytecode.Bytecode) -> "
+                            "bytecode.Bytecode, got %r" % (pass_,))
+        self.metadata = metadata
+        self.pass_ = pass_
+        self._tagkey = object()  # tag identity: shared with similar() contexts only
+        self._runtime = None
+
+    def similar(self, metadata=None, pass_=None):
+        """A new context of the same type sharing this one's tag identity
+        (Cassette's ``similarcontext``); ``pass_`` defaults to this one's."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.metadata = metadata
+        new.pass_ = self.pass_ if pass_ is None else pass_
+        new._runtime = None
+        return new
+
+    def prehook(self, f, /, *args, **kwargs):
+        """Called before every call inside the context.  Override to observe."""
+
+    def posthook(self, output, f, /, *args, **kwargs):
+        """Called after every call inside the context with its result."""
+
+    def canrecurse(self, f, /, *args, **kwargs):
+        """Whether ``recurse`` steps into ``f``'s body (default: it has one)."""
+        from .dispatch import default_canrecurse
+
+        return default_canrecurse(self, f, args)
+
+    def fallback(self, f, /, *args, **kwargs):
+        """Call ``f`` plainly, with this context's tags removed from the arguments."""
+        from .dispatch import default_fallback
+
+        return default_fallback(self, f, args, kwargs)
+
+    def __repr__(self):
+        return "%s(metadata=%r)" % (type(self).__name__, self.metadata)
+
+
+def context(cls):
+    """Class decorator: turn a plain class into a :class:`Context` subclass."""
+    if not isinstance(cls, type):
+        raise TypeError("@context decorates a class, got %r" % (cls,))
+    if issubclass(cls, Context):
+        return cls
+    body = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    return type(cls.__name__, (cls.__bases__ if cls.__bases__ != (object,) else ()) + (Context,), body)
+
+
+_HOOKS = ("prehook", "posthook", "canrecurse", "fallback")
+
+
+class Spec:
+    """What a context type overrides; recomputed when the class changes."""
+
+    __slots__ = ("key", "prehook", "posthook", "canrecurse", "fallback", "primitives", "wildcard",
+                 "empty")
+
+    def __init__(self, cls, key):
+        self.key = key
+        for name in _HOOKS:
+            setattr(self, name, getattr(cls, name) is not getattr(Context, name))
+        table = {}
+        seen = set()
+        for klass in cls.__mro__:
+            for name, value in vars(klass).items():
+                if name in seen:
+                    continue
+                seen.add(name)
+                for target, argtypes in getattr(value, "__overdub_primitives__", ()):
+                    table.setdefault(target, []).append((argtypes, value))
+        wild = table.pop(ANY, None)
+        self.wildcard = wild[0][1] if wild else None
+        for rules in table.values():  # most specific first: more types, then subclasses first
+            rules.sort(key=_specificity)
+        self.primitives = table
+        self.empty = not (any(getattr(self, n) for n in _HOOKS) or table or wild)
+
+
+def _specificity(rule):
+    argtypes = rule[0]
+    depth = 0
+    for t in argtypes:
+        ts = t if isinstance(t, tuple) else (t,)
+        depth += min(len(x.__mro__) for x in ts) if ts else 0
+    return (-len(argtypes), -depth)
+
+
+_specs = weakref.WeakKeyDictionary()
+
+
+def spec_of(cls):
+    """The cached :class:`Spec` of a context class (rebuilt if its body changed)."""
+    key = tuple(id(v) for klass in cls.__mro__ if klass is not Context and klass is not object
+                for v in vars(klass).values())
+    spec = _specs.get(cls)
+    if spec is None or spec.key != key:
+        spec = _specs[cls] = Spec(cls, key)
+    return spec
+
+
+def is_python_function(f):
+    return type(f) is FunctionType

@@ -1,0 +1,166 @@
+"""Builtins that ``recurse`` must not call blindly.
+
+Two kinds of C functions would escape the context if called plainly:
+
+* **callback takers** (``map``, ``sorted(key=)``, ``functools.reduce``,
+  ``re.Pattern.sub``...): the Python function they are handed would run
+  outside the context.  The table below says which argument is the callback;
+  it is wrapped so that each call of it goes through the context again.
+* **caller-frame readers** (zero-argument ``super()``, ``locals()``, ``vars()``,
+  ``dir()``, ``globals()``, ``eval``/``exec`` without namespaces,
+  ``sys._getframe``): called from the dispatcher they would see its frame.
+  They are answered for the nearest *user* frame instead, and code given to
+  ``eval``/``exec`` runs inside the context too.
+
+Adding a callback taker is one table entry: ``CALLBACKS[fn] = (positions, keywords)``.
+"""
+import builtins
+import functools
+import itertools
+import os
+import re
+import sys
+
+from . import _compat
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+#: fn -> (positional indexes, keyword names) of the callables it calls back
+CALLBACKS = {
+    map: ((0,), ()),
+    filter: ((0,), ()),
+    sorted: ((), ("key",)),
+    min: ((), ("key",)),
+    max: ((), ("key",)),
+    list.sort: ((), ("key",)),
+    functools.reduce: ((0,), ()),
+    itertools.starmap: ((0,), ()),
+    itertools.takewhile: ((0,), ()),
+    itertools.dropwhile: ((0,), ()),
+    itertools.filterfalse: ((0,), ()),
+    itertools.groupby: ((1,), ("key",)),
+    itertools.accumulate: ((1,), ("func",)),
+    re.Pattern.sub: ((1,), ("repl",)),
+    re.Pattern.subn: ((1,), ("repl",)),
+    iter: ((0,), ()),
+}
+
+
+def is_internal(code):
+    """Whether a code object belongs to overdub's own machinery."""
+    return code.co_filename.startswith(_PACKAGE_DIR)
+
+
+def user_frame(skip=0):
+    """The ``skip``-th frame outside overdub's machinery, counting from the caller."""
+    frame = sys._getframe(1)
+    while True:
+        while frame is not None and is_internal(frame.f_code):
+            frame = frame.f_back
+        if skip == 0 or frame is None:
+            return frame
+        skip -= 1
+        frame = frame.f_back
+
+
+def wrap_callbacks(fn, call):
+    """A stand-in for ``fn`` whose callback arguments run through ``call``."""
+    positions, keywords = CALLBACKS[fn]
+
+    def wrap(cb):
+        if cb is None or not callable(cb):
+            return cb
+        return lambda *a, **k: call(cb, *a, **k)
+
+    def step(*args, **kwargs):
+        if positions and args:
+            args = list(args)
+            for i in positions:
+                if i < len(args):
+                    args[i] = wrap(args[i])
+        for k in keywords:
+            if k in kwargs:
+                kwargs[k] = wrap(kwargs[k])
+        return fn(*args, **kwargs)
+
+    return step
+
+
+class FrameReaders:
+    """Caller-frame builtins answered for the user's frame; ``run_code(code)``
+    gives the routed version of a code object for ``eval``/``exec``."""
+
+    def __init__(self, run_code):
+        self.run_code = run_code
+
+    def table(self):
+        return {super: self.super, locals: self.locals, vars: self.vars, dir: self.dir,
+                globals: self.globals, eval: self.eval, exec: self.exec,
+                sys._getframe: self.getframe}
+
+    @staticmethod
+    def locals():
+        return _compat.frame_locals_snapshot(user_frame())
+
+    def vars(self, *args):
+        return vars(*args) if args else self.locals()
+
+    def dir(self, *args):
+        return dir(*args) if args else sorted(self.locals())
+
+    @staticmethod
+    def globals():
+        return user_frame().f_globals
+
+    @staticmethod
+    def getframe(depth=0, /):
+        frame = user_frame(depth)
+        if frame is None:
+            raise ValueError("call stack is not deep enough")
+        return frame
+
+    @staticmethod
+    def super(*args):
+        if args:
+            return super(*args)
+        frame = user_frame()
+        code = frame.f_code
+        if code.co_argcount == 0 and not code.co_flags & 0x04:
+            raise RuntimeError("super(): no arguments")
+        if "__class__" not in code.co_freevars:
+            raise RuntimeError("super(): __class__ cell not found")
+        f_locals = frame.f_locals
+        if "__class__" not in f_locals:
+            raise RuntimeError("super(): empty __class__ cell")
+        first = code.co_varnames[0] if code.co_varnames else code.co_cellvars[0]
+        if first not in f_locals:
+            raise RuntimeError("super(): arg[0] deleted")
+        return super(f_locals["__class__"], f_locals[first])
+
+    def _namespaces(self, fname, globals_, locals_):
+        if globals_ is None:
+            frame = user_frame()
+            globals_ = frame.f_globals
+            if locals_ is None:
+                locals_ = _compat.frame_locals_snapshot(frame)
+        return globals_, locals_
+
+    def _code(self, source, mode, fname):
+        if isinstance(source, str) or isinstance(source, (bytes, bytearray)):
+            if mode == "eval" and isinstance(source, str):
+                source = source.lstrip(" \t")
+            try:
+                source = compile(source, "<string>", mode)
+            except SyntaxError:
+                return source  # let the builtin raise its own error
+        if type(source).__name__ == "code":
+            return self.run_code(source)
+        return source
+
+    def eval(self, source, globals=None, locals=None, /):
+        g, l = self._namespaces("eval", globals, locals)
+        return builtins.eval(self._code(source, "eval", "eval"), g, l)
+
+    def exec(self, source, globals=None, locals=None, /, **kwargs):
+        g, l = self._namespaces("exec", globals, locals)
+        return builtins.exec(self._code(source, "exec", "exec"), g, l, **kwargs)

@@ -1,0 +1,57 @@
+"""User passes: transform a function body before it is routed.
+
+A pass is any callable ``p(ctx_type, code)`` taking a ``bytecode.Bytecode``
+and returning one (it may edit and return the same object).  It runs once per
+function body and pass (the result is cached with the rewritten code), so it
+should be a pure function of its input.  ``replace_match`` covers the common
+case of rewriting constants and other instruction arguments.
+"""
+from bytecode import Bytecode, Instr
+
+__all__ = ["replace_match", "PassError"]
+
+
+class PassError(ValueError):
+    """A user pass raised or returned something that is not valid bytecode."""
+
+
+def replace_match(replacer, predicate, code):
+    """Replace every instruction argument ``a`` (constants included) for which
+    ``predicate(a)`` is true by ``replacer(a)``; returns ``code``.
+
+    Labels, jump targets and the argument-less instructions are left alone, as
+    are booleans when the predicate only asks for ints (``type(a) is int``).
+    """
+    if not isinstance(code, Bytecode):
+        raise TypeError("replace_match(replacer, predicate, code): code must be a "
+                        "bytecode.Bytecode, got %s" % type(code).__name__)
+    for instr in code:
+        if isinstance(instr, Instr) and instr.require_arg() and not instr.has_jump():
+            arg = instr.arg
+            if predicate(arg):
+                instr.arg = replacer(arg)
+    return code
+
+
+def _describe(pass_):
+    return getattr(pass_, "__qualname__", None) or repr(pass_)
+
+
+def run_pass(pass_, ctx_type, bc, code):
+    """Run ``pass_`` on ``bc`` (the body of ``code``) and check what comes back."""
+    where = "%s (%s, line %d)" % (code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
+                                  code.co_filename, code.co_firstlineno)
+    try:
+        out = pass_(ctx_type, bc)
+    except Exception as exc:
+        raise PassError("pass %s failed on function %s: %s: %s"
+                        % (_describe(pass_), where, type(exc).__name__, exc)) from exc
+    if not isinstance(out, Bytecode):
+        raise PassError("pass %s returned %s for function %s; a pass must return a "
+                        "bytecode.Bytecode" % (_describe(pass_), type(out).__name__, where))
+    try:
+        out.to_code()  # validate before the dispatch rewrite touches it
+    except Exception as exc:
+        raise PassError("pass %s produced invalid bytecode for function %s: %s: %s"
+                        % (_describe(pass_), where, type(exc).__name__, exc)) from exc
+    return out

@@ -1,0 +1,245 @@
+"""The overdub rewrite: route every call, operator, subscript and attribute access.
+
+``rewrite_code(code)`` turns a function body into a *template*: the same code in
+which each routed instruction loads a :class:`Slot` constant and calls it.  A
+slot names what it stands for (``("call",)``, ``("binop", "ADD")``, ...); the
+dispatcher (``dispatch.py``) swaps the slots for one context instance's
+callables with a cheap ``code.replace(co_consts=...)``.  Templates do not
+depend on the context, so one rewrite serves every context type and instance.
+
+Each rewrite is local and keeps the stack depth the original code had between
+statements, so jump targets, exception-table entries and line numbers carry
+over (inserted instructions inherit the location of the one they replace).
+
+========================  ====================================================
+original                  rewritten (stack shown bottom..top)
+========================  ====================================================
+call heads NULL/f         ``[call, f, args...]`` -> ``call(f, *args)``
+``obj.m(args)``           ``[meth, obj, "m", args...]`` -> ``meth(obj, "m", *args)``
+``f(*a, **k)``            ``call_ex(f, a, k)``
+``a + b``                 ``binop_ADD(b, a)`` (operands arrive reversed)
+``a < b``                 ``compare_LT(b, a)``
+``x in c``                ``contains(c, x)``
+``-a``                    ``unary_NEGATIVE(a)``
+``c[k]``, ``c[k] = v``    ``getitem(k, c)``, ``setitem(c, k, v)``
+``o.x``, ``o.x = v``      ``getattr(o, "x")``, ``setattr(o, "x", v)``
+========================  ====================================================
+"""
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+
+from . import _compat as C
+
+
+class Slot:
+    """A placeholder constant in a template, replaced per context instance."""
+
+    __slots__ = ("key",)
+    _interned = {}
+
+    def __new__(cls, *key):
+        try:
+            return cls._interned[key]
+        except KeyError:
+            self = cls._interned[key] = object.__new__(cls)
+            self.key = key
+            return self
+
+    def __repr__(self):
+        return "<overdub slot %s>" % ":".join(map(str, self.key))
+
+
+class RewriteError(Exception):
+    """The rewriter met code it cannot route; the function then runs plainly."""
+
+
+_NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
+                   "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
+                   "JUMP", "JUMP_NO_INTERRUPT", "JUMP_ABSOLUTE"}
+_UNARY = {"UNARY_NEGATIVE": "NEGATIVE", "UNARY_POSITIVE": "POSITIVE", "UNARY_INVERT": "INVERT"}
+
+
+def _load(slot, loc):
+    return Instr("LOAD_CONST", slot, location=loc)
+
+
+class _Rewriter:
+    def __init__(self, bc):
+        self.bc = bc
+        self.out = []
+        self.heads = {}        # stack index -> ("null", load_instr) | ("method",)
+        self.label_depth = {}
+        self.depth = 0
+        self.skip_call = False
+
+    # -- stack-depth bookkeeping ------------------------------------------------
+    def _enter_label(self, label, falls_through):
+        known = self.label_depth.get(label)
+        if not falls_through:
+            self.depth = known
+        elif self.depth is None:
+            self.depth = known
+
+    def _advance(self, instr):
+        if self.depth is None:
+            return
+        if instr.has_jump():
+            self.label_depth.setdefault(instr.arg, self.depth + instr.stack_effect(jump=True))
+        self.depth += instr.stack_effect(jump=False)
+
+    # -- the rewrite ------------------------------------------------------------
+    def run(self):
+        falls_through = True
+        for item in self.bc:
+            if isinstance(item, Label):
+                self._enter_label(item, falls_through)
+                self.out.append(item)
+                falls_through = True
+                continue
+            if isinstance(item, TryBegin):
+                extra = 1 + bool(item.push_lasti)
+                depth = item.stack_depth
+                if isinstance(depth, int):
+                    self.label_depth.setdefault(item.target, depth + extra)
+                self.out.append(item)
+                continue
+            if not isinstance(item, Instr):  # SetLineno, TryEnd
+                self.out.append(item)
+                continue
+            self.out.extend(self._instr(item))
+            self._advance(item)
+            falls_through = item.name not in _NO_FALLTHROUGH
+        return self.out
+
+    def _instr(self, ins):
+        name, loc, d = ins.name, ins.location, self.depth
+        if name == "PUSH_NULL":
+            load = _load(Slot("call"), loc)
+            if d is not None:
+                self.heads[C.push_null_head(d)] = ("null", load)
+            return C.replace_push_null(load, loc)
+        if name == "LOAD_GLOBAL":
+            null, gname = C.global_null_pair(ins)
+            if not null:
+                return [ins]
+            load = _load(Slot("call"), loc)
+            if d is not None:
+                self.heads[d] = ("null", load)
+            return [load, C.plain_load_global(gname, loc)]
+        if C.is_method_load(ins):
+            if d is None:
+                raise RewriteError("method load at unknown stack depth")
+            self.heads[d - 1] = ("method",)
+            return [_load(Slot("meth"), loc), Instr("SWAP", 2, location=loc),
+                    Instr("LOAD_CONST", C.attr_name(ins), location=loc)]
+        if name in C.CALLS or name == "CALL_FUNCTION_EX":
+            return self._call(ins)
+        if name == "CALL" and self.skip_call:
+            self.skip_call = False
+            return []  # emitted together with its PRECALL
+        if name == "LOAD_ATTR":
+            return [_load(Slot("getattr"), loc), Instr("SWAP", 2, location=loc),
+                    Instr("LOAD_CONST", C.attr_name(ins), location=loc), *C.call_instrs(1, loc)]
+        if name == "STORE_ATTR":  # [v, obj] -> setattr(obj, name, v)
+            return [_load(Slot("setattr"), loc), Instr("SWAP", 3, location=loc),
+                    Instr("LOAD_CONST", ins.arg, location=loc), Instr("SWAP", 2, location=loc),
+                    *C.call_instrs(2, loc), Instr("POP_TOP", location=loc)]
+        if name == "DELETE_ATTR":
+            return [_load(Slot("delattr"), loc), Instr("SWAP", 2, location=loc),
+                    Instr("LOAD_CONST", ins.arg, location=loc), *C.call_instrs(1, loc),
+                    Instr("POP_TOP", location=loc)]
+        if name == "BINARY_OP":
+            return self._binary(Slot("binop", ins.arg.name), loc)
+        if name == "COMPARE_OP":
+            out = self._binary(Slot("compare", C.compare_name(ins)), loc)
+            if C.compare_casts_to_bool(ins):
+                out.append(Instr("TO_BOOL", location=loc))
+            return out
+        if name == "CONTAINS_OP":  # [x, c] -> contains(c, x)
+            return self._binary(Slot("notcontains" if ins.arg else "contains"), loc)
+        if name in _UNARY:
+            return [_load(Slot("unary", _UNARY[name]), loc), Instr("SWAP", 2, location=loc),
+                    *C.call_instrs(0, loc)]
+        if name == "BINARY_SUBSCR":  # [c, k] -> getitem(k, c)
+            return self._binary(Slot("getitem"), loc)
+        if name == "BINARY_SLICE":
+            return [Instr("BUILD_SLICE", 2, location=loc), *self._binary(Slot("getitem"), loc)]
+        if name == "STORE_SUBSCR":  # [v, c, k] -> setitem(c, k, v)
+            return self._store_subscr(loc)
+        if name == "STORE_SLICE":
+            return [Instr("BUILD_SLICE", 2, location=loc), *self._store_subscr(loc)]
+        if name == "DELETE_SUBSCR":  # [c, k] -> delitem(k, c)
+            return [*self._binary(Slot("delitem"), loc), Instr("POP_TOP", location=loc)]
+        if name == "LOAD_SUPER_ATTR":
+            return self._super_attr(ins)
+        return [ins]
+
+    @staticmethod
+    def _binary(slot, loc):
+        """``[a, b]`` -> ``slot(b, a)``."""
+        return [_load(slot, loc), Instr("SWAP", 3, location=loc), *C.call_instrs(1, loc)]
+
+    @staticmethod
+    def _store_subscr(loc):
+        return [_load(Slot("setitem"), loc), Instr("SWAP", 4, location=loc),
+                *C.call_instrs(2, loc), Instr("POP_TOP", location=loc)]
+
+    def _super_attr(self, ins):
+        """3.12+: ``[super, cls, self]`` -> ``super_attr(super, cls, self, flags, name)``."""
+        loc = ins.location
+        method, two_args, name = ins.arg
+        out = [_load(Slot("super_attr"), loc), Instr("SWAP", 4, location=loc),
+               Instr("SWAP", 3, location=loc), Instr("SWAP", 2, location=loc),
+               Instr("LOAD_CONST", (two_args, name), location=loc), *C.call_instrs(3, loc)]
+        if method:  # the call that follows expects two head slots: [call, attr]
+            d = self.depth
+            if d is None:
+                raise RewriteError("super method load at unknown stack depth")
+            load = _load(Slot("call"), loc)
+            self.heads[d - 3] = ("null", load)
+            out += [load, Instr("SWAP", 2, location=loc)]
+        return out
+
+    def _call(self, ins):
+        """A call instruction (3.11: its PRECALL; the CALL after it is then skipped)."""
+        loc, d = ins.location, self.depth
+        head = self.heads.pop(C.head_index(ins, d), None) if d is not None else None
+        self.skip_call = C.PY311 and ins.name == "PRECALL"
+        if ins.name == "CALL_FUNCTION_EX":
+            if head is None or head[0] == "method":  # CPython 3.11-3.13 never emit these
+                raise RewriteError("f(*args) call with an unexpected callee slot")
+            head[1].arg = Slot("call_ex")
+            out = [] if ins.arg & 1 else [Instr("LOAD_CONST", None, location=loc)]
+            return out + C.call_instrs(2, loc)
+        if head is None:
+            # The callee sits in the first head slot and its first argument in the
+            # second (decorators, comprehension calls): [f, a0] -> [call, f, a0].
+            if ins.arg != 0 or ins.name == "CALL_KW":
+                raise RewriteError("call without a NULL head and with arguments")
+            return [_load(Slot("call"), loc), Instr("SWAP", 3, location=loc),
+                    Instr("SWAP", 2, location=loc), *C.call_instrs(1, loc)]
+        if head[0] == "method":  # one more argument: the attribute name
+            if C.PY311:
+                return C.call_instrs(ins.arg + 1, loc)
+            return [C.bump_call(ins)]
+        if C.PY311:
+            return C.call_instrs(ins.arg, loc)
+        return [ins]
+
+
+def rewrite_bytecode(bc):
+    """Rewrite a ``bytecode.Bytecode`` in place and return it."""
+    new = _Rewriter(bc).run()
+    bc.clear()
+    bc.extend(new)
+    return bc
+
+
+def rewrite_code(code, pass_=None, ctx_type=None):
+    """Template code object for ``code`` (after running the user pass, if any)."""
+    bc = Bytecode.from_code(code)
+    if pass_ is not None:
+        from .passes import run_pass
+
+        bc = run_pass(pass_, ctx_type, bc, code)
+    rewrite_bytecode(bc)
+    return bc.to_code()

@@ -1,0 +1,370 @@
+"""How to step into the Python code behind operators, attributes and classes.
+
+When ``a + b`` meets a class whose ``__add__`` is written in Python, ``recurse``
+must run that ``__add__`` inside the context.  CPython would call it from C,
+outside our reach, so this module re-states CPython's rules in Python and
+routes each special method it calls back through the context:
+
+* binary and in-place operators (``binary_op1`` and ``slot_nb_*``: reflected
+  operand first when it is a proper subclass that overrides the method; no
+  reflected call for equal types; ``NotImplemented`` chaining; the exact
+  ``unsupported operand type(s)`` message);
+* rich comparisons (``do_richcompare``; identity fallback for ``==``/``!=``);
+* unary operators, ``in``, subscripts;
+* attribute get/set/delete through properties, Python descriptors,
+  ``__getattribute__``/``__getattr__``/``__setattr__``/``__delattr__``;
+* instantiation (``type.__call__``: metaclass ``__call__``, ``__new__``, then
+  ``__init__`` only for instances of the class, ``__init__`` must return None).
+
+Whenever no Python-level method is involved, the builtin itself is called, so
+C types keep CPython's behaviour and messages exactly.
+"""
+import operator
+from types import FunctionType, MethodDescriptorType, WrapperDescriptorType
+
+from .tagging import Tagged
+
+#: exact types whose special methods are all implemented in C
+NATIVE = {int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set, frozenset,
+          type(None), range, slice, memoryview}
+#: C sequences whose ``+``/``*`` come from the sequence protocol, tried after the number slots
+_SEQUENCES = (list, tuple, str, bytes, bytearray)
+
+BINARY = {  # bytecode BinaryOp name -> (operator function, method, reflected, symbol)
+    "ADD": (operator.add, "__add__", "__radd__", "+"),
+    "SUBTRACT": (operator.sub, "__sub__", "__rsub__", "-"),
+    "MULTIPLY": (operator.mul, "__mul__", "__rmul__", "*"),
+    "MATRIX_MULTIPLY": (operator.matmul, "__matmul__", "__rmatmul__", "@"),
+    "TRUE_DIVIDE": (operator.truediv, "__truediv__", "__rtruediv__", "/"),
+    "FLOOR_DIVIDE": (operator.floordiv, "__floordiv__", "__rfloordiv__", "//"),
+    "REMAINDER": (operator.mod, "__mod__", "__rmod__", "%"),
+    "POWER": (operator.pow, "__pow__", "__rpow__", "** or pow()"),
+    "LSHIFT": (operator.lshift, "__lshift__", "__rlshift__", "<<"),
+    "RSHIFT": (operator.rshift, "__rshift__", "__rrshift__", ">>"),
+    "AND": (operator.and_, "__and__", "__rand__", "&"),
+    "OR": (operator.or_, "__or__", "__ror__", "|"),
+    "XOR": (operator.xor, "__xor__", "__rxor__", "^"),
+}
+INPLACE = {  # INPLACE_X -> (operator function, in-place method)
+    "INPLACE_" + k: (getattr(operator, "i" + v[0].__name__.rstrip("_")), "__i" + v[1][2:])
+    for k, v in BINARY.items()
+}
+COMPARE = {  # Compare name -> (operator function, method, swapped method, symbol)
+    "LT": (operator.lt, "__lt__", "__gt__", "<"),
+    "LE": (operator.le, "__le__", "__ge__", "<="),
+    "EQ": (operator.eq, "__eq__", "__eq__", "=="),
+    "NE": (operator.ne, "__ne__", "__ne__", "!="),
+    "GT": (operator.gt, "__gt__", "__lt__", ">"),
+    "GE": (operator.ge, "__ge__", "__le__", ">="),
+}
+UNARY = {"NEGATIVE": (operator.neg, "__neg__"), "POSITIVE": (operator.pos, "__pos__"),
+         "INVERT": (operator.invert, "__invert__")}
+_CALLABLE_SLOTS = (FunctionType, WrapperDescriptorType, MethodDescriptorType)
+
+
+def lookup(tp, name):
+    """``_PyType_Lookup``: the attribute ``name`` in ``tp``'s MRO, without binding."""
+    for klass in tp.__mro__:
+        d = klass.__dict__
+        if name in d:
+            return d[name]
+    return None
+
+
+def is_py(attr):
+    return type(attr) is FunctionType
+
+
+def add_numpy_types():
+    """Register NumPy's C types as native once NumPy has been imported."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is not None and np.ndarray not in NATIVE:
+        NATIVE.update({np.ndarray, np.float64, np.float32, np.int64, np.int32, np.bool_,
+                       np.complex128, np.complex64, np.float16, np.int8, np.int16, np.uint8,
+                       np.uint16, np.uint32, np.uint64})
+
+
+class Steps:
+    """The ``recurse`` implementations of operators, attributes and classes for
+    one runtime.  ``call(f, *args)`` is the runtime's hooked dispatcher;
+    ``fallback(f, args, kwargs)`` the plain call with tags stripped."""
+
+    def __init__(self, call, fallback):
+        self.call = call
+        self.fallback = fallback
+
+    def apply(self, method, *args, **kwargs):
+        if type(method) is FunctionType:
+            return self.call(method, *args, **kwargs)
+        return method(*args, **kwargs)
+
+    # -- binary and in-place operators ---------------------------------------------
+    def binary(self, opname):
+        opfn, name, rname, sym = BINARY[opname]
+        slow = self._binary_slow
+
+        def step(a, b):
+            if type(a) in NATIVE and type(b) in NATIVE:
+                return opfn(a, b)
+            return slow(a, b, opfn, name, rname, sym)
+
+        return step
+
+    def _binary_slow(self, a, b, opfn, name, rname, sym):
+        ta, tb = type(a), type(b)
+        if ta is Tagged or tb is Tagged:
+            return self.fallback(opfn, (a, b), {})
+        ma = lookup(ta, name)
+        mb = lookup(tb, rname) if tb is not ta else None
+        if not (is_py(ma) or is_py(mb)) or (not is_py(ma) and issubclass(ta, _SEQUENCES)):
+            return opfn(a, b)
+        return self.binary_rules(a, b, ta, tb, ma, mb, name, rname, sym)
+
+    def binary_rules(self, a, b, ta, tb, ma, mb, name, rname, sym):
+        NI = NotImplemented
+        if mb is not None and not isinstance(mb, _CALLABLE_SLOTS):
+            mb = None
+        if ma is not None and not isinstance(ma, _CALLABLE_SLOTS):
+            ma = None
+        tried_b = False
+        if mb is not None and ma is not None and issubclass(tb, ta) and mb is not lookup(ta, rname):
+            tried_b = True
+            r = self.apply(mb, b, a)
+            if r is not NI:
+                return r
+        if ma is not None:
+            r = self.apply(ma, a, b)
+            if r is not NI:
+                return r
+        if mb is not None and not tried_b:
+            r = self.apply(mb, b, a)
+            if r is not NI:
+                return r
+        raise TypeError("unsupported operand type(s) for %s: '%s' and '%s'"
+                        % (sym, ta.__name__, tb.__name__))
+
+    def inplace(self, opname):
+        opfn, iname = INPLACE[opname]
+        _, name, rname, sym = BINARY[opname[len("INPLACE_"):]]
+        isym = sym + "=" if sym != "** or pow()" else "**="
+
+        def step(a, b):
+            ta, tb = type(a), type(b)
+            if ta in NATIVE and tb in NATIVE:
+                return opfn(a, b)
+            if ta is Tagged or tb is Tagged:
+                return self.fallback(opfn, (a, b), {})
+            mi = lookup(ta, iname)
+            ma = lookup(ta, name)
+            mb = lookup(tb, rname) if tb is not ta else None
+            if not (is_py(mi) or is_py(ma) or is_py(mb)) or (
+                    not is_py(mi) and not is_py(ma) and issubclass(ta, _SEQUENCES)):
+                return opfn(a, b)
+            if mi is not None and isinstance(mi, _CALLABLE_SLOTS):
+                r = self.apply(mi, a, b)
+                if r is not NotImplemented:
+                    return r
+            return self.binary_rules(a, b, ta, tb, ma, mb, name, rname, isym)
+
+        return step
+
+    # -- comparisons -------------------------------------------------------------------
+    def compare(self, opname):
+        opfn, name, swapped, sym = COMPARE[opname]
+
+        def step(a, b):
+            ta, tb = type(a), type(b)
+            if ta in NATIVE and tb in NATIVE:
+                return opfn(a, b)
+            if ta is Tagged or tb is Tagged:
+                return self.fallback(opfn, (a, b), {})
+            ma = lookup(ta, name)
+            mb = lookup(tb, swapped)
+            if not (is_py(ma) or is_py(mb)):
+                return opfn(a, b)
+            NI = NotImplemented
+            checked = False
+            if tb is not ta and issubclass(tb, ta) and mb is not None:
+                checked = True
+                r = self.apply(mb, b, a)
+                if r is not NI:
+                    return r
+            if ma is not None:
+                r = self.apply(ma, a, b)
+                if r is not NI:
+                    return r
+            if not checked and mb is not None:
+                r = self.apply(mb, b, a)
+                if r is not NI:
+                    return r
+            if opname == "EQ":
+                return a is b
+            if opname == "NE":
+                return a is not b
+            raise TypeError("'%s' not supported between instances of '%s' and '%s'"
+                            % (sym, ta.__name__, tb.__name__))
+
+        return step
+
+    # -- unary, containment, subscripts ----------------------------------------------------
+    def unary(self, opname):
+        opfn, name = UNARY[opname]
+
+        def step(a):
+            ta = type(a)
+            if ta in NATIVE:
+                return opfn(a)
+            if ta is Tagged:
+                return self.fallback(opfn, (a,), {})
+            m = lookup(ta, name)
+            return self.call(m, a) if is_py(m) else opfn(a)
+
+        return step
+
+    def _dunder_step(self, opfn, name, convert=None):
+        call, fallback = self.call, self.fallback
+
+        def step(c, *args):
+            tc = type(c)
+            if tc in NATIVE:
+                return opfn(c, *args)
+            if tc is Tagged:
+                return fallback(opfn, (c,) + args, {})
+            m = lookup(tc, name)
+            if is_py(m):
+                r = call(m, c, *args)
+                return convert(r) if convert is not None else r
+            return opfn(c, *args)
+
+        return step
+
+    def contains(self):
+        return self._dunder_step(operator.contains, "__contains__", bool)
+
+    def getitem(self):
+        return self._dunder_step(operator.getitem, "__getitem__")
+
+    def setitem(self):
+        return self._dunder_step(operator.setitem, "__setitem__")
+
+    def delitem(self):
+        return self._dunder_step(operator.delitem, "__delitem__")
+
+    # -- attributes ----------------------------------------------------------------------
+    def getattr(self):
+        call, apply = self.call, self.apply
+
+        def step(obj, name, *default):
+            tp = type(obj)
+            if tp in NATIVE or tp is Tagged or type(name) is not str:
+                return getattr(obj, name, *default)
+            try:
+                return self._getattr(obj, tp, name)
+            except AttributeError:
+                if default:
+                    return default[0]
+                raise
+
+        return step
+
+    def _getattr(self, obj, tp, name):
+        ga = lookup(tp, "__getattribute__")
+        gf = lookup(tp, "__getattr__")
+        if not is_py(gf):
+            gf = None
+        try:
+            if is_py(ga):
+                return self.call(ga, obj, name)
+            attr = lookup(tp, name)
+            if attr is not None and ga is object.__getattribute__:
+                atp = type(attr)
+                if atp is property:
+                    if is_py(attr.fget):
+                        return self.call(attr.fget, obj)
+                elif atp is not FunctionType and atp not in NATIVE:
+                    get = lookup(atp, "__get__")
+                    if is_py(get) and (lookup(atp, "__set__") is not None
+                                       or lookup(atp, "__delete__") is not None
+                                       or name not in getattr(obj, "__dict__", ())):
+                        return self.call(get, attr, obj, tp)
+            if gf is None:
+                return getattr(obj, name)
+            return ga(obj, name)
+        except AttributeError:
+            if gf is None:
+                raise
+            return self.call(gf, obj, name)
+
+    def setattr(self):
+        def step(obj, name, value):
+            tp = type(obj)
+            if tp in NATIVE or tp is Tagged:
+                return setattr(obj, name, value)
+            sa = lookup(tp, "__setattr__")
+            if is_py(sa):
+                return self.call(sa, obj, name, value)
+            attr = lookup(tp, name) if type(name) is str else None
+            if attr is not None:
+                atp = type(attr)
+                if atp is property and is_py(attr.fset):
+                    return self.call(attr.fset, obj, value)
+                if atp is not property and atp is not FunctionType:
+                    s = lookup(atp, "__set__")
+                    if is_py(s):
+                        return self.call(s, attr, obj, value)
+            return setattr(obj, name, value)
+
+        return step
+
+    def delattr(self):
+        def step(obj, name):
+            tp = type(obj)
+            if tp in NATIVE or tp is Tagged:
+                return delattr(obj, name)
+            da = lookup(tp, "__delattr__")
+            if is_py(da):
+                return self.call(da, obj, name)
+            attr = lookup(tp, name) if type(name) is str else None
+            if attr is not None:
+                atp = type(attr)
+                if atp is property and is_py(attr.fdel):
+                    return self.call(attr.fdel, obj)
+                if atp is not property and atp is not FunctionType:
+                    d = lookup(atp, "__delete__")
+                    if is_py(d):
+                        return self.call(d, attr, obj)
+            return delattr(obj, name)
+
+        return step
+
+    # -- classes -------------------------------------------------------------------------
+    def instantiate(self, cls):
+        """A callable running ``cls(*args, **kwargs)`` with Python ``__new__``/``__init__``
+        stepped into, or ``None`` when CPython's own ``type.__call__`` does the same."""
+        meta_call = lookup(type(cls), "__call__")
+        if is_py(meta_call):
+            call = self.call
+            return lambda *a, **k: call(meta_call, cls, *a, **k)
+        if meta_call is not type.__call__:
+            return None
+        new = lookup(cls, "__new__")
+        new_fn = new.__func__ if isinstance(new, staticmethod) else new
+        init = lookup(cls, "__init__")
+        if not (is_py(new_fn) or is_py(init)):
+            return None
+        apply = self.apply
+
+        def construct(*args, **kwargs):
+            obj = apply(new_fn, cls, *args, **kwargs)
+            tobj = type(obj)
+            if not issubclass(tobj, cls):
+                return obj
+            init_fn = lookup(tobj, "__init__")
+            r = apply(init_fn, obj, *args, **kwargs)
+            if r is not None:
+                raise TypeError("__init__() should return None, not '%s'" % type(r).__name__)
+            return obj
+
+        return construct
