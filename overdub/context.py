@@ -13,7 +13,6 @@ every call inside ``overdub(ctx, f, ...)``:
 Hooks are always *called* positionally, so declare ``f`` (and ``output``)
 positional-only: user code may pass keyword arguments named ``f``.
 """
-import weakref
 from types import FunctionType
 
 __all__ = ["Context", "context", "primitive", "Tagged"]
@@ -63,7 +62,33 @@ class primitive:
         return method
 
 
-class Context:
+class _ContextType(type):
+    """Metaclass that notices when a context class changes after first use."""
+
+    def __setattr__(cls, name, value):
+        super().__setattr__(name, value)
+        _forget_specs(cls)
+
+    def __delattr__(cls, name):
+        super().__delattr__(name)
+        _forget_specs(cls)
+
+
+def _forget_specs(cls):
+    for klass in [cls, *_all_subclasses(cls)]:
+        if "_overdub_spec_" in klass.__dict__:
+            type.__delattr__(klass, "_overdub_spec_")
+
+
+def _all_subclasses(cls):
+    out = []
+    for sub in type.__subclasses__(cls):
+        out.append(sub)
+        out.extend(_all_subclasses(sub))
+    return out
+
+
+class Context(metaclass=_ContextType):
     """Base class of every context.  ``Ctx(metadata=None, pass_=None)``.
 
     ``metadata`` is the user's state (a counter, a trace, a tape...).
@@ -161,17 +186,14 @@ def _specificity(rule):
     return (-len(argtypes), -depth)
 
 
-_specs = weakref.WeakKeyDictionary()
-
-
 def spec_of(cls):
-    """The cached :class:`Spec` of a context class (rebuilt if its body changed)."""
-    key = tuple(id(v) for klass in cls.__mro__ if klass is not Context and klass is not object
-                for v in vars(klass).values())
-    spec = _specs.get(cls)
-    if spec is None or spec.key != key:
-        spec = _specs[cls] = Spec(cls, key)
-    return spec
+    """The cached :class:`Spec` of a context class (dropped when the class changes)."""
+    try:
+        return cls.__dict__["_overdub_spec_"]
+    except KeyError:
+        spec = Spec(cls, None)
+        type.__setattr__(cls, "_overdub_spec_", spec)
+        return spec
 
 
 def is_python_function(f):

@@ -74,7 +74,7 @@ def _template(code, pass_, ctx_type):
 # ----------------------------------------------------------------------------- generated code
 _CALL_SRC = '''
 def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
-    def call(f, /, *args, **kwargs):
+    def call(f, /, {params}):
         {pre}
         try:
             g = fcache[f]
@@ -84,54 +84,61 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
             g = resolve(f, False)
         {ret}
 
-    def meth(obj, name, /, *args, **kwargs):
+    def meth(obj, name, /, {params}):
         tp = type(obj)
         if tp is ModuleType:
             d = obj.__dict__
             if name in d:
-                return call(d[name], *args, **kwargs)
+                return call(d[name], {args})
         else:
             try:
                 f, hasdict = fcache[tp, name]
             except KeyError:
                 f, hasdict = fcache[tp, name] = method_of(tp, name)
             if f is not None and not (hasdict and name in obj.__dict__):
-                args = (obj,) + args
-                {pre}
+                {pre_self}
                 try:
                     g = fcache[f]
                 except KeyError:
                     g = resolve(f)
-                {ret}
-        return call(getattr_(obj, name), *args, **kwargs)
+                {ret_self}
+        return call(getattr_(obj, name), {args})
 
     return call, meth
 '''
-_PRE = "prehook(f, *args, **kwargs)"
-_RET_PLAIN = "return g(*args, **kwargs)"
-_RET_POST = "r = g(*args, **kwargs)\n        posthook(r, f, *args, **kwargs)\n        return r"
 
-_BINOP_SRC = '''
-def make(NATIVE, slow):
-    def binop(b, a):
-        if type(a) in NATIVE and type(b) in NATIVE:
-            return a {sym} b
-        return slow(a, b)
-    return binop
-'''
+
+def _call_source(arity, prehook, posthook):
+    """Source of the call/method dispatchers for one arity (``None``: any) and spec."""
+    if arity is None:
+        params, args = "*args, **kwargs", "*args, **kwargs"
+    else:
+        params = args = ", ".join("a%d" % i for i in range(arity))
+    sep = ", " if args else ""
+    fmt = {"params": params, "args": args}
+    fmt["pre"] = "prehook(f%s%s)" % (sep, args) if prehook else "pass"
+    fmt["pre_self"] = "prehook(f, obj%s%s)" % (sep, args) if prehook else "pass"
+    if posthook:
+        fmt["ret"] = "r = g(%s)\n        posthook(r, f%s%s)\n        return r" % (args, sep, args)
+        fmt["ret_self"] = ("r = g(obj%s%s)\n                posthook(r, f, obj%s%s)\n"
+                           "                return r" % (sep, args, sep, args))
+    else:
+        fmt["ret"] = "return g(%s)" % args
+        fmt["ret_self"] = "return g(obj%s%s)" % (sep, args)
+    return _CALL_SRC.format(**fmt).replace("(f, /, )", "(f, /)").replace("(obj, name, /, )", "(obj, name, /)")
+
+
 _SYMBOLS = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
             "REMAINDER": "%", "POWER": "**", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!=",
             "GT": ">", "GE": ">="}
 _generated = {}
 
 
-def _generate(src, name, **fmt):
-    key = (src, tuple(sorted(fmt.items())))
-    code = _generated.get(key)
+def _generate(src):
+    code = _generated.get(src)
     if code is None:
-        text = src.format(**fmt)
-        code = _generated[key] = compile(text, __file__, "exec")  # internal frames: see lookaside
-    ns = {"FunctionType": FunctionType}
+        code = _generated[src] = compile(src, __file__, "exec")  # internal frames: see lookaside
+    ns = {}
     exec(code, ns)
     return ns["make"]
 
@@ -152,12 +159,7 @@ class Runtime:
         readers = lookaside.FrameReaders(self.route_code)
         self.table = readers.table()
         self.ops = {}
-        pre = _PRE if spec.prehook else "pass"
-        ret = _RET_POST if spec.posthook else _RET_PLAIN
-        make = _generate(_CALL_SRC, "call", pre=pre, ret=ret)
-        self.call, self.meth = make(self.fcache, self.resolve, ctx.prehook, ctx.posthook,
-                                    self._method_of, lambda o, n: self._getattr_slot(o, n),
-                                    ModuleType)
+        self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
         self._build_ops()
         _runtimes.add(self)
@@ -172,53 +174,98 @@ class Runtime:
     def _build_ops(self):
         import operator
 
-        steps, call, ops = self.steps, self.call, self.ops
+        steps, ops = self.steps, self.ops
+        table = []  # (slot key, operator function, step, stack-order params, call-order args, symbol)
         for name, (fn, *_) in semantics.BINARY.items():
-            ops[fn] = steps.binary(name)
-            ops[("binop", name)] = self._binary_slot(fn, ops[fn], _SYMBOLS.get(name))
+            table.append((("binop", name), fn, steps.binary(name), "b, a", "a, b", _SYMBOLS.get(name)))
         for name, (fn, _) in semantics.INPLACE.items():
-            ops[fn] = steps.inplace(name)
-            ops[("binop", name)] = self._binary_slot(fn, ops[fn], None)
+            table.append((("binop", name), fn, steps.inplace(name), "b, a", "a, b", None))
         for name, (fn, *_) in semantics.COMPARE.items():
-            ops[fn] = steps.compare(name)
-            ops[("compare", name)] = self._binary_slot(fn, ops[fn], _SYMBOLS[name])
+            table.append((("compare", name), fn, steps.compare(name), "b, a", "a, b", _SYMBOLS[name]))
         for name, (fn, _) in semantics.UNARY.items():
-            ops[fn] = step = steps.unary(name)
-            ops[("unary", name)] = step if self._fast(fn) else partial(call, fn)
-        for fn, step in ((operator.contains, steps.contains()), (operator.getitem, steps.getitem()),
-                         (operator.setitem, steps.setitem()), (operator.delitem, steps.delitem()),
-                         (getattr, steps.getattr()), (setattr, steps.setattr()),
-                         (delattr, steps.delattr())):
+            table.append((("unary", name), fn, steps.unary(name), "a", "a", None))
+        table += [
+            (("contains",), operator.contains, steps.contains(), "c, x", "c, x", None),
+            (("getitem",), operator.getitem, steps.getitem(), "k, c", "c, k", None),
+            (("setitem",), operator.setitem, steps.setitem(), "c, k, v", "c, k, v", None),
+            (("delitem",), operator.delitem, steps.delitem(), "k, c", "c, k", None),
+            (("getattr",), getattr, steps.getattr(), "o, n", "o, n", None),
+            (("setattr",), setattr, steps.setattr(), "o, n, v", "o, n, v", None),
+            (("delattr",), delattr, steps.delattr(), "o, n", "o, n", None),
+        ]
+        self._lazy = {}
+        for key, fn, step, params, args, sym in table:
             ops[fn] = step
-        fast = self._fast
-        contains = ops[operator.contains] if fast(operator.contains) else partial(call, operator.contains)
-        ops[("contains",)] = contains
-        ops[("notcontains",)] = lambda c, x: not contains(c, x)
-        getitem = ops[operator.getitem]
-        if not fast(operator.getitem):
-            getitem = partial(call, operator.getitem)
-        ops[("getitem",)] = lambda k, c: getitem(c, k)
-        ops[("setitem",)] = ops[operator.setitem] if fast(operator.setitem) else partial(call, operator.setitem)
-        delitem = ops[operator.delitem] if fast(operator.delitem) else partial(call, operator.delitem)
-        ops[("delitem",)] = lambda k, c: delitem(c, k)
-        for fn in (getattr, setattr, delattr):
-            ops[(fn.__name__,)] = ops[fn] if fast(fn) else partial(call, fn)
-        self._getattr_slot = ops[("getattr",)]
+            self._lazy[key] = (fn, step, params, args, sym)
+        self._getattr_slot = self.slot(("getattr",))
         ops[("call",)] = self.call
         ops[("meth",)] = self.meth
         ops[("call_ex",)] = self.call_ex
         ops[("super_attr",)] = self.super_attr
 
-    def _binary_slot(self, fn, step, sym):
-        if not self._fast(fn):
-            call = self.call
-            return lambda b, a: call(fn, a, b)
-        if sym is None:
-            return lambda b, a: step(a, b)
-        return _generate(_BINOP_SRC, "binop", sym=sym)(semantics.NATIVE, step)
+    def _dispatchers(self, arity):
+        """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
+        spec, ctx = self.spec, self.ctx
+        make = _generate(_call_source(arity, spec.prehook, spec.posthook))
+        return make(self.fcache, self.resolve, ctx.prehook, ctx.posthook, self._method_of,
+                    lambda o, n: self._getattr_slot(o, n), ModuleType)
+
+    def _op_slot(self, fn, step, params, args, sym):
+        """The function rewritten code calls for one operator: hooks and primitive
+        dispatch inlined, and a native fast path for builtin operands."""
+        spec, ctx = self.spec, self.ctx
+        names = args.split(", ")
+        env = {"fn": fn, "step": step, "NATIVE": semantics.NATIVE, "ctx": ctx,
+               "prehook": ctx.prehook, "posthook": ctx.posthook}
+        if sym is not None:
+            a, b = names
+            plain = ("if type(%s) in NATIVE and type(%s) in NATIVE:\n{i}    r = %s %s %s\n"
+                     "{i}else:\n{i}    r = step(%s)" % (a, b, a, sym, b, args))
+        else:
+            plain = "r = step(%s)" % args
+        rules = spec.primitives.get(fn, ())
+        if spec.wildcard is not None:
+            env["w"] = spec.wildcard
+            plain = "r = w(ctx, fn, %s)" % args
+        elif spec.canrecurse or spec.fallback:
+            env["g"] = self._resolve(fn)
+            plain = "r = g(%s)" % args
+        elif rules:
+            conds, cenv = _rule_conditions(rules, names, ctx._tagkey)
+            env.update(cenv)
+            chain = []
+            for i, cond in enumerate(conds):
+                env["m%d" % i] = rules[i][1]
+                chain.append("%s %s:\n{i}    r = m%d(ctx, %s)"
+                             % ("if" if i == 0 else "elif", cond, i, args))
+            plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("\n", "\n    ")
+        lines = ["def slot(%s):" % params]
+        if spec.prehook:
+            lines.append("    prehook(fn, %s)" % args)
+        lines.append("    " + plain.format(i="    "))
+        if spec.posthook:
+            lines.append("    posthook(r, fn, %s)" % args)
+        lines.append("    return r")
+        return _compile_function("\n".join(lines), "slot", env)
 
     def slot(self, key):
-        return self.ops[key]
+        """The callable standing for template slot ``key`` (built on first use)."""
+        try:
+            return self.ops[key]
+        except KeyError:
+            pass
+        if key[0] in ("call", "meth"):
+            call, meth = self._dispatchers(key[1])
+            self.ops[("call", key[1])] = call
+            self.ops[("meth", key[1])] = meth
+            return self.ops[key]
+        if key == ("notcontains",):
+            contains = self.slot(("contains",))
+            fn = lambda c, x: not contains(c, x)
+        else:
+            fn = self._op_slot(*self._lazy[key])
+        self.ops[key] = fn
+        return fn
 
     def call_ex(self, f, args, kwargs):
         """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""
@@ -273,16 +320,18 @@ class Runtime:
         return self._target(f)
 
     def _primitive_dispatch(self, rules, target):
-        ctx, key = self.ctx, self.ctx._tagkey
-        checks = [(_matcher(argtypes, key), method) for argtypes, method in rules]
-
-        def dispatch(*args, **kwargs):
-            for matches, method in checks:
-                if matches(args):
-                    return method(ctx, *args, **kwargs)
-            return target(*args, **kwargs)
-
-        return dispatch
+        """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
+        conds, env = _rule_conditions(rules, ["args[%d]" % i for i in range(_max_arity(rules))],
+                                      self.ctx._tagkey)
+        lines = ["def dispatch(*args, **kwargs):", "    n = len(args)"]
+        for i, cond in enumerate(conds):
+            need = len(rules[i][0])
+            lines.append("    if n >= %d and %s:" % (need, cond) if need else "    if True:")
+            lines.append("        return m%d(ctx, *args, **kwargs)" % i)
+        lines.append("    return target(*args, **kwargs)")
+        env.update(ctx=self.ctx, target=target)
+        env.update(("m%d" % i, r[1]) for i, r in enumerate(rules))
+        return _compile_function("\n".join(lines), "dispatch", env)
 
     def _target(self, f):
         """``recurse``: step into ``f``'s Python body, else the fallback."""
@@ -349,7 +398,9 @@ class Runtime:
             return code
         slot = self.slot
         consts = tuple(slot(c.key) if type(c) is rewrite.Slot else c for c in template.co_consts)
-        return template.replace(co_consts=consts)
+        routed = template.replace(co_consts=consts)
+        lookaside.ROUTED.add(routed)
+        return routed
 
     @staticmethod
     def _method_of(tp, name):
@@ -387,6 +438,43 @@ class Runtime:
         if not self.checking:
             self.checking = True
             self.fcache.clear()
+
+
+def _max_arity(rules):
+    return max((len(r[0]) for r in rules), default=0)
+
+
+def _rule_conditions(rules, names, key):
+    """Python source of one condition per ``@primitive`` rule over argument expressions."""
+    env = {"Tagged": Tagged, "key": key}
+    conds = []
+    for i, (argtypes, _) in enumerate(rules):
+        parts = []
+        for j, t in enumerate(argtypes):
+            ts = t if isinstance(t, tuple) else (t,)
+            x = names[j]
+            alts = []
+            if Tagged in ts:
+                alts.append("(type(%s) is Tagged and %s._tagkey is key)" % (x, x))
+            plain = tuple(c for c in ts if c is not Tagged)
+            if plain:
+                env["T%d_%d" % (i, j)] = plain
+                alts.append("(type(%s) is not Tagged and isinstance(%s, T%d_%d))" % (x, x, i, j))
+            parts.append("(%s)" % " or ".join(alts) if alts else "False")
+        conds.append(" and ".join(parts) if parts else "True")
+    return conds, env
+
+
+_compiled = {}
+
+
+def _compile_function(src, name, env):
+    """Define the generated function ``name`` from ``src`` with globals ``env``."""
+    code = _compiled.get(src)
+    if code is None:
+        code = _compiled[src] = compile(src, __file__, "exec")
+    exec(code, env)
+    return env[name]
 
 
 def _matcher(argtypes, key):
@@ -494,6 +582,7 @@ def _leave(rt):
     rt.depth -= 1
     if rt.depth == 0:
         rt.fcache.clear()
+        rt.steps.attr_info.clear()
         if len(rt.codes) > _CACHE_LIMIT:
             rt.codes.clear()
 
@@ -533,7 +622,6 @@ def recurse(ctx, f, /, *args, **kwargs):
     """Run ``f``'s body with everything inside it routed through ``ctx`` (no hooks
     for ``f`` itself); ``fallback`` where ``f`` has no Python body."""
     rt = _runtime(ctx, "recurse")
-    _check_callable(f, "recurse")
     rt.depth += 1
     try:
         if rt.spec.canrecurse and not ctx.canrecurse(f, *args, **kwargs):

@@ -20,6 +20,7 @@ import itertools
 import os
 import re
 import sys
+import weakref
 
 from . import _compat
 
@@ -51,16 +52,27 @@ def is_internal(code):
     return code.co_filename.startswith(_PACKAGE_DIR)
 
 
+#: code objects produced by the rewriter (their frames are the user's frames)
+ROUTED = weakref.WeakSet()
+
+
 def user_frame(skip=0):
-    """The ``skip``-th frame outside overdub's machinery, counting from the caller."""
-    frame = sys._getframe(1)
-    while True:
+    """The frame of the user code that called a routed builtin (the nearest frame
+    running rewritten code, so that primitive and hook methods in between are
+    skipped), then ``skip`` frames further out, overdub's machinery not counted."""
+    frame = first = sys._getframe(1)
+    while frame is not None and frame.f_code not in ROUTED:
+        frame = frame.f_back
+    if frame is None:  # not called from routed code: the first frame outside overdub
+        frame = first
         while frame is not None and is_internal(frame.f_code):
             frame = frame.f_back
-        if skip == 0 or frame is None:
-            return frame
+    while skip and frame is not None:
         skip -= 1
         frame = frame.f_back
+        while frame is not None and is_internal(frame.f_code):
+            frame = frame.f_back
+    return frame
 
 
 def wrap_callbacks(fn, call):

@@ -48,6 +48,10 @@ class Slot:
         return "<overdub slot %s>" % ":".join(map(str, self.key))
 
 
+#: calls with up to this many positional arguments get a fixed-arity dispatcher
+MAX_FIXED_ARITY = 3
+
+
 class RewriteError(Exception):
     """The rewriter met code it cannot route; the function then runs plainly."""
 
@@ -128,8 +132,9 @@ class _Rewriter:
         if C.is_method_load(ins):
             if d is None:
                 raise RewriteError("method load at unknown stack depth")
-            self.heads[d - 1] = ("method",)
-            return [_load(Slot("meth"), loc), Instr("SWAP", 2, location=loc),
+            load = _load(Slot("meth"), loc)
+            self.heads[d - 1] = ("method", load)
+            return [load, Instr("SWAP", 2, location=loc),
                     Instr("LOAD_CONST", C.attr_name(ins), location=loc)]
         if name in C.CALLS or name == "CALL_FUNCTION_EX":
             return self._call(ins)
@@ -215,8 +220,12 @@ class _Rewriter:
             # second (decorators, comprehension calls): [f, a0] -> [call, f, a0].
             if ins.arg != 0 or ins.name == "CALL_KW":
                 raise RewriteError("call without a NULL head and with arguments")
-            return [_load(Slot("call"), loc), Instr("SWAP", 3, location=loc),
+            return [_load(Slot("call", 1), loc), Instr("SWAP", 3, location=loc),
                     Instr("SWAP", 2, location=loc), *C.call_instrs(1, loc)]
+        keywords = ins.name == "CALL_KW" or (
+            self.out and isinstance(self.out[-1], Instr) and self.out[-1].name == "KW_NAMES")
+        if not keywords and ins.arg <= MAX_FIXED_ARITY:  # a dispatcher without *args
+            head[1].arg = Slot(head[1].arg.key[0], ins.arg)
         if head[0] == "method":  # one more argument: the attribute name
             if C.PY311:
                 return C.call_instrs(ins.arg + 1, loc)

@@ -94,6 +94,7 @@ class Steps:
     def __init__(self, call, fallback):
         self.call = call
         self.fallback = fallback
+        self.attr_info = {}  # type -> names of Python-level descriptors (see _plain_attrs)
 
     def apply(self, method, *args, **kwargs):
         if type(method) is FunctionType:
@@ -253,12 +254,39 @@ class Steps:
         return self._dunder_step(operator.delitem, "__delitem__")
 
     # -- attributes ----------------------------------------------------------------------
+    def _plain_attrs(self, tp):
+        """Whether attribute access on instances of ``tp`` runs no Python code but
+        that of the descriptors named in the returned set (``None``: always
+        take the slow path)."""
+        try:
+            return self.attr_info[tp]
+        except KeyError:
+            pass
+        info = None
+        if (not is_py(lookup(tp, "__getattribute__")) and not is_py(lookup(tp, "__getattr__"))
+                and not is_py(lookup(tp, "__setattr__")) and not is_py(lookup(tp, "__delattr__"))):
+            info = set()
+            for klass in tp.__mro__:
+                for name, attr in vars(klass).items():
+                    atp = type(attr)
+                    if atp is FunctionType or atp in NATIVE:
+                        continue
+                    if atp is property or any(is_py(lookup(atp, m))
+                                              for m in ("__get__", "__set__", "__delete__")):
+                        info.add(name)
+            info = frozenset(info)
+        self.attr_info[tp] = info
+        return info
+
     def getattr(self):
-        call, apply = self.call, self.apply
+        plain_attrs = self._plain_attrs
 
         def step(obj, name, *default):
             tp = type(obj)
             if tp in NATIVE or tp is Tagged or type(name) is not str:
+                return getattr(obj, name, *default)
+            info = plain_attrs(tp)
+            if info is not None and name not in info:
                 return getattr(obj, name, *default)
             try:
                 return self._getattr(obj, tp, name)
@@ -298,9 +326,14 @@ class Steps:
             return self.call(gf, obj, name)
 
     def setattr(self):
+        plain_attrs = self._plain_attrs
+
         def step(obj, name, value):
             tp = type(obj)
             if tp in NATIVE or tp is Tagged:
+                return setattr(obj, name, value)
+            info = plain_attrs(tp)
+            if info is not None and name not in info:
                 return setattr(obj, name, value)
             sa = lookup(tp, "__setattr__")
             if is_py(sa):
