@@ -65,6 +65,26 @@ def call_instrs(n, loc):
     return [Instr("CALL", n, location=loc)]
 
 
+def call_ex_heads(producer, loc):
+    """Fix the heads of an ``f(*args, **kwargs)`` site before it becomes ``call_ex(f, a, k)``.
+
+    3.13 names the callable in the *first* head slot in DICT_MERGE errors
+    ("f() got multiple values for keyword argument"), so there the heads stay
+    ``[f, call_ex]`` until the arguments are complete and are swapped at the call.
+    """
+    if not PY313 or producer is None:
+        return []
+    first, second = producer
+    if second.name == "SWAP":  # PUSH_NULL after f: [call_ex, SWAP 2] -> [call_ex] gives [f, call_ex]
+        second.set("NOP")
+    else:  # LOAD_GLOBAL with NULL: [call_ex, LOAD_GLOBAL f] -> [LOAD_GLOBAL f, call_ex]
+        first_name, first_arg = first.name, first.arg
+        first.set(second.name, second.arg)
+        second.set(first_name, first_arg)
+    return [Instr("SWAP", 3, location=loc), Instr("SWAP", 4, location=loc),
+            Instr("SWAP", 3, location=loc)]
+
+
 def bump_call(instr):
     """The same call instruction with one more positional argument."""
     return Instr(instr.name, instr.arg + 1, location=instr.location)

@@ -406,7 +406,7 @@ class Runtime:
     def _method_of(tp, name):
         """``(function, instances_have_dict)`` for ``obj.name(...)`` when CPython's
         method-call shortcut applies to instances of ``tp``, else ``(None, False)``."""
-        if tp is Tagged or semantics.lookup(tp, "__getattribute__") is not object.__getattribute__:
+        if tp is Tagged or not semantics.is_generic_getattribute(semantics.lookup(tp, "__getattribute__")):
             return None, False
         attr = semantics.lookup(tp, name)
         if type(attr) is FunctionType or type(attr) is MethodDescriptorType:
@@ -418,7 +418,7 @@ class Runtime:
         if self.spec.fallback:
             ctx = self.ctx
             return lambda *a, **k: ctx.fallback(f, *a, **k)
-        if not self.checking or f in _PASSTHROUGH:
+        if not self.checking or f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
             return f
         key = self.ctx._tagkey
         return lambda *a, **k: _plain_call(f, key, a, k)
@@ -428,16 +428,16 @@ class Runtime:
             return self.ctx.fallback(f, *args, **kwargs)
         return _plain_call(f, self.ctx._tagkey, args, kwargs)
 
-    def note_tagging(self):
-        """A tag was made: fallbacks must start untagging (caches built before do not)."""
-        if not _tagging_seen[0]:
-            _tagging_seen[0] = True
-            for rt in list(_runtimes):
-                rt.checking = True
-                rt.fcache.clear()
-        if not self.checking:
-            self.checking = True
-            self.fcache.clear()
+
+
+def note_tagging(ctx):
+    """``ctx`` made its first tag: from now on fallbacks must untag (and hand values
+    tagged by other contexts over to them), so plain-call shortcuts are dropped."""
+    if not _tagging_seen[0]:
+        _tagging_seen[0] = True
+        for rt in list(_runtimes):
+            rt.checking = True
+            rt.fcache.clear()
 
 
 def _max_arity(rules):
@@ -505,6 +505,14 @@ def _strip(x, key):
     while type(x) is Tagged and x._tagkey is key:
         x = x._value
     return x
+
+
+def _unbound(f):
+    """``list.append`` for ``[].append``: the method a bound builtin came from."""
+    owner = getattr(f, "__self__", None)
+    if owner is None or isinstance(owner, ModuleType) or type(f) is not BuiltinFunctionType:
+        return None
+    return semantics.lookup(type(owner), f.__name__)
 
 
 def _plain_call(f, key, args, kwargs):

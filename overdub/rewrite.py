@@ -118,17 +118,19 @@ class _Rewriter:
         name, loc, d = ins.name, ins.location, self.depth
         if name == "PUSH_NULL":
             load = _load(Slot("call"), loc)
+            out = C.replace_push_null(load, loc)
             if d is not None:
-                self.heads[C.push_null_head(d)] = ("null", load)
-            return C.replace_push_null(load, loc)
+                self.heads[C.push_null_head(d)] = ("null", load, out)
+            return out
         if name == "LOAD_GLOBAL":
             null, gname = C.global_null_pair(ins)
             if not null:
                 return [ins]
             load = _load(Slot("call"), loc)
+            out = [load, C.plain_load_global(gname, loc)]
             if d is not None:
-                self.heads[d] = ("null", load)
-            return [load, C.plain_load_global(gname, loc)]
+                self.heads[d] = ("null", load, out)
+            return out
         if C.is_method_load(ins):
             if d is None:
                 raise RewriteError("method load at unknown stack depth")
@@ -200,7 +202,7 @@ class _Rewriter:
             if d is None:
                 raise RewriteError("super method load at unknown stack depth")
             load = _load(Slot("call"), loc)
-            self.heads[d - 3] = ("null", load)
+            self.heads[d - 3] = ("null", load, None)
             out += [load, Instr("SWAP", 2, location=loc)]
         return out
 
@@ -214,7 +216,7 @@ class _Rewriter:
                 raise RewriteError("f(*args) call with an unexpected callee slot")
             head[1].arg = Slot("call_ex")
             out = [] if ins.arg & 1 else [Instr("LOAD_CONST", None, location=loc)]
-            return out + C.call_instrs(2, loc)
+            return out + C.call_ex_heads(head[2], loc) + C.call_instrs(2, loc)
         if head is None:
             # The callee sits in the first head slot and its first argument in the
             # second (decorators, comprehension calls): [f, a0] -> [call, f, a0].

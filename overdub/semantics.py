@@ -62,6 +62,11 @@ UNARY = {"NEGATIVE": (operator.neg, "__neg__"), "POSITIVE": (operator.pos, "__po
 _CALLABLE_SLOTS = (FunctionType, WrapperDescriptorType, MethodDescriptorType)
 
 
+def is_generic_getattribute(attr):
+    """Whether ``attr`` (a type's ``__getattribute__``) is CPython's generic lookup."""
+    return attr in _GENERIC_GETATTRIBUTE
+
+
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` in ``tp``'s MRO, without binding."""
     for klass in tp.__mro__:
@@ -69,6 +74,11 @@ def lookup(tp, name):
         if name in d:
             return d[name]
     return None
+
+
+_GENERIC_GETATTRIBUTE = {lookup(t, "__getattribute__") for t in (
+    object, list, dict, tuple, set, frozenset, str, bytes, bytearray, int, float, complex, bool,
+    range, slice, memoryview, BaseException)}
 
 
 def is_py(attr):
@@ -81,6 +91,8 @@ def add_numpy_types():
 
     np = sys.modules.get("numpy")
     if np is not None and np.ndarray not in NATIVE:
+        _GENERIC_GETATTRIBUTE.add(lookup(np.ndarray, "__getattribute__"))
+        _GENERIC_GETATTRIBUTE.add(lookup(np.float64, "__getattribute__"))
         NATIVE.update({np.ndarray, np.float64, np.float32, np.int64, np.int32, np.bool_,
                        np.complex128, np.complex64, np.float16, np.int8, np.int16, np.uint8,
                        np.uint16, np.uint32, np.uint64})
@@ -306,7 +318,7 @@ class Steps:
             if is_py(ga):
                 return self.call(ga, obj, name)
             attr = lookup(tp, name)
-            if attr is not None and ga is object.__getattribute__:
+            if attr is not None and is_generic_getattribute(ga):
                 atp = type(attr)
                 if atp is property:
                     if is_py(attr.fget):

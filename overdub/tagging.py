@@ -133,10 +133,11 @@ def tag(value, ctx, metadata=None):
     _check_ctx(ctx, "tag")
     if type(value) is Tagged and value._tagkey is ctx._tagkey:
         value = value._value
-    rt = ctx._runtime
-    if rt is not None:
-        rt.note_tagging()
-    ctx.__dict__["_has_tags"] = True
+    if not ctx.__dict__.get("_has_tags"):
+        from .dispatch import note_tagging
+
+        ctx.__dict__["_has_tags"] = True
+        note_tagging(ctx)
     return Tagged(value, metadata, ctx)
 
 
