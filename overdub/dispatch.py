@@ -156,8 +156,7 @@ class Runtime:
         self.checking = _tagging_seen[0]
         semantics.add_numpy_types()
         self.steps = semantics.Steps(None, self.fallback_call)
-        readers = lookaside.FrameReaders(self.route_code)
-        self.table = readers.table()
+        self.table = lookaside.FrameReaders(self.route_code).table()
         self.ops = {}
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
@@ -172,36 +171,24 @@ class Runtime:
                     or fn in s.primitives)
 
     def _build_ops(self):
-        import operator
-
-        steps, ops = self.steps, self.ops
-        table = []  # (slot key, operator function, step, stack-order params, call-order args, symbol)
-        for name, (fn, *_) in semantics.BINARY.items():
-            table.append((("binop", name), fn, steps.binary(name), "b, a", "a, b", _SYMBOLS.get(name)))
-        for name, (fn, _) in semantics.INPLACE.items():
-            table.append((("binop", name), fn, steps.inplace(name), "b, a", "a, b", None))
-        for name, (fn, *_) in semantics.COMPARE.items():
-            table.append((("compare", name), fn, steps.compare(name), "b, a", "a, b", _SYMBOLS[name]))
-        for name, (fn, _) in semantics.UNARY.items():
-            table.append((("unary", name), fn, steps.unary(name), "a", "a", None))
-        table += [
-            (("contains",), operator.contains, steps.contains(), "c, x", "c, x", None),
-            (("getitem",), operator.getitem, steps.getitem(), "k, c", "c, k", None),
-            (("setitem",), operator.setitem, steps.setitem(), "c, k, v", "c, k, v", None),
-            (("delitem",), operator.delitem, steps.delitem(), "k, c", "c, k", None),
-            (("getattr",), getattr, steps.getattr(), "o, n", "o, n", None),
-            (("setattr",), setattr, steps.setattr(), "o, n, v", "o, n, v", None),
-            (("delattr",), delattr, steps.delattr(), "o, n", "o, n", None),
-        ]
-        self._lazy = {}
-        for key, fn, step, params, args, sym in table:
-            ops[fn] = step
-            self._lazy[key] = (fn, step, params, args, sym)
+        ops = self.ops
         self._getattr_slot = self.slot(("getattr",))
         ops[("call",)] = self.call
         ops[("meth",)] = self.meth
         ops[("call_ex",)] = self.call_ex
         ops[("super_attr",)] = self.super_attr
+
+    def step_for(self, fn):
+        """The ``recurse`` step of an operator function (``operator.add``, ``getattr``...)."""
+        try:
+            return self.ops[fn]
+        except KeyError:
+            pass
+        entry = _OP_BY_FN.get(fn)
+        if entry is None:
+            return None
+        step = self.ops[fn] = getattr(self.steps, entry[1])(*entry[2])
+        return step
 
     def _dispatchers(self, arity):
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
@@ -263,7 +250,8 @@ class Runtime:
             contains = self.slot(("contains",))
             fn = lambda c, x: not contains(c, x)
         else:
-            fn = self._op_slot(*self._lazy[key])
+            op, _, _, params, args, sym = _OP_SLOTS[key]
+            fn = self._op_slot(op, self.step_for(op), params, args, sym)
         self.ops[key] = fn
         return fn
 
@@ -362,7 +350,7 @@ class Runtime:
 
     def _builtin_step(self, f):
         try:
-            step = self.ops.get(f) or self.table.get(f)
+            step = self.step_for(f) or self.table.get(f)
         except TypeError:
             return None
         if step is not None:
@@ -465,6 +453,32 @@ def _rule_conditions(rules, names, key):
     return conds, env
 
 
+def _op_table():
+    """slot key -> (operator function, Steps factory, factory args, stack params, call args, symbol)."""
+    import operator
+
+    table = {}
+    for name, (fn, *_) in semantics.BINARY.items():
+        table[("binop", name)] = (fn, "binary", (name,), "b, a", "a, b", _SYMBOLS.get(name))
+    for name, (fn, _) in semantics.INPLACE.items():
+        table[("binop", name)] = (fn, "inplace", (name,), "b, a", "a, b", None)
+    for name, (fn, *_) in semantics.COMPARE.items():
+        table[("compare", name)] = (fn, "compare", (name,), "b, a", "a, b", _SYMBOLS[name])
+    for name, (fn, _) in semantics.UNARY.items():
+        table[("unary", name)] = (fn, "unary", (name,), "a", "a", None)
+    for key, fn, params, args in (("contains", operator.contains, "c, x", "c, x"),
+                                  ("getitem", operator.getitem, "k, c", "c, k"),
+                                  ("setitem", operator.setitem, "c, k, v", "c, k, v"),
+                                  ("delitem", operator.delitem, "k, c", "c, k"),
+                                  ("getattr", getattr, "o, n", "o, n"),
+                                  ("setattr", setattr, "o, n, v", "o, n, v"),
+                                  ("delattr", delattr, "o, n", "o, n")):
+        table[(key,)] = (fn, key, (), params, args, None)
+    return table
+
+
+_OP_SLOTS = _op_table()
+_OP_BY_FN = {entry[0]: entry for entry in _OP_SLOTS.values()}
 _compiled = {}
 
 
