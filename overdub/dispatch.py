@@ -33,30 +33,53 @@ _tagging_seen = [False]
 
 
 # ----------------------------------------------------------------------------- templates
-_templates = {}  # id(code) -> (weakref to code, {(pass_, ctx_type): template or None})
-_templates_lock = threading.Lock()
+class CodeCache:
+    """A mapping keyed by code objects that does not keep them alive (code objects
+    compare by value, so equal code from two files must not share an entry)."""
+
+    def __init__(self):
+        self._data = {}
+        self._lock = threading.Lock()
+
+    def get(self, code, default=None):
+        entry = self._data.get(id(code))
+        if entry is None or entry[0]() is not code:
+            return default
+        return entry[1]
+
+    def __setitem__(self, code, value):
+        key = id(code)
+
+        def forget(ref, key=key, data=self._data):
+            with self._lock:
+                entry = data.get(key)
+                if entry is not None and entry[0] is ref:
+                    del data[key]
+
+        with self._lock:
+            self._data[key] = (weakref.ref(code, forget), value)
+
+    def __len__(self):
+        return len(self._data)
+
+    def clear(self):
+        self._data.clear()
+
+
+_templates = CodeCache()  # code -> {(pass_, ctx_type) or None: template code or None}
 unroutable = weakref.WeakValueDictionary()  # qualname -> code that had to run plainly (debugging)
+_MISSING = object()
 
 
 def _template(code, pass_, ctx_type):
-    key = id(code)
-    entry = _templates.get(key)
-    if entry is None or entry[0]() is not code:
-        def forget(_, key=key):
-            with _templates_lock:
-                current = _templates.get(key)
-                if current is not None and current[0]() is None:
-                    del _templates[key]
-
-        entry = (weakref.ref(code, forget), {})
-        with _templates_lock:
-            _templates[key] = entry
-    variants = entry[1]
+    variants = _templates.get(code)
+    if variants is None:
+        variants = {}
+        _templates[code] = variants
     vkey = (pass_, ctx_type) if pass_ is not None else None
-    try:
-        return variants[vkey]
-    except KeyError:
-        pass
+    template = variants.get(vkey, _MISSING)
+    if template is not _MISSING:
+        return template
     try:
         template = rewrite.rewrite_code(code, pass_, ctx_type)
     except PassError:
@@ -151,7 +174,7 @@ class Runtime:
         self.ctx = ctx
         self.spec = spec
         self.fcache = {}
-        self.codes = {}
+        self.codes = CodeCache()
         self.depth = 0
         self.checking = _tagging_seen[0]
         semantics.add_numpy_types()
@@ -367,11 +390,11 @@ class Runtime:
 
     def _rewritten(self, f):
         code = f.__code__
-        try:
-            new = self.codes[code]
-        except KeyError:
-            new = self.codes[code] = self.route_code(code)
-        if new is code:
+        new = self.codes.get(code)
+        if new is None:
+            new = self.route_code(code)
+            self.codes[code] = _MISSING if new is code else new  # never a strong ref to the key
+        if new is code or new is _MISSING:
             return f
         g = FunctionType(new, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
         g.__kwdefaults__ = f.__kwdefaults__
@@ -521,6 +544,13 @@ def _strip(x, key):
     return x
 
 
+def _any_tagged(args, kwargs):
+    for a in args:
+        if type(a) is Tagged:
+            return True
+    return bool(kwargs) and any(type(a) is Tagged for a in kwargs.values())
+
+
 def _unbound(f):
     """``list.append`` for ``[].append``: the method a bound builtin came from."""
     owner = getattr(f, "__self__", None)
@@ -580,7 +610,8 @@ _PASSTHROUGH = {list.append, list.extend, list.insert, list.pop, list.copy, list
                 dict.get, dict.setdefault, dict.pop, dict.update, dict.__setitem__, dict.values,
                 dict.items, set.add, tuple, list, dict, set, frozenset, zip, enumerate, reversed,
                 iter, next, len, id, repr, str, print, sorted, min, max, sum, getattr, setattr,
-                delattr, object.__setattr__, object.__getattribute__, hasattr, format}
+                delattr, object.__setattr__, object.__getattribute__, hasattr, format,
+                tuple.__new__, object.__new__, list.__init__, dict.__init__, set.__init__}
 
 
 # ----------------------------------------------------------------------------- public API
@@ -629,7 +660,8 @@ def overdub(ctx, f, /, *args, **kwargs):
     primitive or ``recurse``, then posthook; return the result."""
     rt = _runtime(ctx, "overdub")
     _check_callable(f, "overdub")
-    if rt.spec.empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags"):
+    if (rt.spec.empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags")
+            and not _any_tagged(args, kwargs)):
         return f(*args, **kwargs)  # nothing to observe or change: plain Python
     rt.depth += 1
     try:
