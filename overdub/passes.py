@@ -19,8 +19,9 @@ def replace_match(replacer, predicate, code):
     """Replace every instruction argument ``a`` (constants included) for which
     ``predicate(a)`` is true by ``replacer(a)``; returns ``code``.
 
-    Labels, jump targets and the argument-less instructions are left alone, as
-    are booleans when the predicate only asks for ints (``type(a) is int``).
+    Names are matched as plain strings on every Python version: the flag that
+    3.11+ packs beside a global's or attribute's name (``(True, "f")``) is kept.
+    Labels, jump targets and argument-less instructions are left alone.
     """
     if not isinstance(code, Bytecode):
         raise TypeError("replace_match(replacer, predicate, code): code must be a "
@@ -28,9 +29,15 @@ def replace_match(replacer, predicate, code):
     for instr in code:
         if isinstance(instr, Instr) and instr.require_arg() and not instr.has_jump():
             arg = instr.arg
-            if predicate(arg):
+            if isinstance(arg, tuple) and arg and isinstance(arg[-1], str) and instr.name in _NAMED:
+                if predicate(arg[-1]):
+                    instr.arg = arg[:-1] + (replacer(arg[-1]),)
+            elif predicate(arg):
                 instr.arg = replacer(arg)
     return code
+
+
+_NAMED = {"LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR", "LOAD_METHOD"}
 
 
 def _describe(pass_):
