@@ -153,7 +153,8 @@ def _call_source(arity, prehook, posthook):
 
 _SYMBOLS = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
             "REMAINDER": "%", "POWER": "**", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!=",
-            "GT": ">", "GE": ">="}
+            "GT": ">", "GE": ">=", "MATRIX_MULTIPLY": "@", "LSHIFT": "<<", "RSHIFT": ">>",
+            "AND": "&", "OR": "|", "XOR": "^"}
 _generated = {}
 
 
@@ -220,17 +221,17 @@ class Runtime:
         return make(self.fcache, self.resolve, ctx.prehook, ctx.posthook, self._method_of,
                     lambda o, n: self._getattr_slot(o, n), ModuleType)
 
-    def _op_slot(self, fn, step, params, args, sym):
+    def _op_slot(self, fn, step, params, args, fast):
         """The function rewritten code calls for one operator: hooks and primitive
-        dispatch inlined, and a native fast path for builtin operands."""
+        dispatch inlined, and CPython's own operator inline for builtin operands."""
         spec, ctx = self.spec, self.ctx
         names = args.split(", ")
         env = {"fn": fn, "step": step, "NATIVE": semantics.NATIVE, "ctx": ctx,
-               "prehook": ctx.prehook, "posthook": ctx.posthook}
-        if sym is not None:
-            a, b = names
-            plain = ("if type(%s) in NATIVE and type(%s) in NATIVE:\n{i}    r = %s %s %s\n"
-                     "{i}else:\n{i}    r = step(%s)" % (a, b, a, sym, b, args))
+               "prehook": ctx.prehook, "posthook": ctx.posthook,
+               "ATTRS": self.steps.attr_info, "ALL": semantics.ALL_NAMES}
+        if fast is not None:
+            guard, stmt = fast
+            plain = "if %s:\n{i}    %s\n{i}else:\n{i}    r = step(%s)" % (guard, stmt, args)
         else:
             plain = "r = step(%s)" % args
         rules = spec.primitives.get(fn, ())
@@ -248,7 +249,7 @@ class Runtime:
                 env["m%d" % i] = rules[i][1]
                 chain.append("%s %s:\n{i}    r = m%d(ctx, %s)"
                              % ("if" if i == 0 else "elif", cond, i, args))
-            plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("\n", "\n    ")
+            plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("{i}", "{i}    ")
         lines = ["def slot(%s):" % params]
         if spec.prehook:
             lines.append("    prehook(fn, %s)" % args)
@@ -273,8 +274,8 @@ class Runtime:
             contains = self.slot(("contains",))
             fn = lambda c, x: not contains(c, x)
         else:
-            op, _, _, params, args, sym = _OP_SLOTS[key]
-            fn = self._op_slot(op, self.step_for(op), params, args, sym)
+            op, _, _, params, args, fast = _OP_SLOTS[key]
+            fn = self._op_slot(op, self.step_for(op), params, args, fast)
         self.ops[key] = fn
         return fn
 
@@ -477,26 +478,39 @@ def _rule_conditions(rules, names, key):
 
 
 def _op_table():
-    """slot key -> (operator function, Steps factory, factory args, stack params, call args, symbol)."""
+    """slot key -> (operator function, Steps factory, factory args, stack params, call args,
+    native fast path).  The fast path is ``(guard, statement)``: when ``guard`` holds, the
+    statement computes ``r`` with CPython's own operator and nothing else can run."""
     import operator
 
+    both = "type(a) in NATIVE and type(b) in NATIVE"
     table = {}
     for name, (fn, *_) in semantics.BINARY.items():
-        table[("binop", name)] = (fn, "binary", (name,), "b, a", "a, b", _SYMBOLS.get(name))
+        sym = _SYMBOLS.get(name)
+        fast = (both, "r = a %s b" % sym) if sym else None
+        table[("binop", name)] = (fn, "binary", (name,), "b, a", "a, b", fast)
     for name, (fn, _) in semantics.INPLACE.items():
-        table[("binop", name)] = (fn, "inplace", (name,), "b, a", "a, b", None)
+        sym = _SYMBOLS.get(name[len("INPLACE_"):])
+        fast = (both, "a %s= b\n{i}    r = a" % sym) if sym else None
+        table[("binop", name)] = (fn, "inplace", (name,), "b, a", "a, b", fast)
     for name, (fn, *_) in semantics.COMPARE.items():
-        table[("compare", name)] = (fn, "compare", (name,), "b, a", "a, b", _SYMBOLS[name])
+        table[("compare", name)] = (fn, "compare", (name,), "b, a", "a, b",
+                                    (both, "r = a %s b" % _SYMBOLS[name]))
     for name, (fn, _) in semantics.UNARY.items():
-        table[("unary", name)] = (fn, "unary", (name,), "a", "a", None)
-    for key, fn, params, args in (("contains", operator.contains, "c, x", "c, x"),
-                                  ("getitem", operator.getitem, "k, c", "c, k"),
-                                  ("setitem", operator.setitem, "c, k, v", "c, k, v"),
-                                  ("delitem", operator.delitem, "k, c", "c, k"),
-                                  ("getattr", getattr, "o, n", "o, n"),
-                                  ("setattr", setattr, "o, n, v", "o, n, v"),
-                                  ("delattr", delattr, "o, n", "o, n")):
-        table[(key,)] = (fn, key, (), params, args, None)
+        sym = {"NEGATIVE": "-", "POSITIVE": "+", "INVERT": "~"}[name]
+        table[("unary", name)] = (fn, "unary", (name,), "a", "a",
+                                  ("type(a) in NATIVE", "r = %sa" % sym))
+    plain_attrs = "type(o) in NATIVE or n not in ATTRS.get(type(o), ALL)"
+    for key, fn, params, args, fast in (
+            ("contains", operator.contains, "c, x", "c, x", ("type(c) in NATIVE", "r = x in c")),
+            ("getitem", operator.getitem, "k, c", "c, k", ("type(c) in NATIVE", "r = c[k]")),
+            ("setitem", operator.setitem, "c, k, v", "c, k, v",
+             ("type(c) in NATIVE", "c[k] = v\n{i}    r = None")),
+            ("delitem", operator.delitem, "k, c", "c, k", ("type(c) in NATIVE", "del c[k]\n{i}    r = None")),
+            ("getattr", getattr, "o, n", "o, n", (plain_attrs, "r = getattr(o, n)")),
+            ("setattr", setattr, "o, n, v", "o, n, v", (plain_attrs, "setattr(o, n, v)\n{i}    r = None")),
+            ("delattr", delattr, "o, n", "o, n", None)):
+        table[(key,)] = (fn, key, (), params, args, fast)
     return table
 
 

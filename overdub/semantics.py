@@ -81,6 +81,16 @@ _GENERIC_GETATTRIBUTE = {lookup(t, "__getattribute__") for t in (
     range, slice, memoryview, BaseException)}
 
 
+class _AllNames:
+    """Contains every name: the attribute set of types whose every access is stepped into."""
+
+    def __contains__(self, name):
+        return True
+
+
+ALL_NAMES = _AllNames()
+
+
 def is_py(attr):
     return type(attr) is FunctionType
 
@@ -267,14 +277,13 @@ class Steps:
 
     # -- attributes ----------------------------------------------------------------------
     def _plain_attrs(self, tp):
-        """Whether attribute access on instances of ``tp`` runs no Python code but
-        that of the descriptors named in the returned set (``None``: always
-        take the slow path)."""
+        """The attribute names whose access on instances of ``tp`` may run Python
+        code (descriptors); ``ALL_NAMES`` when any access may (``__getattr__``...)."""
         try:
             return self.attr_info[tp]
         except KeyError:
             pass
-        info = None
+        info = ALL_NAMES
         if (not is_py(lookup(tp, "__getattribute__")) and not is_py(lookup(tp, "__getattr__"))
                 and not is_py(lookup(tp, "__setattr__")) and not is_py(lookup(tp, "__delattr__"))):
             info = set()
@@ -297,8 +306,7 @@ class Steps:
             tp = type(obj)
             if tp in NATIVE or tp is Tagged or type(name) is not str:
                 return getattr(obj, name, *default)
-            info = plain_attrs(tp)
-            if info is not None and name not in info:
+            if name not in plain_attrs(tp):
                 return getattr(obj, name, *default)
             try:
                 return self._getattr(obj, tp, name)
@@ -344,8 +352,7 @@ class Steps:
             tp = type(obj)
             if tp in NATIVE or tp is Tagged:
                 return setattr(obj, name, value)
-            info = plain_attrs(tp)
-            if info is not None and name not in info:
+            if name not in plain_attrs(tp):
                 return setattr(obj, name, value)
             sa = lookup(tp, "__setattr__")
             if is_py(sa):
