@@ -422,7 +422,7 @@ class Runtime:
             return None, False
         attr = semantics.lookup(tp, name)
         if type(attr) is FunctionType or type(attr) is MethodDescriptorType:
-            return attr, tp.__dictoffset__ != 0
+            return attr, semantics.lookup(tp, "__dict__") is not None
         return None, False
 
     # -- fallback ---------------------------------------------------------------------------

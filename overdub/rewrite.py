@@ -74,6 +74,8 @@ class _Rewriter:
         self.label_depth = {}
         self.depth = 0
         self.skip_call = False
+        self.depths_known = True  # every exception-table depth was read from the original
+        self.max_extra = 0
 
     # -- stack-depth bookkeeping ------------------------------------------------
     def _enter_label(self, label, falls_through):
@@ -88,7 +90,15 @@ class _Rewriter:
             return
         if instr.has_jump():
             self.label_depth.setdefault(instr.arg, self.depth + instr.stack_effect(jump=True))
-        self.depth += instr.stack_effect(jump=False)
+        if instr.name == "RETURN_GENERATOR":  # resumes with the sent value on the stack
+            self.depth += 1
+        else:
+            self.depth += instr.stack_effect(jump=False)
+
+    def _pending_methods(self, below=None):
+        """Method calls in flight (below stack index ``below``): each holds one extra slot."""
+        return sum(1 for index, head in self.heads.items()
+                   if head[0] == "method" and (below is None or index < below))
 
     # -- the rewrite ------------------------------------------------------------
     def run(self):
@@ -100,10 +110,13 @@ class _Rewriter:
                 falls_through = True
                 continue
             if isinstance(item, TryBegin):
-                extra = 1 + bool(item.push_lasti)
-                depth = item.stack_depth
+                depth = item.stack_depth  # the original's (read with conserve_...stackdepth)
                 if isinstance(depth, int):
-                    self.label_depth.setdefault(item.target, depth + extra)
+                    self.label_depth.setdefault(item.target, depth + 1 + bool(item.push_lasti))
+                    # method calls in flight hold one more slot than CPython's [meth, self]
+                    item.stack_depth = depth + self._pending_methods(below=depth)
+                else:
+                    self.depths_known = False
                 self.out.append(item)
                 continue
             if not isinstance(item, Instr):  # SetLineno, TryEnd
@@ -111,6 +124,7 @@ class _Rewriter:
                 continue
             self.out.extend(self._instr(item))
             self._advance(item)
+            self.max_extra = max(self.max_extra, self._pending_methods())
             falls_through = item.name not in _NO_FALLTHROUGH
         return self.out
 
@@ -220,10 +234,18 @@ class _Rewriter:
         if head is None:
             # The callee sits in the first head slot and its first argument in the
             # second (decorators, comprehension calls): [f, a0] -> [call, f, a0].
-            if ins.arg != 0 or ins.name == "CALL_KW":
-                raise RewriteError("call without a NULL head and with arguments")
-            return [_load(Slot("call", 1), loc), Instr("SWAP", 3, location=loc),
-                    Instr("SWAP", 2, location=loc), *C.call_instrs(1, loc)]
+            if ins.name == "CALL_KW" or (self.out and isinstance(self.out[-1], Instr)
+                                         and self.out[-1].name == "KW_NAMES"):
+                raise RewriteError("keyword call without a NULL head")
+            if ins.arg == 0:
+                return [_load(Slot("call", 1), loc), Instr("SWAP", 3, location=loc),
+                        Instr("SWAP", 2, location=loc), *C.call_instrs(1, loc)]
+            # e.g. a with-statement's exit call [exit, None, None, None]: pack the
+            # arguments, [f, (a0, ...)] -> call_ex(f, (a0, ...), None)
+            return [Instr("BUILD_TUPLE", ins.arg + 1, location=loc),
+                    _load(Slot("call_ex"), loc), Instr("SWAP", 3, location=loc),
+                    Instr("SWAP", 2, location=loc), Instr("LOAD_CONST", None, location=loc),
+                    *C.call_instrs(2, loc)]
         keywords = ins.name == "CALL_KW" or (
             self.out and isinstance(self.out[-1], Instr) and self.out[-1].name == "KW_NAMES")
         if not keywords and ins.arg <= MAX_FIXED_ARITY:  # a dispatcher without *args
@@ -237,20 +259,35 @@ class _Rewriter:
         return [ins]
 
 
+#: stack slots a routed operation may add on top of what the original expression held
+_OP_EXTRA = 3
+
+
 def rewrite_bytecode(bc):
-    """Rewrite a ``bytecode.Bytecode`` in place and return it."""
-    new = _Rewriter(bc).run()
+    """Rewrite a ``bytecode.Bytecode`` in place; return the rewriter (its depth facts)."""
+    rewriter = _Rewriter(bc)
+    new = rewriter.run()
     bc.clear()
     bc.extend(new)
-    return bc
+    return rewriter
 
 
 def rewrite_code(code, pass_=None, ctx_type=None):
-    """Template code object for ``code`` (after running the user pass, if any)."""
-    bc = Bytecode.from_code(code)
+    """Template code object for ``code`` (after running the user pass, if any).
+
+    Without a pass, the exception-table depths were carried over exactly, so the
+    slow control-flow analysis of ``bytecode`` is skipped: the stack size is the
+    original one plus what routed operations and method calls in flight add.
+    """
+    bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     if pass_ is not None:
         from .passes import run_pass
 
         bc = run_pass(pass_, ctx_type, bc, code)
-    rewrite_bytecode(bc)
-    return bc.to_code()
+        rewrite_bytecode(bc)
+        return bc.to_code()
+    rewriter = rewrite_bytecode(bc)
+    if not rewriter.depths_known:
+        return bc.to_code()
+    stacksize = code.co_stacksize + _OP_EXTRA + rewriter.max_extra
+    return bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
