@@ -672,11 +672,14 @@ def _strip_internal_frames(exc):
 def overdub(ctx, f, /, *args, **kwargs):
     """Run ``f(*args, **kwargs)`` inside ``ctx``: prehook, then the matching
     primitive or ``recurse``, then posthook; return the result."""
-    rt = _runtime(ctx, "overdub")
+    if not isinstance(ctx, Context):
+        raise TypeError("overdub(ctx, f, ...): ctx must be an overdub.Context instance, got %r"
+                        % type(ctx).__name__)
     _check_callable(f, "overdub")
-    if (rt.spec.empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags")
+    if (spec_of(type(ctx)).empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags")
             and not _any_tagged(args, kwargs)):
         return f(*args, **kwargs)  # nothing to observe or change: plain Python
+    rt = _runtime(ctx, "overdub")
     rt.depth += 1
     try:
         return rt.call(f, *args, **kwargs)
