@@ -427,6 +427,9 @@ class Runtime:
 
     # -- fallback ---------------------------------------------------------------------------
     def _fallback_for(self, f):
+        reader = _frame_reader(self, f)
+        if reader is not None:  # called plainly they would read the dispatcher's frame
+            return reader
         if self.spec.fallback:
             ctx = self.ctx
             return lambda *a, **k: ctx.fallback(f, *a, **k)
@@ -715,23 +718,35 @@ def canrecurse(ctx, f, /, *args, **kwargs):
 
 
 def default_canrecurse(ctx, f, args):
-    """The default ``Context.canrecurse``: ``f`` has a Python body we can route."""
+    """The default ``Context.canrecurse``: ``recurse`` would run Python code for ``f``
+    (its body, a stepped-into operator or class, or a lookaside) -- the same order of
+    questions as ``Runtime._target``."""
     tf = type(f)
-    if tf is MethodType:
-        return default_canrecurse(ctx, f.__func__, args)
     if tf is FunctionType:
         return not lookaside.is_internal(f.__code__)
+    if tf is MethodType or tf is staticmethod:
+        return default_canrecurse(ctx, f.__func__, args)
+    rt = _runtime(ctx, "canrecurse")
+    if rt._builtin_step(f) is not None:
+        return True
+    if isinstance(f, type):
+        return rt.steps.instantiate(f) is not None
     if tf is partial:
         return default_canrecurse(ctx, f.func, args)
-    if isinstance(f, type):
-        rt = _runtime(ctx, "canrecurse")
-        return rt.steps.instantiate(f) is not None
-    if tf is BuiltinFunctionType or tf is MethodDescriptorType:
-        rt = _runtime(ctx, "canrecurse")
-        return rt._builtin_step(f) is not None
     return type(semantics.lookup(tf, "__call__")) is FunctionType
 
 
 def default_fallback(ctx, f, args, kwargs):
-    """The default ``Context.fallback``: a plain call with ``ctx``'s tags removed."""
+    """The default ``Context.fallback``: a plain call with ``ctx``'s tags removed
+    (builtins that read their caller's frame read the user's)."""
+    reader = _frame_reader(_runtime(ctx, "fallback"), f)
+    if reader is not None:
+        f = reader
     return _plain_call(f, ctx._tagkey, args, kwargs)
+
+
+def _frame_reader(rt, f):
+    try:
+        return rt.table.get(f)
+    except TypeError:
+        return None
