@@ -17,11 +17,11 @@ original                  rewritten (stack shown bottom..top)
 call heads NULL/f         ``[call, f, args...]`` -> ``call(f, *args)``
 ``obj.m(args)``           ``[meth, obj, "m", args...]`` -> ``meth(obj, "m", *args)``
 ``f(*a, **k)``            ``call_ex(f, a, k)``
-``a + b``                 ``binop_ADD(b, a)`` (operands arrive reversed)
-``a < b``                 ``compare_LT(b, a)``
-``x in c``                ``contains(c, x)``
+``a + b``                 ``binop_ADD(a, b)``
+``a < b``                 ``compare_LT(a, b)``
+``x in c``                ``contains(x, c)``
 ``-a``                    ``unary_NEGATIVE(a)``
-``c[k]``, ``c[k] = v``    ``getitem(k, c)``, ``setitem(c, k, v)``
+``c[k]``, ``c[k] = v``    ``getitem(c, k)``, ``setitem(c, k, v)``
 ``o.x``, ``o.x = v``      ``getattr(o, "x")``, ``setattr(o, "x", v)``
 ========================  ====================================================
 """
@@ -175,12 +175,12 @@ class _Rewriter:
             if C.compare_casts_to_bool(ins):
                 out.append(Instr("TO_BOOL", location=loc))
             return out
-        if name == "CONTAINS_OP":  # [x, c] -> contains(c, x)
+        if name == "CONTAINS_OP":  # [x, c] -> contains(x, c), i.e. operator.contains(c, x)
             return self._binary(Slot("notcontains" if ins.arg else "contains"), loc)
         if name in _UNARY:
             return [_load(Slot("unary", _UNARY[name]), loc), Instr("SWAP", 2, location=loc),
                     *C.call_instrs(0, loc)]
-        if name == "BINARY_SUBSCR":  # [c, k] -> getitem(k, c)
+        if name == "BINARY_SUBSCR":  # [c, k] -> getitem(c, k)
             return self._binary(Slot("getitem"), loc)
         if name == "BINARY_SLICE":
             return [Instr("BUILD_SLICE", 2, location=loc), *self._binary(Slot("getitem"), loc)]
@@ -188,7 +188,7 @@ class _Rewriter:
             return self._store_subscr(loc)
         if name == "STORE_SLICE":
             return [Instr("BUILD_SLICE", 2, location=loc), *self._store_subscr(loc)]
-        if name == "DELETE_SUBSCR":  # [c, k] -> delitem(k, c)
+        if name == "DELETE_SUBSCR":  # [c, k] -> delitem(c, k)
             return [*self._binary(Slot("delitem"), loc), Instr("POP_TOP", location=loc)]
         if name == "LOAD_SUPER_ATTR":
             return self._super_attr(ins)
@@ -196,8 +196,9 @@ class _Rewriter:
 
     @staticmethod
     def _binary(slot, loc):
-        """``[a, b]`` -> ``slot(b, a)``."""
-        return [_load(slot, loc), Instr("SWAP", 3, location=loc), *C.call_instrs(1, loc)]
+        """``[a, b]`` -> ``slot(a, b)``."""
+        return [_load(slot, loc), Instr("SWAP", 3, location=loc), Instr("SWAP", 2, location=loc),
+                *C.call_instrs(1, loc)]
 
     @staticmethod
     def _store_subscr(loc):
