@@ -85,6 +85,18 @@ def call_ex_heads(producer, loc):
             Instr("SWAP", 3, location=loc)]
 
 
+#: a forward conditional jump (3.11 names the direction)
+POP_JUMP_FORWARD_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if PY311 else "POP_JUMP_IF_FALSE"
+
+
+def call_type_of(depth_from_top, type_const, loc):
+    """Push ``type(x)`` where ``x`` is the ``depth_from_top``-th stack item (1 = top)."""
+    load = Instr("LOAD_CONST", type_const, location=loc)
+    null = Instr("PUSH_NULL", location=loc)
+    head = [load, null] if PY313 else [null, load]
+    return head + [Instr("COPY", depth_from_top + 2, location=loc), *call_instrs(1, loc)]
+
+
 def bump_call(instr):
     """The same call instruction with one more positional argument."""
     return Instr(instr.name, instr.arg + 1, location=instr.location)

@@ -15,7 +15,7 @@ positional-only: user code may pass keyword arguments named ``f``.
 """
 from types import FunctionType
 
-__all__ = ["Context", "context", "primitive", "Tagged"]
+__all__ = ["Context", "context", "primitive"]
 
 
 class _Wildcard:

@@ -14,8 +14,6 @@ Per call: ``prehook`` -> ``g = cache[f]`` (``resolve`` on a miss) -> ``g(*args)`
 context" means: a matching primitive, the rewritten body, a lookaside, a
 stepped-into class or operator, or a plain (fallback) call.
 """
-import sys
-import threading
 import weakref
 from functools import partial
 from types import BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType, ModuleType
@@ -35,11 +33,14 @@ _tagging_seen = [False]
 # ----------------------------------------------------------------------------- templates
 class CodeCache:
     """A mapping keyed by code objects that does not keep them alive (code objects
-    compare by value, so equal code from two files must not share an entry)."""
+    compare by value, so equal code from two files must not share an entry).
+
+    No lock: single dict operations are atomic under the GIL, and a lock would
+    deadlock when garbage collection runs a removal callback while it is held.
+    """
 
     def __init__(self):
         self._data = {}
-        self._lock = threading.Lock()
 
     def get(self, code, default=None):
         entry = self._data.get(id(code))
@@ -48,16 +49,14 @@ class CodeCache:
         return entry[1]
 
     def __setitem__(self, code, value):
-        key = id(code)
+        key, data = id(code), self._data
 
-        def forget(ref, key=key, data=self._data):
-            with self._lock:
-                entry = data.get(key)
-                if entry is not None and entry[0] is ref:
-                    del data[key]
+        def forget(ref):
+            entry = data.get(key)
+            if entry is not None and entry[0] is ref:
+                data.pop(key, None)
 
-        with self._lock:
-            self._data[key] = (weakref.ref(code, forget), value)
+        data[key] = (weakref.ref(code, forget), value)
 
     def __len__(self):
         return len(self._data)
@@ -214,6 +213,19 @@ class Runtime:
         step = self.ops[fn] = getattr(self.steps, entry[1])(*entry[2])
         return step
 
+    def _guard_set(self, key):
+        """The exact operand types for which rewritten code may run an operator natively:
+        builtin types, unless a hook, a wildcard, a custom canrecurse/fallback or a
+        primitive that could match untagged operands is there to see it."""
+        fn = _OP_SLOTS[key][0]
+        spec = self.spec
+        if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse or spec.fallback:
+            return frozenset()
+        for argtypes, _ in spec.primitives.get(fn, ()):
+            if not any(t is Tagged or t == (Tagged,) for t in argtypes[:2]):
+                return frozenset()
+        return semantics.NATIVE
+
     def _dispatchers(self, arity):
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
         spec, ctx = self.spec, self.ctx
@@ -273,6 +285,10 @@ class Runtime:
             self.ops[("call", key[1])] = call
             self.ops[("meth", key[1])] = meth
             return self.ops[key]
+        if key[0] == "guard":
+            fn = self._guard_set(key[1:])
+            self.ops[key] = fn
+            return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))
             fn = lambda x, c: not contains(x, c)
@@ -526,12 +542,18 @@ _compiled = {}
 
 
 def _compile_function(src, name, env):
-    """Define the generated function ``name`` from ``src`` with globals ``env``."""
-    code = _compiled.get(src)
+    """Define the generated function ``name`` from ``src``; the names in ``env`` (and
+    ``type``) become closure variables, which are faster to read than globals."""
+    names = sorted(set(env) | {"type"})
+    key = (src, tuple(names))
+    code = _compiled.get(key)
     if code is None:
-        code = _compiled[src] = compile(src, __file__, "exec")
-    exec(code, env)
-    return env[name]
+        body = "\n".join("    " + line for line in src.splitlines())
+        factory = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
+        code = _compiled[key] = compile(factory, __file__, "exec")
+    ns = {}
+    exec(code, ns)
+    return ns["_factory"](**{"type": type, **env})
 
 
 def _matcher(argtypes, key):

@@ -25,7 +25,7 @@ call heads NULL/f         ``[call, f, args...]`` -> ``call(f, *args)``
 ``o.x``, ``o.x = v``      ``getattr(o, "x")``, ``setattr(o, "x", v)``
 ========================  ====================================================
 """
-from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytecode import Bytecode, Instr, Label, TryBegin
 
 from . import _compat as C
 
@@ -169,12 +169,10 @@ class _Rewriter:
                     Instr("LOAD_CONST", ins.arg, location=loc), *C.call_instrs(1, loc),
                     Instr("POP_TOP", location=loc)]
         if name == "BINARY_OP":
-            return self._binary(Slot("binop", ins.arg.name), loc)
+            return self._guarded(ins, Slot("binop", ins.arg.name), [])
         if name == "COMPARE_OP":
-            out = self._binary(Slot("compare", C.compare_name(ins)), loc)
-            if C.compare_casts_to_bool(ins):
-                out.append(Instr("TO_BOOL", location=loc))
-            return out
+            cast = [Instr("TO_BOOL", location=loc)] if C.compare_casts_to_bool(ins) else []
+            return self._guarded(ins, Slot("compare", C.compare_name(ins)), cast)
         if name == "CONTAINS_OP":  # [x, c] -> contains(x, c), i.e. operator.contains(c, x)
             return self._binary(Slot("notcontains" if ins.arg else "contains"), loc)
         if name in _UNARY:
@@ -199,6 +197,23 @@ class _Rewriter:
         """``[a, b]`` -> ``slot(a, b)``."""
         return [_load(slot, loc), Instr("SWAP", 3, location=loc), Instr("SWAP", 2, location=loc),
                 *C.call_instrs(1, loc)]
+
+    def _guarded(self, ins, slot, after_slot):
+        """``[a, b]`` -> the original instruction when both operands' exact types are in
+        the runtime's guard set for this operator (builtin types, when nothing in the
+        context can observe or replace the operation), else ``slot(a, b)``.  The check
+        is inline, so the common case costs no Python-level call."""
+        loc = ins.location
+        slow, end = Label(), Label()
+        guard = Slot("guard", *slot.key)
+        out = []
+        for depth in (2, 1):  # a, then b
+            out += C.call_type_of(depth, type, loc)
+            out += [_load(guard, loc), Instr("CONTAINS_OP", 0, location=loc),
+                    Instr(C.POP_JUMP_FORWARD_IF_FALSE, slow, location=loc)]
+        out += [ins, Instr("JUMP_FORWARD", end, location=loc), slow]
+        out += self._binary(slot, loc) + after_slot + [end]
+        return out
 
     @staticmethod
     def _store_subscr(loc):

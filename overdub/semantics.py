@@ -24,9 +24,18 @@ from types import FunctionType, MethodDescriptorType, WrapperDescriptorType
 
 from .tagging import Tagged
 
+class TypeSet(set):
+    """A set of types, hashable by identity (it sits in code objects' constants)."""
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):
+        return self is other
+
+
 #: exact types whose special methods are all implemented in C
-NATIVE = {int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set, frozenset,
-          type(None), range, slice, memoryview}
+NATIVE = TypeSet({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
+                  frozenset, type(None), range, slice, memoryview})
 #: C sequences whose ``+``/``*`` come from the sequence protocol, tried after the number slots
 _SEQUENCES = (list, tuple, str, bytes, bytearray)
 

@@ -1,7 +1,6 @@
 """Plain CPython is the oracle: every corpus case gives the same result, or raises the
 same exception type with the same message, under contexts that override nothing and
 under contexts that force every call through the dispatcher."""
-import math
 
 import pytest
 
