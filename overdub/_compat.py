@@ -89,6 +89,11 @@ def call_ex_heads(producer, loc):
 POP_JUMP_FORWARD_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if PY311 else "POP_JUMP_IF_FALSE"
 
 
+def to_bool(loc):
+    """3.13's conditional jumps need an exact bool on the stack."""
+    return [Instr("TO_BOOL", location=loc)] if PY313 else []
+
+
 def call_type_of(depth_from_top, type_const, loc):
     """Push ``type(x)`` where ``x`` is the ``depth_from_top``-th stack item (1 = top)."""
     load = Instr("LOAD_CONST", type_const, location=loc)

@@ -249,7 +249,7 @@ class Runtime:
         rules = spec.primitives.get(fn, ())
         if (len(rules) == 1 and not rules[0][0] and params == args and not spec.prehook
                 and not spec.posthook and spec.wildcard is None):
-            return partial(rules[0][1], ctx)  # the primitive itself: no frame in between
+            return MethodType(rules[0][1], ctx)  # the primitive itself: no frame in between
         if spec.wildcard is not None:
             env["w"] = spec.wildcard
             plain = "r = w(ctx, fn, %s)" % args
