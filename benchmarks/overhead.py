@@ -305,9 +305,15 @@ def table(cells):
 
 
 def main():
+    cells = rows()
+    if "--json" in sys.argv:
+        import json as _json
+        print(_json.dumps({"python": sys.version.split()[0], "numpy": np.__version__,
+                           "cells": [[w, c, t, r, ok] for w, c, t, r, ok in cells]}))
+        return
     print("CPython %s, numpy %s%s" % (sys.version.split()[0], np.__version__, " (quick)" if QUICK else ""))
     print()
-    print(table(rows()))
+    print(table(cells))
 
 
 if __name__ == "__main__":

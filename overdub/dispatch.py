@@ -16,7 +16,8 @@ stepped-into class or operator, or a plain (fallback) call.
 """
 import weakref
 from functools import partial
-from types import BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType, ModuleType
+from types import (BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType,
+                   ModuleType, WrapperDescriptorType)
 
 from . import lookaside, rewrite, semantics
 from .context import Context, spec_of
@@ -174,7 +175,9 @@ class Runtime:
         self.ctx = ctx
         self.spec = spec
         self.fcache = {}
+        self.kept = {}  # the entries of fcache for builtins, which survive a run's end
         self.codes = CodeCache()
+        self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
         self.depth = 0
         self.checking = _tagging_seen[0]
         semantics.add_numpy_types()
@@ -330,6 +333,8 @@ class Runtime:
             if len(self.fcache) >= _CACHE_LIMIT:
                 self.fcache.clear()
             self.fcache[f] = g
+            if _is_builtin(f) and len(self.kept) < _CACHE_LIMIT:
+                self.kept[f] = g  # builtins are no user code: kept across runs
         return g
 
     def _resolve(self, f, hashable=True):
@@ -410,6 +415,10 @@ class Runtime:
 
     def _rewritten(self, f):
         code = f.__code__
+        last = self.funcs.get(code)  # the routed twin made for f last time, if f is the same
+        if (last is not None and last[0]() is f and last[1].__defaults__ is f.__defaults__
+                and last[1].__kwdefaults__ is f.__kwdefaults__):
+            return last[1]
         new = self.codes.get(code)
         if new is None:
             new = self.route_code(code)
@@ -420,6 +429,7 @@ class Runtime:
         g.__kwdefaults__ = f.__kwdefaults__
         g.__qualname__ = f.__qualname__
         g.__module__ = f.__module__
+        self.funcs[code] = (weakref.ref(f), g)
         return g
 
     def route_code(self, code):
@@ -472,6 +482,7 @@ def note_tagging(ctx):
         for rt in list(_runtimes):
             rt.checking = True
             rt.fcache.clear()
+            rt.kept.clear()
 
 
 def _max_arity(rules):
@@ -647,6 +658,19 @@ def _funcstr(f):
     return "%s()" % qualname
 
 
+_HEAPTYPE = 1 << 9
+
+
+def _is_builtin(f):
+    """A callable implemented in C that holds no user object (kept across runs)."""
+    tf = type(f)
+    if tf is BuiltinFunctionType:
+        owner = f.__self__
+        return owner is None or isinstance(owner, ModuleType)
+    if tf is MethodDescriptorType or tf is WrapperDescriptorType:
+        return True
+    return tf is type and not f.__flags__ & _HEAPTYPE
+
 # structural builtins: tagged values pass through them untouched
 _PASSTHROUGH = {list.append, list.extend, list.insert, list.pop, list.copy, list.__setitem__,
                 dict.get, dict.setdefault, dict.pop, dict.update, dict.__setitem__, dict.values,
@@ -677,9 +701,11 @@ def _leave(rt):
     rt.depth -= 1
     if rt.depth == 0:
         rt.fcache.clear()
+        rt.fcache.update(rt.kept)
         rt.steps.attr_info.clear()
         if len(rt.codes) > _CACHE_LIMIT:
             rt.codes.clear()
+            rt.funcs.clear()
 
 
 def _strip_internal_frames(exc):
