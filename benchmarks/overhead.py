@@ -237,10 +237,10 @@ def rows():
             t = median_time(fn)
             out.append((label, name, t, t / base, result == expected))
 
-    ctx = lambda cls, meta=None: cls(metadata=meta)  # noqa: E731
+    empty, count, mul = Empty(), Count(metadata=0), MulPrimitive()  # contexts are reused
     columns_a = [
-        ("empty context", lambda: overdub.overdub(ctx(Empty), call_heavy)),
-        ("counting prehook", lambda: overdub.overdub(ctx(Count, 0), call_heavy)),
+        ("empty context", lambda: overdub.overdub(empty, call_heavy)),
+        ("counting prehook", lambda: overdub.overdub(count, call_heavy)),
         ("the same prehook calls inlined by hand (floor)", call_heavy_hand_hooked),
         ("sys.setprofile counter", with_profile_counter(call_heavy)),
         ("sys.settrace counter", with_trace_counter(call_heavy)),
@@ -249,14 +249,16 @@ def rows():
         columns_a.append(("sys.monitoring counter", with_monitoring_counter(call_heavy)))
     bench("(a) call-heavy", call_heavy, columns_a)
     bench("(b) operator-heavy", operator_heavy, [
-        ("empty context", lambda: overdub.overdub(ctx(Empty), operator_heavy)),
-        ("counting prehook", lambda: overdub.overdub(ctx(Count, 0), operator_heavy)),
-        ("primitive on operator.mul", lambda: overdub.overdub(ctx(MulPrimitive), operator_heavy)),
+        ("empty context", lambda: overdub.overdub(empty, operator_heavy)),
+        ("counting prehook", lambda: overdub.overdub(count, operator_heavy)),
+        ("primitive on operator.mul", lambda: overdub.overdub(mul, operator_heavy)),
+        ("primitive on operator.mul, new context each call",
+         lambda: overdub.overdub(MulPrimitive(), operator_heavy)),
     ])
     bench("(c) NumPy-heavy", numpy_heavy, [
-        ("empty context", lambda: overdub.overdub(ctx(Empty), numpy_heavy)),
-        ("counting prehook", lambda: overdub.overdub(ctx(Count, 0), numpy_heavy)),
-        ("primitive on operator.mul", lambda: overdub.overdub(ctx(MulPrimitive), numpy_heavy)),
+        ("empty context", lambda: overdub.overdub(empty, numpy_heavy)),
+        ("counting prehook", lambda: overdub.overdub(count, numpy_heavy)),
+        ("primitive on operator.mul", lambda: overdub.overdub(mul, numpy_heavy)),
     ])
 
     # (d) first call: a fresh context class and fresh code caches, versus later calls

@@ -38,7 +38,12 @@ def main():
         out = subprocess.run([py, os.path.join(HERE, "overhead.py"), "--json"] + sys.argv[1:],
                              capture_output=True, text=True, check=True).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
-    keys = [(w, c) for w, c, *_ in runs[0]["cells"]]
+    keys = []
+    for r in runs:  # every row, in the order the runs first show it
+        for w, c, *_ in r["cells"]:
+            if (w, c) not in keys:
+                keys.append((w, c))
+    keys.sort(key=lambda k: k[0])  # stable: keeps each workload's row order
     header = "| workload | column | " + " | ".join("CPython %s" % r["python"] for r in runs) + " |"
     lines = [header, "|---|---|" + "---:|" * len(runs)]
     for w, c in keys:
