@@ -154,15 +154,12 @@ class Steps:
             return opfn(a, b)
         return self.binary_rules(a, b, ta, tb, ma, mb, name, rname, sym)
 
-    def binary_rules(self, a, b, ta, tb, ma, mb, name, rname, sym):
+    def _first_answer(self, a, b, ma, mb, reflected_first):
+        """CPython's order for a pair of special methods: the reflected one first when
+        ``reflected_first``, then ``a``'s, then ``b``'s reflected one (if not tried yet);
+        ``NotImplemented`` when every method declines."""
         NI = NotImplemented
-        if mb is not None and not isinstance(mb, _CALLABLE_SLOTS):
-            mb = None
-        if ma is not None and not isinstance(ma, _CALLABLE_SLOTS):
-            ma = None
-        tried_b = False
-        if mb is not None and ma is not None and issubclass(tb, ta) and mb is not lookup(ta, rname):
-            tried_b = True
+        if reflected_first:
             r = self.apply(mb, b, a)
             if r is not NI:
                 return r
@@ -170,12 +167,23 @@ class Steps:
             r = self.apply(ma, a, b)
             if r is not NI:
                 return r
-        if mb is not None and not tried_b:
-            r = self.apply(mb, b, a)
-            if r is not NI:
-                return r
-        raise TypeError("unsupported operand type(s) for %s: '%s' and '%s'"
-                        % (sym, ta.__name__, tb.__name__))
+        if mb is not None and not reflected_first:
+            return self.apply(mb, b, a)
+        return NI
+
+    def binary_rules(self, a, b, ta, tb, ma, mb, name, rname, sym):
+        if mb is not None and not isinstance(mb, _CALLABLE_SLOTS):
+            mb = None
+        if ma is not None and not isinstance(ma, _CALLABLE_SLOTS):
+            ma = None
+        # a proper subclass that overrides the reflected method goes first
+        reflected_first = (mb is not None and ma is not None and issubclass(tb, ta)
+                           and mb is not lookup(ta, rname))
+        r = self._first_answer(a, b, ma, mb, reflected_first)
+        if r is NotImplemented:
+            raise TypeError("unsupported operand type(s) for %s: '%s' and '%s'"
+                            % (sym, ta.__name__, tb.__name__))
+        return r
 
     def inplace(self, opname):
         opfn, iname = INPLACE[opname]
@@ -216,21 +224,11 @@ class Steps:
             mb = lookup(tb, swapped)
             if not (is_py(ma) or is_py(mb)):
                 return opfn(a, b)
-            NI = NotImplemented
-            checked = False
-            if tb is not ta and issubclass(tb, ta) and mb is not None:
-                checked = True
-                r = self.apply(mb, b, a)
-                if r is not NI:
-                    return r
-            if ma is not None:
-                r = self.apply(ma, a, b)
-                if r is not NI:
-                    return r
-            if not checked and mb is not None:
-                r = self.apply(mb, b, a)
-                if r is not NI:
-                    return r
+            # a subclass goes first (rich comparison does not ask whether it overrides)
+            reflected_first = tb is not ta and issubclass(tb, ta) and mb is not None
+            r = self._first_answer(a, b, ma, mb, reflected_first)
+            if r is not NotImplemented:
+                return r
             if opname == "EQ":
                 return a is b
             if opname == "NE":
