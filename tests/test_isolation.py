@@ -103,6 +103,24 @@ def test_escaped_generator_keeps_running_in_context():
     assert ctx.metadata[0] > after_creation  # range, neg and abs were seen while draining
 
 
+def test_escaped_coroutine_and_async_generator_keep_running_in_context():
+    import asyncio
+
+    async def agen(n):
+        for i in range(n):
+            yield abs(-i)
+            await asyncio.sleep(0)
+
+    async def main(n):
+        return [x async for x in agen(n)]
+
+    ctx = Count([0])
+    coro = overdub.overdub(ctx, main, 3)  # created inside, driven outside by asyncio
+    before = ctx.metadata[0]
+    assert asyncio.run(coro) == [0, 1, 2]
+    assert ctx.metadata[0] > before + 3
+
+
 def test_recursion_depth_is_a_large_fraction_of_cpythons():
     def rec(n):
         return 0 if n == 0 else 1 + rec(n - 1)

@@ -41,7 +41,8 @@ def store_everywhere(x):
     pair = Pair(x, 2)
     nested = {"l": [x]}
     return [lst[-1], lst[0], d["k"], d["s"], b.value, o.attr, tup[1], pair.a, pair[0],
-            nested["l"][0], [y for y in [x]][0], next(iter([x])), max([x, -1.0])]
+            nested["l"][0], [y for y in [x]][0], next(iter([x])), max([x, -1.0]),
+            next(iter({x})), list({x: 1})[0], [v for v in (x,)][0]]
 
 
 @pytest.mark.parametrize("ctx_type", [Hooked, Context])
