@@ -102,6 +102,14 @@ def call_type_of(depth_from_top, type_const, loc):
     return head + [Instr("COPY", depth_from_top + 2, location=loc), *call_instrs(1, loc)]
 
 
+def call_with_operands(load_callable, first_arg, loc):
+    """Call ``callable(first_arg, a, b)`` where ``[a, b]`` are on top of the stack (kept)."""
+    null = Instr("PUSH_NULL", location=loc)
+    head = [load_callable, null] if PY313 else [null, load_callable]
+    return head + [Instr("LOAD_CONST", first_arg, location=loc), Instr("COPY", 5, location=loc),
+                   Instr("COPY", 5, location=loc), *call_instrs(3, loc)]
+
+
 def bump_call(instr):
     """The same call instruction with one more positional argument."""
     return Instr(instr.name, instr.arg + 1, location=instr.location)

@@ -71,17 +71,17 @@ unroutable = weakref.WeakValueDictionary()  # qualname -> code that had to run p
 _MISSING = object()
 
 
-def _template(code, pass_, ctx_type):
+def _template(code, pass_, ctx_type, inline_prehook):
     variants = _templates.get(code)
     if variants is None:
         variants = {}
         _templates[code] = variants
-    vkey = (pass_, ctx_type) if pass_ is not None else None
+    vkey = ((pass_, ctx_type) if pass_ is not None else None, inline_prehook)
     template = variants.get(vkey, _MISSING)
     if template is not _MISSING:
         return template
     try:
-        template = rewrite.rewrite_code(code, pass_, ctx_type)
+        template = rewrite.rewrite_code(code, pass_, ctx_type, inline_prehook)
     except PassError:
         raise
     except Exception:  # the bytecode library or the rewriter cannot route it: run plainly
@@ -216,12 +216,24 @@ class Runtime:
         step = self.ops[fn] = getattr(self.steps, entry[1])(*entry[2])
         return step
 
+    def _inline_prehook(self, key):
+        """Whether rewritten code calls the prehook itself before operator ``key``: when
+        the prehook is all the context has to say about it (no posthook, wildcard,
+        custom canrecurse/fallback or primitive for it)."""
+        spec = self.spec
+        return (spec.prehook and not (spec.posthook or spec.wildcard or spec.canrecurse
+                                      or spec.fallback)
+                and _OP_SLOTS[key][0] not in spec.primitives)
+
     def _guard_set(self, key):
         """The exact operand types for which rewritten code may run an operator natively:
         builtin types, unless a hook, a wildcard, a custom canrecurse/fallback or a
-        primitive that could match untagged operands is there to see it."""
+        primitive that could match untagged operands is there to see it (a prehook
+        called inline has seen it already)."""
         fn = _OP_SLOTS[key][0]
         spec = self.spec
+        if self._inline_prehook(key):
+            return semantics.NATIVE
         if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse or spec.fallback:
             return frozenset()
         for argtypes, _ in spec.primitives.get(fn, ()):
@@ -236,7 +248,7 @@ class Runtime:
         return make(self.fcache, self.resolve, ctx.prehook, ctx.posthook, self._method_of,
                     lambda o, n: self._getattr_slot(o, n), ModuleType)
 
-    def _op_slot(self, fn, step, params, args, fast):
+    def _op_slot(self, fn, step, params, args, fast, with_prehook=True):
         """The function rewritten code calls for one operator: hooks and primitive
         dispatch inlined, and CPython's own operator inline for builtin operands."""
         spec, ctx = self.spec, self.ctx
@@ -269,7 +281,7 @@ class Runtime:
                              % ("if" if i == 0 else "elif", cond, i, args))
             plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("{i}", "{i}    ")
         lines = ["def slot(%s):" % params]
-        if spec.prehook:
+        if spec.prehook and with_prehook:
             lines.append("    prehook(fn, %s)" % args)
         lines.append("    " + plain.format(i="    "))
         if spec.posthook:
@@ -292,12 +304,17 @@ class Runtime:
             fn = self._guard_set(key[1:])
             self.ops[key] = fn
             return fn
+        if key[0] == "pre":
+            fn = self.ctx.prehook if self._inline_prehook(key[1:]) else None
+            self.ops[key] = fn
+            return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))
             fn = lambda x, c: not contains(x, c)
         else:
             op, _, _, params, args, fast = _OP_SLOTS[key]
-            fn = self._op_slot(op, self.step_for(op), params, args, fast)
+            inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
+            fn = self._op_slot(op, self.step_for(op), params, args, fast, with_prehook=not inline)
         self.ops[key] = fn
         return fn
 
@@ -434,7 +451,10 @@ class Runtime:
 
     def route_code(self, code):
         """``code`` rewritten and bound to this runtime (``code`` itself if it cannot be)."""
-        template = _template(code, self.ctx.pass_, type(self.ctx))
+        spec = self.spec
+        inline = bool(spec.prehook and not (spec.posthook or spec.wildcard or spec.canrecurse
+                                            or spec.fallback))
+        template = _template(code, self.ctx.pass_, type(self.ctx), inline)
         if template is None:
             return code
         slot = self.slot

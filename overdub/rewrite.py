@@ -28,6 +28,11 @@ call heads NULL/f         ``[call, f, args...]`` -> ``call(f, *args)``
 from bytecode import Bytecode, Instr, Label, TryBegin
 
 from . import _compat as C
+from .semantics import BINARY, COMPARE, INPLACE
+
+#: the operator function each routed BINARY_OP / COMPARE_OP stands for
+OPERATOR_OF = {("binop", k): v[0] for k, v in {**BINARY, **INPLACE}.items()}
+OPERATOR_OF.update({("compare", k): v[0] for k, v in COMPARE.items()})
 
 
 class Slot:
@@ -67,8 +72,9 @@ def _load(slot, loc):
 
 
 class _Rewriter:
-    def __init__(self, bc):
+    def __init__(self, bc, inline_prehook=False):
         self.bc = bc
+        self.inline_prehook = inline_prehook  # emit prehook calls before guarded operators
         self.out = []
         self.heads = {}        # stack index -> ("null", load_instr) | ("method",)
         self.label_depth = {}
@@ -204,11 +210,18 @@ class _Rewriter:
         context can observe or replace the operation), else ``slot(a, b)``.  The check
         is inline, so the common case costs no Python-level call."""
         loc = ins.location
-        slow, end = Label(), Label()
-        guard = Slot("guard", *slot.key)
+        slow, end, nopre = Label(), Label(), Label()
+        guard, pre = Slot("guard", *slot.key), Slot("pre", *slot.key)
         # an empty guard set (the context observes this operator) skips the type checks
         out = [_load(guard, loc), *C.to_bool(loc),
                Instr(C.POP_JUMP_FORWARD_IF_FALSE, slow, location=loc)]
+        if self.inline_prehook:
+            # a context whose only say is a prehook gets it called right here (``pre`` is
+            # None otherwise): pre(operator.add, a, b), then the operator as if unobserved
+            out += [_load(pre, loc), *C.to_bool(loc),
+                    Instr(C.POP_JUMP_FORWARD_IF_FALSE, nopre, location=loc),
+                    *C.call_with_operands(_load(pre, loc), OPERATOR_OF[slot.key], loc),
+                    Instr("POP_TOP", location=loc), nopre]
         for depth in (2, 1):  # a, then b
             out += C.call_type_of(depth, type, loc)
             out += [_load(guard, loc), Instr("CONTAINS_OP", 0, location=loc),
@@ -278,20 +291,21 @@ class _Rewriter:
 
 
 #: stack slots a routed operation may add on top of what the original expression held
-_OP_EXTRA = 3
+_OP_EXTRA = 5
 
 
-def rewrite_bytecode(bc):
+def rewrite_bytecode(bc, inline_prehook=False):
     """Rewrite a ``bytecode.Bytecode`` in place; return the rewriter (its depth facts)."""
-    rewriter = _Rewriter(bc)
+    rewriter = _Rewriter(bc, inline_prehook)
     new = rewriter.run()
     bc.clear()
     bc.extend(new)
     return rewriter
 
 
-def rewrite_code(code, pass_=None, ctx_type=None):
-    """Template code object for ``code`` (after running the user pass, if any).
+def rewrite_code(code, pass_=None, ctx_type=None, inline_prehook=False):
+    """Template code object for ``code`` (after running the user pass, if any); with
+    ``inline_prehook``, operators call the context's prehook inline (see ``_guarded``).
 
     Without a pass, the exception-table depths were carried over exactly, so the
     slow control-flow analysis of ``bytecode`` is skipped: the stack size is the
@@ -302,9 +316,9 @@ def rewrite_code(code, pass_=None, ctx_type=None):
         from .passes import run_pass
 
         bc = run_pass(pass_, ctx_type, bc, code)
-        rewrite_bytecode(bc)
+        rewrite_bytecode(bc, inline_prehook)
         return bc.to_code()
-    rewriter = rewrite_bytecode(bc)
+    rewriter = rewrite_bytecode(bc, inline_prehook)
     if not rewriter.depths_known:
         return bc.to_code()
     stacksize = code.co_stacksize + _OP_EXTRA + rewriter.max_extra

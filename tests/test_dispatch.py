@@ -33,6 +33,30 @@ def test_hook_order_on_nested_expression():
     assert ctx.post == [("mul", 6), ("add", 7), ("<lambda>", 7)]
 
 
+def test_prehook_only_context_sees_operators_and_dunders_in_order():
+    class Pre(Context):
+        def __init__(self):
+            super().__init__(metadata=[])
+
+        def prehook(self, f, /, *args, **kwargs):
+            self.metadata.append(name(f))
+
+    class V:
+        def __init__(self, x):
+            self.x = x
+
+        def __add__(self, other):
+            return V(self.x + other.x * 2)
+
+    ctx = Pre()
+    assert overdub.overdub(ctx, lambda a, b, c: a + b * c, 1, 2, 3) == 7
+    assert ctx.metadata == ["<lambda>", "mul", "add"]
+    ctx = Pre()
+    assert overdub.overdub(ctx, lambda p, q: (p + q).x, V(1), V(2)) == 5
+    assert ctx.metadata == ["<lambda>", "add", "__add__", "getattr", "getattr", "mul", "add",
+                            "V", "__init__", "setattr", "getattr"]
+
+
 def test_primitive_hides_inner_calls():
     class Hide(Log):
         @primitive(operator.mul)
