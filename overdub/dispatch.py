@@ -19,7 +19,7 @@ from functools import partial
 from types import (BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType,
                    ModuleType, WrapperDescriptorType)
 
-from . import lookaside, rewrite, semantics
+from . import codegen, lookaside, rewrite, semantics
 from .context import Context, spec_of
 from .passes import PassError
 from .tagging import Tagged
@@ -94,79 +94,6 @@ def _template(code, pass_, ctx_type, inline_prehook):
     return template
 
 
-# ----------------------------------------------------------------------------- generated code
-_CALL_SRC = '''
-def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
-    def call(f, /, {params}):
-        {pre}
-        try:
-            g = fcache[f]
-        except KeyError:
-            g = resolve(f)
-        except TypeError:
-            g = resolve(f, False)
-        {ret}
-
-    def meth(obj, name, /, {params}):
-        tp = type(obj)
-        if tp is ModuleType:
-            d = obj.__dict__
-            if name in d:
-                return call(d[name], {args})
-        else:
-            try:
-                f, hasdict = fcache[tp, name]
-            except KeyError:
-                f, hasdict = fcache[tp, name] = method_of(tp, name)
-            if f is not None and not (hasdict and name in obj.__dict__):
-                {pre_self}
-                try:
-                    g = fcache[f]
-                except KeyError:
-                    g = resolve(f)
-                {ret_self}
-        return call(getattr_(obj, name), {args})
-
-    return call, meth
-'''
-
-
-def _call_source(arity, prehook, posthook):
-    """Source of the call/method dispatchers for one arity (``None``: any) and spec."""
-    if arity is None:
-        params, args = "*args, **kwargs", "*args, **kwargs"
-    else:
-        params = args = ", ".join("a%d" % i for i in range(arity))
-    sep = ", " if args else ""
-    fmt = {"params": params, "args": args}
-    fmt["pre"] = "prehook(f%s%s)" % (sep, args) if prehook else "pass"
-    fmt["pre_self"] = "prehook(f, obj%s%s)" % (sep, args) if prehook else "pass"
-    if posthook:
-        fmt["ret"] = "r = g(%s)\n        posthook(r, f%s%s)\n        return r" % (args, sep, args)
-        fmt["ret_self"] = ("r = g(obj%s%s)\n                posthook(r, f, obj%s%s)\n"
-                           "                return r" % (sep, args, sep, args))
-    else:
-        fmt["ret"] = "return g(%s)" % args
-        fmt["ret_self"] = "return g(obj%s%s)" % (sep, args)
-    return _CALL_SRC.format(**fmt).replace("(f, /, )", "(f, /)").replace("(obj, name, /, )", "(obj, name, /)")
-
-
-_SYMBOLS = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
-            "REMAINDER": "%", "POWER": "**", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!=",
-            "GT": ">", "GE": ">=", "MATRIX_MULTIPLY": "@", "LSHIFT": "<<", "RSHIFT": ">>",
-            "AND": "&", "OR": "|", "XOR": "^"}
-_generated = {}
-
-
-def _generate(src):
-    code = _generated.get(src)
-    if code is None:
-        code = _generated[src] = compile(src, __file__, "exec")  # internal frames: see lookaside
-    ns = {}
-    exec(code, ns)
-    return ns["make"]
-
-
 # ----------------------------------------------------------------------------- the runtime
 class Runtime:
     """The callables that one context instance's rewritten code calls."""
@@ -190,12 +117,6 @@ class Runtime:
         _runtimes.add(self)
 
     # -- slots: what rewritten code calls --------------------------------------------------------
-    def _fast(self, fn):
-        """True when calling ``fn`` inside this context is just its ``recurse`` step."""
-        s = self.spec
-        return not (s.prehook or s.posthook or s.wildcard or s.canrecurse or s.fallback
-                    or fn in s.primitives)
-
     def _build_ops(self):
         ops = self.ops
         self._getattr_slot = self.slot(("getattr",))
@@ -210,7 +131,7 @@ class Runtime:
             return self.ops[fn]
         except KeyError:
             pass
-        entry = _OP_BY_FN.get(fn)
+        entry = codegen.OP_BY_FN.get(fn)
         if entry is None:
             return None
         step = self.ops[fn] = getattr(self.steps, entry[1])(*entry[2])
@@ -223,14 +144,14 @@ class Runtime:
         spec = self.spec
         return (spec.prehook and not (spec.posthook or spec.wildcard or spec.canrecurse
                                       or spec.fallback)
-                and _OP_SLOTS[key][0] not in spec.primitives)
+                and codegen.OP_SLOTS[key][0] not in spec.primitives)
 
     def _guard_set(self, key):
         """The exact operand types for which rewritten code may run an operator natively:
         builtin types, unless a hook, a wildcard, a custom canrecurse/fallback or a
         primitive that could match untagged operands is there to see it (a prehook
         called inline has seen it already)."""
-        fn = _OP_SLOTS[key][0]
+        fn = codegen.OP_SLOTS[key][0]
         spec = self.spec
         if self._inline_prehook(key):
             return semantics.NATIVE
@@ -244,7 +165,7 @@ class Runtime:
     def _dispatchers(self, arity):
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
         spec, ctx = self.spec, self.ctx
-        make = _generate(_call_source(arity, spec.prehook, spec.posthook))
+        make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
         return make(self.fcache, self.resolve, ctx.prehook, ctx.posthook, self._method_of,
                     lambda o, n: self._getattr_slot(o, n), ModuleType)
 
@@ -272,7 +193,7 @@ class Runtime:
             env["g"] = self._resolve(fn)
             plain = "r = g(%s)" % args
         elif rules:
-            conds, cenv = _rule_conditions(rules, names, ctx._tagkey)
+            conds, cenv = codegen.rule_conditions(rules, names, ctx._tagkey)
             env.update(cenv)
             chain = []
             for i, cond in enumerate(conds):
@@ -287,7 +208,7 @@ class Runtime:
         if spec.posthook:
             lines.append("    posthook(r, fn, %s)" % args)
         lines.append("    return r")
-        return _compile_function("\n".join(lines), "slot", env)
+        return codegen.compile_function("\n".join(lines), "slot", env)
 
     def slot(self, key):
         """The callable standing for template slot ``key`` (built on first use)."""
@@ -312,7 +233,7 @@ class Runtime:
             contains = self.slot(("contains",))
             fn = lambda x, c: not contains(x, c)
         else:
-            op, _, _, params, args, fast = _OP_SLOTS[key]
+            op, _, _, params, args, fast = codegen.OP_SLOTS[key]
             inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
             fn = self._op_slot(op, self.step_for(op), params, args, fast, with_prehook=not inline)
         self.ops[key] = fn
@@ -374,8 +295,8 @@ class Runtime:
 
     def _primitive_dispatch(self, rules, target):
         """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
-        conds, env = _rule_conditions(rules, ["args[%d]" % i for i in range(_max_arity(rules))],
-                                      self.ctx._tagkey)
+        names = ["args[%d]" % i for i in range(codegen.max_arity(rules))]
+        conds, env = codegen.rule_conditions(rules, names, self.ctx._tagkey)
         lines = ["def dispatch(*args, **kwargs):", "    n = len(args)"]
         for i, cond in enumerate(conds):
             need = len(rules[i][0])
@@ -384,7 +305,7 @@ class Runtime:
         lines.append("    return target(*args, **kwargs)")
         env.update(ctx=self.ctx, target=target)
         env.update(("m%d" % i, r[1]) for i, r in enumerate(rules))
-        return _compile_function("\n".join(lines), "dispatch", env)
+        return codegen.compile_function("\n".join(lines), "dispatch", env)
 
     def _target(self, f):
         """``recurse``: step into ``f``'s Python body, else the fallback."""
@@ -503,112 +424,6 @@ def note_tagging(ctx):
             rt.checking = True
             rt.fcache.clear()
             rt.kept.clear()
-
-
-def _max_arity(rules):
-    return max((len(r[0]) for r in rules), default=0)
-
-
-def _rule_conditions(rules, names, key):
-    """Python source of one condition per ``@primitive`` rule over argument expressions."""
-    env = {"Tagged": Tagged, "key": key}
-    conds = []
-    for i, (argtypes, _) in enumerate(rules):
-        parts = []
-        for j, t in enumerate(argtypes):
-            ts = t if isinstance(t, tuple) else (t,)
-            x = names[j]
-            alts = []
-            if Tagged in ts:
-                alts.append("(type(%s) is Tagged and %s._tagkey is key)" % (x, x))
-            plain = tuple(c for c in ts if c is not Tagged)
-            if plain:
-                env["T%d_%d" % (i, j)] = plain
-                alts.append("(type(%s) is not Tagged and isinstance(%s, T%d_%d))" % (x, x, i, j))
-            parts.append("(%s)" % " or ".join(alts) if alts else "False")
-        conds.append(" and ".join(parts) if parts else "True")
-    return conds, env
-
-
-def _op_table():
-    """slot key -> (operator function, Steps factory, factory args, stack params, call args,
-    native fast path).  The fast path is ``(guard, statement)``: when ``guard`` holds, the
-    statement computes ``r`` with CPython's own operator and nothing else can run."""
-    import operator
-
-    both = "type(a) in NATIVE and type(b) in NATIVE"
-    table = {}
-    for name, (fn, *_) in semantics.BINARY.items():
-        sym = _SYMBOLS.get(name)
-        fast = (both, "r = a %s b" % sym) if sym else None
-        table[("binop", name)] = (fn, "binary", (name,), "a, b", "a, b", fast)
-    for name, (fn, _) in semantics.INPLACE.items():
-        sym = _SYMBOLS.get(name[len("INPLACE_"):])
-        fast = (both, "a %s= b\n{i}    r = a" % sym) if sym else None
-        table[("binop", name)] = (fn, "inplace", (name,), "a, b", "a, b", fast)
-    for name, (fn, *_) in semantics.COMPARE.items():
-        table[("compare", name)] = (fn, "compare", (name,), "a, b", "a, b",
-                                    (both, "r = a %s b" % _SYMBOLS[name]))
-    for name, (fn, _) in semantics.UNARY.items():
-        sym = {"NEGATIVE": "-", "POSITIVE": "+", "INVERT": "~"}[name]
-        table[("unary", name)] = (fn, "unary", (name,), "a", "a",
-                                  ("type(a) in NATIVE", "r = %sa" % sym))
-    plain_attrs = "type(o) in NATIVE or n not in ATTRS.get(type(o), ALL)"
-    for key, fn, params, args, fast in (
-            ("contains", operator.contains, "x, c", "c, x", ("type(c) in NATIVE", "r = x in c")),
-            ("getitem", operator.getitem, "c, k", "c, k", ("type(c) in NATIVE", "r = c[k]")),
-            ("setitem", operator.setitem, "c, k, v", "c, k, v",
-             ("type(c) in NATIVE", "c[k] = v\n{i}    r = None")),
-            ("delitem", operator.delitem, "c, k", "c, k", ("type(c) in NATIVE", "del c[k]\n{i}    r = None")),
-            ("getattr", getattr, "o, n", "o, n", (plain_attrs, "r = getattr(o, n)")),
-            ("setattr", setattr, "o, n, v", "o, n, v", (plain_attrs, "setattr(o, n, v)\n{i}    r = None")),
-            ("delattr", delattr, "o, n", "o, n", None)):
-        table[(key,)] = (fn, key, (), params, args, fast)
-    return table
-
-
-_OP_SLOTS = _op_table()
-_OP_BY_FN = {entry[0]: entry for entry in _OP_SLOTS.values()}
-_compiled = {}
-
-
-def _compile_function(src, name, env):
-    """Define the generated function ``name`` from ``src``; the names in ``env`` (and
-    ``type``) become closure variables, which are faster to read than globals."""
-    names = sorted(set(env) | {"type"})
-    key = (src, tuple(names))
-    code = _compiled.get(key)
-    if code is None:
-        body = "\n".join("    " + line for line in src.splitlines())
-        factory = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
-        code = _compiled[key] = compile(factory, __file__, "exec")
-    ns = {}
-    exec(code, ns)
-    return ns["_factory"](**{"type": type, **env})
-
-
-def _matcher(argtypes, key):
-    """A predicate on positional arguments for one ``@primitive`` registration."""
-    checks = []
-    for t in argtypes:
-        ts = t if isinstance(t, tuple) else (t,)
-        want_tag = Tagged in ts
-        plain = tuple(x for x in ts if x is not Tagged)
-        checks.append((want_tag, plain))
-    n = len(checks)
-
-    def matches(args):
-        if len(args) < n:
-            return False
-        for a, (want_tag, plain) in zip(args, checks):
-            if type(a) is Tagged:
-                if not (want_tag and a._tagkey is key):
-                    return False
-            elif not (plain and issubclass(type(a), plain)):
-                return False
-        return True
-
-    return matches
 
 
 def _strip(x, key):

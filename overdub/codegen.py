@@ -1,0 +1,158 @@
+"""Generated code: the dispatchers and operator slots that rewritten code calls.
+
+The runtime (``dispatch.py``) specialises them per context type: each is Python
+source assembled from the pieces a context needs (a prehook call or not, the
+conditions of its primitives, CPython's own operator for builtin operands),
+compiled once per distinct source and instantiated per context with its names
+as closure variables.  ``OP_SLOTS`` is the table of routed operators: one row
+each, saying which ``operator`` function it stands for, how ``Steps`` steps into
+it, the order its operands arrive in, and its native fast path.
+"""
+from . import semantics
+from .tagging import Tagged
+
+CALL_SRC = '''
+def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
+    def call(f, /, {params}):
+        {pre}
+        try:
+            g = fcache[f]
+        except KeyError:
+            g = resolve(f)
+        except TypeError:
+            g = resolve(f, False)
+        {ret}
+
+    def meth(obj, name, /, {params}):
+        tp = type(obj)
+        if tp is ModuleType:
+            d = obj.__dict__
+            if name in d:
+                return call(d[name], {args})
+        else:
+            try:
+                f, hasdict = fcache[tp, name]
+            except KeyError:
+                f, hasdict = fcache[tp, name] = method_of(tp, name)
+            if f is not None and not (hasdict and name in obj.__dict__):
+                {pre_self}
+                try:
+                    g = fcache[f]
+                except KeyError:
+                    g = resolve(f)
+                {ret_self}
+        return call(getattr_(obj, name), {args})
+
+    return call, meth
+'''
+
+
+def call_source(arity, prehook, posthook):
+    """Source of the call/method dispatchers for one arity (``None``: any) and spec."""
+    if arity is None:
+        params, args = "*args, **kwargs", "*args, **kwargs"
+    else:
+        params = args = ", ".join("a%d" % i for i in range(arity))
+    sep = ", " if args else ""
+    fmt = {"params": params, "args": args}
+    fmt["pre"] = "prehook(f%s%s)" % (sep, args) if prehook else "pass"
+    fmt["pre_self"] = "prehook(f, obj%s%s)" % (sep, args) if prehook else "pass"
+    if posthook:
+        fmt["ret"] = "r = g(%s)\n        posthook(r, f%s%s)\n        return r" % (args, sep, args)
+        fmt["ret_self"] = ("r = g(obj%s%s)\n                posthook(r, f, obj%s%s)\n"
+                           "                return r" % (sep, args, sep, args))
+    else:
+        fmt["ret"] = "return g(%s)" % args
+        fmt["ret_self"] = "return g(obj%s%s)" % (sep, args)
+    return CALL_SRC.format(**fmt).replace("(f, /, )", "(f, /)").replace("(obj, name, /, )", "(obj, name, /)")
+
+
+SYMBOLS = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
+            "REMAINDER": "%", "POWER": "**", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!=",
+            "GT": ">", "GE": ">=", "MATRIX_MULTIPLY": "@", "LSHIFT": "<<", "RSHIFT": ">>",
+            "AND": "&", "OR": "|", "XOR": "^"}
+def max_arity(rules):
+    return max((len(r[0]) for r in rules), default=0)
+
+
+def rule_conditions(rules, names, key):
+    """Python source of one condition per ``@primitive`` rule over argument expressions."""
+    env = {"Tagged": Tagged, "key": key}
+    conds = []
+    for i, (argtypes, _) in enumerate(rules):
+        parts = []
+        for j, t in enumerate(argtypes):
+            ts = t if isinstance(t, tuple) else (t,)
+            x = names[j]
+            alts = []
+            if Tagged in ts:
+                alts.append("(type(%s) is Tagged and %s._tagkey is key)" % (x, x))
+            plain = tuple(c for c in ts if c is not Tagged)
+            if plain:
+                env["T%d_%d" % (i, j)] = plain
+                alts.append("(type(%s) is not Tagged and isinstance(%s, T%d_%d))" % (x, x, i, j))
+            parts.append("(%s)" % " or ".join(alts) if alts else "False")
+        conds.append(" and ".join(parts) if parts else "True")
+    return conds, env
+
+
+def _op_table():
+    """slot key -> (operator function, Steps factory, factory args, stack params, call args,
+    native fast path).  The fast path is ``(guard, statement)``: when ``guard`` holds, the
+    statement computes ``r`` with CPython's own operator and nothing else can run."""
+    import operator
+
+    both = "type(a) in NATIVE and type(b) in NATIVE"
+    table = {}
+    for name, (fn, *_) in semantics.BINARY.items():
+        sym = SYMBOLS.get(name)
+        fast = (both, "r = a %s b" % sym) if sym else None
+        table[("binop", name)] = (fn, "binary", (name,), "a, b", "a, b", fast)
+    for name, (fn, _) in semantics.INPLACE.items():
+        sym = SYMBOLS.get(name[len("INPLACE_"):])
+        fast = (both, "a %s= b\n{i}    r = a" % sym) if sym else None
+        table[("binop", name)] = (fn, "inplace", (name,), "a, b", "a, b", fast)
+    for name, (fn, *_) in semantics.COMPARE.items():
+        table[("compare", name)] = (fn, "compare", (name,), "a, b", "a, b",
+                                    (both, "r = a %s b" % SYMBOLS[name]))
+    for name, (fn, _) in semantics.UNARY.items():
+        sym = {"NEGATIVE": "-", "POSITIVE": "+", "INVERT": "~"}[name]
+        table[("unary", name)] = (fn, "unary", (name,), "a", "a",
+                                  ("type(a) in NATIVE", "r = %sa" % sym))
+    plain_attrs = "type(o) in NATIVE or n not in ATTRS.get(type(o), ALL)"
+    for key, fn, params, args, fast in (
+            ("contains", operator.contains, "x, c", "c, x", ("type(c) in NATIVE", "r = x in c")),
+            ("getitem", operator.getitem, "c, k", "c, k", ("type(c) in NATIVE", "r = c[k]")),
+            ("setitem", operator.setitem, "c, k, v", "c, k, v",
+             ("type(c) in NATIVE", "c[k] = v\n{i}    r = None")),
+            ("delitem", operator.delitem, "c, k", "c, k", ("type(c) in NATIVE", "del c[k]\n{i}    r = None")),
+            ("getattr", getattr, "o, n", "o, n", (plain_attrs, "r = getattr(o, n)")),
+            ("setattr", setattr, "o, n, v", "o, n, v", (plain_attrs, "setattr(o, n, v)\n{i}    r = None")),
+            ("delattr", delattr, "o, n", "o, n", None)):
+        table[(key,)] = (fn, key, (), params, args, fast)
+    return table
+
+
+OP_SLOTS = _op_table()
+OP_BY_FN = {entry[0]: entry for entry in OP_SLOTS.values()}
+_compiled = {}
+
+
+def compile_function(src, name, env):
+    """Define the generated function ``name`` from ``src``; the names in ``env`` (and
+    ``type``) become closure variables, which are faster to read than globals."""
+    names = sorted(set(env) | {"type"})
+    key = (src, tuple(names))
+    code = _compiled.get(key)
+    if code is None:
+        body = "\n".join("    " + line for line in src.splitlines())
+        factory = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
+        code = _compiled[key] = compile(factory, __file__, "exec")
+    ns = {}
+    exec(code, ns)
+    return ns["_factory"](**{"type": type, **env})
+
+
+def dispatchers_factory(arity, prehook, posthook):
+    """The ``make`` function building ``(call, meth)`` for one arity and hook set."""
+    return compile_function(call_source(arity, prehook, posthook), "make", {})
