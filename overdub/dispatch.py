@@ -231,7 +231,9 @@ class Runtime:
             return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))
-            fn = lambda x, c: not contains(x, c)
+
+            def fn(x, c):
+                return not contains(x, c)
         else:
             op, _, _, params, args, fast = codegen.OP_SLOTS[key]
             inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
@@ -329,7 +331,7 @@ class Runtime:
         if tf is staticmethod:
             return self._resolve(f.__func__)
         dunder = semantics.lookup(tf, "__call__")
-        if type(dunder) is FunctionType and not tf is Tagged:
+        if type(dunder) is FunctionType and tf is not Tagged:
             inner = self._resolve(dunder)
             return lambda *a, **k: inner(f, *a, **k)
         return self._fallback_for(f)

@@ -170,9 +170,9 @@ class FrameReaders:
         return source
 
     def eval(self, source, globals=None, locals=None, /):
-        g, l = self._namespaces("eval", globals, locals)
-        return builtins.eval(self._code(source, "eval", "eval"), g, l)
+        globals_, locals_ = self._namespaces("eval", globals, locals)
+        return builtins.eval(self._code(source, "eval", "eval"), globals_, locals_)
 
     def exec(self, source, globals=None, locals=None, /, **kwargs):
-        g, l = self._namespaces("exec", globals, locals)
-        return builtins.exec(self._code(source, "exec", "exec"), g, l, **kwargs)
+        globals_, locals_ = self._namespaces("exec", globals, locals)
+        return builtins.exec(self._code(source, "exec", "exec"), globals_, locals_, **kwargs)
