@@ -417,8 +417,8 @@ class Runtime:
 
 
 
-def note_tagging(ctx):
-    """``ctx`` made its first tag: from now on fallbacks must untag (and hand values
+def note_tagging():
+    """A context made its first tag: from now on fallbacks must untag (and hand values
     tagged by other contexts over to them), so plain-call shortcuts are dropped."""
     if not _tagging_seen[0]:
         _tagging_seen[0] = True

@@ -149,7 +149,7 @@ class FrameReaders:
             raise RuntimeError("super(): arg[0] deleted")
         return super(f_locals["__class__"], f_locals[first])
 
-    def _namespaces(self, fname, globals_, locals_):
+    def _namespaces(self, globals_, locals_):
         if globals_ is None:
             frame = user_frame()
             globals_ = frame.f_globals
@@ -157,7 +157,7 @@ class FrameReaders:
                 locals_ = _compat.frame_locals_snapshot(frame)
         return globals_, locals_
 
-    def _code(self, source, mode, fname):
+    def _code(self, source, mode):
         if isinstance(source, str) or isinstance(source, (bytes, bytearray)):
             if mode == "eval" and isinstance(source, str):
                 source = source.lstrip(" \t")
@@ -170,9 +170,9 @@ class FrameReaders:
         return source
 
     def eval(self, source, globals=None, locals=None, /):
-        globals_, locals_ = self._namespaces("eval", globals, locals)
-        return builtins.eval(self._code(source, "eval", "eval"), globals_, locals_)
+        globals_, locals_ = self._namespaces(globals, locals)
+        return builtins.eval(self._code(source, "eval"), globals_, locals_)
 
     def exec(self, source, globals=None, locals=None, /, **kwargs):
-        globals_, locals_ = self._namespaces("exec", globals, locals)
-        return builtins.exec(self._code(source, "exec", "exec"), globals_, locals_, **kwargs)
+        globals_, locals_ = self._namespaces(globals, locals)
+        return builtins.exec(self._code(source, "exec"), globals_, locals_, **kwargs)

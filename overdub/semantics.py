@@ -152,7 +152,7 @@ class Steps:
         mb = lookup(tb, rname) if tb is not ta else None
         if not (is_py(ma) or is_py(mb)) or (not is_py(ma) and issubclass(ta, _SEQUENCES)):
             return opfn(a, b)
-        return self.binary_rules(a, b, ta, tb, ma, mb, name, rname, sym)
+        return self.binary_rules(a, b, ta, tb, ma, mb, rname, sym)
 
     def _first_answer(self, a, b, ma, mb, reflected_first):
         """CPython's order for a pair of special methods: the reflected one first when
@@ -171,7 +171,7 @@ class Steps:
             return self.apply(mb, b, a)
         return NI
 
-    def binary_rules(self, a, b, ta, tb, ma, mb, name, rname, sym):
+    def binary_rules(self, a, b, ta, tb, ma, mb, rname, sym):
         if mb is not None and not isinstance(mb, _CALLABLE_SLOTS):
             mb = None
         if ma is not None and not isinstance(ma, _CALLABLE_SLOTS):
@@ -206,7 +206,7 @@ class Steps:
                 r = self.apply(mi, a, b)
                 if r is not NotImplemented:
                     return r
-            return self.binary_rules(a, b, ta, tb, ma, mb, name, rname, isym)
+            return self.binary_rules(a, b, ta, tb, ma, mb, rname, isym)
 
         return step
 

@@ -137,7 +137,7 @@ def tag(value, ctx, metadata=None):
         from .dispatch import note_tagging
 
         ctx.__dict__["_has_tags"] = True
-        note_tagging(ctx)
+        note_tagging()
     return Tagged(value, metadata, ctx)
 
 
