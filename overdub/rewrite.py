@@ -78,6 +78,7 @@ class _Rewriter:
         self.out = []
         self.heads = {}        # stack index -> ("null", load_instr) | ("method",)
         self.label_depth = {}
+        self.label_heads = {}  # label -> heads pending when a jump to it was seen
         self.depth = 0
         self.skip_call = False
         self.depths_known = True  # every exception-table depth was read from the original
@@ -88,6 +89,10 @@ class _Rewriter:
         known = self.label_depth.get(label)
         if not falls_through:
             self.depth = known
+            # the compiler may duplicate a call's tail into each branch of a
+            # conditional inside its arguments: heads pending at the jump are again
+            # pending here
+            self.heads = dict(self.label_heads.get(label, {}))
         elif self.depth is None:
             self.depth = known
 
@@ -96,6 +101,7 @@ class _Rewriter:
             return
         if instr.has_jump():
             self.label_depth.setdefault(instr.arg, self.depth + instr.stack_effect(jump=True))
+            self.label_heads.setdefault(instr.arg, dict(self.heads))
         if instr.name == "RETURN_GENERATOR":  # resumes with the sent value on the stack
             self.depth += 1
         else:

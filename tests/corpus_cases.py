@@ -365,6 +365,17 @@ def call_lambda_immediately():
     return (lambda a, b=3: a * b)(4)
 
 
+@case(0)
+def call_method_conditional_argument(a):
+    # 3.12+ duplicate the call's tail into both branches of the conditional
+    return Base(a).m(a if a else -1), Base(1).m(a or 5), kw(a if a else 2, c=0 if a else 1)
+
+
+@case(3)
+def call_conditional_argument_taken(a):
+    return Base(a).m(a if a else -1), max(a if a > 2 else 0, 1), Vec(a).xs
+
+
 @case()
 def call_nested_calls():
     return max(min(3, 9), abs(-7), len("ab"))
