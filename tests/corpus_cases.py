@@ -367,8 +367,18 @@ def call_lambda_immediately():
 
 @case(0)
 def call_method_conditional_argument(a):
-    # 3.12+ duplicate the call's tail into both branches of the conditional
-    return Base(a).m(a if a else -1), Base(1).m(a or 5), kw(a if a else 2, c=0 if a else 1)
+    # 3.12+ duplicate a returned call's tail into both branches of the conditional
+    return Base(a).m(a if a else -1)
+
+
+@case(0)
+def call_conditional_argument_then_attribute(a):
+    return Vec(a, 1).__add__(a if a else 2).xs
+
+
+@case(0)
+def call_function_conditional_argument(a):
+    return kw(a if a else 2, c=0 if a else 1)
 
 
 @case(3)
