@@ -1,6 +1,7 @@
 """Hypothesis writes random small programs; plain CPython and overdub must agree on
 every one of them (same value, or same exception type and message)."""
 import math
+import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -37,6 +38,17 @@ def _extended(children):
         st.tuples(children, children).map(lambda t: "{'k': %s}.get('k', %s)" % t),
         children.map(lambda e: "sum(x * %s for x in range(3))" % e),
         children.map(lambda e: "math.floor(%s)" % e),
+        st.tuples(children, children, children).map(lambda t: "Num(%s).plus(%s if %s else 1).v" % t),
+        st.tuples(children, children).map(lambda t: "kwf(%s, k=%s)" % t),
+        st.tuples(children, children).map(lambda t: "kwf(*[%s], **{'k': %s})" % t),
+        st.tuples(children, children, children).map(lambda t: "(%s < %s <= %s)" % t),
+        st.tuples(children, children).map(lambda t: "(%s and %s)" % t),
+        st.tuples(children, children).map(lambda t: "(%s or %s)" % t),
+        st.tuples(children, children).map(lambda t: "[x + %s for x in range(3) if x != %s]" % t),
+        st.tuples(children, children).map(lambda t: "(lambda q: q * %s)(%s)" % t),
+        children.map(lambda e: "len(str(%s))" % e),
+        st.tuples(children, children).map(lambda t: "(%s, %s)[1]" % t),
+        children.map(lambda e: "Num(%s).twice()" % e),
     )
 
 
@@ -55,6 +67,14 @@ def programs(draw):
     lines.append("        a %s= i + 1" % draw(st.sampled_from(["+", "*", "-"])))
     lines.append("    if %s:" % draw(expressions))
     lines.append("        b = %s" % draw(expressions))
+    lines.append("    try:")
+    lines.append("        c = %s" % draw(expressions))
+    lines.append("    except (ArithmeticError, TypeError) as err:")
+    lines.append("        c = type(err).__name__")
+    lines.append("    n = 0")
+    lines.append("    while n < %d:" % draw(st.integers(0, 2)))
+    lines.append("        n += 1")
+    lines.append("        acc.append(%s)" % draw(expressions))
     lines.append("    return (a, b, c, acc, %s)" % draw(expressions))
     return "\n".join(lines)
 
@@ -65,6 +85,13 @@ class Num:
 
     def plus(self, other):
         return Num(self.v + other)
+
+    def twice(self):
+        return self.v * 2
+
+
+def kwf(x, k=0):
+    return x - k
 
 
 def helper(x, y):
@@ -90,11 +117,12 @@ def outcome(run):
         return ("raised", type(exc), str(exc))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("OVERDUB_HYPOTHESIS_EXAMPLES", 200)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(source=programs(), args=st.tuples(st.integers(-3, 3), st.sampled_from([0.5, -1.0, 2]),
                                          st.integers(0, 4)))
 def test_random_programs_agree_with_cpython(source, args):
-    namespace = {"helper": helper, "Num": Num, "math": math}
+    namespace = {"helper": helper, "Num": Num, "math": math, "kwf": kwf}
     exec(compile(source, "<hypothesis>", "exec"), namespace)
     program = namespace["program"]
     expected = outcome(lambda: program(*args))
