@@ -103,6 +103,11 @@ class Hooked(overdub.Context):
         pass
 
 
+class PreOnly(overdub.Context):
+    def prehook(self, f, /, *args, **kwargs):
+        self.metadata = (self.metadata or 0) + 1
+
+
 class Wild(overdub.Context):
     @overdub.primitive()
     def every(self, f, /, *args, **kwargs):
@@ -126,5 +131,5 @@ def test_random_programs_agree_with_cpython(source, args):
     exec(compile(source, "<hypothesis>", "exec"), namespace)
     program = namespace["program"]
     expected = outcome(lambda: program(*args))
-    for ctx_type in (Hooked, Wild):
+    for ctx_type in (Hooked, PreOnly, Wild):
         assert outcome(lambda: overdub.overdub(ctx_type(), program, *args)) == expected, source

@@ -22,6 +22,13 @@ class Hooked(overdub.Context):
         pass
 
 
+class PreOnly(overdub.Context):
+    """Only a prehook: operators call it inline (a template variant of its own)."""
+
+    def prehook(self, f, /, *args, **kwargs):
+        pass
+
+
 class Wild(overdub.Context):
     """A wildcard primitive that recurses: every call passes through user code."""
 
@@ -60,7 +67,7 @@ def test_corpus_is_large():
     assert len(CASES) >= 150
 
 
-@pytest.mark.parametrize("ctx_type", [Empty, Hooked, Wild, Checked])
+@pytest.mark.parametrize("ctx_type", [Empty, Hooked, PreOnly, Wild, Checked])
 @pytest.mark.parametrize("name,f,args,kwargs", CASES, ids=[c[0] for c in CASES])
 def test_same_as_plain_python(name, f, args, kwargs, ctx_type):
     expected = outcome(lambda: f(*args, **kwargs))
