@@ -32,6 +32,18 @@ def test_demo_runs_and_shows_each_feature():
     assert "metadata 'measured mass'" in out and "'scaled scaled measured mass'" in out
 
 
+def test_nested_trace_example_prints_the_call_tree():
+    out = run_example("nested_trace.py").splitlines()
+    assert out == ["hypot2(3, 4) = 25", "  square(3,) = 9", "    mul(3, 3) = 9",
+                   "  square(4,) = 16", "    mul(4, 4) = 16", "  add(9, 16) = 25"]
+
+
+def test_memo_fib_example():
+    out = run_example("memo_fib.py")
+    assert "memoised through a context: 46368" in out
+    assert "fib(90) memoised: 2880067194370816120" in out
+
+
 def test_overhead_benchmark_quick_mode(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["overhead.py", "--quick"])
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
