@@ -54,7 +54,10 @@ def main():
                 cells.append("—")
                 continue
             _, _, t, ratio, ok = match[0]
-            shown = "%.2f×" % ratio if c != "plain" else ("%.1f µs" % (t * 1e6) if t < 1e-3 else "%.2f ms" % (t * 1e3))
+            if c == "plain":
+                shown = "%.1f µs" % (t * 1e6) if t < 1e-3 else "%.2f ms" % (t * 1e3)
+            else:
+                shown = "%.2f×" % ratio
             cells.append(shown + ("" if ok else " (DIFFERENT RESULT)"))
         lines.append("| %s | %s | %s |" % (w, c, " | ".join(cells)))
     print("\n".join(lines))
