@@ -275,7 +275,8 @@ def rows():
     plain = median_time(json_dumps)
     out.append(("(d) json.dumps", "plain", plain, 1.0, True))
     out.append(("(d) json.dumps", "first call, hooked", first, first / plain, first_result == json_dumps()))
-    out.append(("(d) json.dumps", "later calls, hooked", later, later / plain, True))
+    later_result = overdub.overdub(FirstCount(), json_dumps)
+    out.append(("(d) json.dumps", "later calls, hooked", later, later / plain, later_result == json_dumps()))
     return out
 
 

@@ -90,7 +90,8 @@ def rule_conditions(rules, names, key):
             plain = tuple(c for c in ts if c is not Tagged)
             if plain:
                 env["T%d_%d" % (i, j)] = plain
-                alts.append("(type(%s) is not Tagged and isinstance(%s, T%d_%d))" % (x, x, i, j))
+                alts.append("((type(%s) is not Tagged or %s._tagkey is not key) and isinstance(%s, T%d_%d))"
+                            % (x, x, x, i, j))
             parts.append("(%s)" % " or ".join(alts) if alts else "False")
         conds.append(" and ".join(parts) if parts else "True")
     return conds, env
