@@ -1,7 +1,25 @@
-"""capstan: differentiation and tools built as overdub contexts.
+"""capstan: automatic differentiation and tools for unmodified Python, built on overdub.
 
-Under construction: forward mode (``D``, ``jvp``), reverse mode (``gradient``,
-``pullback``, ...) and the tool contexts arrive with the next issues.  Nothing
-is exported yet, so nothing pretends to work.
+Forward mode (``D``, ``jvp``, ``jacobian``), reverse mode (``gradient``,
+``pullback``, ``hessian``, ``adjoint``, ``checkpoint``, ``hook``, ``nestlevel``) and
+tool contexts (``PrintCtx``, ``CountCtx``, ``TraceCtx``, ``GPUCtx``, ``bit32pass``).
+See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 """
-__all__ = []
+import overdub
+
+from . import adcontext, forward, nesting, reverse, structure
+from .rules import builtin_rules, math_rules, operator_rules  # noqa: F401  (fill the tables)
+from .adcontext import NoRuleError, register_all
+from .derivatives import hessian, jacobian
+from .forward import D, ForwardCtx, jvp
+from .markers import checkpoint, hook
+from .nesting import nestlevel
+from .reverse import ReverseCtx, adjoint, gradient, pullback
+from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
+
+register_all()
+overdub.opaque(adcontext, forward, reverse, structure, nesting)
+
+__all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
+           "nestlevel", "ForwardCtx", "ReverseCtx", "NoRuleError", "defderiv", "defjvp", "defvjp",
+           "deflinear", "defimpl", "nondifferentiable"]

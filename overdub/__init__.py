@@ -6,11 +6,12 @@ routed through the context ``ctx``: its ``prehook``, a matching ``@primitive``
 or ``recurse``, then its ``posthook``.  See docs/overdub.md.
 """
 from .context import Context, context, primitive
-from .dispatch import canrecurse, fallback, overdub, recurse
+from .dispatch import canrecurse, fallback, is_structural, overdub, recurse
+from .lookaside import opaque
 from .passes import PassError, replace_match
-from .tagging import Tagged, hasmetadata, istagged, metadata, tag, untag
+from .tagging import Tagged, hasmetadata, istagged, metadata, retag, tag, untag
 
 __all__ = ["Context", "context", "primitive", "overdub", "recurse", "fallback", "canrecurse",
-           "tag", "untag", "metadata", "hasmetadata", "istagged", "Tagged", "replace_match",
+           "is_structural", "opaque", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged", "Tagged", "replace_match",
            "PassError"]
 __version__ = "0.1.0"

@@ -148,8 +148,8 @@ class Runtime:
 
     def _guard_set(self, key):
         """The exact operand types for which rewritten code may run an operator natively:
-        builtin types, unless a hook, a wildcard, a custom canrecurse/fallback or a
-        primitive that could match untagged operands is there to see it (a prehook
+        the builtin types no primitive admits, and none at all when a hook, a wildcard
+        or a custom canrecurse/fallback is there to see every operation (a prehook
         called inline has seen it already)."""
         fn = codegen.OP_SLOTS[key][0]
         spec = self.spec
@@ -157,10 +157,17 @@ class Runtime:
             return semantics.NATIVE
         if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse or spec.fallback:
             return frozenset()
+        guard = semantics.NATIVE
+        operands = 2 if key[0] in ("binop", "compare") else 1
         for argtypes, _ in spec.primitives.get(fn, ()):
-            if not any(t is Tagged or t == (Tagged,) for t in argtypes[:2]):
+            matched = [_natives_matching(argtypes, i) for i in range(operands)]
+            if not all(matched):
+                continue  # this primitive never sees builtin operands
+            narrowed = [m for m in matched if m is not semantics.NATIVE]
+            if not narrowed:
                 return frozenset()
-        return semantics.NATIVE
+            guard = semantics.TypeSet(guard - narrowed[0])
+        return guard
 
     def _dispatchers(self, arity):
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
@@ -417,6 +424,16 @@ class Runtime:
 
 
 
+def _natives_matching(argtypes, i):
+    """The builtin types a primitive's ``i``-th argument type admits (all of them when
+    it names none)."""
+    if i >= len(argtypes):
+        return semantics.NATIVE
+    ts = argtypes[i] if isinstance(argtypes[i], tuple) else (argtypes[i],)
+    plain = tuple(t for t in ts if t is not Tagged)
+    return {t for t in semantics.NATIVE if plain and issubclass(t, plain)}
+
+
 def note_tagging():
     """A context made its first tag: from now on fallbacks must untag (and hand values
     tagged by other contexts over to them), so plain-call shortcuts are dropped."""
@@ -626,11 +643,24 @@ def default_canrecurse(ctx, f, args):
 
 def default_fallback(ctx, f, args, kwargs):
     """The default ``Context.fallback``: a plain call with ``ctx``'s tags removed
-    (builtins that read their caller's frame read the user's)."""
+    (builtins that read their caller's frame read the user's; structural builtins
+    such as ``list.append`` get the tagged values themselves)."""
     reader = _frame_reader(_runtime(ctx, "fallback"), f)
     if reader is not None:
         f = reader
+    elif is_structural(f):
+        return f(*args, **kwargs)
     return _plain_call(f, ctx._tagkey, args, kwargs)
+
+
+def is_structural(f):
+    """Whether ``f`` is a builtin that stores, moves or compares its arguments without
+    computing on them (containers, iteration, ``min``/``max``, ``getattr``...): tagged
+    values pass through it untouched."""
+    try:
+        return f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH
+    except TypeError:
+        return False
 
 
 def _frame_reader(rt, f):

@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import weakref
+from types import ModuleType
 
 from . import _compat
 
@@ -47,9 +48,32 @@ CALLBACKS = {
 }
 
 
+_machinery = [(_PACKAGE_DIR,)]  # filename prefixes of code that contexts never route
+_machinery_codes = weakref.WeakSet()
+
+
 def is_internal(code):
-    """Whether a code object belongs to overdub's own machinery."""
-    return code.co_filename.startswith(_PACKAGE_DIR)
+    """Whether a code object belongs to overdub's own machinery (or to code declared
+    with :func:`opaque`)."""
+    return code.co_filename.startswith(_machinery[0]) or code in _machinery_codes
+
+
+def opaque(*objs):
+    """Declare modules, packages or functions to be *machinery* that contexts call
+    directly, with their arguments untouched (tagged values included), without
+    routing their bodies -- as overdub's own functions are.  For libraries built on
+    overdub, such as an AD system whose ``D`` may be called inside another context."""
+    for obj in objs:
+        if isinstance(obj, ModuleType):
+            path = os.path.abspath(obj.__file__)
+            if getattr(obj, "__path__", None) is not None:
+                path = os.path.dirname(path) + os.sep
+            _machinery[0] = tuple(sorted(set(_machinery[0]) | {path}))
+        elif hasattr(obj, "__code__"):
+            _machinery_codes.add(obj.__code__)
+        else:
+            raise TypeError("opaque() takes modules and Python functions, got %r" % (obj,))
+    return objs[0] if len(objs) == 1 else objs
 
 
 #: code objects produced by the rewriter (their frames are the user's frames)

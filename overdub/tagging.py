@@ -17,7 +17,7 @@ inside the context.
 """
 import operator
 
-__all__ = ["Tagged", "tag", "untag", "metadata", "hasmetadata", "istagged"]
+__all__ = ["Tagged", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged"]
 
 
 def _owner_dispatch(op):
@@ -139,6 +139,17 @@ def tag(value, ctx, metadata=None):
         ctx.__dict__["_has_tags"] = True
         note_tagging()
     return Tagged(value, metadata, ctx)
+
+
+def retag(x, ctx, metadata):
+    """Replace, in place, the metadata ``ctx`` attached to the tagged value ``x``:
+    every reference to ``x`` sees the new metadata (for mutable values such as arrays
+    written in place).  ``x`` must be tagged by ``ctx``."""
+    _check_ctx(ctx, "retag")
+    if type(x) is not Tagged or x._tagkey is not ctx._tagkey:
+        raise TypeError("retag(x, ctx, metadata): x is not tagged by this context")
+    x._meta = metadata
+    return x
 
 
 def untag(x, ctx):

@@ -1,0 +1,333 @@
+"""Forward mode: values tagged with their tangents (dual numbers as overdub tags).
+
+``D(f, x)`` runs ``f`` inside a fresh :class:`ForwardCtx`, with ``x`` tagged by
+tangent 1.  Each call with a rule computes the plain result and its tangent from
+the rule table; everything else runs as it would.  Every differentiation gets its
+own tag identity, so nested ``D`` calls never confuse their perturbations: an
+enclosing differentiation's values are foreign to the inner one and reach it only
+through the enclosing context (rules applied to them run inside that context).
+
+Jacobians use *chunks*: a tagged value carries a block of N tangents (a leading
+axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
+``ceil(n / N)`` runs of ``f``.
+"""
+import operator
+from functools import partial
+
+import numpy as np
+from overdub import Context, Tagged, overdub, primitive, tag
+
+from . import structure
+from .adcontext import INPLACE, ADContext, no_rule
+from .nesting import level
+from .rules import registry
+
+_PARTIALS, _JVP, _IMPLS, _NONDIFF = registry.PARTIALS, registry.JVP, registry.IMPLS, registry.NONDIFF
+_ATTRIBUTES = {"real": np.real, "imag": np.imag, "T": np.transpose, "mT": np.matrix_transpose
+               if hasattr(np, "matrix_transpose") else None}
+
+
+class ForwardCtx(ADContext):
+    """Forward-mode differentiation context; ``chunk=N`` for blocks of N tangents."""
+
+    mode = "forward"
+
+    def __init__(self, chunk=None):
+        super().__init__()
+        self.chunk = chunk
+
+    # -- reading tangents -------------------------------------------------------------------
+    def tangent(self, x):
+        """The tangent ``x`` carries in this context (``None``: none)."""
+        if type(x) is Tagged:
+            return x._meta if x._tagkey is self._tagkey else None
+        if type(x) is np.ndarray and self.shadows:
+            entry = self.shadows.get(id(x))
+            if entry is not None and entry[0] is x:
+                return entry[1]
+        return None
+
+    def _split(self, args):
+        """``(values, tangents, any tangent, foreign context)`` of positional arguments;
+        lists and tuples of differentiated values are split one level deep."""
+        key = self._tagkey
+        vals = list(args)
+        tans = [None] * len(args)
+        found = False
+        foreign = None
+        for i, a in enumerate(args):
+            ta = type(a)
+            if ta is Tagged:
+                if a._tagkey is key:
+                    vals[i] = v = a._value
+                    tans[i] = t = a._meta
+                    found = True
+                    if type(v) is Tagged:
+                        foreign = v._ctx
+                    if type(t) is Tagged:
+                        foreign = t._ctx
+                else:
+                    foreign = a._ctx
+            elif ta is np.ndarray:
+                t = self.tangent(a)
+                if t is not None:
+                    tans[i] = t
+                    found = True
+            elif (ta is list or ta is tuple) and a:
+                sub_vals, sub_tans, sub_found, sub_foreign = self._split(a)
+                if sub_found:
+                    vals[i], tans[i], found = ta(sub_vals), sub_tans, True
+                foreign = sub_foreign or foreign
+        return vals, tans, found, foreign
+
+    # -- applying rules ---------------------------------------------------------------------
+    def apply(self, f, args, kwargs):
+        vals, tans, found, foreign = self._split(args)
+        if kwargs and any(self.tangent(v) is not None for v in kwargs.values()):
+            raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
+                            "keyword argument" % getattr(f, "__name__", f))
+        if not found:
+            return Context.fallback(self, f, *args, **kwargs)
+        impl = _IMPLS.get(f)
+        if impl is not None:
+            return overdub(self, impl, *args, **kwargs)
+        if f in _NONDIFF:
+            return Context.fallback(self, f, *vals, **kwargs)
+        if foreign is None:
+            return self._compute(f, vals, tans, kwargs, args, _plain)
+        # values of an enclosing differentiation: its context runs the rule's arithmetic
+        return self._compute(f, vals, tans, kwargs, args, partial(overdub, foreign))
+
+    def _compute(self, f, vals, tans, kwargs, args, run):
+        ans = run(f, *vals, **kwargs)
+        partials = _PARTIALS.get(f)
+        if partials is not None:
+            t = None
+            for i, ti in enumerate(tans):
+                if ti is None or i >= len(partials) or partials[i] is None:
+                    continue
+                if self.chunk is not None:
+                    ti = _align(ti, vals[i], ans)
+                d = run(operator.mul, run(partials[i], ans, *vals, **kwargs), ti)
+                t = d if t is None else run(operator.add, t, d)
+        else:
+            entry = _JVP.get(f)
+            if entry is None:
+                raise no_rule(f, "forward")
+            rule, batched = entry
+            if self.chunk is None or batched:
+                t = run(rule, tuple(tans), ans, *vals, **kwargs)
+            else:
+                t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
+                            for k in range(self.chunk)], ans)
+        return self._result(f, ans, t, args)
+
+    def _result(self, f, ans, t, args):
+        if t is None:
+            return ans
+        if f in INPLACE and type(ans) is np.ndarray:  # a += b on an array: same object after
+            target = args[0]
+            old = self.tangent(target)
+            if type(target) is Tagged and type(old) is np.ndarray and old.shape == np.shape(t):
+                old[...] = t
+                return target
+            if type(target) is np.ndarray:
+                self.shadows[id(target)] = (target, np.array(t))
+                return target
+        return Tagged(ans, t, self)
+
+    # -- subscripts and attributes ------------------------------------------------------------
+    @primitive(operator.getitem, Tagged)
+    @primitive(operator.getitem, np.ndarray)
+    def getitem(self, c, k):
+        t = self.tangent(c)
+        value = c._value if type(c) is Tagged else c
+        if type(k) is Tagged:
+            k = k._value
+        if t is None:
+            return value[k]
+        ans = value[k]
+        return Tagged(ans, t[_lead(t, value) + _index(k)], self)
+
+    @primitive(operator.setitem, Tagged)
+    @primitive(operator.setitem, np.ndarray)
+    def setitem(self, c, k, v):
+        value = c._value if type(c) is Tagged else c
+        if type(k) is Tagged:
+            k = k._value
+        tv = self.tangent(v)
+        if type(v) is Tagged and v._tagkey is self._tagkey:
+            v = v._value
+        value[k] = v
+        tc = self.tangent(c)
+        if tc is None:
+            if tv is None or value.dtype.kind not in "fc":
+                return None
+            lead = () if self.chunk is None else (self.chunk,)
+            tc = np.zeros(lead + value.shape, dtype=np.result_type(value.dtype, np.asarray(tv).dtype))
+            self.shadows[id(c)] = (c, tc)
+        tc[_lead(tc, value) + _index(k)] = 0.0 if tv is None else tv
+        return None
+
+    @primitive(getattr, Tagged)
+    def getattr_(self, o, name, *default):
+        value = o._value
+        rule = _ATTRIBUTES.get(name)
+        if rule is not None and hasattr(value, name):
+            return self.apply(rule, (o,), {})
+        attr = getattr(type(value), name, None)
+        if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
+            return partial(attr, o)  # o.method(...) becomes type(o).method(o, ...)
+        return getattr(value, name, *default)
+
+    # -- results ----------------------------------------------------------------------------
+    def output_tangent(self, y):
+        """The tangent of an output (zeros where it does not depend on the input)."""
+        leaves, rebuild = structure.flatten(y)
+        out = []
+        for leaf in leaves:
+            t = self.tangent(leaf)
+            if t is None:
+                t = self._zero(leaf)
+            out.append(t)
+        return rebuild(out)
+
+    def primal(self, y):
+        leaves, rebuild = structure.flatten(y)
+        return rebuild([leaf._value if self.owns(leaf) else leaf for leaf in leaves])
+
+    def _zero(self, leaf):
+        if type(leaf) is Tagged:  # an enclosing differentiation's value: constant here
+            leaf = leaf._value
+            while type(leaf) is Tagged:
+                leaf = leaf._value
+        z = structure.zeros_like(leaf) if structure.is_differentiable(leaf) else None
+        if z is not None and self.chunk is not None:
+            z = np.zeros((self.chunk,) + np.shape(leaf), dtype=np.result_type(z))
+        return z
+
+
+def _plain(f, *args, **kwargs):
+    return f(*args, **kwargs)
+
+
+def _lead(t, value):
+    """Index prefix selecting every chunk entry of tangent ``t`` of ``value``."""
+    extra = np.ndim(t) - np.ndim(value)
+    return (slice(None),) * extra if extra > 0 else ()
+
+
+def _index(k):
+    return k if type(k) is tuple else (k,)
+
+
+def _align(t, value, ans):
+    """Chunked tangent of ``value`` reshaped to broadcast against ``ans``."""
+    missing = np.ndim(ans) - np.ndim(value)
+    if missing <= 0:
+        return t
+    t = np.asarray(t)
+    return t.reshape(t.shape[:1] + (1,) * missing + t.shape[1:])
+
+
+def _slice(t, k):
+    if t is None:
+        return None
+    if type(t) is list:
+        return [_slice(e, k) for e in t]
+    return t[k]
+
+
+def _stack(parts, ans):
+    if all(p is None for p in parts):
+        return None
+    return np.stack([np.zeros(np.shape(ans)) if p is None else p for p in parts])
+
+
+# ----------------------------------------------------------------------------- public API
+def _seed(x, fname):
+    structure.check_leaf(x, fname)
+    if isinstance(x, (bool, np.bool_)) or not structure.is_differentiable(x):
+        if isinstance(x, (int, np.integer)):
+            return float(x)
+        raise TypeError("capstan.%s: cannot differentiate with respect to %r of type %s"
+                        % (fname, x, type(x).__name__))
+    return x
+
+
+def D(f, x):
+    """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``)."""
+    if not callable(f):
+        raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
+    x = _seed(x, "D")
+    if isinstance(x, np.ndarray) and x.shape:
+        raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
+    ctx = ForwardCtx()
+    with level():
+        y = overdub(ctx, f, tag(x, ctx, 1.0))
+    return ctx.output_tangent(y)
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), directional derivative of f at primals along tangents)``.
+
+    ``primals`` and ``tangents`` are tuples of matching structure: numbers, arrays and
+    lists/tuples/dicts/dataclasses/namedtuples of them.  Integer inputs carry no
+    tangent."""
+    if not callable(f):
+        raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise TypeError("capstan.jvp(f, primals, tangents): primals and tangents must be tuples, "
+                        "got %s and %s" % (type(primals).__name__, type(tangents).__name__))
+    leaves, rebuild = structure.flatten(primals)
+    tleaves, _ = structure.flatten(tangents)
+    if len(leaves) != len(tleaves):
+        raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
+                         "against %d)" % (len(tleaves), len(leaves)))
+    ctx = ForwardCtx()
+    seeded = []
+    for i, (p, t) in enumerate(zip(leaves, tleaves)):
+        structure.check_leaf(p, "jvp", "primal %d" % i)
+        if structure.is_differentiable(p) and t is not None:
+            if np.shape(t) != np.shape(p):
+                raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
+                                 % (i, np.shape(t), np.shape(p)))
+            p = tag(p, ctx, np.array(t, dtype=np.result_type(p, t)) if isinstance(p, np.ndarray) else t)
+        seeded.append(p)
+    with level():
+        y = overdub(ctx, f, *rebuild(seeded))
+    return ctx.primal(y), ctx.output_tangent(y)
+
+
+def forward_jacobian(f, x, chunk=None):
+    """Jacobian by forward mode, ``chunk`` input directions per run of ``f``."""
+    x = _seed(x, "jacobian")
+    xa = np.asarray(x)
+    n = xa.size
+    if chunk is None:
+        chunk = n if n <= 128 else 64
+    if not isinstance(chunk, int) or chunk < 1:
+        raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
+    if not xa.shape:
+        ctx = ForwardCtx()
+        with level():
+            y = overdub(ctx, f, tag(x, ctx, 1.0))
+        return np.asarray(ctx.output_tangent(y))
+    J = None
+    for start in range(0, n, chunk):
+        width = min(chunk, n - start)
+        seed = np.zeros((width, n), dtype=xa.dtype)
+        seed[np.arange(width), start + np.arange(width)] = 1.0
+        ctx = ForwardCtx(chunk=width)
+        with level():
+            y = overdub(ctx, f, tag(xa.copy(), ctx, seed.reshape((width,) + xa.shape)))
+        t = ctx.output_tangent(y)
+        if isinstance(t, (list, tuple, dict)):
+            raise TypeError("capstan.jacobian: f must return a number or an array, got %s"
+                            % type(y).__name__)
+        t = np.asarray(t)
+        if J is None:
+            out_shape = t.shape[1:]
+            J = np.zeros((int(np.prod(out_shape)), n), dtype=t.dtype)
+        J[:, start:start + width] = t.reshape(width, -1).T
+    return J.reshape(out_shape + xa.shape)

@@ -1,0 +1,450 @@
+"""Reverse mode: values tagged with their node on a tape, then a backward pass.
+
+``pullback(f, *args)`` runs ``f`` inside a fresh :class:`ReverseCtx`.  Each call
+with a rule computes its plain result and appends a :class:`Record` (function,
+result, argument values, parent nodes) to the context's tape; the tagged result
+carries the record's index.  ``back(dy)`` walks the tape backwards once, turning
+each record's output cotangent into its inputs' with the reverse rule table.
+
+Mutation is supported: ``a[i] = x`` into an array makes a new node for the array
+(plain arrays are *shadowed*, see ``adcontext``), and before an array recorded on
+the tape is overwritten, the records that read it get a snapshot of its old
+contents -- so the backward pass always sees the values the forward pass used.
+"""
+import operator
+from functools import partial
+
+import numpy as np
+from overdub import Context, Tagged, overdub, primitive, retag, tag
+
+from . import structure
+from .adcontext import INPLACE, ADContext, no_rule
+from .forward import _ATTRIBUTES, _index
+from .markers import checkpoint, hook
+from .nesting import level
+from .rules import registry
+from .rules.registry import conj, unbroadcast
+
+_PARTIALS, _VJP, _IMPLS, _NONDIFF = registry.PARTIALS, registry.VJP, registry.IMPLS, registry.NONDIFF
+ADJOINTS = {}  # f -> user rule returning (y, pullback)
+
+INPUT, RULE, GETITEM, SETITEM, CUSTOM = range(5)
+
+
+class Record:
+    """One step of the tape: how to send a cotangent of ``ans`` back to ``parents``."""
+
+    __slots__ = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
+
+    def __init__(self, kind, f, ans, vals, kwargs, parents, foreign=None):
+        self.kind, self.f, self.ans, self.vals = kind, f, ans, vals
+        self.kwargs, self.parents, self.foreign = kwargs, parents, foreign
+
+
+class ReverseCtx(ADContext):
+    """Reverse-mode differentiation context; ``ctx.tape`` is its list of records."""
+
+    mode = "reverse"
+
+    def __init__(self):
+        super().__init__()
+        self.tape = []
+        self.readers = {}  # id(array) -> records holding that array (snapshotted before writes)
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def node(self, x):
+        """The tape index ``x`` carries in this context (``None``: a constant)."""
+        if type(x) is Tagged:
+            return x._meta if x._tagkey is self._tagkey else None
+        if type(x) is np.ndarray and self.shadows:
+            entry = self.shadows.get(id(x))
+            if entry is not None and entry[0] is x:
+                return entry[1]
+        return None
+
+    def record(self, kind, f, ans, vals, kwargs, parents, foreign=None):
+        tape = self.tape
+        tape.append(Record(kind, f, ans, vals, kwargs, parents, foreign))
+        n = len(tape) - 1
+        for v in vals:
+            if type(v) is np.ndarray:
+                self.readers.setdefault(id(v), []).append(n)
+        if type(ans) is np.ndarray:
+            self.readers.setdefault(id(ans), []).append(n)
+        return n
+
+    def before_write(self, arr):
+        """``arr`` is about to change in place: records reading it get its old contents."""
+        users = self.readers.pop(id(arr), None)
+        if users:
+            snap = arr.copy()
+            for n in users:
+                rec = self.tape[n]
+                rec.vals = tuple(snap if v is arr else v for v in rec.vals)
+                if rec.ans is arr:
+                    rec.ans = snap
+
+    def input(self, value):
+        return tag(value, self, self.record(INPUT, None, None, (), None, ()))
+
+    def _split(self, args):
+        key = self._tagkey
+        vals = list(args)
+        parents = [None] * len(args)
+        found = False
+        foreign = None
+        for i, a in enumerate(args):
+            ta = type(a)
+            if ta is Tagged:
+                if a._tagkey is key:
+                    vals[i] = v = a._value
+                    parents[i] = a._meta
+                    found = True
+                    if type(v) is Tagged:
+                        foreign = v._ctx
+                else:
+                    foreign = a._ctx
+            elif ta is np.ndarray:
+                n = self.node(a)
+                if n is not None:
+                    parents[i] = n
+                    found = True
+            elif (ta is list or ta is tuple) and a:
+                sub_vals, sub_parents, sub_found, sub_foreign = self._split(a)
+                if sub_found:
+                    vals[i], parents[i], found = ta(sub_vals), sub_parents, True
+                foreign = sub_foreign or foreign
+        return vals, parents, found, foreign
+
+    # -- applying rules ------------------------------------------------------------------------
+    def apply(self, f, args, kwargs):
+        vals, parents, found, foreign = self._split(args)
+        if kwargs and any(self.node(v) is not None for v in kwargs.values()):
+            raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
+                            "keyword argument" % getattr(f, "__name__", f))
+        if not found:
+            return Context.fallback(self, f, *args, **kwargs)
+        impl = _IMPLS.get(f)
+        if impl is not None:
+            return overdub(self, impl, *args, **kwargs)
+        if f in _NONDIFF:
+            return Context.fallback(self, f, *vals, **kwargs)
+        run = _plain if foreign is None else partial(overdub, foreign)
+        adjoint = ADJOINTS.get(f)
+        if adjoint is not None:
+            ans, back = run(adjoint, *vals, **kwargs)
+            return self._result(ans, self.record(CUSTOM, back, ans, tuple(vals), kwargs,
+                                                 parents, foreign))
+        if f in INPLACE and type(vals[0]) is np.ndarray:
+            return self._inplace(f, args[0], vals, parents, run, foreign)
+        if f not in _VJP and f not in _PARTIALS:
+            raise no_rule(f, "reverse")
+        ans = run(f, *vals, **kwargs)
+        return self._result(ans, self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign))
+
+    def _result(self, ans, n):
+        if type(ans) is float or structure.is_differentiable(ans):
+            return Tagged(ans, n, self)
+        return ans
+
+    def _inplace(self, f, target, vals, parents, run, foreign):
+        """``a += b`` on an array: the same array object, holding a new node."""
+        arr = vals[0]
+        self.before_write(arr)
+        vals[0] = arr.copy()
+        plain = INPLACE[f]
+        new = run(plain, *vals)
+        np.copyto(arr, new, casting="same_kind")
+        n = self.record(RULE, plain, arr, tuple(vals), {}, parents, foreign)
+        if type(target) is Tagged:
+            return retag(target, self, n)
+        self.shadows[id(arr)] = (arr, n)
+        return arr
+
+    # -- subscripts, attributes and markers -------------------------------------------------------
+    @primitive(operator.getitem, Tagged)
+    @primitive(operator.getitem, np.ndarray)
+    def getitem(self, c, k):
+        n = self.node(c)
+        value = c._value if type(c) is Tagged else c
+        if type(k) is Tagged:
+            k = k._value
+        ans = value[k]
+        if n is None:
+            return ans
+        return self._result(ans, self.record(GETITEM, None, ans, (), (np.shape(value), value.dtype, k),
+                                             (n,)))
+
+    @primitive(operator.setitem, Tagged)
+    @primitive(operator.setitem, np.ndarray)
+    def setitem(self, c, k, v):
+        nc, nv = self.node(c), self.node(v)
+        value = c._value if type(c) is Tagged else c
+        if type(k) is Tagged:
+            k = k._value
+        if nv is not None:
+            v = v._value if type(v) is Tagged else v
+        self.before_write(value)
+        value[k] = v
+        if (nc is None and nv is None) or value.dtype.kind not in "fc":
+            return None
+        n = self.record(SETITEM, None, None, (), (np.shape(v), k), (nc, nv))
+        if type(c) is Tagged:
+            retag(c, self, n)
+        else:
+            self.shadows[id(c)] = (c, n)
+        return None
+
+    @primitive(getattr, Tagged)
+    def getattr_(self, o, name, *default):
+        value = o._value
+        rule = _ATTRIBUTES.get(name)
+        if rule is not None and hasattr(value, name):
+            return self.apply(rule, (o,), {})
+        attr = getattr(type(value), name, None)
+        if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
+            return partial(attr, o)
+        return getattr(value, name, *default)
+
+    @primitive(hook)
+    def hook_(self, fn, x):
+        n = self.node(x)
+        if n is None:
+            return x
+        value = x._value if type(x) is Tagged else x
+        return Tagged(value, self.record(CUSTOM, lambda g: (fn(g),), value, (), None, (n,)), self)
+
+    @primitive(checkpoint)
+    def checkpoint_(self, f, *args):
+        vals, parents, found, foreign = self._split(args)
+        if not found:
+            return overdub(self, f, *args)
+        ans = overdub(foreign, f, *vals) if foreign is not None else f(*vals)
+
+        def back(g):
+            _, pb = pullback(f, *vals)
+            return pb(g)
+
+        return self._result(ans, self.record(CUSTOM, back, ans, (), None, tuple(parents), foreign))
+
+    # -- the backward pass -----------------------------------------------------------------------
+    def backward(self, seeds):
+        """Cotangents of every node, from ``{node: cotangent}`` of the outputs."""
+        tape = self.tape
+        cts = [None] * len(tape)
+        for n, g in seeds.items():
+            cts[n] = g if cts[n] is None else cts[n] + g
+        for i in range(len(tape) - 1, -1, -1):
+            g = cts[i]
+            if g is None:
+                continue
+            rec = tape[i]
+            if rec.kind == INPUT:
+                continue
+            foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
+            run = _plain if foreign is None else partial(overdub, foreign)
+            for p, c in zip(rec.parents, _step(rec, g, run)):
+                if p is None or c is None:
+                    continue
+                if type(p) is list:
+                    for pe, ce in zip(p, c):
+                        if pe is not None and ce is not None:
+                            cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+                else:
+                    cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
+        return cts
+
+
+def _step(rec, g, run):
+    """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result."""
+    kind = rec.kind
+    if kind == RULE:
+        f = rec.f
+        vjp = _VJP.get(f)
+        if vjp is not None:
+            return run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
+        partials = _PARTIALS[f]
+        out = []
+        for i, p in enumerate(rec.parents):
+            if p is None or i >= len(partials) or partials[i] is None:
+                out.append(None)
+                continue
+            d = run(partials[i], rec.ans, *rec.vals, **rec.kwargs)
+            out.append(run(unbroadcast, run(operator.mul, g, run(conj, d)), rec.vals[i]))
+        return out
+    if kind == GETITEM:
+        shape, dtype, k = rec.kwargs
+        return (run(_getitem_back, g, shape, dtype, k),)
+    if kind == SETITEM:
+        vshape, k = rec.kwargs
+        return run(_setitem_back, g, vshape, k)
+    return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+
+
+def _getitem_back(g, shape, dtype, k):
+    rule = _VJP.get(operator.getitem)
+    if rule is not None:
+        return rule(g, None, np.zeros(shape, dtype=np.result_type(dtype, g)), k)[0]
+    out = np.zeros(shape, dtype=np.result_type(dtype, g))
+    np.add.at(out, k, g)
+    return out
+
+
+def _setitem_back(g, vshape, k):
+    rest = np.array(g, copy=True)
+    part = rest[k]
+    rest[k] = 0
+    return rest, unbroadcast(part, np.zeros(vshape))
+
+
+def _plain(f, *args, **kwargs):
+    return f(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- public API
+def adjoint(f):
+    """Decorator registering a user reverse rule for ``f``: the decorated function takes
+    ``f``'s arguments and returns ``(y, pullback)``; ``pullback(dy)`` returns one
+    cotangent per argument (``None`` for none)."""
+    if not callable(f):
+        raise TypeError("@capstan.adjoint(f): f must be callable, got %r" % (f,))
+
+    def register(rule):
+        if not callable(rule):
+            raise TypeError("@capstan.adjoint(%s) must decorate a function" % getattr(f, "__name__", f))
+        ADJOINTS[f] = rule
+        registry._changed(f)
+        return rule
+
+    return register
+
+
+class _Run:
+    """One recorded run of ``f``: its tape, inputs and outputs."""
+
+    def __init__(self, f, args, fname):
+        if not callable(f):
+            raise TypeError("capstan.%s(f, *args): f must be callable, got %r" % (fname, f))
+        self.ctx = ctx = ReverseCtx()
+        self.arg_structs = []
+        tagged_args = []
+        for i, a in enumerate(args):
+            leaves, rebuild = structure.flatten(a)
+            nodes = []
+            new = []
+            for leaf in leaves:
+                if isinstance(leaf, (str, bytes)):
+                    nodes.append(None)
+                    new.append(leaf)
+                elif structure.is_differentiable(leaf):
+                    t = ctx.input(leaf)
+                    nodes.append(t._meta)
+                    new.append(t)
+                else:
+                    nodes.append(None)
+                    new.append(leaf)
+            self.arg_structs.append((leaves, nodes, rebuild))
+            tagged_args.append(rebuild(new))
+        with level():
+            self.y = overdub(ctx, f, *tagged_args)
+        self.out_leaves, self.out_rebuild = structure.flatten(self.y)
+
+    def primal(self):
+        ctx = self.ctx
+        return self.out_rebuild([leaf._value if ctx.owns(leaf) else leaf for leaf in self.out_leaves])
+
+    def back(self, seeds):
+        cts = self.ctx.backward(seeds)
+        out = []
+        for leaves, nodes, rebuild in self.arg_structs:
+            got = [None if n is None else cts[n] for n in nodes]
+            if all(c is None for c in got):
+                out.append(None)
+                continue
+            fixed = []
+            for leaf, n, c in zip(leaves, nodes, got):
+                if n is None:
+                    fixed.append(None)
+                elif c is None:
+                    fixed.append(structure.zeros_like(leaf))
+                else:
+                    fixed.append(_like(c, leaf))
+            out.append(rebuild(fixed))
+        return tuple(out)
+
+
+def _like(c, leaf):
+    """Cotangent ``c`` as the type of its input ``leaf`` (float for float...)."""
+    if type(c) is Tagged:
+        return c
+    if type(leaf) is float:
+        return float(np.real(c))
+    if type(leaf) is complex:
+        return complex(c)
+    if isinstance(leaf, np.ndarray) and not isinstance(c, np.ndarray):
+        return np.full(leaf.shape, c, dtype=np.result_type(leaf, c))
+    return c
+
+
+def gradient(f, *args):
+    """Gradient of the real scalar function ``f`` with respect to each argument: a
+    tuple of one gradient per argument, shaped like it (``None`` where nothing flows)."""
+    run = _Run(f, args, "gradient")
+    leaves = run.out_leaves
+    y = run.y
+    if len(leaves) != 1 or leaves[0] is not y:
+        raise ValueError("capstan.gradient: f must return a real scalar, got %s; use "
+                         "capstan.jacobian(f, x) or capstan.pullback(f, *args) for other outputs"
+                         % type(y).__name__)
+    value = y._value if run.ctx.owns(y) else y
+    if np.ndim(value) != 0:
+        raise ValueError("capstan.gradient: f must return a real scalar, got an array of shape %s; "
+                         "use capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (np.shape(value),))
+    if np.iscomplexobj(value):
+        raise ValueError("capstan.gradient: f returned a complex number; gradients are defined for "
+                         "real-valued functions (use capstan.pullback for complex outputs)")
+    n = run.ctx.node(y)
+    if n is None:
+        return tuple(None for _ in args)
+    return run.back({n: 1.0})
+
+
+def pullback(f, *args):
+    """``(f(*args), back)``: ``back(dy)`` returns the tuple of argument cotangents for
+    output cotangent ``dy`` (shaped like the output); ``back`` may be called many times."""
+    run = _Run(f, args, "pullback")
+    y = run.primal()
+
+    def back(dy):
+        dleaves, _ = structure.flatten(dy)
+        if len(dleaves) != len(run.out_leaves):
+            raise ValueError("capstan.pullback: dy must have the structure of f's output "
+                             "(%d parts, got %d)" % (len(run.out_leaves), len(dleaves)))
+        seeds = {}
+        for leaf, d in zip(run.out_leaves, dleaves):
+            n = run.ctx.node(leaf)
+            if n is not None and d is not None:
+                value = leaf._value if type(leaf) is Tagged else leaf
+                if np.shape(d) != np.shape(value):
+                    raise ValueError("capstan.pullback: dy has shape %s where the output has %s"
+                                     % (np.shape(d), np.shape(value)))
+                seeds[n] = d if n not in seeds else seeds[n] + d
+        return run.back(seeds)
+
+    return y, back
+
+
+def reverse_jacobian(f, x):
+    """Jacobian by reverse mode: one backward pass per output element."""
+    structure.check_leaf(x, "jacobian")
+    y, back = pullback(f, x)
+    ya = np.asarray(y)
+    xa = np.asarray(x)
+    J = np.zeros((ya.size, xa.size), dtype=np.result_type(ya, xa))
+    for i in range(ya.size):
+        e = np.zeros(ya.size, dtype=ya.dtype)
+        e[i] = 1.0
+        g = back(e.reshape(ya.shape) if ya.shape else e[0])[0]
+        if g is not None:
+            J[i] = np.conj(np.ravel(g))
+    return J.reshape(ya.shape + xa.shape)

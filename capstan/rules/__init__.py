@@ -1,0 +1,31 @@
+"""Derivative rules as tables of data: one entry per primitive function.
+
+Forward and reverse mode read the same tables.  Three kinds of entry:
+
+``defderiv(f, *partials)``
+    for scalar and elementwise functions: ``partials[i](ans, *args, **kwargs)`` is
+    the partial derivative of ``f`` with respect to its ``i``-th positional argument
+    (``None``: no derivative flows through that argument).  Forward mode sums
+    ``partial * tangent``; reverse mode sends ``conj(partial) * cotangent`` back,
+    summed over broadcast axes.  One line serves both modes.
+``defjvp(f, rule)`` / ``defvjp(f, rule)``
+    for everything else.  ``rule(tangents, ans, *args, **kwargs)`` returns the
+    output tangent, where ``tangents[i]`` is the tangent of ``args[i]`` (``None``
+    for a constant argument); ``rule(cotangent, ans, *args, **kwargs)`` returns one
+    cotangent per positional argument (``None`` where none flows).
+``defimpl(f, impl)``
+    a Python equivalent differentiated in place of C function ``f``
+    (``math.fsum``, which takes an iterable).
+``nondifferentiable(*fs)``
+    functions whose results carry no derivative (``np.sign``, ``math.floor``...).
+
+Rules run on plain values.  When a value is tagged by an enclosing
+differentiation (nested ``D`` or ``hessian``), the rule body runs inside that
+context, so it is differentiated in turn: rules may call any function that has a
+rule of its own.
+"""
+from .registry import (IMPLS, JVP, NONDIFF, PARTIALS, VJP, defderiv, defimpl, defjvp, deflinear,
+                       defvjp, nondifferentiable, unbroadcast)
+
+__all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
+           "unbroadcast", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS"]

@@ -1,0 +1,98 @@
+"""Rules for the ``math`` and ``cmath`` modules (one entry per function)."""
+import cmath
+import math
+
+from .operator_rules import log, one
+from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
+
+_SQRT_PI = math.sqrt(math.pi)
+
+
+def _digamma(x):
+    try:
+        from scipy.special import digamma
+    except ImportError:  # pragma: no cover - scipy is a test dependency
+        raise NotImplementedError("the derivative of gamma/lgamma needs scipy.special.digamma; "
+                                  "install scipy") from None
+    return float(digamma(x))
+
+
+for m in (math, cmath):
+    defderiv(m.sin, lambda ans, x, m=m: m.cos(x))
+    defderiv(m.cos, lambda ans, x, m=m: -m.sin(x))
+    defderiv(m.tan, lambda ans, x: 1.0 + ans * ans)
+    defderiv(m.asin, lambda ans, x, m=m: 1.0 / m.sqrt(1.0 - x * x))
+    defderiv(m.acos, lambda ans, x, m=m: -1.0 / m.sqrt(1.0 - x * x))
+    defderiv(m.atan, lambda ans, x: 1.0 / (1.0 + x * x))
+    defderiv(m.sinh, lambda ans, x, m=m: m.cosh(x))
+    defderiv(m.cosh, lambda ans, x, m=m: m.sinh(x))
+    defderiv(m.tanh, lambda ans, x: 1.0 - ans * ans)
+    defderiv(m.asinh, lambda ans, x, m=m: 1.0 / m.sqrt(x * x + 1.0))
+    defderiv(m.acosh, lambda ans, x, m=m: 1.0 / m.sqrt(x * x - 1.0))
+    defderiv(m.atanh, lambda ans, x: 1.0 / (1.0 - x * x))
+    defderiv(m.exp, lambda ans, x: ans)
+    defderiv(m.sqrt, lambda ans, x: 0.5 / ans)
+    defderiv(m.log10, lambda ans, x: 1.0 / (x * math.log(10.0)))
+    defderiv(m.log, lambda ans, x, base=math.e: 1.0 / (x * log(base)),
+             lambda ans, x, base: -ans / (base * log(base)))
+
+defderiv(math.atan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+defderiv(math.expm1, lambda ans, x: ans + 1.0)
+defderiv(math.log1p, lambda ans, x: 1.0 / (1.0 + x))
+defderiv(math.log2, lambda ans, x: 1.0 / (x * math.log(2.0)))
+defderiv(math.pow, lambda ans, a, b: b * a ** (b - 1) if b != 0 else 0.0,
+         lambda ans, a, b: ans * math.log(a) if a > 0 else 0.0)
+defderiv(math.hypot, *[lambda ans, *xs, i=i: xs[i] / ans if ans else 0.0 for i in range(8)])
+defderiv(math.fabs, lambda ans, x: 1.0 if x >= 0 else -1.0)
+defderiv(math.copysign, lambda ans, x, y: 1.0 if (x >= 0) == (ans >= 0) else -1.0, None)
+defderiv(math.fmod, one, lambda ans, x, y: -float(int((x - ans) / y)))
+defderiv(math.degrees, lambda ans, x: 180.0 / math.pi)
+defderiv(math.radians, lambda ans, x: math.pi / 180.0)
+defderiv(math.erf, lambda ans, x: 2.0 / _SQRT_PI * math.exp(-x * x))
+defderiv(math.erfc, lambda ans, x: -2.0 / _SQRT_PI * math.exp(-x * x))
+defderiv(math.gamma, lambda ans, x: ans * _digamma(x))
+defderiv(math.lgamma, lambda ans, x: _digamma(x))
+defderiv(math.ldexp, lambda ans, x, i: 2.0 ** i, None)
+if hasattr(math, "cbrt"):
+    defderiv(math.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans))
+if hasattr(math, "exp2"):
+    defderiv(math.exp2, lambda ans, x: ans * math.log(2.0))
+nondifferentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
+                  math.isclose, math.modf, math.frexp, math.factorial, math.gcd, math.comb,
+                  math.perm, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
+
+
+def _phase_jvp(ts, ans, z):  # arg(z) is not holomorphic: d arg = Im(conj(z) dz) / |z|^2
+    r2 = abs(z) ** 2
+    return (z.real * ts[0].imag - z.imag * ts[0].real) / r2 if r2 else 0.0 * ts[0].real
+
+
+def _phase_vjp(g, ans, z):  # gradient of arg(z) = d/dx + i d/dy = i z / |z|^2
+    r2 = abs(z) ** 2
+    return (g * 1j * z / r2 if r2 else 0j,)
+
+
+defjvp(cmath.phase, _phase_jvp)
+defvjp(cmath.phase, _phase_vjp)
+defderiv(cmath.rect, lambda ans, r, phi: cmath.exp(1j * phi), lambda ans, r, phi: 1j * ans)
+
+
+def _fsum(xs):
+    return sum(xs, 0.0)
+
+
+def _prod(xs, *, start=1):
+    out = start
+    for x in xs:
+        out = out * x
+    return out
+
+
+def _dist(p, q):
+    return math.sqrt(sum((a - b) * (a - b) for a, b in zip(p, q, strict=True)))
+
+
+# functions of iterables: differentiated through a Python equivalent
+defimpl(math.fsum, _fsum)
+defimpl(math.prod, _prod)
+defimpl(math.dist, _dist)

@@ -1,0 +1,84 @@
+"""Rules for Python's operators (``a + b`` arrives as ``operator.add(a, b)``).
+
+They hold for Python numbers and NumPy arrays alike; in-place operators on
+immutable numbers are their plain counterparts (mutable arrays are handled by the
+differentiation contexts, which keep the tagged object's identity)."""
+import cmath
+import math
+import operator
+
+import numpy as np
+
+from .registry import defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
+
+
+def one(ans, *args):
+    return 1.0
+
+
+def minus_one(ans, *args):
+    return -1.0
+
+
+def log(x):
+    """Natural log for Python reals, complex numbers and arrays alike."""
+    tx = type(x)
+    if tx is float or tx is int:
+        return math.log(x) if x > 0 else cmath.log(x)
+    if tx is complex:
+        return cmath.log(x)
+    return np.log(x)
+
+
+def pow_base(ans, a, b, *mod):
+    if type(b) is not np.ndarray and b == 0:
+        return 0.0 * a
+    return b * a ** (b - 1)
+
+
+def pow_exponent(ans, a, b, *mod):
+    if type(a) is np.ndarray or type(b) is np.ndarray:
+        return ans * np.log(np.where(a == 0, 1.0, a))
+    return ans * log(a) if a != 0 else 0.0 * ans
+
+
+def mod_divisor(ans, a, b):
+    return -((a - ans) // b)  # -floor(a / b)
+
+
+for add in (operator.add, operator.iadd):
+    defderiv(add, one, one)
+for sub in (operator.sub, operator.isub):
+    defderiv(sub, one, minus_one)
+for mul in (operator.mul, operator.imul):
+    defderiv(mul, lambda ans, a, b: b, lambda ans, a, b: a)
+for div in (operator.truediv, operator.itruediv):
+    defderiv(div, lambda ans, a, b: 1.0 / b, lambda ans, a, b: -ans / b)
+for pw in (operator.pow, operator.ipow, pow):
+    defderiv(pw, pow_base, pow_exponent)
+for mod in (operator.mod, operator.imod):
+    defderiv(mod, one, mod_divisor)
+defderiv(operator.neg, minus_one)
+defderiv(operator.pos, one)
+nondifferentiable(operator.floordiv, operator.ifloordiv, operator.lt, operator.le, operator.eq,
+                  operator.ne, operator.gt, operator.ge, operator.not_, operator.truth,
+                  operator.index, operator.and_, operator.or_, operator.xor, operator.invert,
+                  operator.lshift, operator.rshift)
+
+
+def _abs_jvp(ts, ans, x):
+    if np.iscomplexobj(x):  # |z| is not holomorphic: d|z| = Re(conj(z) dz) / |z|
+        return np.real(np.conj(x) * ts[0]) / np.where(ans == 0, 1.0, ans)
+    return np.sign(x) * ts[0] if type(x) is np.ndarray else (1.0 if x >= 0 else -1.0) * ts[0]
+
+
+def _abs_vjp(g, ans, x):
+    if np.iscomplexobj(x):  # gradient of |z| is z / |z|
+        return (g * x / np.where(ans == 0, 1.0, ans),)
+    return (unbroadcast(g * np.sign(x), x) if type(x) is np.ndarray
+            else (g if x >= 0 else -g),)
+
+
+for absolute in (abs, operator.abs):
+    defjvp(absolute, _abs_jvp, batched=True)
+    defvjp(absolute, _abs_vjp)

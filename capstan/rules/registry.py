@@ -1,0 +1,126 @@
+"""The rule tables and the functions that fill them (see ``capstan.rules``)."""
+import numpy as np
+
+PARTIALS = {}  # f -> tuple of partial-derivative functions, one per positional argument
+JVP = {}  # f -> (rule, batched): forward rule; batched rules accept tangents with leading axes
+VJP = {}  # f -> reverse rule
+NONDIFF = set()  # functions whose results carry no derivative
+IMPLS = {}  # f -> Python function differentiated in f's place (C functions of iterables)
+_listeners = []  # called with f whenever a table entry for f changes
+
+
+def on_change(callback):
+    """Call ``callback(f)`` whenever a rule for ``f`` is added or replaced."""
+    _listeners.append(callback)
+
+
+def _changed(f):
+    for callback in _listeners:
+        callback(f)
+
+
+def _check(f, what):
+    if not callable(f):
+        raise TypeError("%s(f, ...): f must be a callable, got %r" % (what, f))
+
+
+def defderiv(f, *partials):
+    """Register the partial derivatives of scalar/elementwise ``f``, one per positional
+    argument: ``partials[i](ans, *args, **kwargs)``; ``None`` for an argument that
+    carries no derivative.  Serves forward and reverse mode."""
+    _check(f, "defderiv")
+    for p in partials:
+        if p is not None and not callable(p):
+            raise TypeError("defderiv(%s, ...): each partial must be a callable "
+                            "(ans, *args) -> derivative, or None; got %r" % (_name(f), p))
+    PARTIALS[f] = partials
+    _changed(f)
+
+
+def defjvp(f, rule=None, *, batched=False):
+    """Register a forward rule ``rule(tangents, ans, *args, **kwargs) -> tangent``.
+    Usable as a decorator: ``@defjvp(f)``.  ``batched=True`` promises the rule also
+    works when every tangent has extra leading axes (chunked Jacobians)."""
+    _check(f, "defjvp")
+    if rule is None:
+        return lambda r: (defjvp(f, r, batched=batched), r)[1]
+    if not callable(rule):
+        raise TypeError("defjvp(%s, rule): rule must be callable, got %r" % (_name(f), rule))
+    JVP[f] = (rule, batched)
+    _changed(f)
+    return rule
+
+
+def defvjp(f, rule=None):
+    """Register a reverse rule ``rule(cotangent, ans, *args, **kwargs)`` returning one
+    cotangent per positional argument (``None`` where none flows).  Usable as a
+    decorator: ``@defvjp(f)``."""
+    _check(f, "defvjp")
+    if rule is None:
+        return lambda r: (defvjp(f, r), r)[1]
+    if not callable(rule):
+        raise TypeError("defvjp(%s, rule): rule must be callable, got %r" % (_name(f), rule))
+    VJP[f] = rule
+    _changed(f)
+    return rule
+
+
+def deflinear(f, transpose=None):
+    """``f`` is linear in its first argument (the others are fixed parameters): its
+    tangent is ``f(tangent, *rest)``; ``transpose(cotangent, ans, *args, **kwargs)``
+    gives the cotangent of the first argument for reverse mode."""
+    defjvp(f, lambda ts, ans, x, *rest, **kw: f(ts[0], *rest, **kw) if ts[0] is not None else None)
+    if transpose is not None:
+        defvjp(f, lambda g, ans, *args, **kw: (transpose(g, ans, *args, **kw),)
+               + (None,) * (len(args) - 1))
+
+
+def defimpl(f, impl):
+    """Differentiate calls of ``f`` by running ``impl`` (a Python equivalent) in its
+    place -- for C functions that take iterables of numbers, such as ``math.fsum``."""
+    _check(f, "defimpl")
+    _check(impl, "defimpl")
+    IMPLS[f] = impl
+    _changed(f)
+
+
+def nondifferentiable(*fs):
+    """Declare functions whose results carry no derivative (piecewise constant,
+    integer- or boolean-valued)."""
+    for f in fs:
+        _check(f, "nondifferentiable")
+        NONDIFF.add(f)
+        _changed(f)
+
+
+def unbroadcast(g, x):
+    """Cotangent ``g`` summed down to the shape of argument ``x`` (undoing NumPy
+    broadcasting); real when ``x`` is real."""
+    shape = np.shape(x)
+    gshape = np.shape(g)
+    if gshape != shape:
+        extra = len(gshape) - len(shape)
+        if extra > 0:
+            g = np.sum(g, axis=tuple(range(extra)))
+        axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+        if axes:
+            g = np.sum(g, axis=axes, keepdims=True)
+    if not np.iscomplexobj(x) and np.iscomplexobj(g):
+        g = np.real(g)
+    if not shape and not isinstance(x, np.ndarray) and isinstance(g, np.ndarray):
+        g = g[()]
+    return g
+
+
+def conj(x):
+    """Complex conjugate that leaves real numbers (and their types) alone."""
+    tx = type(x)
+    if tx is float or tx is int:
+        return x
+    if tx is complex:
+        return x.conjugate()
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
+def _name(f):
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)

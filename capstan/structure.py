@@ -1,0 +1,60 @@
+"""Nested inputs and outputs: lists, tuples, namedtuples, dicts and dataclasses of
+numbers and arrays, taken apart into leaves and put back together."""
+import dataclasses
+import numbers
+
+import numpy as np
+
+
+def flatten(x):
+    """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
+    leaves = []
+    build = _flatten(x, leaves)
+    return leaves, lambda new: build(iter(new))
+
+
+def _flatten(x, leaves):
+    tx = type(x)
+    if tx is list or tx is tuple:
+        parts = [_flatten(e, leaves) for e in x]
+        return lambda it: tx(p(it) for p in parts)
+    if isinstance(x, tuple) and hasattr(tx, "_fields"):  # namedtuple
+        parts = [_flatten(e, leaves) for e in x]
+        return lambda it: tx(*(p(it) for p in parts))
+    if isinstance(x, dict):
+        keys = list(x)
+        parts = [_flatten(x[k], leaves) for k in keys]
+        return lambda it: tx(zip(keys, [p(it) for p in parts]))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        names = [f.name for f in dataclasses.fields(x) if f.init]
+        parts = [_flatten(getattr(x, n), leaves) for n in names]
+        return lambda it: dataclasses.replace(x, **{n: p(it) for n, p in zip(names, parts)})
+    leaves.append(x)
+    return lambda it: next(it)
+
+
+def is_differentiable(x):
+    """Whether a leaf can carry a derivative: a real or complex float or float array."""
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (float, complex, np.inexact)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
+def check_leaf(x, fname, argname="x"):
+    """Reject what cannot be differentiated with a clear ``TypeError``."""
+    if isinstance(x, (str, bytes)) or not (is_differentiable(x) or isinstance(x, numbers.Number)
+                                           or isinstance(x, np.ndarray)):
+        raise TypeError("capstan.%s: cannot differentiate with respect to %s of type %s; "
+                        "inputs must be real or complex numbers or NumPy float arrays "
+                        "(or lists, tuples, dicts and dataclasses of them)"
+                        % (fname, argname, type(x).__name__))
+
+
+def zeros_like(x):
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x, dtype=x.dtype if x.dtype.kind in "fc" else float)
+    if isinstance(x, complex):
+        return 0j
+    return 0.0
