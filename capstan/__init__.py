@@ -7,8 +7,8 @@ See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 """
 import overdub
 
-from . import adcontext, forward, nesting, reverse, structure
 from .rules import builtin_rules, math_rules, operator_rules  # noqa: F401  (fill the tables)
+from . import adcontext, forward, nesting, reverse, structure  # noqa: I001  (after the tables)
 from .adcontext import NoRuleError, register_all
 from .derivatives import hessian, jacobian
 from .forward import D, ForwardCtx, jvp

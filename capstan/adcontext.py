@@ -63,6 +63,8 @@ def _conditions(f):
         return [(Tagged,), (object, Tagged), (np.ndarray,), (object, np.ndarray)]
     if f in _UNARY:
         return [(Tagged,), (np.ndarray,)]
+    if getattr(f, "__module__", None) in ("math", "cmath"):  # numbers only, no arrays or lists
+        return [(Tagged,), (object, Tagged)]  # (further positions reach ``fallback``)
     return [()]
 
 
@@ -97,8 +99,17 @@ class ADContext(Context):
 
     def fallback(self, f, /, *args, **kwargs):
         """A plain call; refuses to drop a derivative silently (see :func:`no_rule`)."""
+        for a in args:
+            ta = type(a)
+            if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray:
+                break
+        else:
+            if not kwargs:
+                return f(*args)  # nothing tagged: the plain call itself
         if is_structural(f) or f in registry.NONDIFF or not self._differentiated(args, kwargs):
             return Context.fallback(self, f, *args, **kwargs)
+        if f in _registered:  # a rule exists, the argument pattern was not foreseen
+            return self.apply(f, args, kwargs)
         result = Context.fallback(self, f, *args, **kwargs)
         if _inexact(result) or (type(result) in (tuple, list) and any(map(_inexact, result))):
             raise no_rule(f, self.mode)

@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 from overdub import Context, Tagged, overdub, primitive, tag
 
-from . import structure
+from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule
 from .nesting import level
 from .rules import registry
@@ -99,7 +99,13 @@ class ForwardCtx(ADContext):
         return self._compute(f, vals, tans, kwargs, args, partial(overdub, foreign))
 
     def _compute(self, f, vals, tans, kwargs, args, run):
-        ans = run(f, *vals, **kwargs)
+        if f in INPLACE and type(vals[0]) is np.ndarray:  # a += b: rules see a's old value
+            arr = vals[0]
+            vals[0] = arr.copy()
+            np.copyto(arr, run(INPLACE[f], *vals), casting="same_kind")
+            ans = arr
+        else:
+            ans = run(f, *vals, **kwargs)
         partials = _PARTIALS.get(f)
         if partials is not None:
             t = None
@@ -205,6 +211,9 @@ class ForwardCtx(ADContext):
         if z is not None and self.chunk is not None:
             z = np.zeros((self.chunk,) + np.shape(leaf), dtype=np.result_type(z))
         return z
+
+
+fastpaths.install(ForwardCtx, "forward")
 
 
 def _plain(f, *args, **kwargs):

@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 from overdub import Context, Tagged, overdub, primitive, retag, tag
 
-from . import structure
+from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule
 from .forward import _ATTRIBUTES, _index
 from .markers import checkpoint, hook
@@ -239,6 +239,12 @@ class ReverseCtx(ADContext):
             if g is None:
                 continue
             rec = tape[i]
+            if type(rec) is tuple:  # an inline float operation: (parent, partial, ...)
+                for j in range(0, len(rec), 2):
+                    p = rec[j]
+                    c = g * rec[j + 1]
+                    cts[p] = c if cts[p] is None else cts[p] + c
+                continue
             if rec.kind == INPUT:
                 continue
             foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
@@ -253,6 +259,9 @@ class ReverseCtx(ADContext):
                 else:
                     cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
         return cts
+
+
+fastpaths.install(ReverseCtx, "reverse")
 
 
 def _step(rec, g, run):

@@ -77,7 +77,20 @@ def max_arity(rules):
 
 def rule_conditions(rules, names, key):
     """Python source of one condition per ``@primitive`` rule over argument expressions."""
-    env = {"Tagged": Tagged, "key": key}
+    memo = (id(rules), tuple(names))
+    hit = _conditions.get(memo)
+    if hit is not None and hit[0] is rules:
+        return hit[1], dict(hit[2], key=key)
+    conds, env = _rule_conditions(rules, names)
+    _conditions[memo] = (rules, conds, env)
+    return conds, dict(env, key=key)
+
+
+_conditions = {}  # (id(rules), names) -> (rules, conditions, env without the tag key)
+
+
+def _rule_conditions(rules, names):
+    env = {"Tagged": Tagged}
     conds = []
     for i, (argtypes, _) in enumerate(rules):
         parts = []
@@ -144,14 +157,14 @@ def compile_function(src, name, env):
     ``type``) become closure variables, which are faster to read than globals."""
     names = sorted(set(env) | {"type"})
     key = (src, tuple(names))
-    code = _compiled.get(key)
-    if code is None:
+    factory = _compiled.get(key)
+    if factory is None:
         body = "\n".join("    " + line for line in src.splitlines())
-        factory = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
-        code = _compiled[key] = compile(factory, __file__, "exec")
-    ns = {}
-    exec(code, ns)
-    return ns["_factory"](**{"type": type, **env})
+        source = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
+        ns = {}
+        exec(compile(source, __file__, "exec"), ns)
+        factory = _compiled[key] = ns["_factory"]
+    return factory(**{"type": type, **env})
 
 
 def dispatchers_factory(arity, prehook, posthook):

@@ -147,16 +147,23 @@ class Runtime:
                 and codegen.OP_SLOTS[key][0] not in spec.primitives)
 
     def _guard_set(self, key):
+        memo = (id(self.spec), key, len(semantics.NATIVE))
+        hit = _guards.get(memo)
+        if hit is None or hit[0] is not self.spec:
+            hit = _guards[memo] = (self.spec, self._compute_guard_set(key))
+        return hit[1]
+
+    def _compute_guard_set(self, key):
         """The exact operand types for which rewritten code may run an operator natively:
         the builtin types no primitive admits, and none at all when a hook, a wildcard
-        or a custom canrecurse/fallback is there to see every operation (a prehook
+        or a custom canrecurse is there to see every operation (a prehook
         called inline has seen it already)."""
         fn = codegen.OP_SLOTS[key][0]
         spec = self.spec
         if self._inline_prehook(key):
             return semantics.NATIVE
-        if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse or spec.fallback:
-            return frozenset()
+        if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse:
+            return frozenset()  # (a fallback never sees operators on builtin operands)
         guard = semantics.NATIVE
         operands = 2 if key[0] in ("binop", "compare") else 1
         for argtypes, _ in spec.primitives.get(fn, ()):
@@ -196,7 +203,7 @@ class Runtime:
         if spec.wildcard is not None:
             env["w"] = spec.wildcard
             plain = "r = w(ctx, fn, %s)" % args
-        elif spec.canrecurse or spec.fallback:
+        elif spec.canrecurse:
             env["g"] = self._resolve(fn)
             plain = "r = g(%s)" % args
         elif rules:
@@ -422,6 +429,9 @@ class Runtime:
             return self.ctx.fallback(f, *args, **kwargs)
         return _plain_call(f, self.ctx._tagkey, args, kwargs)
 
+
+
+_guards = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)
 
 
 def _natives_matching(argtypes, i):
