@@ -181,7 +181,7 @@ class ForwardCtx(ADContext):
         rule = _ATTRIBUTES.get(name)
         if rule is not None and hasattr(value, name):
             return self.apply(rule, (o,), {})
-        attr = getattr(type(value), name, None)
+        attr = getattr(_base_type(value), name, None)
         if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
             return partial(attr, o)  # o.method(...) becomes type(o).method(o, ...)
         return getattr(value, name, *default)
@@ -214,6 +214,13 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
+
+
+def _base_type(value):
+    """The type of the value under every tag (an enclosing differentiation's included)."""
+    while type(value) is Tagged:
+        value = value._value
+    return type(value)
 
 
 def _plain(f, *args, **kwargs):

@@ -19,7 +19,7 @@ from overdub import Context, Tagged, overdub, primitive, retag, tag
 
 from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule
-from .forward import _ATTRIBUTES, _index
+from .forward import _ATTRIBUTES, _base_type
 from .markers import checkpoint, hook
 from .nesting import level
 from .rules import registry
@@ -45,6 +45,7 @@ class ReverseCtx(ADContext):
     """Reverse-mode differentiation context; ``ctx.tape`` is its list of records."""
 
     mode = "reverse"
+    keep_bases = False  # tapes that are replayed keep what arrays held before a write
 
     def __init__(self):
         super().__init__()
@@ -185,10 +186,11 @@ class ReverseCtx(ADContext):
         if nv is not None:
             v = v._value if type(v) is Tagged else v
         self.before_write(value)
+        base = value.copy() if nc is None and self.keep_bases else None
         value[k] = v
         if (nc is None and nv is None) or value.dtype.kind not in "fc":
             return None
-        n = self.record(SETITEM, None, None, (), (np.shape(v), k), (nc, nv))
+        n = self.record(SETITEM, None, None, (v if nv is None else None, base), (np.shape(v), k), (nc, nv))
         if type(c) is Tagged:
             retag(c, self, n)
         else:
@@ -201,7 +203,7 @@ class ReverseCtx(ADContext):
         rule = _ATTRIBUTES.get(name)
         if rule is not None and hasattr(value, name):
             return self.apply(rule, (o,), {})
-        attr = getattr(type(value), name, None)
+        attr = getattr(_base_type(value), name, None)
         if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
             return partial(attr, o)
         return getattr(value, name, *default)
@@ -230,38 +232,42 @@ class ReverseCtx(ADContext):
     # -- the backward pass -----------------------------------------------------------------------
     def backward(self, seeds):
         """Cotangents of every node, from ``{node: cotangent}`` of the outputs."""
-        tape = self.tape
-        cts = [None] * len(tape)
-        for n, g in seeds.items():
-            cts[n] = g if cts[n] is None else cts[n] + g
-        for i in range(len(tape) - 1, -1, -1):
-            g = cts[i]
-            if g is None:
-                continue
-            rec = tape[i]
-            if type(rec) is tuple:  # an inline float operation: (parent, partial, ...)
-                for j in range(0, len(rec), 2):
-                    p = rec[j]
-                    c = g * rec[j + 1]
-                    cts[p] = c if cts[p] is None else cts[p] + c
-                continue
-            if rec.kind == INPUT:
-                continue
-            foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
-            run = _plain if foreign is None else partial(overdub, foreign)
-            for p, c in zip(rec.parents, _step(rec, g, run)):
-                if p is None or c is None:
-                    continue
-                if type(p) is list:
-                    for pe, ce in zip(p, c):
-                        if pe is not None and ce is not None:
-                            cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
-                else:
-                    cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
-        return cts
+        return backward(self.tape, seeds)
 
 
 fastpaths.install(ReverseCtx, "reverse")
+
+
+def backward(tape, seeds):
+    """Cotangents of every node of ``tape``, from ``{node: cotangent}`` of the outputs."""
+    cts = [None] * len(tape)
+    for n, g in seeds.items():
+        cts[n] = g if cts[n] is None else cts[n] + g
+    for i in range(len(tape) - 1, -1, -1):
+        g = cts[i]
+        if g is None:
+            continue
+        rec = tape[i]
+        if type(rec) is tuple:  # an inline float operation: (parent, partial, ...)
+            for j in range(0, len(rec), 2):
+                p = rec[j]
+                c = g * rec[j + 1]
+                cts[p] = c if cts[p] is None else cts[p] + c
+            continue
+        if rec.kind == INPUT:
+            continue
+        foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
+        run = _plain if foreign is None else partial(overdub, foreign)
+        for p, c in zip(rec.parents, _step(rec, g, run)):
+            if p is None or c is None:
+                continue
+            if type(p) is list:
+                for pe, ce in zip(p, c):
+                    if pe is not None and ce is not None:
+                        cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+            else:
+                cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
+    return cts
 
 
 def _step(rec, g, run):
@@ -331,10 +337,10 @@ def adjoint(f):
 class _Run:
     """One recorded run of ``f``: its tape, inputs and outputs."""
 
-    def __init__(self, f, args, fname):
+    def __init__(self, f, args, fname, ctx=None):
         if not callable(f):
             raise TypeError("capstan.%s(f, *args): f must be callable, got %r" % (fname, f))
-        self.ctx = ctx = ReverseCtx()
+        self.ctx = ctx = ReverseCtx() if ctx is None else ctx
         self.arg_structs = []
         tagged_args = []
         for i, a in enumerate(args):
@@ -363,7 +369,10 @@ class _Run:
         return self.out_rebuild([leaf._value if ctx.owns(leaf) else leaf for leaf in self.out_leaves])
 
     def back(self, seeds):
-        cts = self.ctx.backward(seeds)
+        return self.back_from(self.ctx.backward(seeds))
+
+    def back_from(self, cts):
+        """The argument gradients from the cotangents ``cts`` of every node."""
         out = []
         for leaves, nodes, rebuild in self.arg_structs:
             got = [None if n is None else cts[n] for n in nodes]

@@ -1,0 +1,258 @@
+"""A tape you can keep: record ``f`` once, replay it for new inputs (ReverseDiff's
+compiled tapes, with Cassette-style "tunable dynamism").
+
+``tape = record_tape(f, *args)`` runs ``f`` once under reverse mode and keeps its
+records: for each primitive call, the function, which earlier nodes feed it and the
+constants it used; and a *guard* for every decision the run made on a
+differentiated value (``x > 0``, ``int(x)``, ``round(x)``...).  Then
+
+* ``tape(*new_args)`` replays the forward pass on new values of the same shapes,
+* ``tape.gradient(*new_args)`` replays it and runs the backward pass,
+* ``tape.compile()`` turns a scalar tape into generated Python source (one line per
+  record, no dispatch at all) that returns ``(value, gradients)``.
+
+No overdub machinery runs during a replay.  If a guard's outcome changes -- the
+control flow of ``f`` would differ for these inputs -- the replay raises
+:class:`TapeGuardError` (``on_mismatch="error"``, the default) or records ``f`` anew
+for the new inputs (``on_mismatch="rerecord"``): never a wrong gradient.
+"""
+import numpy as np
+from overdub import Context
+
+from . import structure
+from .reverse import CUSTOM, GETITEM, INPUT, RULE, SETITEM, Record, ReverseCtx, _Run, backward
+from .rules import registry
+
+GUARD = 99
+
+
+class TapeGuardError(RuntimeError):
+    """A replayed tape would take another path through ``f`` for these inputs."""
+
+
+class TapeCtx(ReverseCtx):
+    """Reverse mode that records replayable steps and guards (no inline shortcuts)."""
+
+    keep_bases = True
+
+    def apply(self, f, args, kwargs):
+        if f in registry.NONDIFF:
+            vals, parents, found, _ = self._split(args)
+            if found:
+                return self._guard(f, vals, parents, kwargs, Context.fallback(self, f, *vals, **kwargs))
+        return ReverseCtx.apply(self, f, args, kwargs)
+
+    def fallback(self, f, /, *args, **kwargs):
+        result = ReverseCtx.fallback(self, f, *args, **kwargs)
+        vals, parents, found, _ = self._split(args)
+        if found:
+            self._guard(f, vals, parents, kwargs, result)
+        return result
+
+    def _guard(self, f, vals, parents, kwargs, result):
+        self.tape.append(Record(GUARD, f, result, tuple(vals), kwargs, parents))
+        return result
+
+
+for _name in [n for n in vars(ReverseCtx) if n.startswith("_fast_")]:
+    setattr(TapeCtx, _name, None)  # every step must name its function to be replayable
+
+
+class Tape:
+    """A recorded run of ``f`` (see the module docstring)."""
+
+    def __init__(self, f, args, on_mismatch="error"):
+        if on_mismatch not in ("error", "rerecord"):
+            raise ValueError("on_mismatch must be 'error' or 'rerecord', got %r" % (on_mismatch,))
+        self.f, self.on_mismatch = f, on_mismatch
+        self._record(args)
+
+    def _record(self, args):
+        run = _Run(self.f, args, "record_tape", ctx=TapeCtx())
+        self.records = run.ctx.tape
+        for rec in self.records:
+            if type(rec) is Record and rec.kind == CUSTOM:
+                raise TypeError("capstan.record_tape: %s uses checkpoint, hook or a custom adjoint, "
+                                "which a tape cannot replay yet" % getattr(self.f, "__name__", self.f))
+        self.run = run
+        self.inputs = [(leaves, nodes) for leaves, nodes, _ in run.arg_structs]
+        self.out_nodes = [run.ctx.node(leaf) for leaf in run.out_leaves]
+        self.out_consts = [None if n is not None else leaf for n, leaf in zip(self.out_nodes, run.out_leaves)]
+        self.value = run.primal()
+
+    # -- replay --------------------------------------------------------------------------------
+    def _bind(self, args):
+        if len(args) != len(self.inputs):
+            raise TypeError("this tape takes %d arguments, got %d" % (len(self.inputs), len(args)))
+        values = {}
+        for a, (leaves, nodes) in zip(args, self.inputs):
+            new, _ = structure.flatten(a)
+            if len(new) != len(leaves):
+                raise ValueError("argument structure differs from the recorded one")
+            for old, x, n in zip(leaves, new, nodes):
+                if n is None:
+                    if x is not old and x != old:
+                        raise ValueError("non-differentiable argument %r differs from the recorded %r"
+                                         % (x, old))
+                    continue
+                if np.shape(x) != np.shape(old):
+                    raise ValueError("argument shape %s differs from the recorded %s"
+                                     % (np.shape(x), np.shape(old)))
+                values[n] = x
+        return values
+
+    def _replay(self, args):
+        """Replayed records (fresh values) or ``None`` when a guard fails."""
+        values = self._bind(args)
+        out = []
+        for n, rec in enumerate(self.records):
+            kind = rec.kind
+            if kind == INPUT:
+                out.append(Record(INPUT, None, values[n], (), None, ()))
+                continue
+            args_ = _args(rec, out)
+            if kind == RULE:
+                ans = rec.f(*args_, **rec.kwargs)
+            elif kind == GETITEM:
+                ans = out[rec.parents[0]].ans[rec.kwargs[2]]
+            elif kind == SETITEM:
+                nc, nv = rec.parents
+                const_v, base = rec.vals
+                arr = np.array(out[nc].ans if nc is not None else base, copy=True)
+                arr[rec.kwargs[1]] = out[nv].ans if nv is not None else const_v
+                ans = arr
+            elif kind == GUARD:
+                ans = rec.f(*args_, **rec.kwargs)
+                if not _same(ans, rec.ans):
+                    return None
+            out.append(Record(kind, rec.f, ans, tuple(args_), rec.kwargs, rec.parents))
+        return out
+
+    def _checked(self, args):
+        out = self._replay(args)
+        if out is None:
+            if self.on_mismatch == "rerecord":
+                self._record(args)
+                return self._replay(args)
+            raise TapeGuardError("capstan tape: %s would take another branch for these inputs (a "
+                                 "comparison on a differentiated value came out differently); record "
+                                 "a new tape, or pass on_mismatch='rerecord'"
+                                 % getattr(self.f, "__name__", self.f))
+        return out
+
+    def _output(self, out):
+        leaves = [c if n is None else out[n].ans for n, c in zip(self.out_nodes, self.out_consts)]
+        return self.run.out_rebuild(leaves)
+
+    def __call__(self, *args):
+        """``f(*args)`` by replaying the tape."""
+        return self._output(self._checked(args))
+
+    def gradient(self, *args):
+        """``capstan.gradient(f, *args)`` by replaying the tape."""
+        out = self._checked(args)
+        if len(self.out_nodes) != 1 or self.out_nodes[0] is None:
+            raise ValueError("tape.gradient needs a scalar output that depends on the inputs")
+        cts = backward(out, {self.out_nodes[0]: 1.0})
+        self.run.ctx.tape = out
+        return self.run.back_from(cts)
+
+    # -- generated code ------------------------------------------------------------------------
+    def compile(self):
+        """Generated Python for a scalar tape: ``fn(*args) -> (value, gradients)``; it
+        checks the guards too (raising :class:`TapeGuardError`)."""
+        return compile_tape(self)
+
+
+def _args(rec, out):
+    args = []
+    for i, p in enumerate(rec.parents):
+        if p is None:
+            args.append(rec.vals[i] if i < len(rec.vals) else None)
+        elif type(p) is list:
+            args.append(type(rec.vals[i])(out[q].ans if q is not None else v
+                                          for q, v in zip(p, rec.vals[i])))
+        else:
+            args.append(out[p].ans)
+    return args
+
+
+def _same(a, b):
+    try:
+        return bool(np.all(a == b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
+    except (TypeError, ValueError):
+        return False
+
+
+def record_tape(f, *args, on_mismatch="error"):
+    """Record ``f(*args)`` once as a :class:`Tape` to replay for new inputs."""
+    if not callable(f):
+        raise TypeError("capstan.record_tape(f, *args): f must be callable, got %r" % (f,))
+    return Tape(f, args, on_mismatch)
+
+
+def compile_tape(tape):
+    """Generated Python source for a tape of scalar steps (see :meth:`Tape.compile`)."""
+    env = {"TapeGuardError": TapeGuardError}
+    inputs = [n for _, nodes in tape.inputs for n in nodes]
+    fwd, bwd = [], []
+    for n, rec in enumerate(tape.records):
+        if rec.kind == INPUT:
+            continue
+        if rec.kind not in (RULE, GUARD) or any(type(p) is list for p in rec.parents):
+            raise TypeError("tape.compile() handles scalar tapes (operators and math functions); "
+                            "this one has %s steps: replay it with tape.gradient instead"
+                            % {GETITEM: "indexing", SETITEM: "array-writing"}.get(rec.kind, "other"))
+        args = []
+        for i, p in enumerate(rec.parents):
+            if p is None:
+                env["c%d_%d" % (n, i)] = rec.vals[i]
+                args.append("c%d_%d" % (n, i))
+            else:
+                args.append("v%d" % p)
+        env["f%d" % n] = rec.f
+        env["k%d" % n] = rec.kwargs or {}
+        call = "f%d(%s, **k%d)" % (n, ", ".join(args), n)
+        if rec.kind == GUARD:
+            env["e%d" % n] = rec.ans
+            fwd.append("if %s != e%d: raise TapeGuardError('the tape would take another branch')"
+                       % (call, n))
+            continue
+        fwd.append("v%d = %s" % (n, call))
+        partials = registry.PARTIALS.get(rec.f)
+        if partials is None:
+            raise TypeError("tape.compile(): %s has no partial-derivative rule" % rec.f)
+        bwd.append("if g%d:" % n)
+        for i, p in enumerate(rec.parents):
+            if p is not None and i < len(partials) and partials[i] is not None:
+                env["p%d_%d" % (n, i)] = partials[i]
+                bwd.append("    g%d += g%d * p%d_%d(v%d, %s, **k%d)" % (p, n, n, i, n, ", ".join(args), n))
+    out = tape.out_nodes[0]
+    if len(tape.out_nodes) != 1 or out is None:
+        raise TypeError("tape.compile() needs a scalar output that depends on the inputs")
+    nodes = sorted({int(line.split()[0][1:]) for line in fwd if line.startswith("v")} | set(inputs))
+    lines = ["def compiled(%s):" % ", ".join("v%d" % n for n in inputs)]
+    lines += ["    " + line for line in fwd]
+    lines += ["    g%d = 0.0" % n for n in nodes]
+    lines.append("    g%d = 1.0" % out)
+    lines += ["    " + line for line in reversed(_blocks(bwd))]
+    lines.append("    return v%d, (%s,)" % (out, ", ".join("g%d" % n for n in inputs)))
+    source = "\n".join(lines)
+    exec(compile(source, "<capstan compiled tape of %s>" % getattr(tape.f, "__name__", "f"), "exec"), env)
+    fn = env["compiled"]
+    fn.source = source
+    return fn
+
+
+def _blocks(lines):
+    """Group ``if`` headers with their bodies so the backward pass can be reversed."""
+    blocks, cur = [], []
+    for line in lines:
+        if line.startswith("if ") and cur:
+            blocks.append("\n    ".join(cur))
+            cur = []
+        cur.append(line)
+    if cur:
+        blocks.append("\n    ".join(cur))
+    return blocks
+
