@@ -7,8 +7,8 @@ See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 """
 import overdub
 
-from .rules import builtin_rules, math_rules, numpy_rules, operator_rules  # noqa: F401  (fill the tables)
-from . import adcontext, forward, nesting, reverse, structure, tape  # noqa: I001  (after the tables)
+from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operator_rules  # noqa: F401
+from . import adcontext, forward, nesting, pool, reverse, structure, tape  # noqa: I001  (after the tables)
 from .adcontext import NoRuleError, register_all
 from .derivatives import hessian, jacobian
 from .forward import D, ForwardCtx, jvp
@@ -19,7 +19,7 @@ from .tape import Tape, TapeGuardError, record_tape
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 
 register_all()
-overdub.opaque(adcontext, forward, reverse, structure, nesting, tape)
+overdub.opaque(adcontext, forward, reverse, structure, nesting, pool, tape)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError", "defderiv", "defjvp", "defvjp",

@@ -14,7 +14,7 @@
 import operator
 
 import numpy as np
-from overdub import Context, Tagged, is_structural, primitive
+from overdub import Context, Tagged, is_structural, overdub, primitive
 
 from .rules import registry
 
@@ -91,11 +91,42 @@ class ADContext(Context):
         super().__init__(metadata, pass_)
         self.shadows = {}  # id(plain ndarray) -> (the array, its tangent or tape node)
 
+    def reset(self):
+        """Forget the state of the last run (the context is about to be reused)."""
+        self.shadows = {}
+
     def apply(self, f, args, kwargs):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def owns(self, x):
         return type(x) is Tagged and x._tagkey is self._tagkey
+
+    def shadow(self, x):
+        """``(array, tangent or node, enclosing context or None)`` for a shadowed array."""
+        if type(x) is np.ndarray and self.shadows:
+            entry = self.shadows.get(id(x))
+            if entry is not None and entry[0] is x:
+                return entry
+        return None
+
+    def unwrap(self, x):
+        """``(x without this context's tag, the enclosing context whose values it holds)``."""
+        if type(x) is Tagged and x._tagkey is self._tagkey:
+            x = x._value
+        if type(x) is Tagged:
+            return x, x._ctx
+        entry = self.shadow(x)
+        return x, (entry[2] if entry is not None else None)
+
+    def write(self, value, k, v, foreign):
+        """``value[k] = v``; through the enclosing context when nested values are involved."""
+        if foreign is None:
+            value[k] = v
+        else:
+            overdub(foreign, operator.setitem, value, k, v)
+
+    def read(self, value, k, foreign):
+        return value[k] if foreign is None else overdub(foreign, operator.getitem, value, k)
 
     def fallback(self, f, /, *args, **kwargs):
         """A plain call; refuses to drop a derivative silently (see :func:`no_rule`)."""

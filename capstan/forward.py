@@ -20,6 +20,7 @@ from overdub import Context, Tagged, overdub, primitive, tag
 from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule
 from .nesting import level
+from .pool import borrowed
 from .rules import registry
 
 _PARTIALS, _JVP, _IMPLS, _NONDIFF = registry.PARTIALS, registry.JVP, registry.IMPLS, registry.NONDIFF
@@ -36,16 +37,17 @@ class ForwardCtx(ADContext):
         super().__init__()
         self.chunk = chunk
 
+    def reset(self):
+        super().reset()
+        self.chunk = None
+
     # -- reading tangents -------------------------------------------------------------------
     def tangent(self, x):
         """The tangent ``x`` carries in this context (``None``: none)."""
         if type(x) is Tagged:
             return x._meta if x._tagkey is self._tagkey else None
-        if type(x) is np.ndarray and self.shadows:
-            entry = self.shadows.get(id(x))
-            if entry is not None and entry[0] is x:
-                return entry[1]
-        return None
+        entry = self.shadow(x)
+        return entry[1] if entry is not None else None
 
     def _split(self, args):
         """``(values, tangents, any tangent, foreign context)`` of positional arguments;
@@ -69,10 +71,11 @@ class ForwardCtx(ADContext):
                 else:
                     foreign = a._ctx
             elif ta is np.ndarray:
-                t = self.tangent(a)
-                if t is not None:
-                    tans[i] = t
+                entry = self.shadow(a)
+                if entry is not None:
+                    tans[i] = entry[1]
                     found = True
+                    foreign = entry[2] or foreign
             elif (ta is list or ta is tuple) and a:
                 sub_vals, sub_tans, sub_found, sub_foreign = self._split(a)
                 if sub_found:
@@ -102,7 +105,11 @@ class ForwardCtx(ADContext):
         if f in INPLACE and type(vals[0]) is np.ndarray:  # a += b: rules see a's old value
             arr = vals[0]
             vals[0] = arr.copy()
-            np.copyto(arr, run(INPLACE[f], *vals), casting="same_kind")
+            new = run(INPLACE[f], *vals)
+            if run is _plain:
+                np.copyto(arr, new, casting="same_kind")
+            else:
+                run(operator.setitem, arr, Ellipsis, new)
             ans = arr
         else:
             ans = run(f, *vals, **kwargs)
@@ -138,7 +145,8 @@ class ForwardCtx(ADContext):
                 old[...] = t
                 return target
             if type(target) is np.ndarray:
-                self.shadows[id(target)] = (target, np.array(t))
+                entry = self.shadow(target)
+                self.shadows[id(target)] = (target, np.array(t), entry[2] if entry else None)
                 return target
         return Tagged(ans, t, self)
 
@@ -147,32 +155,38 @@ class ForwardCtx(ADContext):
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
         t = self.tangent(c)
-        value = c._value if type(c) is Tagged else c
+        value, foreign = self.unwrap(c)
         if type(k) is Tagged:
-            k = k._value
+            k = self.unwrap(k)[0]
+        ans = self.read(value, k, foreign)
         if t is None:
-            return value[k]
-        ans = value[k]
-        return Tagged(ans, t[_lead(t, value) + _index(k)], self)
+            return ans
+        tk = self.read(t, _lead(t, value) + _index(k), foreign)
+        if not (type(ans) is np.ndarray and ans.base is not None) and type(tk) is np.ndarray:
+            tk = tk.copy()  # a view's tangent is a view; a copy's tangent a copy
+        return Tagged(ans, tk, self)
 
     @primitive(operator.setitem, Tagged)
     @primitive(operator.setitem, np.ndarray)
     def setitem(self, c, k, v):
-        value = c._value if type(c) is Tagged else c
+        value, foreign = self.unwrap(c)
         if type(k) is Tagged:
-            k = k._value
+            k = self.unwrap(k)[0]
         tv = self.tangent(v)
-        if type(v) is Tagged and v._tagkey is self._tagkey:
-            v = v._value
-        value[k] = v
+        v, vforeign = self.unwrap(v)
+        foreign = foreign or vforeign
+        self.write(value, k, v, foreign)
         tc = self.tangent(c)
         if tc is None:
             if tv is None or value.dtype.kind not in "fc":
                 return None
             lead = () if self.chunk is None else (self.chunk,)
             tc = np.zeros(lead + value.shape, dtype=np.result_type(value.dtype, np.asarray(tv).dtype))
-            self.shadows[id(c)] = (c, tc)
-        tc[_lead(tc, value) + _index(k)] = 0.0 if tv is None else tv
+            self.shadows[id(c)] = (c, tc, foreign)
+        elif foreign is not None and not self.owns(c):
+            self.shadows[id(c)] = (c, tc, foreign)
+        self.write(tc, _lead(tc, value) + _index(k), 0.0 if tv is None else tv,
+                   foreign or (tv._ctx if type(tv) is Tagged else None))
         return None
 
     @primitive(getattr, Tagged)
@@ -278,10 +292,8 @@ def D(f, x):
     x = _seed(x, "D")
     if isinstance(x, np.ndarray) and x.shape:
         raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
-    ctx = ForwardCtx()
-    with level():
-        y = overdub(ctx, f, tag(x, ctx, 1.0))
-    return ctx.output_tangent(y)
+    with borrowed(ForwardCtx) as ctx, level():
+        return ctx.output_tangent(overdub(ctx, f, tag(x, ctx, 1.0)))
 
 
 def jvp(f, primals, tangents):
@@ -300,7 +312,11 @@ def jvp(f, primals, tangents):
     if len(leaves) != len(tleaves):
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
-    ctx = ForwardCtx()
+    with borrowed(ForwardCtx) as ctx, level():
+        return _jvp(ctx, f, leaves, tleaves, rebuild)
+
+
+def _jvp(ctx, f, leaves, tleaves, rebuild):
     seeded = []
     for i, (p, t) in enumerate(zip(leaves, tleaves)):
         structure.check_leaf(p, "jvp", "primal %d" % i)
@@ -310,8 +326,7 @@ def jvp(f, primals, tangents):
                                  % (i, np.shape(t), np.shape(p)))
             p = tag(p, ctx, np.array(t, dtype=np.result_type(p, t)) if isinstance(p, np.ndarray) else t)
         seeded.append(p)
-    with level():
-        y = overdub(ctx, f, *rebuild(seeded))
+    y = overdub(ctx, f, *rebuild(seeded))
     return ctx.primal(y), ctx.output_tangent(y)
 
 
@@ -325,19 +340,17 @@ def forward_jacobian(f, x, chunk=None):
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
     if not xa.shape:
-        ctx = ForwardCtx()
-        with level():
-            y = overdub(ctx, f, tag(x, ctx, 1.0))
-        return np.asarray(ctx.output_tangent(y))
+        with borrowed(ForwardCtx) as ctx, level():
+            return np.asarray(ctx.output_tangent(overdub(ctx, f, tag(x, ctx, 1.0))))
     J = None
     for start in range(0, n, chunk):
         width = min(chunk, n - start)
         seed = np.zeros((width, n), dtype=xa.dtype)
         seed[np.arange(width), start + np.arange(width)] = 1.0
-        ctx = ForwardCtx(chunk=width)
-        with level():
+        with borrowed(ForwardCtx) as ctx, level():
+            ctx.chunk = width
             y = overdub(ctx, f, tag(xa.copy(), ctx, seed.reshape((width,) + xa.shape)))
-        t = ctx.output_tangent(y)
+            t = ctx.output_tangent(y)
         if isinstance(t, (list, tuple, dict)):
             raise TypeError("capstan.jacobian: f must return a number or an array, got %s"
                             % type(y).__name__)

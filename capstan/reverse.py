@@ -22,7 +22,9 @@ from .adcontext import INPLACE, ADContext, no_rule
 from .forward import _ATTRIBUTES, _base_type
 from .markers import checkpoint, hook
 from .nesting import level
+from .pool import borrowed
 from .rules import registry
+from .rules.indexing_rules import getitem_back, setitem_back
 from .rules.registry import conj, unbroadcast
 
 _PARTIALS, _VJP, _IMPLS, _NONDIFF = registry.PARTIALS, registry.VJP, registry.IMPLS, registry.NONDIFF
@@ -52,16 +54,18 @@ class ReverseCtx(ADContext):
         self.tape = []
         self.readers = {}  # id(array) -> records holding that array (snapshotted before writes)
 
+    def reset(self):
+        super().reset()
+        self.tape = []
+        self.readers = {}
+
     # -- nodes ---------------------------------------------------------------------------------
     def node(self, x):
         """The tape index ``x`` carries in this context (``None``: a constant)."""
         if type(x) is Tagged:
             return x._meta if x._tagkey is self._tagkey else None
-        if type(x) is np.ndarray and self.shadows:
-            entry = self.shadows.get(id(x))
-            if entry is not None and entry[0] is x:
-                return entry[1]
-        return None
+        entry = self.shadow(x)
+        return entry[1] if entry is not None else None
 
     def record(self, kind, f, ans, vals, kwargs, parents, foreign=None):
         tape = self.tape
@@ -106,10 +110,11 @@ class ReverseCtx(ADContext):
                 else:
                     foreign = a._ctx
             elif ta is np.ndarray:
-                n = self.node(a)
-                if n is not None:
-                    parents[i] = n
+                entry = self.shadow(a)
+                if entry is not None:
+                    parents[i] = entry[1]
                     found = True
+                    foreign = entry[2] or foreign
             elif (ta is list or ta is tuple) and a:
                 sub_vals, sub_parents, sub_found, sub_foreign = self._split(a)
                 if sub_found:
@@ -155,11 +160,14 @@ class ReverseCtx(ADContext):
         vals[0] = arr.copy()
         plain = INPLACE[f]
         new = run(plain, *vals)
-        np.copyto(arr, new, casting="same_kind")
+        if foreign is None:
+            np.copyto(arr, new, casting="same_kind")
+        else:
+            run(operator.setitem, arr, Ellipsis, new)
         n = self.record(RULE, plain, arr, tuple(vals), {}, parents, foreign)
         if type(target) is Tagged:
             return retag(target, self, n)
-        self.shadows[id(arr)] = (arr, n)
+        self.shadows[id(arr)] = (arr, n, foreign)
         return arr
 
     # -- subscripts, attributes and markers -------------------------------------------------------
@@ -167,34 +175,35 @@ class ReverseCtx(ADContext):
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
         n = self.node(c)
-        value = c._value if type(c) is Tagged else c
+        value, foreign = self.unwrap(c)
         if type(k) is Tagged:
-            k = k._value
-        ans = value[k]
+            k = self.unwrap(k)[0]
+        ans = self.read(value, k, foreign)
         if n is None:
             return ans
         return self._result(ans, self.record(GETITEM, None, ans, (), (np.shape(value), value.dtype, k),
-                                             (n,)))
+                                             (n,), foreign))
 
     @primitive(operator.setitem, Tagged)
     @primitive(operator.setitem, np.ndarray)
     def setitem(self, c, k, v):
         nc, nv = self.node(c), self.node(v)
-        value = c._value if type(c) is Tagged else c
+        value, foreign = self.unwrap(c)
         if type(k) is Tagged:
-            k = k._value
-        if nv is not None:
-            v = v._value if type(v) is Tagged else v
+            k = self.unwrap(k)[0]
+        v, vforeign = self.unwrap(v)
+        foreign = foreign or vforeign
         self.before_write(value)
         base = value.copy() if nc is None and self.keep_bases else None
-        value[k] = v
+        self.write(value, k, v, foreign)
         if (nc is None and nv is None) or value.dtype.kind not in "fc":
             return None
-        n = self.record(SETITEM, None, None, (v if nv is None else None, base), (np.shape(v), k), (nc, nv))
-        if type(c) is Tagged:
+        n = self.record(SETITEM, None, None, (v if nv is None else None, base), (np.shape(v), k), (nc, nv),
+                        foreign)
+        if self.owns(c):
             retag(c, self, n)
         else:
-            self.shadows[id(c)] = (c, n)
+            self.shadows[id(c)] = (c, n, foreign)
         return None
 
     @primitive(getattr, Tagged)
@@ -289,27 +298,11 @@ def _step(rec, g, run):
         return out
     if kind == GETITEM:
         shape, dtype, k = rec.kwargs
-        return (run(_getitem_back, g, shape, dtype, k),)
+        return (run(getitem_back, g, shape, dtype, k),)
     if kind == SETITEM:
         vshape, k = rec.kwargs
-        return run(_setitem_back, g, vshape, k)
+        return run(setitem_back, g, vshape, k)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
-
-
-def _getitem_back(g, shape, dtype, k):
-    rule = _VJP.get(operator.getitem)
-    if rule is not None:
-        return rule(g, None, np.zeros(shape, dtype=np.result_type(dtype, g)), k)[0]
-    out = np.zeros(shape, dtype=np.result_type(dtype, g))
-    np.add.at(out, k, g)
-    return out
-
-
-def _setitem_back(g, vshape, k):
-    rest = np.array(g, copy=True)
-    part = rest[k]
-    rest[k] = 0
-    return rest, unbroadcast(part, np.zeros(vshape))
 
 
 def _plain(f, *args, **kwargs):
@@ -407,7 +400,11 @@ def _like(c, leaf):
 def gradient(f, *args):
     """Gradient of the real scalar function ``f`` with respect to each argument: a
     tuple of one gradient per argument, shaped like it (``None`` where nothing flows)."""
-    run = _Run(f, args, "gradient")
+    with borrowed(ReverseCtx) as ctx:
+        return _gradient(_Run(f, args, "gradient", ctx), args)
+
+
+def _gradient(run, args):
     leaves = run.out_leaves
     y = run.y
     if len(leaves) != 1 or leaves[0] is not y:

@@ -75,18 +75,19 @@ def max_arity(rules):
     return max((len(r[0]) for r in rules), default=0)
 
 
-def rule_conditions(rules, names, key):
-    """Python source of one condition per ``@primitive`` rule over argument expressions."""
+def rule_conditions(rules, names):
+    """Python source of one condition per ``@primitive`` rule over argument expressions
+    (they read the tag identity as ``ctx._tagkey``, which ``renew_tags`` may change)."""
     memo = (id(rules), tuple(names))
     hit = _conditions.get(memo)
     if hit is not None and hit[0] is rules:
-        return hit[1], dict(hit[2], key=key)
+        return hit[1], dict(hit[2])
     conds, env = _rule_conditions(rules, names)
     _conditions[memo] = (rules, conds, env)
-    return conds, dict(env, key=key)
+    return conds, dict(env)
 
 
-_conditions = {}  # (id(rules), names) -> (rules, conditions, env without the tag key)
+_conditions = {}  # (id(rules), names) -> (rules, conditions, env)
 
 
 def _rule_conditions(rules, names):
@@ -99,11 +100,11 @@ def _rule_conditions(rules, names):
             x = names[j]
             alts = []
             if Tagged in ts:
-                alts.append("(type(%s) is Tagged and %s._tagkey is key)" % (x, x))
+                alts.append("(type(%s) is Tagged and %s._tagkey is ctx._tagkey)" % (x, x))
             plain = tuple(c for c in ts if c is not Tagged)
             if plain:
                 env["T%d_%d" % (i, j)] = plain
-                alts.append("((type(%s) is not Tagged or %s._tagkey is not key) and isinstance(%s, T%d_%d))"
+                alts.append("((type(%s) is not Tagged or %s._tagkey is not ctx._tagkey) and isinstance(%s, T%d_%d))"
                             % (x, x, x, i, j))
             parts.append("(%s)" % " or ".join(alts) if alts else "False")
         conds.append(" and ".join(parts) if parts else "True")

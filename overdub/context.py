@@ -115,6 +115,14 @@ class Context(metaclass=_ContextType):
         new._runtime = None
         return new
 
+    def renew_tags(self):
+        """Give this context a fresh tag identity.  Values it tagged so far become plain
+        values -- to it and to every other context -- while its compiled machinery is
+        kept: a cheap way to reuse one context for many independent runs (an AD system
+        differentiating many times) without values of one run being taken for the
+        next one's.  Contexts made by ``similar()`` keep the identity they had."""
+        self._tagkey = object()
+
     def prehook(self, f, /, *args, **kwargs):
         """Called before every call inside the context.  Override to observe."""
 

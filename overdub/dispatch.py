@@ -207,7 +207,7 @@ class Runtime:
             env["g"] = self._resolve(fn)
             plain = "r = g(%s)" % args
         elif rules:
-            conds, cenv = codegen.rule_conditions(rules, names, ctx._tagkey)
+            conds, cenv = codegen.rule_conditions(rules, names)
             env.update(cenv)
             chain = []
             for i, cond in enumerate(conds):
@@ -312,7 +312,7 @@ class Runtime:
     def _primitive_dispatch(self, rules, target):
         """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
         names = ["args[%d]" % i for i in range(codegen.max_arity(rules))]
-        conds, env = codegen.rule_conditions(rules, names, self.ctx._tagkey)
+        conds, env = codegen.rule_conditions(rules, names)
         lines = ["def dispatch(*args, **kwargs):", "    n = len(args)"]
         for i, cond in enumerate(conds):
             need = len(rules[i][0])
@@ -421,8 +421,8 @@ class Runtime:
             return lambda *a, **k: ctx.fallback(f, *a, **k)
         if not self.checking or f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
             return f
-        key = self.ctx._tagkey
-        return lambda *a, **k: _plain_call(f, key, a, k)
+        ctx = self.ctx
+        return lambda *a, **k: _plain_call(f, ctx._tagkey, a, k)
 
     def fallback_call(self, f, args, kwargs):
         if self.spec.fallback:
@@ -461,6 +461,14 @@ def _strip(x, key):
     return x
 
 
+def _strip_dead(x):
+    """``x`` without tags whose context has renewed its tag identity since (values left
+    over from a finished run: plain values now)."""
+    while type(x) is Tagged and x._ctx._tagkey is not x._tagkey:
+        x = x._value
+    return x
+
+
 def _any_tagged(args, kwargs):
     for a in args:
         if type(a) is Tagged:
@@ -489,18 +497,26 @@ def _plain_call(f, key, args, kwargs):
                     new = list(args)
                 new[i] = v
             if type(v) is Tagged:
-                foreign = v._ctx
+                v = _strip_dead(v)
+                if v is not a:
+                    if new is None:
+                        new = list(args)
+                    new[i] = v
+                if type(v) is Tagged:
+                    foreign = v._ctx
         elif type(a) is tuple and any(type(e) is Tagged for e in a):
             v = tuple(_strip(e, key) for e in a)
             if new is None:
                 new = list(args)
             new[i] = v
     if kwargs:
-        for k, a in kwargs.items():
+        copied = False
+        for k, a in list(kwargs.items()):
             if type(a) is Tagged:
-                v = _strip(a, key)
+                v = _strip_dead(_strip(a, key))
                 if v is not a:
-                    kwargs = dict(kwargs)
+                    if not copied:
+                        kwargs, copied = dict(kwargs), True
                     kwargs[k] = v
                 if type(v) is Tagged:
                     foreign = v._ctx

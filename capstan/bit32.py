@@ -1,0 +1,76 @@
+"""``bit32pass``: a pass that makes a function's float and int literals 32-bit NumPy
+scalars (``np.float32`` / ``np.int32``), so code written with Python literals keeps
+float32 arrays float32 -- Cassette's ``@pass`` example, for NumPy.
+
+    ctx = Ctx(pass_=bit32pass)
+    overdub.overdub(ctx, kernel, x32)     # 0.5, 2.0, 1 in kernel (and what it calls) are 32-bit
+
+Left alone: ints outside the int32 range, floats that overflow float32 or would
+underflow to zero, ``bool`` (``True`` is an int), complex numbers and everything that
+is not a number.  Constant tuples (``for k in (1.0, 2.0)``) are converted element-wise.
+Like every pass it rewrites every function body run inside the context (library code
+too); wrap it to restrict it (see docs/tools.md).
+"""
+import numpy as np
+
+import overdub
+
+__all__ = ["bit32pass", "to32"]
+
+_F32_MAX = float(np.finfo(np.float32).max)
+_F32_MIN = float(np.finfo(np.float32).smallest_subnormal) / 2  # below this: rounds to 0
+_I32 = np.iinfo(np.int32)
+_LITERAL_OPS = {"LOAD_CONST", "RETURN_CONST"}
+
+
+def _fits(c):
+    """Whether ``c`` is a literal that becomes 32-bit (exact types: no bool, no subclasses)."""
+    if type(c) is float:
+        return c != c or abs(c) == float("inf") or c == 0.0 or _F32_MIN < abs(c) <= _F32_MAX
+    if type(c) is int:
+        return int(_I32.min) <= c <= int(_I32.max)
+    return type(c) is tuple and any(_fits(x) for x in c)
+
+
+def to32(c):
+    """The 32-bit version of a literal (tuples element-wise); others unchanged."""
+    if type(c) is float and _fits(c):
+        return np.float32(c)
+    if type(c) is int and _fits(c):
+        return np.int32(c)
+    if type(c) is tuple:
+        return tuple(to32(x) for x in c)
+    return c
+
+
+class _Literal:
+    """An int constant marked for ``replace_match`` (see ``bit32pass``)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def bit32pass(ctx_type, code):
+    """The pass: ``(ctx_type, bytecode.Bytecode) -> bytecode.Bytecode``.
+
+    ``overdub.replace_match`` sees every instruction argument, and ints are also
+    operand counts (``BUILD_TUPLE 2``, ``CALL 1``...), so int and tuple constants are
+    first marked on their constant-loading instructions, then all literals are
+    replaced by one ``replace_match``.  Floats only ever appear as constants.
+    """
+    for instr in code:
+        if getattr(instr, "name", None) in _LITERAL_OPS and type(instr.arg) in (int, tuple):
+            instr.arg = _Literal(instr.arg)
+    return overdub.replace_match(_replace, _is_literal, code)
+
+
+def _is_literal(arg):
+    if type(arg) is _Literal:
+        return True
+    return type(arg) is float and _fits(arg)
+
+
+def _replace(arg):
+    return to32(arg.value) if type(arg) is _Literal else np.float32(arg)

@@ -1,0 +1,164 @@
+"""``GPUCtx``: run unmodified NumPy code on CuPy.
+
+Inside the context every call of a NumPy function (``np.exp``, ufuncs, ``np.where``,
+``np.linalg.norm``, ``np.zeros``...) is replaced by the function of the same name in
+the target array module ``xp`` (``cupy.exp``...), with NumPy array arguments moved to
+the device first (``xp.asarray``); operators then run on device arrays by themselves.
+Arrays handed to the top-level call are moved on entry, and device arrays in its
+result (inside tuples, lists and dicts too) come back as NumPy (``xp.asnumpy``; 0-d
+arrays as NumPy scalars) unless ``to_host=False``.
+
+Without CuPy or a GPU the target is NumPy itself (``ctx.on_gpu`` is False), or any
+module given as ``GPUCtx(xp=module)`` that has NumPy's names plus ``ndarray``,
+``asarray`` and ``asnumpy`` -- which is how the substitution is tested without a GPU.
+A NumPy function that ``xp`` lacks runs on the host, with its arguments moved back
+(``ctx.host_calls`` counts these).  It is a wildcard primitive: everything that is
+not a NumPy call runs routed, so NumPy calls deep inside user functions are replaced too.
+"""
+from collections import Counter
+
+import numpy as np
+
+import overdub
+from overdub import Context, primitive
+
+from .printing import name_of
+
+__all__ = ["GPUCtx", "default_xp"]
+
+
+def default_xp():
+    """``(cupy, True)`` when CuPy imports and sees a GPU, else ``(numpy, False)``."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return cupy, True
+    except Exception:  # no CuPy, no driver, no device: all mean "run on NumPy"
+        pass
+    return np, False
+
+
+_NOT_FOUND = object()
+_OPERATOR_MODULES = ("_operator", "operator")
+
+
+class GPUCtx(Context):
+    """Replace NumPy calls by calls of ``xp`` (default: CuPy when a GPU is there, else NumPy).
+
+    Options (keyword-only; ``metadata`` stays free for the user): ``xp``, the array
+    module; ``to_host``, whether results come back as NumPy (default True).
+    Statistics: ``ctx.substituted`` (Counter of replaced function names),
+    ``ctx.moved`` (arrays moved to the device), ``ctx.host_calls`` (NumPy functions
+    ``xp`` lacks, run on the host).
+    """
+
+    def __init__(self, metadata=None, pass_=None, *, xp=None, to_host=True):
+        super().__init__(metadata, pass_)
+        if xp is None:
+            xp, self.on_gpu = default_xp()
+        else:
+            self.on_gpu = getattr(xp, "__name__", "") == "cupy"
+        self.xp = xp
+        self.to_host = to_host
+        self.substituted = Counter()
+        self.host_calls = Counter()
+        self.moved = 0
+        self._targets = {}
+        self._depth = 0
+
+    # -- moving arrays -------------------------------------------------------------
+    def is_host(self, x):
+        """A NumPy array that is not already one of ``xp``'s."""
+        return isinstance(x, np.ndarray) and not isinstance(x, self.xp.ndarray)
+
+    def device(self, x):
+        """``x`` with its NumPy arrays (also inside lists and tuples) moved to the device."""
+        if self.is_host(x):
+            self.moved += 1
+            return self.xp.asarray(x)
+        if type(x) in (list, tuple) and any(self.is_host(v) or type(v) in (list, tuple) for v in x):
+            return type(x)(self.device(v) for v in x)
+        return x
+
+    def host(self, x):
+        """``x`` with its device arrays (also inside tuples, lists, dicts) as NumPy;
+        0-d arrays become NumPy scalars, as NumPy's reductions return."""
+        xp = self.xp
+        if isinstance(x, xp.ndarray) and xp is not np:
+            out = xp.asnumpy(x)
+            return out[()] if out.ndim == 0 else out
+        if type(x) in (list, tuple):
+            return type(x)(self.host(v) for v in x)
+        if type(x) is dict:
+            return {k: self.host(v) for k, v in x.items()}
+        return x
+
+    # -- finding the device function ----------------------------------------------
+    def target(self, f):
+        """The function of ``xp`` that replaces NumPy's ``f``; ``None`` if ``f`` is not
+        a NumPy function; ``_NOT_FOUND`` if it is but ``xp`` lacks it.  Cached per ``f``."""
+        try:
+            return self._targets[f]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable callable: not a NumPy function
+            return None
+        found = self._targets[f] = self._lookup(f)
+        return found
+
+    def _lookup(self, f):
+        if isinstance(f, type):
+            return None  # np.float32, np.ndarray...: the same classes on CuPy
+        if isinstance(f, np.ufunc):
+            path = ()
+        else:
+            owner = getattr(f, "__objclass__", None)
+            if owner is not None:  # np.ndarray.sum(host_array)
+                if owner is not np.ndarray or not isinstance(getattr(f, "__name__", None), str):
+                    return None
+                return getattr(self.xp.ndarray, f.__name__, _NOT_FOUND)
+            mod = getattr(f, "__module__", None)
+            if not isinstance(mod, str) or not (mod == "numpy" or mod.startswith("numpy.")):
+                return None
+            path = []
+            for part in mod.split(".")[1:]:  # numpy.linalg._linalg -> linalg
+                if part.startswith("_"):
+                    break
+                path.append(part)
+        obj = self.xp
+        for part in [*path, getattr(f, "__name__", "")]:
+            obj = getattr(obj, part, _NOT_FOUND)
+            if obj is _NOT_FOUND:
+                return _NOT_FOUND
+        return obj if callable(obj) else _NOT_FOUND
+
+    # -- the dispatch -------------------------------------------------------------------
+    @primitive()
+    def _to_device(self, f, /, *args, **kwargs):
+        top = self._depth == 0
+        self._depth += 1
+        try:
+            if top:
+                args = tuple(self.device(a) for a in args)
+                kwargs = {k: self.device(v) for k, v in kwargs.items()}
+            out = self._call(f, args, kwargs)
+        finally:
+            self._depth -= 1
+        return self.host(out) if top and self.to_host else out
+
+    def _call(self, f, args, kwargs):
+        g = self.target(f)
+        if g is None:
+            if getattr(f, "__module__", None) in _OPERATOR_MODULES and any(map(self.is_host, args)) \
+                    and any(isinstance(a, self.xp.ndarray) for a in args):
+                args = tuple(self.device(a) for a in args)  # device_array + host_array
+            return overdub.recurse(self, f, *args, **kwargs)
+        if g is _NOT_FOUND:
+            self.host_calls[name_of(f)] += 1
+            return f(*self.host(args), **self.host(kwargs))
+        self.substituted[name_of(f)] += 1
+        return g(*[self.device(a) for a in args], **{k: self.device(v) for k, v in kwargs.items()})
+
+    def __repr__(self):
+        return "GPUCtx(xp=%s, on_gpu=%s)" % (getattr(self.xp, "__name__", self.xp), self.on_gpu)

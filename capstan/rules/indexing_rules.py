@@ -1,0 +1,29 @@
+"""The reverse steps of reading and writing array elements (``a[k]``, ``a[k] = v``).
+
+Forward mode handles subscripts in the contexts themselves; reverse mode's backward
+pass calls these two functions.  They live here, outside the opaque engine modules,
+so that an enclosing differentiation (``hessian`` = forward over reverse) sees and
+differentiates their arithmetic."""
+import operator
+
+import numpy as np
+
+from .registry import VJP, unbroadcast
+
+
+def getitem_back(g, shape, dtype, k):
+    """Cotangent of the array read by ``a[k]`` (shape and dtype of ``a``)."""
+    rule = VJP.get(operator.getitem)
+    if rule is not None:
+        return rule(g, None, np.zeros(shape, dtype=dtype), k)[0]
+    out = np.zeros(shape, dtype=np.result_type(dtype, g))
+    np.add.at(out, k, g)
+    return out
+
+
+def setitem_back(g, vshape, k):
+    """Cotangents of ``(old array, v)`` for ``a[k] = v``."""
+    rest = np.array(g, copy=True)
+    part = rest[k]
+    rest[k] = 0
+    return rest, unbroadcast(part, np.zeros(vshape))

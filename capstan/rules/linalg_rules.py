@@ -1,0 +1,203 @@
+"""Rules for ``numpy.linalg``: solve, inv, det, slogdet, norm, cholesky.
+
+Forward rules are batched (they accept tangents with leading chunk axes): they are
+written with ``matmul``/``solve``/``einsum``, which broadcast over stacked matrices.
+Functions returning tuples (``slogdet``) are differentiated through a definition
+made of single-result primitives.
+"""
+import numpy as np
+
+from .numpy_rules import _axes, _conj, _expand, _lead, _nz, _shifted, defvjp
+from .registry import defimpl, defjvp, unbroadcast
+
+_la = np.linalg
+
+
+def _h(x):
+    """Conjugate transpose of (stacked) matrices."""
+    return _conj(np.swapaxes(x, -1, -2))
+
+
+def _solve_jvp(ts, ans, a, b):
+    ta, tb = ts
+    vec = np.ndim(b) == 1
+    x = np.expand_dims(ans, -1) if vec else ans
+    rhs = None
+    if ta is not None:
+        rhs = -np.matmul(ta, x)
+    if tb is not None:
+        tb = np.expand_dims(tb, -1) if vec else tb
+        rhs = tb if rhs is None else rhs + tb
+    d = _la.solve(a, rhs)
+    return d[..., 0] if vec else d
+
+
+def _solve_vjp(g, ans, a, b):
+    vec = np.ndim(b) == 1
+    x = np.expand_dims(ans, -1) if vec else ans
+    gb = _la.solve(_h(a), np.expand_dims(g, -1) if vec else g)
+    ga = -np.matmul(gb, _h(x))
+    return unbroadcast(ga, a), unbroadcast(gb[..., 0] if vec else gb, b)
+
+
+defjvp(_la.solve, _solve_jvp, batched=True)
+defvjp(_la.solve, _solve_vjp)
+defjvp(_la.inv, lambda ts, ans, a: -np.matmul(ans, np.matmul(ts[0], ans)), batched=True)
+defvjp(_la.inv, lambda g, ans, a: (-np.matmul(_h(ans), np.matmul(g, _h(ans))),))
+
+
+def _mat(s):
+    """Per-matrix scalars ``s`` shaped to scale stacked matrices."""
+    return np.expand_dims(s, (-2, -1))
+
+
+def _trace_inv(a, t):
+    """``trace(inv(a) @ t)`` per matrix (chunk axes allowed in ``t``)."""
+    return np.einsum("...ij,...ji->...", _la.inv(a), t)
+
+
+defjvp(_la.det, lambda ts, ans, a: ans * _trace_inv(a, ts[0]), batched=True)
+defvjp(_la.det, lambda g, ans, a: (_mat(g * _conj(ans)) * _h(_la.inv(a)),))
+
+
+def _logabsdet(a):
+    """``log|det a|`` (the second result of ``slogdet``)."""
+    return _la.slogdet(a)[1]
+
+
+def _slogdet_sign(a):
+    """The sign (phase) of ``det a`` (the first result of ``slogdet``)."""
+    return _la.slogdet(a)[0]
+
+
+def _sign_jvp(ts, ans, a):
+    if not np.iscomplexobj(ans):
+        return None
+    return 1j * ans * np.imag(_trace_inv(a, ts[0]))
+
+
+def _sign_vjp(g, ans, a):
+    if not np.iscomplexobj(ans):
+        return (None,)
+    c = np.real(np.conj(g) * 1j * ans)
+    return (1j * _mat(c) * _h(_la.inv(a)),)
+
+
+defjvp(_logabsdet, lambda ts, ans, a: np.real(_trace_inv(a, ts[0])), batched=True)
+defvjp(_logabsdet, lambda g, ans, a: (_mat(np.real(g)) * _h(_la.inv(a)),))
+defjvp(_slogdet_sign, _sign_jvp, batched=True)
+defvjp(_slogdet_sign, _sign_vjp)
+_SlogdetResult = type(_la.slogdet(np.eye(1)))
+defimpl(_la.slogdet, lambda a: _SlogdetResult(_slogdet_sign(a), _logabsdet(a)))
+
+
+# ----------------------------------------------------------------------------- norms
+def _l2norm(x, axes, keepdims=False):
+    """Euclidean (Frobenius) norm over ``axes``."""
+    return np.sqrt(np.sum(np.real(_conj(x) * x), axis=axes, keepdims=keepdims))
+
+
+def _l2norm_jvp(ts, ans, x, axes, keepdims=False):
+    lead = _lead(ts[0], x)
+    d = np.sum(np.real(_conj(x) * ts[0]), axis=_shifted(axes, lead), keepdims=keepdims)
+    return d / _nz(ans)
+
+
+def _l2norm_vjp(g, ans, x, axes, keepdims=False):
+    return (_expand(np.real(g) / _nz(ans), axes, keepdims) * x, None, None)
+
+
+defjvp(_l2norm, _l2norm_jvp, batched=True)
+defvjp(_l2norm, _l2norm_vjp)
+
+
+def _singular_values(m):
+    """Singular values of (stacked) matrices, largest first."""
+    return _la.svd(m, compute_uv=False)
+
+
+def _sv_jvp(ts, ans, m):
+    u, _, vh = _la.svd(m, full_matrices=False)
+    return np.real(np.einsum("...ki,...kl,...il->...i", _conj(u), ts[0], _conj(vh)))
+
+
+def _sv_vjp(g, ans, m):
+    u, _, vh = _la.svd(m, full_matrices=False)
+    return (np.matmul(u * np.real(g)[..., None, :], vh),)
+
+
+defjvp(_singular_values, _sv_jvp, batched=True)
+defvjp(_singular_values, _sv_vjp)
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    """``np.linalg.norm`` in terms of primitives with rules."""
+    nd = np.ndim(x)
+    if axis is None and (ord is None or nd not in (1, 2)):
+        return _l2norm(x, tuple(range(nd)), keepdims)
+    axes = _axes(axis, nd) if axis is not None else tuple(range(nd))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(a % nd for a in axis)
+    if len(axes) == 1:
+        if ord is None or ord == 2:
+            return _l2norm(x, axes, keepdims)
+        if ord == np.inf:
+            return np.max(np.abs(x), axis=axes, keepdims=keepdims)
+        if ord == -np.inf:
+            return np.min(np.abs(x), axis=axes, keepdims=keepdims)
+        if ord == 0:
+            return np.sum(x != 0, axis=axes, keepdims=keepdims).astype(float)
+        if ord == 1:
+            return np.sum(np.abs(x), axis=axes, keepdims=keepdims)
+        return np.sum(np.abs(x) ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+    r, c = axes
+    if ord is None or ord == "fro":
+        return _l2norm(x, tuple(sorted(axes)), keepdims)
+    if ord in ("nuc", 2, -2):
+        s = _singular_values(np.moveaxis(x, (r, c), (-2, -1)))
+        out = np.sum(s, axis=-1) if ord == "nuc" else (np.max(s, axis=-1) if ord == 2 else np.min(s, axis=-1))
+    elif ord in (1, -1, np.inf, -np.inf):
+        inner, outer = (r, c) if ord in (1, -1) else (c, r)
+        sums = np.sum(np.abs(x), axis=inner, keepdims=True)
+        out = np.max(sums, axis=outer, keepdims=True) if ord > 0 else np.min(sums, axis=outer, keepdims=True)
+        out = np.squeeze(out, axis=(r, c))
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if keepdims:
+        out = np.expand_dims(out, tuple(sorted((r, c))))
+    return out
+
+
+defimpl(_la.norm, _norm)
+
+
+# ----------------------------------------------------------------------------- cholesky
+def _real_diagonal(t):
+    return np.tril(np.triu(np.real(t)))
+
+
+def _from_lower(t):
+    """The Hermitian matrix that ``cholesky`` reads from ``t`` (its lower triangle)."""
+    return np.tril(t, -1) + _h(np.tril(t, -1)) + _real_diagonal(t)
+
+
+def _phi(m):
+    """Lower triangle of ``m`` with its diagonal halved."""
+    return np.tril(m, -1) + 0.5 * np.tril(np.triu(m))
+
+
+def _cholesky_jvp(ts, ans, a, *args, **kw):
+    s = _la.solve(ans, _from_lower(ts[0]))
+    m = _h(_la.solve(ans, _h(s)))  # inv(L) dA inv(L)^H
+    return np.matmul(ans, _phi(m))
+
+
+def _cholesky_vjp(g, ans, a, *args, **kw):
+    gp = _phi(np.matmul(_h(ans), g))
+    lh = _h(ans)
+    gm = _h(_la.solve(lh, _h(_la.solve(lh, gp))))  # inv(L)^H gp inv(L)
+    return (unbroadcast(np.tril(gm, -1) + np.tril(_h(gm), -1) + _real_diagonal(gm), a),) + (None,) * len(args)
+
+
+defjvp(_la.cholesky, _cholesky_jvp, batched=True)
+defvjp(_la.cholesky, _cholesky_vjp)

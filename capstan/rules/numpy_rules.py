@@ -1,0 +1,1107 @@
+"""Rules for NumPy: ufuncs, reductions, products, shape functions and ndarray methods.
+
+One entry per primitive.  Elementwise functions list their partial derivatives
+(``defderiv``); the rest have forward and reverse rules side by side.  Forward rules
+marked ``batched=True`` also accept tangents with one leading chunk axis (their
+``lead``), as chunked Jacobians pass them.  Arguments that are lists of
+differentiated values (``np.stack([a, b])``) come with a list of tangents and send
+back a list of cotangents.
+"""
+import operator
+import string
+from collections import Counter
+
+import numpy as np
+
+from .operator_rules import _abs_jvp, _abs_vjp
+from .registry import defderiv, defimpl, defjvp, nondifferentiable, unbroadcast
+from .registry import defvjp as _defvjp
+
+_LN2 = float(np.log(2.0))
+_LN10 = float(np.log(10.0))
+
+
+# ----------------------------------------------------------------------------- helpers
+def _lead(t, x):
+    """Number of leading chunk axes tangent ``t`` has beyond argument ``x``."""
+    return np.ndim(t) - np.ndim(x)
+
+
+def _axes(axis, ndim):
+    """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(operator.index(a) % ndim for a in axis))
+    return (operator.index(axis) % max(ndim, 1),)
+
+
+def _shifted(axes, lead):
+    return tuple(a + lead for a in axes)
+
+
+def _conj(x):
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
+def _spread(g, shape):
+    """``g`` broadcast to ``shape`` as a fresh (writable) array."""
+    return g + np.zeros(shape, dtype=np.result_type(g, np.float64))
+
+
+def _expand(g, axes, keepdims):
+    """Reduction result ``g`` with the reduced ``axes`` put back (as size 1)."""
+    return g if keepdims or not axes else np.expand_dims(g, axes)
+
+
+def _zeros(leadshape, x, like=None):
+    dtype = np.result_type(x, np.float64) if like is None else np.result_type(like, np.float64)
+    return np.zeros(tuple(leadshape) + np.shape(x), dtype=dtype)
+
+
+def _each(t, lead, fn):
+    """``fn`` applied to every chunk slice of ``t`` (or to ``t`` when it has none)."""
+    if not lead:
+        return fn(t)
+    return np.stack([fn(tk) for tk in t])
+
+
+def _elements(xs, ts):
+    """``(values, tangents filled with zeros, chunk shape)`` of a list argument."""
+    if isinstance(xs, np.ndarray):
+        lead = _lead(ts, xs)
+        vals = list(xs)
+        tans = [ts[(slice(None),) * lead + (i,)] for i in range(len(vals))]
+    else:
+        vals, tans = list(xs), list(ts)
+    known = [(t, x) for t, x in zip(tans, vals) if t is not None]
+    t0, x0 = known[0]
+    leadshape = np.shape(t0)[:_lead(t0, x0)]
+    like = np.result_type(*[t for t, _ in known])
+    return vals, [_zeros(leadshape, x, like) if t is None else t for t, x in zip(tans, vals)], leadshape
+
+
+def _cast(t, dtype):
+    """Tangent ``t`` of a value cast to ``dtype`` (the real part for real targets)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and np.iscomplexobj(t):
+        t = np.real(t)
+    return np.asarray(t, dtype=dtype)
+
+
+def _args(names, args, kwargs):
+    """Positional ``args`` and ``kwargs`` bound to parameter ``names``."""
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    return bound
+
+
+def defvjp(f, rule):
+    """``registry.defvjp``, with the rule's tuple fitted to the positional arguments given
+    (rules may list cotangents for parameters left at their defaults)."""
+    def fitted(g, ans, *args, **kw):
+        out = tuple(rule(g, ans, *args, **kw))
+        n = len(args)
+        return out[:n] if len(out) >= n else out + (None,) * (n - len(out))
+
+    fitted.__name__ = getattr(rule, "__name__", "vjp")
+    return _defvjp(f, fitted)
+
+
+# ----------------------------------------------------------------------------- ufuncs
+def _one(ans, *args, **kw):
+    return 1.0
+
+
+def _minus_one(ans, *args, **kw):
+    return -1.0
+
+
+def _nz(d):
+    """``d`` with zeros replaced by ones (a safe denominator)."""
+    return np.where(d == 0, 1.0, d)
+
+
+def _pow_base(ans, a, b, **kw):
+    return np.where(b == 0, 0.0, b * np.power(a, np.where(b == 0, 1.0, b) - 1))
+
+
+def _pow_exponent(ans, a, b, **kw):
+    return ans * np.log(np.where(a == 0, 1.0, a)) * (a != 0)
+
+
+def _pick_first(ans, a, b, **kw):  # maximum/minimum: ties share the derivative
+    return np.where(a == b, 0.5, np.where(a == ans, 1.0, 0.0))
+
+
+def _pick_second(ans, a, b, **kw):
+    return np.where(a == b, 0.5, np.where(b == ans, 1.0, 0.0))
+
+
+def _quotient(ans, a, b, **kw):  # a - ans == b * q for mod, remainder and fmod
+    return -np.round((a - ans) / b)
+
+
+def _sinc(ans, x, **kw):
+    return np.where(x == 0, 0.0, (np.cos(np.pi * x) - ans) / _nz(x))
+
+
+defderiv(np.sin, lambda ans, x, **kw: np.cos(x))
+defderiv(np.cos, lambda ans, x, **kw: -np.sin(x))
+defderiv(np.tan, lambda ans, x, **kw: 1.0 + ans * ans)
+defderiv(np.arcsin, lambda ans, x, **kw: 1.0 / np.sqrt(1.0 - x * x))
+defderiv(np.arccos, lambda ans, x, **kw: -1.0 / np.sqrt(1.0 - x * x))
+defderiv(np.arctan, lambda ans, x, **kw: 1.0 / (1.0 + x * x))
+defderiv(np.arctan2, lambda ans, y, x, **kw: x / (x * x + y * y), lambda ans, y, x, **kw: -y / (x * x + y * y))
+defderiv(np.sinh, lambda ans, x, **kw: np.cosh(x))
+defderiv(np.cosh, lambda ans, x, **kw: np.sinh(x))
+defderiv(np.tanh, lambda ans, x, **kw: 1.0 - ans * ans)
+defderiv(np.arcsinh, lambda ans, x, **kw: 1.0 / np.sqrt(x * x + 1.0))
+defderiv(np.arccosh, lambda ans, x, **kw: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))
+defderiv(np.arctanh, lambda ans, x, **kw: 1.0 / (1.0 - x * x))
+defderiv(np.exp, lambda ans, x, **kw: ans)
+defderiv(np.exp2, lambda ans, x, **kw: ans * _LN2)
+defderiv(np.expm1, lambda ans, x, **kw: ans + 1.0)
+defderiv(np.log, lambda ans, x, **kw: 1.0 / x)
+defderiv(np.log2, lambda ans, x, **kw: 1.0 / (x * _LN2))
+defderiv(np.log10, lambda ans, x, **kw: 1.0 / (x * _LN10))
+defderiv(np.log1p, lambda ans, x, **kw: 1.0 / (1.0 + x))
+defderiv(np.sqrt, lambda ans, x, **kw: 0.5 / ans)
+defderiv(np.cbrt, lambda ans, x, **kw: 1.0 / (3.0 * ans * ans))
+defderiv(np.square, lambda ans, x, **kw: 2.0 * x)
+defderiv(np.reciprocal, lambda ans, x, **kw: -ans * ans)
+defderiv(np.negative, _minus_one)
+defderiv(np.positive, _one)
+defderiv(np.fabs, lambda ans, x, **kw: np.sign(x))
+defderiv(np.add, _one, _one)
+defderiv(np.subtract, _one, _minus_one)
+defderiv(np.multiply, lambda ans, a, b, **kw: b, lambda ans, a, b, **kw: a)
+defderiv(np.divide, lambda ans, a, b, **kw: 1.0 / b, lambda ans, a, b, **kw: -ans / b)
+defderiv(np.power, _pow_base, _pow_exponent)
+defderiv(np.float_power, _pow_base, _pow_exponent)
+defderiv(np.hypot, lambda ans, a, b, **kw: a / _nz(ans), lambda ans, a, b, **kw: b / _nz(ans))
+for _f in (np.maximum, np.minimum, np.fmax, np.fmin):
+    defderiv(_f, _pick_first, _pick_second)
+defderiv(np.logaddexp, lambda ans, a, b, **kw: np.exp(a - ans), lambda ans, a, b, **kw: np.exp(b - ans))
+defderiv(np.logaddexp2, lambda ans, a, b, **kw: np.exp2(a - ans), lambda ans, a, b, **kw: np.exp2(b - ans))
+defderiv(np.sinc, _sinc)
+for _f in (np.deg2rad, np.radians):
+    defderiv(_f, lambda ans, x, **kw: np.pi / 180.0)
+for _f in (np.rad2deg, np.degrees):
+    defderiv(_f, lambda ans, x, **kw: 180.0 / np.pi)
+defderiv(np.copysign, lambda ans, x, y, **kw: np.where(np.signbit(x) == np.signbit(ans), 1.0, -1.0), None)
+defderiv(np.remainder, _one, _quotient)
+defderiv(np.fmod, _one, _quotient)
+defderiv(np.ldexp, lambda ans, x, i, **kw: np.exp2(i), None)
+defderiv(np.where, None, lambda ans, c, x, y, **kw: np.where(c, 1.0, 0.0),
+         lambda ans, c, x, y, **kw: np.where(c, 0.0, 1.0))
+
+
+def _clip_bounds(lo, hi, kw):
+    lo = kw.get("min", lo)
+    hi = kw.get("max", hi)
+    return -np.inf if lo is None else lo, np.inf if hi is None else hi
+
+
+def _clip_a(ans, a, a_min=None, a_max=None, **kw):
+    lo, hi = _clip_bounds(a_min, a_max, kw)
+    return np.where((a >= lo) & (a <= hi), 1.0, 0.0)
+
+
+def _clip_lo(ans, a, a_min=None, a_max=None, **kw):
+    lo, hi = _clip_bounds(a_min, a_max, kw)
+    return np.where((a < lo) & (lo <= hi), 1.0, 0.0)
+
+
+def _clip_hi(ans, a, a_min=None, a_max=None, **kw):
+    lo, hi = _clip_bounds(a_min, a_max, kw)
+    return np.where(np.maximum(a, lo) > hi, 1.0, 0.0)
+
+
+defderiv(np.clip, _clip_a, _clip_lo, _clip_hi)
+
+# |z|, arg z, conj z, Re z, Im z are not holomorphic: explicit rules
+defjvp(np.absolute, _abs_jvp, batched=True)
+defvjp(np.absolute, _abs_vjp)
+
+
+def _angle_jvp(ts, ans, z, deg=False):
+    if not np.iscomplexobj(z):
+        return None
+    d = np.imag(np.conj(z) * ts[0]) / _nz(np.real(z * np.conj(z)))
+    return d * (180.0 / np.pi) if deg else d
+
+
+def _angle_vjp(g, ans, z, deg=False):
+    if not np.iscomplexobj(z):
+        return (None,)
+    g = g * (180.0 / np.pi) if deg else g
+    return (g * 1j * z / _nz(np.real(z * np.conj(z))),)
+
+
+defjvp(np.angle, _angle_jvp, batched=True)
+defvjp(np.angle, _angle_vjp)
+defjvp(np.conjugate, lambda ts, ans, x, **kw: np.conj(ts[0]), batched=True)
+defvjp(np.conjugate, lambda g, ans, x, **kw: (unbroadcast(np.conj(g), x),))
+defjvp(np.real, lambda ts, ans, x: np.real(ts[0]), batched=True)
+defvjp(np.real, lambda g, ans, x: (np.real(g) + 0j if np.iscomplexobj(x) else unbroadcast(g, x),))
+defjvp(np.imag, lambda ts, ans, x: np.imag(ts[0]) if np.iscomplexobj(x) else None, batched=True)
+defvjp(np.imag, lambda g, ans, x: (1j * np.real(g) if np.iscomplexobj(x) else None,))
+
+nondifferentiable(
+    np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.around, np.fix, np.isnan, np.isinf,
+    np.isfinite, np.isneginf, np.isposinf, np.signbit, np.greater, np.greater_equal, np.less,
+    np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
+    np.floor_divide, np.heaviside, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
+    np.flatnonzero, np.count_nonzero, np.isclose, np.allclose, np.array_equal, np.searchsorted,
+    np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.shape, np.ndim, np.size, np.iscomplexobj,
+    np.isrealobj, np.iscomplex, np.isreal, np.digitize, np.any, np.all, np.bitwise_and, np.bitwise_or,
+    np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm, np.spacing, np.nextafter,
+    np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero, np.ndarray.any,
+    np.ndarray.all, np.ndarray.round)
+
+
+# ----------------------------------------------------------------------------- reductions
+def _listarg(a, t):
+    """A list argument of a reduction as one array, with its stacked tangent."""
+    if isinstance(a, (list, tuple)) and isinstance(t, list):
+        vals, tans, leadshape = _elements(a, t)
+        return np.array(vals), np.stack(tans, axis=len(leadshape))
+    return a, t
+
+
+def _listcot(g, a):
+    """Cotangent of a list argument of a reduction: one entry per element."""
+    if isinstance(a, (list, tuple)):
+        return [unbroadcast(g[i], x) for i, x in enumerate(a)]
+    return unbroadcast(g, a)
+
+
+def defreduction(f, names, jvp, vjp):
+    """Register reduction ``f(a, *names)``: ``jvp(t, ans, a, axes, lead, p)`` and
+    ``vjp(g, ans, a, axes, p)`` get the normalized axes and the bound parameters ``p``."""
+    def jvp_rule(ts, ans, a, *args, **kwargs):
+        a, t = _listarg(a, ts[0])
+        if t is None:
+            return None
+        p = _args(names, args, kwargs)
+        return jvp(t, ans, a, _axes(p.get("axis"), np.ndim(a)), _lead(t, a), p)
+
+    def vjp_rule(g, ans, a, *args, **kwargs):
+        p = _args(names, args, kwargs)
+        arr = np.array(a) if isinstance(a, (list, tuple)) else a
+        ga = vjp(g, ans, arr, _axes(p.get("axis"), np.ndim(arr)), p)
+        return (_listcot(ga, a),) + (None,) * len(args)
+
+    defjvp(f, jvp_rule, batched=True)
+    defvjp(f, vjp_rule)
+
+
+def _count(a, axes):
+    return int(np.prod([np.shape(a)[i] for i in axes]))
+
+
+def _sum_jvp(t, ans, a, axes, lead, p):
+    return np.sum(t, axis=_shifted(axes, lead), dtype=p.get("dtype"), keepdims=p.get("keepdims", False))
+
+
+def _sum_vjp(g, ans, a, axes, p):
+    return _spread(_expand(g, axes, p.get("keepdims", False)), np.shape(a))
+
+
+def _mean_jvp(t, ans, a, axes, lead, p):
+    return np.mean(t, axis=_shifted(axes, lead), dtype=p.get("dtype"), keepdims=p.get("keepdims", False))
+
+
+def _mean_vjp(g, ans, a, axes, p):
+    return _spread(_expand(g, axes, p.get("keepdims", False)) / _count(a, axes), np.shape(a))
+
+
+def _prod_others(a, axes):
+    """For every element, the product of the others in its reduction group (zero-safe)."""
+    a = np.asarray(a)
+    rest = [i for i in range(a.ndim) if i not in axes]
+    perm = rest + list(axes)
+    m = np.transpose(a, perm)
+    shape = m.shape
+    m = m.reshape(shape[:len(rest)] + (-1,))
+    ones = np.ones(m.shape[:-1] + (1,), dtype=m.dtype)
+    left = np.cumprod(np.concatenate([ones, m[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, np.flip(m, -1)[..., :-1]], axis=-1), axis=-1)
+    return np.transpose((left * np.flip(right, -1)).reshape(shape), np.argsort(perm))
+
+
+def _prod_jvp(t, ans, a, axes, lead, p):
+    return np.sum(t * _prod_others(a, axes), axis=_shifted(axes, lead), keepdims=p.get("keepdims", False))
+
+
+def _prod_vjp(g, ans, a, axes, p):
+    return _expand(g, axes, p.get("keepdims", False)) * _conj(_prod_others(a, axes))
+
+
+def _extreme_weights(ans, a, axes, keepdims):
+    """Where ``a`` attains its max/min, shared equally among ties."""
+    mask = np.asarray(a) == _expand(ans, axes, keepdims)
+    return mask / np.sum(mask, axis=axes, keepdims=True)
+
+
+def _extreme_jvp(t, ans, a, axes, lead, p):
+    keep = p.get("keepdims", False)
+    return np.sum(t * _extreme_weights(ans, a, axes, keep), axis=_shifted(axes, lead), keepdims=keep)
+
+
+def _extreme_vjp(g, ans, a, axes, p):
+    keep = p.get("keepdims", False)
+    return _expand(g, axes, keep) * _extreme_weights(ans, a, axes, keep)
+
+
+def _var_parts(a, axes, p):
+    centred = a - np.mean(a, axis=axes, keepdims=True)
+    return centred, _count(a, axes) - p.get("ddof", 0)
+
+
+def _var_jvp(t, ans, a, axes, lead, p):
+    centred, n = _var_parts(a, axes, p)
+    d = np.real(_conj(centred) * t)
+    return 2.0 * np.sum(d, axis=_shifted(axes, lead), keepdims=p.get("keepdims", False)) / n
+
+
+def _var_vjp(g, ans, a, axes, p):
+    centred, n = _var_parts(a, axes, p)
+    return _expand(np.real(g), axes, p.get("keepdims", False)) * (2.0 / n) * centred
+
+
+def _std_jvp(t, ans, a, axes, lead, p):
+    return _var_jvp(t, ans, a, axes, lead, p) / (2.0 * _nz(ans))
+
+
+def _std_vjp(g, ans, a, axes, p):
+    return _var_vjp(g / (2.0 * _nz(ans)), ans, a, axes, p)
+
+
+_SUM = ("axis", "dtype", "out", "keepdims")
+_MAX = ("axis", "out", "keepdims")
+_VAR = ("axis", "dtype", "out", "ddof", "keepdims")
+defreduction(np.sum, _SUM, _sum_jvp, _sum_vjp)
+defreduction(np.mean, _SUM, _mean_jvp, _mean_vjp)
+defreduction(np.prod, _SUM, _prod_jvp, _prod_vjp)
+for _f in (np.max, np.min, np.amax, np.amin):
+    defreduction(_f, _MAX, _extreme_jvp, _extreme_vjp)
+defreduction(np.var, _VAR, _var_jvp, _var_vjp)
+defreduction(np.std, _VAR, _std_jvp, _std_vjp)
+defimpl(np.nansum, lambda a, *args, **kw: np.sum(np.where(np.isnan(a), 0.0, a), *args, **kw))
+defimpl(np.nanmean, lambda a, axis=None, dtype=None, out=None, keepdims=False:
+        np.sum(np.where(np.isnan(a), 0.0, a), axis, dtype, None, keepdims)
+        / np.sum(~np.isnan(a), axis=axis, keepdims=keepdims))
+
+
+def _flat(t, lead):
+    return np.reshape(t, np.shape(t)[:lead] + (-1,))
+
+
+def _rcumsum(g, axis):
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+def _cumsum_jvp(ts, ans, a, axis=None, *args, **kw):
+    t = ts[0]
+    lead = _lead(t, a)
+    if axis is None:
+        return np.cumsum(_flat(t, lead), axis=lead)
+    return np.cumsum(t, axis=operator.index(axis) % np.ndim(a) + lead)
+
+
+def _cumsum_vjp(g, ans, a, axis=None, *args, **kw):
+    if axis is None:
+        return (np.reshape(_rcumsum(g, 0), np.shape(a)),) + (None,) * (1 + len(args))
+    return (_rcumsum(g, axis),) + (None,) * (1 + len(args))
+
+
+def _cumprod_jvp(ts, ans, a, axis=None, *args, **kw):
+    t = ts[0]
+    lead = _lead(t, a)
+    if axis is None:
+        return ans * np.cumsum(_flat(t, lead) / np.ravel(a), axis=lead)
+    return ans * np.cumsum(t / a, axis=operator.index(axis) % np.ndim(a) + lead)
+
+
+def _cumprod_vjp(g, ans, a, axis=None, *args, **kw):
+    if axis is None:
+        return (np.reshape(_rcumsum(g * _conj(ans), 0), np.shape(a)) / _conj(a),) + (None,) * (1 + len(args))
+    return (_rcumsum(g * _conj(ans), axis) / _conj(a),) + (None,) * (1 + len(args))
+
+
+defjvp(np.cumsum, _cumsum_jvp, batched=True)
+defvjp(np.cumsum, _cumsum_vjp)
+defjvp(np.cumprod, _cumprod_jvp, batched=True)
+defvjp(np.cumprod, _cumprod_vjp)
+
+
+# ----------------------------------------------------------------------------- products
+def _tensordot_axes(axes, na, nb):
+    if isinstance(axes, (int, np.integer)):
+        return list(range(na - axes, na)), list(range(axes))
+    xa, xb = axes
+    xa = [xa] if isinstance(xa, (int, np.integer)) else list(xa)
+    xb = [xb] if isinstance(xb, (int, np.integer)) else list(xb)
+    return [i % na for i in xa], [i % nb for i in xb]
+
+
+def _contract_jvp(ta, tb, a, b, xa, xb):
+    """Tangent of ``tensordot(a, b, (xa, xb))`` (chunk axes allowed)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    out = None
+    if ta is not None:
+        out = np.tensordot(ta, b, ([i - na for i in xa], xb))
+    if tb is not None:
+        d = np.tensordot(a, tb, (xa, [i - nb for i in xb]))
+        lead = _lead(tb, b)
+        if lead:
+            free = na - len(xa)
+            d = np.moveaxis(d, list(range(free, free + lead)), list(range(lead)))
+        out = d if out is None else out + d
+    return out
+
+
+def _contract_vjp(g, a, b, xa, xb):
+    """Cotangents of ``a`` and ``b`` for ``tensordot(a, b, (xa, xb))``."""
+    na, nb = np.ndim(a), np.ndim(b)
+    fa = [i for i in range(na) if i not in xa]
+    fb = [i for i in range(nb) if i not in xb]
+    nfa = len(fa)
+    order_b = np.argsort(xb)
+    order_a = np.argsort(xa)
+    ga = np.tensordot(g, _conj(b), (list(range(nfa, np.ndim(g))), fb))
+    ga = np.transpose(ga, np.argsort(fa + [xa[k] for k in order_b]))
+    gb = np.tensordot(_conj(a), g, (fa, list(range(nfa))))
+    gb = np.transpose(gb, np.argsort([xb[k] for k in order_a] + fb))
+    return unbroadcast(ga, a), unbroadcast(gb, b)
+
+
+def _scaled(t, x, other):
+    """Chunked tangent ``t`` of ``x`` times ``other`` (for products with a scalar)."""
+    lead = _lead(t, x)
+    if lead:
+        t = np.reshape(t, np.shape(t)[:lead] + (1,) * np.ndim(other) + np.shape(x))
+    return t * other
+
+
+def _scalar_product_jvp(ts, a, b):
+    out = None
+    if ts[0] is not None:
+        out = _scaled(ts[0], a, b)
+    if ts[1] is not None:
+        d = _scaled(ts[1], b, a)
+        out = d if out is None else out + d
+    return out
+
+
+def _scalar_product_vjp(g, a, b):
+    return unbroadcast(g * _conj(b), a), unbroadcast(g * _conj(a), b)
+
+
+def _tensordot_jvp(ts, ans, a, b, axes=2):
+    xa, xb = _tensordot_axes(axes, np.ndim(a), np.ndim(b))
+    return _contract_jvp(ts[0], ts[1], a, b, xa, xb)
+
+
+def _tensordot_vjp(g, ans, a, b, axes=2):
+    return _contract_vjp(g, a, b, *_tensordot_axes(axes, np.ndim(a), np.ndim(b))) + (None,)
+
+
+def _dot_axes(a, b):
+    return [np.ndim(a) - 1], [max(np.ndim(b) - 2, 0)]
+
+
+def _inner_axes(a, b):
+    return [np.ndim(a) - 1], [np.ndim(b) - 1]
+
+
+def _defcontraction(f, axes_of):
+    """``f(a, b)``: a tensordot over ``axes_of(a, b)``, or a product when one is a scalar."""
+    def jvp(ts, ans, a, b, *args, **kw):
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            return _scalar_product_jvp(ts, a, b)
+        return _contract_jvp(ts[0], ts[1], a, b, *axes_of(a, b))
+
+    def vjp(g, ans, a, b, *args, **kw):
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            return _scalar_product_vjp(g, a, b) + (None,) * len(args)
+        return _contract_vjp(g, a, b, *axes_of(a, b)) + (None,) * len(args)
+
+    defjvp(f, jvp, batched=True)
+    defvjp(f, vjp)
+
+
+defjvp(np.tensordot, _tensordot_jvp, batched=True)
+defvjp(np.tensordot, _tensordot_vjp)
+_defcontraction(np.dot, _dot_axes)
+_defcontraction(np.inner, _inner_axes)
+defimpl(np.ndarray.dot, lambda a, b, out=None: np.dot(a, b))
+defimpl(np.vdot, lambda a, b: np.dot(np.ravel(np.conj(a)), np.ravel(b)))
+defimpl(np.outer, lambda a, b, out=None: np.reshape(a, (-1, 1)) * np.reshape(b, (1, -1)))
+
+
+def _matmul_part(t, lead, a, b, left):
+    """``t @ b`` (``left``) or ``a @ t`` for tangent ``t`` with ``lead`` chunk axes."""
+    av, bv = np.ndim(a) == 1, np.ndim(b) == 1
+    x, y = (t, b) if left else (a, t)
+    if av:
+        x = np.expand_dims(x, -2)
+    if bv:
+        y = np.expand_dims(y, -1)
+    if lead:
+        nd = max(np.ndim(a) + av, np.ndim(b) + bv)
+        if left:
+            x = np.reshape(x, np.shape(x)[:lead] + (1,) * (nd - np.ndim(x) + lead) + np.shape(x)[lead:])
+        else:
+            y = np.reshape(y, np.shape(y)[:lead] + (1,) * (nd - np.ndim(y) + lead) + np.shape(y)[lead:])
+    r = np.matmul(x, y)
+    if av and bv:
+        return r[..., 0, 0]
+    if bv:
+        return r[..., 0]
+    if av:
+        return r[..., 0, :]
+    return r
+
+
+def _matmul_jvp(ts, ans, a, b, **kw):
+    out = None
+    if ts[0] is not None:
+        out = _matmul_part(ts[0], _lead(ts[0], a), a, b, True)
+    if ts[1] is not None:
+        d = _matmul_part(ts[1], _lead(ts[1], b), a, b, False)
+        out = d if out is None else out + d
+    return out
+
+
+def _matmul_vjp(g, ans, a, b, **kw):
+    av, bv = np.ndim(a) == 1, np.ndim(b) == 1
+    a2 = np.expand_dims(a, 0) if av else a
+    b2 = np.expand_dims(b, -1) if bv else b
+    g2 = g
+    if bv:
+        g2 = np.expand_dims(g2, -1)
+    if av:
+        g2 = np.expand_dims(g2, -2)
+    ga = unbroadcast(np.matmul(g2, np.swapaxes(_conj(b2), -1, -2)), a2)
+    gb = unbroadcast(np.matmul(np.swapaxes(_conj(a2), -1, -2), g2), b2)
+    return (ga[0] if av else ga), (gb[..., 0] if bv else gb)
+
+
+for _f in (np.matmul, operator.matmul, operator.imatmul):
+    defjvp(_f, _matmul_jvp, batched=True)
+    defvjp(_f, _matmul_vjp)
+
+
+def _einsum_parse(subscripts, operands):
+    """``(input terms, output term, unused letters)`` with ellipses spelled out."""
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("capstan: einsum derivatives need string subscripts")
+    s = subscripts.replace(" ", "")
+    ins, out = s.split("->") if "->" in s else (s, None)
+    ins = ins.split(",")
+    free = [c for c in string.ascii_letters if c not in s]
+    ell_nd = [np.ndim(op) - len(term.replace("...", "")) if "..." in term else 0
+              for term, op in zip(ins, operands)]
+    n_ell = max(ell_nd, default=0)
+    ell, free = "".join(free[:n_ell]), free[n_ell:]
+    ins = [term.replace("...", ell[n_ell - e:]) for term, e in zip(ins, ell_nd)]
+    if out is None:
+        counts = Counter("".join(ins))
+        out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    else:
+        out = out.replace("...", ell)
+    return ins, out, free
+
+
+def _einsum_kw(kw):
+    return {k: v for k, v in kw.items() if k != "out"}
+
+
+def _einsum_jvp(ts, ans, subscripts, *ops, **kw):
+    ins, out, free = _einsum_parse(subscripts, ops)
+    total = None
+    for i, t in enumerate(ts[1:]):
+        if t is None:
+            continue
+        lead = "".join(free[:_lead(t, ops[i])])
+        spec = ",".join(lead + term if j == i else term for j, term in enumerate(ins)) + "->" + lead + out
+        d = np.einsum(spec, *[t if j == i else op for j, op in enumerate(ops)], **_einsum_kw(kw))
+        total = d if total is None else total + d
+    return total
+
+
+def _einsum_vjp(g, ans, subscripts, *ops, **kw):
+    ins, out, free = _einsum_parse(subscripts, ops)
+    sizes = {}
+    for term, op in zip(ins, ops):
+        for c, n in zip(term, np.shape(op)):
+            sizes[c] = max(sizes.get(c, 1), n)
+    result = [None]
+    for i, (term, op) in enumerate(zip(ins, ops)):
+        others = [(ins[j], _conj(ops[j])) for j in range(len(ops)) if j != i]
+        extra, target, seen, spare = [], "", set(), list(free)
+        for c in term:
+            if c in seen:  # repeated subscript (a diagonal): fresh letter tied by an identity
+                f = spare.pop()
+                target += f
+                extra.append((c + f, np.eye(sizes[c])))
+            else:
+                seen.add(c)
+                target += c
+        present = set(out).union(*[set(s) for s, _ in others])
+        extra += [(c, np.ones(sizes[c])) for c in sorted(seen - present)]
+        terms = [out] + [s for s, _ in others] + [s for s, _ in extra]
+        gi = np.einsum(",".join(terms) + "->" + target, g, *[o for _, o in others], *[o for _, o in extra],
+                       **_einsum_kw(kw))
+        result.append(unbroadcast(gi, op))
+    return tuple(result)
+
+
+defjvp(np.einsum, _einsum_jvp, batched=True)
+defvjp(np.einsum, _einsum_vjp)
+
+
+def _diag_index(n, m, offset):
+    if offset >= 0:
+        rows = np.arange(max(0, min(n, m - offset)))
+        return rows, rows + offset
+    cols = np.arange(max(0, min(n + offset, m)))
+    return cols - offset, cols
+
+
+def _embed_diagonal(d, shape2, offset):
+    """Array of trailing shape ``shape2`` with ``d``'s last axis on diagonal ``offset``."""
+    z = np.zeros(np.shape(d)[:-1] + tuple(shape2), dtype=np.result_type(d, np.float64))
+    rows, cols = _diag_index(shape2[0], shape2[1], offset)
+    z[..., rows, cols] = d
+    return z
+
+
+def _diagonal_jvp(ts, ans, a, offset=0, axis1=0, axis2=1):
+    lead, nd = _lead(ts[0], a), np.ndim(a)
+    return np.diagonal(ts[0], offset, axis1 % nd + lead, axis2 % nd + lead)
+
+
+def _diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
+    nd, shape = np.ndim(a), np.shape(a)
+    axis1, axis2 = axis1 % nd, axis2 % nd
+    z = _embed_diagonal(g, (shape[axis1], shape[axis2]), offset)
+    return (unbroadcast(np.moveaxis(z, [-2, -1], [axis1, axis2]), a), None, None, None)
+
+
+def _trace_jvp(ts, ans, a, offset=0, axis1=0, axis2=1, *args, **kw):
+    lead, nd = _lead(ts[0], a), np.ndim(a)
+    return np.trace(ts[0], offset, axis1 % nd + lead, axis2 % nd + lead)
+
+
+def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, *args, **kw):
+    nd, shape = np.ndim(a), np.shape(a)
+    axis1, axis2 = axis1 % nd, axis2 % nd
+    n = len(_diag_index(shape[axis1], shape[axis2], offset)[0])
+    z = _embed_diagonal(np.expand_dims(g, -1) * np.ones(n), (shape[axis1], shape[axis2]), offset)
+    return (unbroadcast(np.moveaxis(z, [-2, -1], [axis1, axis2]), a),) + (None,) * (3 + len(args))
+
+
+def _diag_jvp(ts, ans, v, k=0):
+    t, lead = ts[0], _lead(ts[0], v)
+    if np.ndim(v) == 1:
+        return _embed_diagonal(t, np.shape(ans), k)
+    return np.diagonal(t, k, lead, lead + 1)
+
+
+def _diag_vjp(g, ans, v, k=0):
+    if np.ndim(v) == 1:
+        return (unbroadcast(np.diagonal(g, k).copy(), v), None)
+    return (unbroadcast(_embed_diagonal(g, np.shape(v), k), v), None)
+
+
+for _f in (np.tril, np.triu):
+    defjvp(_f, lambda ts, ans, m, k=0, _f=_f: _f(ts[0], k), batched=True)
+    defvjp(_f, lambda g, ans, m, k=0, _f=_f: (_f(g, k), None))
+defjvp(np.diagonal, _diagonal_jvp, batched=True)
+defvjp(np.diagonal, _diagonal_vjp)
+defjvp(np.trace, _trace_jvp, batched=True)
+defvjp(np.trace, _trace_vjp)
+defjvp(np.diag, _diag_jvp, batched=True)
+defvjp(np.diag, _diag_vjp)
+
+
+# ----------------------------------------------------------------------------- selection
+def _scatter(g, shape, dtype, index):
+    """Zeros of ``shape`` with ``g`` added at ``index`` (repeated indices add up): the
+    transpose of indexing, a primitive of its own so that it is differentiable too."""
+    z = np.zeros(shape, dtype=np.result_type(dtype, np.float64))
+    if z.dtype.kind != "c" and np.iscomplexobj(g):
+        g = np.real(g)
+    np.add.at(z, index, g)
+    return z
+
+
+def _scatter_jvp(ts, ans, g, shape, dtype, index):
+    lead = np.shape(ts[0])[:_lead(ts[0], g)]
+    prefix = (slice(None),) * len(lead)
+    return _scatter(ts[0], lead + tuple(shape), dtype, prefix + (index if type(index) is tuple else (index,)))
+
+
+defjvp(_scatter, _scatter_jvp, batched=True)
+defvjp(_scatter, lambda gg, ans, g, shape, dtype, index: (unbroadcast(gg[index], g), None, None, None))
+
+
+def _getitem_vjp(g, ans, x, index):
+    """Cotangent of ``x[index]``: ``g`` scattered into zeros."""
+    if isinstance(x, (list, tuple)):
+        out = [None] * len(x)
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(x))), g):
+                out[i] = gi
+        else:
+            out[index] = g
+        return (out, None)
+    z = _scatter(g, np.shape(x), np.result_type(x), index)
+    return (z if isinstance(x, np.ndarray) else z[()], None)
+
+
+defvjp(operator.getitem, _getitem_vjp)
+
+
+def _take_index(indices, axis, a, mode):
+    n = np.size(a) if axis is None else np.shape(a)[axis]
+    if mode == "wrap":
+        indices = np.mod(indices, n)
+    elif mode == "clip":
+        indices = np.clip(indices, 0, n - 1)
+    return indices
+
+
+def _take_jvp(ts, ans, a, indices, axis=None, out=None, mode="raise"):
+    t, lead = ts[0], _lead(ts[0], a)
+    if axis is None:
+        return np.take(_flat(t, lead), indices, axis=lead, mode=mode)
+    return np.take(t, indices, axis=axis % np.ndim(a) + lead, mode=mode)
+
+
+def _take_vjp(g, ans, a, indices, axis=None, out=None, mode="raise"):
+    dtype = np.result_type(a)
+    if axis is None:
+        z = np.reshape(_scatter(g, (np.size(a),), dtype, _take_index(indices, None, a, mode)), np.shape(a))
+    else:
+        axis = axis % np.ndim(a)
+        z = _scatter(g, np.shape(a), dtype, (slice(None),) * axis + (_take_index(indices, axis, a, mode),))
+    return (z, None)
+
+
+defjvp(np.take, _take_jvp, batched=True)
+defvjp(np.take, _take_vjp)
+
+
+def _sort_index(a, axis):
+    """Fancy index that sorts ``a`` along ``axis``: ``a[index] == np.sort(a, axis)``."""
+    order = np.argsort(a, axis=axis, kind="stable")
+    index = list(np.indices(order.shape, sparse=True))
+    index[axis] = order
+    return tuple(index)
+
+
+def _sort_jvp(ts, ans, a, axis=-1, *args, **kw):
+    t, lead = ts[0], _lead(ts[0], a)
+    if axis is None:
+        a, t = np.ravel(a), _flat(t, lead)
+        axis = 0
+    return t[(slice(None),) * lead + _sort_index(a, axis % np.ndim(a))]
+
+
+def _sort_vjp(g, ans, a, axis=-1, *args, **kw):
+    arr = np.ravel(a) if axis is None else np.asarray(a)
+    index = _sort_index(arr, 0 if axis is None else axis % arr.ndim)
+    z = _scatter(g, arr.shape, arr.dtype, index)
+    return (unbroadcast(np.reshape(z, np.shape(a)), a),) + (None,) * (1 + len(args))
+
+
+defjvp(np.sort, _sort_jvp, batched=True)
+defvjp(np.sort, _sort_vjp)
+
+
+# ----------------------------------------------------------------------------- shapes
+def _reshape_order(a, args, kw, pos):
+    order = kw.get("order", args[pos] if len(args) > pos else "C")
+    if order == "A":
+        order = "F" if np.isfortran(np.asarray(a)) else "C"
+    return order
+
+
+def _defreshape(f, order_pos=None):
+    """``f`` keeps the elements of its first argument in C order: a reshape."""
+    def jvp(ts, ans, a, *args, **kw):
+        t, lead = ts[0], _lead(ts[0], a)
+        if order_pos is not None and _reshape_order(a, args, kw, order_pos) == "F":
+            return _each(t, lead, lambda tk: np.reshape(tk, np.shape(ans), order="F"))
+        return np.reshape(t, np.shape(t)[:lead] + np.shape(ans))
+
+    def vjp(g, ans, a, *args, **kw):
+        order = "C" if order_pos is None else _reshape_order(a, args, kw, order_pos)
+        return (unbroadcast(np.reshape(g, np.shape(a), order=order), a),) + (None,) * len(args)
+
+    defjvp(f, jvp, batched=True)
+    defvjp(f, vjp)
+
+
+_defreshape(np.reshape, 1)
+_defreshape(np.ravel, 0)
+_defreshape(np.squeeze)
+_defreshape(np.expand_dims)
+
+
+def _transpose_perm(a, axes):
+    nd = np.ndim(a)
+    if axes is None:
+        return list(range(nd))[::-1]
+    return [operator.index(i) % nd for i in axes]
+
+
+def _transpose_jvp(ts, ans, a, axes=None):
+    lead = _lead(ts[0], a)
+    return np.transpose(ts[0], list(range(lead)) + [p + lead for p in _transpose_perm(a, axes)])
+
+
+def _transpose_vjp(g, ans, a, axes=None):
+    return (np.transpose(g, np.argsort(_transpose_perm(a, axes))), None)
+
+
+def _swapaxes_jvp(ts, ans, a, axis1, axis2):
+    lead, nd = _lead(ts[0], a), np.ndim(a)
+    return np.swapaxes(ts[0], axis1 % nd + lead, axis2 % nd + lead)
+
+
+def _moveaxis_norm(axes, nd):
+    return [operator.index(i) % nd for i in (axes if isinstance(axes, (tuple, list)) else [axes])]
+
+
+def _moveaxis_jvp(ts, ans, a, source, destination):
+    lead, nd = _lead(ts[0], a), np.ndim(a)
+    return np.moveaxis(ts[0], [i + lead for i in _moveaxis_norm(source, nd)],
+                       [i + lead for i in _moveaxis_norm(destination, nd)])
+
+
+defjvp(np.transpose, _transpose_jvp, batched=True)
+defvjp(np.transpose, _transpose_vjp)
+defjvp(np.swapaxes, _swapaxes_jvp, batched=True)
+defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: (np.swapaxes(g, axis1, axis2), None, None))
+defjvp(np.moveaxis, _moveaxis_jvp, batched=True)
+defvjp(np.moveaxis, lambda g, ans, a, src, dst: (np.moveaxis(g, dst, src), None, None))
+if hasattr(np, "matrix_transpose"):
+    defimpl(np.matrix_transpose, lambda x: np.swapaxes(x, -1, -2))
+
+
+def _concatenate_jvp(ts, ans, arrays, axis=0, *args, **kw):
+    if ts[0] is None:
+        return None
+    _, tans, leadshape = _elements(arrays, ts[0])
+    lead = len(leadshape)
+    if axis is None:
+        return np.concatenate([_flat(t, lead) for t in tans], axis=lead)
+    return np.concatenate(tans, axis=axis % np.ndim(ans) + lead)
+
+
+def _concatenate_vjp(g, ans, arrays, axis=0, *args, **kw):
+    vals = list(arrays)
+    if axis is None:
+        sizes = [np.size(x) for x in vals]
+        flat, ends = np.ravel(g), np.cumsum(sizes)
+        pieces = [np.reshape(flat[e - n:e], np.shape(x)) for n, e, x in zip(sizes, ends, vals)]
+    else:
+        axis = axis % np.ndim(ans)
+        sizes = [np.shape(x)[axis] for x in vals]
+        pieces = [g[(slice(None),) * axis + (slice(e - n, e),)] for n, e in zip(sizes, np.cumsum(sizes))]
+    pieces = [unbroadcast(p, x) for p, x in zip(pieces, vals)]
+    out = np.stack(pieces) if isinstance(arrays, np.ndarray) else pieces
+    return (out,) + (None,) * (1 + len(args))
+
+
+def _stack_jvp(ts, ans, arrays, axis=0, *args, **kw):
+    if ts[0] is None:
+        return None
+    _, tans, leadshape = _elements(arrays, ts[0])
+    return np.stack(tans, axis=axis % np.ndim(ans) + len(leadshape))
+
+
+def _stack_vjp(g, ans, arrays, axis=0, *args, **kw):
+    axis = axis % np.ndim(ans)
+    pieces = [unbroadcast(np.take(g, i, axis=axis), x) for i, x in enumerate(arrays)]
+    out = np.stack(pieces) if isinstance(arrays, np.ndarray) else pieces
+    return (out,) + (None,) * (1 + len(args))
+
+
+defjvp(np.concatenate, _concatenate_jvp, batched=True)
+defvjp(np.concatenate, _concatenate_vjp)
+defjvp(np.stack, _stack_jvp, batched=True)
+defvjp(np.stack, _stack_vjp)
+
+
+def _array_jvp(ts, ans, obj, *args, **kw):
+    """``np.array``/``asarray``...: a copy (or the same values) of ``obj``."""
+    if ts[0] is None or np.result_type(ans).kind not in "fc":
+        return None
+    if isinstance(obj, (list, tuple)):
+        _, tans, leadshape = _elements(obj, ts[0])
+        t = np.stack(tans, axis=len(leadshape))
+    else:
+        t = np.array(ts[0])
+    return _cast(t, np.result_type(ans))
+
+
+def _array_vjp(g, ans, obj, *args, **kw):
+    if isinstance(obj, (list, tuple)):
+        return ([unbroadcast(g[i], x) for i, x in enumerate(obj)],) + (None,) * len(args)
+    return (unbroadcast(_cast(g, np.result_type(obj, g)), obj),) + (None,) * len(args)
+
+
+for _f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.copy):
+    defjvp(_f, _array_jvp, batched=True)
+    defvjp(_f, _array_vjp)
+
+
+def _astype_jvp(ts, ans, a, dtype, *args, **kw):
+    if np.result_type(ans).kind not in "fc":
+        return None
+    return _cast(ts[0], np.result_type(ans))
+
+
+def _astype_vjp(g, ans, a, dtype, *args, **kw):
+    if np.result_type(ans).kind not in "fc":
+        return (None,) * (2 + len(args))
+    return (unbroadcast(_cast(g, np.result_type(a, np.float64)
+                              if np.iscomplexobj(a) else np.float64), a),) + (None,) * (1 + len(args))
+
+
+defjvp(np.ndarray.astype, _astype_jvp, batched=True)
+defvjp(np.ndarray.astype, _astype_vjp)
+if hasattr(np, "astype"):
+    defjvp(np.astype, _astype_jvp, batched=True)
+    defvjp(np.astype, _astype_vjp)
+
+
+def _broadcast_to_jvp(ts, ans, a, shape, *args, **kw):
+    t, lead = ts[0], _lead(ts[0], a)
+    shape = np.shape(ans)
+    t = np.reshape(t, np.shape(t)[:lead] + (1,) * (len(shape) - np.ndim(a)) + np.shape(a))
+    return np.broadcast_to(t, np.shape(t)[:lead] + shape)
+
+
+defjvp(np.broadcast_to, _broadcast_to_jvp, batched=True)
+defvjp(np.broadcast_to, lambda g, ans, a, shape, *args, **kw: (unbroadcast(g, a), None) + (None,) * len(args))
+
+
+def _flip_jvp(ts, ans, m, axis=None):
+    lead = _lead(ts[0], m)
+    return np.flip(ts[0], _shifted(_axes(axis, np.ndim(m)), lead))
+
+
+defjvp(np.flip, _flip_jvp, batched=True)
+defvjp(np.flip, lambda g, ans, m, axis=None: (np.flip(g, axis), None))
+
+
+def _roll_jvp(ts, ans, a, shift, axis=None):
+    t, lead = ts[0], _lead(ts[0], a)
+    if axis is None:
+        return np.reshape(np.roll(_flat(t, lead), shift, axis=lead), np.shape(t))
+    nd = np.ndim(a)
+    axis = tuple(i % nd + lead for i in axis) if isinstance(axis, (tuple, list)) else axis % nd + lead
+    return np.roll(t, shift, axis=axis)
+
+
+def _roll_vjp(g, ans, a, shift, axis=None):
+    return (np.roll(g, tuple(-np.asarray(shift).reshape(-1)) if np.ndim(shift) else -shift, axis),
+            None, None)
+
+
+defjvp(np.roll, _roll_jvp, batched=True)
+defvjp(np.roll, _roll_vjp)
+
+
+def _repeat_jvp(ts, ans, a, repeats, axis=None):
+    t, lead = ts[0], _lead(ts[0], a)
+    if axis is None:
+        return np.repeat(_flat(t, lead), repeats, axis=lead)
+    return np.repeat(t, repeats, axis=axis % np.ndim(a) + lead)
+
+
+def _repeat_vjp(g, ans, a, repeats, axis=None):
+    arr = np.ravel(a) if axis is None else np.asarray(a)
+    axis = 0 if axis is None else axis % arr.ndim
+    owner = np.repeat(np.arange(arr.shape[axis]), repeats)
+    z = _scatter(g, arr.shape, arr.dtype, (slice(None),) * axis + (owner,))
+    return (np.reshape(z, np.shape(a)) if np.ndim(a) else z[()], None, None)
+
+
+defjvp(np.repeat, _repeat_jvp, batched=True)
+defvjp(np.repeat, _repeat_vjp)
+
+
+# composite shape functions: differentiated through their definitions
+def _atleast(nd):
+    def promote(x):
+        shape = np.shape(x)
+        if len(shape) >= nd:
+            return x
+        if nd == 3 and len(shape) == 2:
+            return np.reshape(x, shape + (1,))
+        if nd == 3 and len(shape) == 1:
+            return np.reshape(x, (1,) + shape + (1,))
+        return np.reshape(x, (1,) * (nd - len(shape)) + shape)
+
+    def impl(*arys):
+        out = [promote(x) for x in arys]
+        return out[0] if len(out) == 1 else tuple(out)
+    return impl
+
+
+def _hstack(tup, *, dtype=None, casting="same_kind"):
+    arrs = [np.atleast_1d(x) for x in tup]
+    return np.concatenate(arrs, axis=0 if np.ndim(arrs[0]) == 1 else 1)
+
+
+def _column_stack(tup):
+    arrs = [np.reshape(x, (-1, 1)) if np.ndim(x) < 2 else x for x in tup]
+    return np.concatenate(arrs, axis=1)
+
+
+def _tile(a, reps):
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    shape = np.shape(a)
+    n = max(len(reps), len(shape))
+    shape = (1,) * (n - len(shape)) + shape
+    reps = (1,) * (n - len(reps)) + reps
+    spread = np.broadcast_to(np.reshape(a, tuple(x for s in shape for x in (1, s))),
+                             tuple(x for r, s in zip(reps, shape) for x in (r, s)))
+    return np.reshape(spread, tuple(r * s for r, s in zip(reps, shape)))
+
+
+defimpl(np.atleast_1d, _atleast(1))
+defimpl(np.atleast_2d, _atleast(2))
+defimpl(np.atleast_3d, _atleast(3))
+defimpl(np.hstack, _hstack)
+defimpl(np.vstack, lambda tup, **kw: np.concatenate([np.atleast_2d(x) for x in tup], axis=0))
+defimpl(np.dstack, lambda tup, **kw: np.concatenate([np.atleast_3d(x) for x in tup], axis=2))
+defimpl(np.column_stack, _column_stack)
+defimpl(np.tile, _tile)
+
+
+# ----------------------------------------------------------------------------- ndarray methods
+def _method(fn):
+    return lambda a, *args, **kw: fn(a, *args, **kw)
+
+
+for _name in ("sum", "mean", "prod", "max", "min", "cumsum", "cumprod", "var", "std", "ravel", "swapaxes",
+              "squeeze", "clip", "repeat", "take", "diagonal", "trace", "conj", "conjugate", "sort"):
+    if _name != "sort":
+        defimpl(getattr(np.ndarray, _name), _method(getattr(np, _name)))
+defimpl(np.ndarray.reshape, lambda a, *shape, **kw: np.reshape(a, shape[0] if len(shape) == 1 else shape, **kw))
+defimpl(np.ndarray.transpose, lambda a, *axes: np.transpose(a, axes[0] if len(axes) == 1 else (axes or None)))
+defimpl(np.ndarray.flatten, lambda a, order="C": np.array(np.ravel(a, order)))
+defimpl(np.ndarray.copy, lambda a, order="C": np.array(a, order=order))
+defimpl(np.ndarray.item, lambda a, *args: np.ravel(a)[args[0] if len(args) == 1 else
+                                                       np.ravel_multi_index(args, np.shape(a))]
+        if args else np.ravel(a)[0])
