@@ -16,10 +16,14 @@ control flow of ``f`` would differ for these inputs -- the replay raises
 :class:`TapeGuardError` (``on_mismatch="error"``, the default) or records ``f`` anew
 for the new inputs (``on_mismatch="rerecord"``): never a wrong gradient.
 """
+import math
+import operator
+import re
+
 import numpy as np
 from overdub import Context
 
-from . import structure
+from . import fastpaths, structure
 from .reverse import CUSTOM, GETITEM, INPUT, RULE, SETITEM, Record, ReverseCtx, _Run, backward
 from .rules import registry
 
@@ -205,38 +209,47 @@ def compile_tape(tape):
                             % {GETITEM: "indexing", SETITEM: "array-writing"}.get(rec.kind, "other"))
         args = []
         for i, p in enumerate(rec.parents):
-            if p is None:
+            if p is not None:
+                args.append("v%d" % p)
+            elif type(rec.vals[i]) in (float, int) and math.isfinite(rec.vals[i]):
+                args.append(repr(rec.vals[i]))
+            else:
                 env["c%d_%d" % (n, i)] = rec.vals[i]
                 args.append("c%d_%d" % (n, i))
-            else:
-                args.append("v%d" % p)
-        env["f%d" % n] = rec.f
-        env["k%d" % n] = rec.kwargs or {}
-        call = "f%d(%s, **k%d)" % (n, ", ".join(args), n)
-        if rec.kind == GUARD:
-            env["e%d" % n] = rec.ans
-            fwd.append("if %s != e%d: raise TapeGuardError('the tape would take another branch')"
-                       % (call, n))
-            continue
-        fwd.append("v%d = %s" % (n, call))
-        partials = registry.PARTIALS.get(rec.f)
-        if partials is None:
-            raise TypeError("tape.compile(): %s has no partial-derivative rule" % rec.f)
-        bwd.append("if g%d:" % n)
-        for i, p in enumerate(rec.parents):
-            if p is not None and i < len(partials) and partials[i] is not None:
-                env["p%d_%d" % (n, i)] = partials[i]
-                bwd.append("    g%d += g%d * p%d_%d(v%d, %s, **k%d)" % (p, n, n, i, n, ", ".join(args), n))
+        inline = _inline_forms(rec.f) if not rec.kwargs and rec.kind == RULE else None
+        if inline is not None and len(args) == len(inline) - 1:
+            names = dict(zip("ab", args), r="v%d" % n)
+            value, *partials = [_subst(e, names) for e in inline]
+            fwd.append("v%d = %s" % (n, value))
+        else:
+            env["f%d" % n] = rec.f
+            env["k%d" % n] = rec.kwargs or {}
+            call = "f%d(%s, **k%d)" % (n, ", ".join(args), n)
+            if rec.kind == GUARD:
+                env["e%d" % n] = rec.ans
+                fwd.append("if %s != e%d: raise TapeGuardError('the tape would take another branch')"
+                           % (call, n))
+                continue
+            fwd.append("v%d = %s" % (n, call))
+            table = registry.PARTIALS.get(rec.f)
+            if table is None:
+                raise TypeError("tape.compile(): %s has no partial-derivative rule" % rec.f)
+            partials = []
+            for i, p in enumerate(table):
+                env["p%d_%d" % (n, i)] = p
+                partials.append(None if p is None else "p%d_%d(v%d, %s, **k%d)" % (n, i, n, ", ".join(args), n))
+        steps = [(p, partials[i]) for i, p in enumerate(rec.parents)
+                 if p is not None and i < len(partials) and partials[i] is not None]
+        bwd.append((n, steps, inline is not None and rec.f in _POLYNOMIAL))
     out = tape.out_nodes[0]
     if len(tape.out_nodes) != 1 or out is None:
         raise TypeError("tape.compile() needs a scalar output that depends on the inputs")
-    nodes = sorted({int(line.split()[0][1:]) for line in fwd if line.startswith("v")} | set(inputs))
     lines = ["def compiled(%s):" % ", ".join("v%d" % n for n in inputs)]
     lines += ["    " + line for line in fwd]
-    lines += ["    g%d = 0.0" % n for n in nodes]
     lines.append("    g%d = 1.0" % out)
-    lines += ["    " + line for line in reversed(_blocks(bwd))]
-    lines.append("    return v%d, (%s,)" % (out, ", ".join("g%d" % n for n in inputs)))
+    back, names = _backward_lines(bwd, out)
+    lines += ["    " + line for line in back]
+    lines.append("    return v%d, (%s,)" % (out, ", ".join(names.get(n, "0.0") for n in inputs)))
     source = "\n".join(lines)
     exec(compile(source, "<capstan compiled tape of %s>" % getattr(tape.f, "__name__", "f"), "exec"), env)
     fn = env["compiled"]
@@ -244,15 +257,57 @@ def compile_tape(tape):
     return fn
 
 
-def _blocks(lines):
-    """Group ``if`` headers with their bodies so the backward pass can be reversed."""
-    blocks, cur = [], []
-    for line in lines:
-        if line.startswith("if ") and cur:
-            blocks.append("\n    ".join(cur))
-            cur = []
-        cur.append(line)
-    if cur:
-        blocks.append("\n    ".join(cur))
-    return blocks
+_POLYNOMIAL = {getattr(operator, name) for name in ("add", "sub", "mul", "neg", "iadd", "isub", "imul")}
 
+
+def _term(g, partial):
+    return {"1.0": g, "-1.0": "-" + g}.get(partial, "%s * (%s)" % (g, partial))
+
+
+def _backward_lines(bwd, out):
+    """The backward pass, last record first.  A node's cotangent variable is assigned
+    by its first contribution (no zero initialisation) -- or is just another name for
+    its child's when the partial is 1; records whose result got no cotangent are
+    skipped; partials that may be infinite are guarded by ``if g:``."""
+    name = {out: "g%d" % out}
+    lines = []
+    for n, steps, polynomial in reversed(bwd):
+        if n not in name:
+            continue
+        g = name[n]
+        body = []
+        for p, partial in steps:
+            term = _term(g, partial)
+            if p in name:
+                if name[p] != "g%d" % p:  # an alias about to be updated: give it its own variable
+                    body.append("g%d = %s" % (p, name[p]))
+                    name[p] = "g%d" % p
+                body.append("g%d += %s" % (p, term))
+            elif polynomial and partial == "1.0":
+                name[p] = g
+            elif polynomial:
+                body.append("g%d = %s" % (p, term))
+                name[p] = "g%d" % p
+            else:
+                lines.append("g%d = 0.0" % p)
+                body.append("g%d += %s" % (p, term))
+                name[p] = "g%d" % p
+        if polynomial:
+            lines += body
+        elif body:
+            lines.append("if %s:" % g)
+            lines += ["    " + line for line in body]
+    return lines, name
+
+
+def _inline_forms(f):
+    """``(result, partial wrt a[, partial wrt b])`` as expressions over a, b, r, for the
+    operators whose forms ``capstan.fastpaths`` spells out (the rule table's partials)."""
+    f = fastpaths.IN_PLACE.get(f, f)
+    if f in fastpaths.BINARY:
+        return fastpaths.BINARY[f]
+    return fastpaths.UNARY.get(f)
+
+
+def _subst(expr, names):
+    return re.sub(r"\b[abr]\b", lambda m: "(%s)" % names[m.group(0)], expr)
