@@ -1,0 +1,133 @@
+"""Recorded tapes: replay, guards, re-recording and generated code (capstan.tape)."""
+import math
+
+import numpy as np
+import pytest
+
+import capstan
+from capstan import TapeGuardError, record_tape
+
+
+def branchy(x, y):
+    r = 0.0
+    for i in range(5):
+        r = r * x + math.sin(y) * i
+    if x > 0:
+        return r
+    return -r
+
+
+def euler(k):
+    y, t, h = 1.0, 0.0, 0.01
+    for _ in range(100):
+        y = y + h * (-k * y + math.sin(t))
+        t = t + h
+    return y
+
+
+def euler_hand(k):
+    y, dy, t, h = 1.0, 0.0, 0.0, 0.01
+    for _ in range(100):
+        dy = dy + h * (-y - k * dy)
+        y = y + h * (-k * y + math.sin(t))
+        t = t + h
+    return dy
+
+
+def cumulative(x):
+    y = np.zeros(len(x))
+    y[0] = x[0]
+    for i in range(1, len(x)):
+        y[i] = y[i - 1] * x[i]
+    return y[-1] + np.sum(y)
+
+
+@pytest.mark.parametrize("args", [(0.7, 0.2), (1.5, -0.4), (0.1, 3.0)])
+def test_replay_matches_plain_and_gradient(args):
+    tape = record_tape(branchy, 0.5, 0.3)
+    assert tape(*args) == branchy(*args)
+    assert tape.gradient(*args) == capstan.gradient(branchy, *args)
+
+
+def test_guard_refuses_another_branch():
+    tape = record_tape(branchy, 0.5, 0.3)
+    with pytest.raises(TapeGuardError, match="another branch"):
+        tape.gradient(-0.7, 0.2)
+    with pytest.raises(TapeGuardError):
+        tape(-0.7, 0.2)
+
+
+def test_rerecord_on_mismatch():
+    tape = record_tape(branchy, 0.5, 0.3, on_mismatch="rerecord")
+    assert tape.gradient(-0.7, 0.2) == capstan.gradient(branchy, -0.7, 0.2)
+    assert tape(-0.7, 0.2) == branchy(-0.7, 0.2)
+
+
+def test_guard_on_int_conversion():
+    def f(x):
+        return x * int(x)
+
+    tape = record_tape(f, 2.5)
+    assert tape.gradient(2.7) == (2.0,)
+    with pytest.raises(TapeGuardError):
+        tape.gradient(3.5)
+
+
+def test_array_writes_replay():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    tape = record_tape(cumulative, x)
+    for new in (np.array([2.0, 2.0, 2.0, 2.0]), np.array([0.5, -1.0, 3.0, 0.25])):
+        np.testing.assert_allclose(tape(new), cumulative(new))
+        np.testing.assert_allclose(tape.gradient(new)[0], capstan.gradient(cumulative, new)[0])
+
+
+def test_shapes_and_constants_are_checked():
+    tape = record_tape(cumulative, np.ones(4))
+    with pytest.raises(ValueError, match="shape"):
+        tape(np.ones(5))
+    tape2 = record_tape(lambda x, n: x * n, 2.0, 3)
+    assert tape2(5.0, 3) == 15.0
+    with pytest.raises(ValueError, match="differs"):
+        tape2(5.0, 4)
+
+
+@pytest.mark.parametrize("k", [0.3, 0.7, 2.0])
+def test_compiled_tape_matches_hand_derivative(k):
+    compiled = record_tape(euler, 0.5).compile()
+    value, (grad,) = compiled(k)
+    assert value == pytest.approx(euler(k), rel=1e-12)
+    assert grad == pytest.approx(euler_hand(k), rel=1e-9)
+    assert "def compiled" in compiled.source
+
+
+def test_compiled_tape_checks_guards_and_handles_math():
+    compiled = record_tape(branchy, 0.5, 0.3).compile()
+    value, grads = compiled(0.7, 0.2)
+    assert value == pytest.approx(branchy(0.7, 0.2))
+    assert grads == pytest.approx(capstan.gradient(branchy, 0.7, 0.2))
+    with pytest.raises(TapeGuardError):
+        compiled(-0.7, 0.2)
+
+
+def test_compiled_tape_guards_infinite_partials():
+    def f(x, y):
+        return math.sqrt(x) * 0.0 + y * y  # d sqrt at 0 is infinite, but its cotangent is 0
+
+    compiled = record_tape(f, 1.0, 2.0).compile()
+    assert compiled(0.0, 3.0) == (9.0, (0.0, 6.0))
+
+
+def test_compile_refuses_array_tapes_and_custom_steps():
+    with pytest.raises(TypeError, match="tape.gradient"):
+        record_tape(cumulative, np.ones(3)).compile()
+    with pytest.raises(TypeError, match="checkpoint, hook"):
+        record_tape(lambda x: capstan.checkpoint(math.sin, x), 1.0)
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="callable"):
+        record_tape(3, 1.0)
+    with pytest.raises(ValueError, match="on_mismatch"):
+        record_tape(math.sin, 1.0, on_mismatch="ignore")
+    with pytest.raises(TypeError, match="takes 1 arguments"):
+        record_tape(math.sin, 1.0)(1.0, 2.0)
