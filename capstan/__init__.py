@@ -16,11 +16,16 @@ from .markers import checkpoint, hook
 from .nesting import nestlevel
 from .reverse import ReverseCtx, adjoint, gradient, pullback
 from .tape import Tape, TapeGuardError, record_tape
+from .bit32 import bit32pass
+from .counting import CountCtx
+from .gpu import GPUCtx
+from .printing import PrintCtx
+from .trace import TraceCtx
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 
 register_all()
 overdub.opaque(adcontext, forward, reverse, structure, nesting, pool, tape)
 
-__all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
+__all__ = ["PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass", "D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError", "defderiv", "defjvp", "defvjp",
            "deflinear", "defimpl", "nondifferentiable"]

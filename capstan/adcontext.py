@@ -11,10 +11,11 @@
   differentiated value into a float would silently drop its derivative, so it
   raises :class:`NoRuleError` instead.
 """
+import numbers
 import operator
 
 import numpy as np
-from overdub import Context, Tagged, is_structural, overdub, primitive
+from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
 
 from .rules import registry
 
@@ -28,6 +29,25 @@ INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.im
            operator.itruediv: operator.truediv, operator.ipow: operator.pow,
            operator.imatmul: operator.matmul, operator.imod: operator.mod,
            operator.ifloordiv: operator.floordiv}
+
+
+_DUNDERS = {  # operator -> (method, reflected method, symbol)
+    operator.add: ("__add__", "__radd__", "+"), operator.sub: ("__sub__", "__rsub__", "-"),
+    operator.mul: ("__mul__", "__rmul__", "*"), operator.truediv: ("__truediv__", "__rtruediv__", "/"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__", "//"), operator.mod: ("__mod__", "__rmod__", "%"),
+    operator.pow: ("__pow__", "__rpow__", "** or pow()"), operator.matmul: ("__matmul__", "__rmatmul__", "@"),
+}
+_UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__", "unary +"),
+                  abs: ("__abs__", "abs()")}
+_NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
+NOT_MINE = object()
+#: functions that export a float's exact value as integers or text: their results carry no
+#: float, yet code computes with them (statistics.mean, fractions) -- refuse, don't drop
+EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
+             int.from_bytes}
+OPERATORS = set(_DUNDERS) | set(_UNARY_DUNDERS) | {operator.iadd, operator.isub, operator.imul,
+                                                   operator.itruediv, operator.ifloordiv, operator.imod,
+                                                   operator.ipow, operator.imatmul}
 
 
 class NoRuleError(TypeError):
@@ -93,10 +113,96 @@ class ADContext(Context):
 
     def reset(self):
         """Forget the state of the last run (the context is about to be reused)."""
+        self.cleanup()
         self.shadows = {}
+
+    # -- containers that received differentiated values ------------------------------------------
+    def cleanup(self):
+        """Replace this context's tagged values left in containers and attributes written
+        during the run by their plain values, so that state outside ``f`` ends as plain
+        Python would leave it."""
+        stored, self.stored = self.__dict__.get("stored", []), []
+        for target, name in stored:
+            if name is _WHOLE:
+                if type(target) is list:
+                    for i, v in enumerate(target):
+                        if self.owns(v):
+                            target[i] = _strip(v, self)
+                elif type(target) is dict or isinstance(target, dict):
+                    for k, v in list(target.items()):
+                        if self.owns(v):
+                            target[k] = _strip(v, self)
+            else:
+                d = getattr(target, "__dict__", None)
+                if d is not None and self.owns(d.get(name)):
+                    d[name] = _strip(d[name], self)
+
+    def remember(self, target, name=None):
+        self.__dict__.setdefault("stored", []).append((target, _WHOLE if name is None else name))
+
+    @primitive(operator.setitem, object, object, Tagged)
+    def store_item(self, c, k, v):
+        if type(c) is np.ndarray or self.owns(c):
+            return self.setitem(c, k, v)
+        out = recurse(self, operator.setitem, c, k, v)
+        if isinstance(c, (list, dict)):
+            self.remember(c)
+        return out
+
+    @primitive(setattr, object, object, Tagged)
+    def store_attr(self, o, name, v):
+        out = recurse(self, setattr, o, name, v)
+        self.remember(o, name)
+        return out
+
 
     def apply(self, f, args, kwargs):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def user_operator(self, f, args):
+        """``a * b`` where an operand is a user object (a class with ``__mul__``...): run
+        that class's own Python method inside the context, as plain Python would call
+        it; ``NOT_MINE`` when every operand is a number or an array."""
+        if f in INPLACE:
+            if not isinstance(args[0], _NUMERIC):
+                method = getattr(type(args[0]), "__i%s__" % _DUNDERS[INPLACE[f]][0][2:-2], None)
+                if method is not None:
+                    out = overdub(self, method, *args)
+                    if out is not NotImplemented:
+                        return out
+            f = INPLACE[f]
+        if f in _UNARY_DUNDERS:
+            if isinstance(args[0], _NUMERIC):
+                return NOT_MINE
+            name, sym = _UNARY_DUNDERS[f]
+            method = getattr(type(args[0]), name, None)
+            if method is None:
+                raise TypeError("bad operand type for %s: '%s'" % (sym, type(args[0]).__name__))
+            return overdub(self, method, args[0])
+        entry = _DUNDERS.get(f)
+        if entry is None or len(args) != 2 or all(isinstance(a, _NUMERIC) for a in args):
+            return NOT_MINE
+        a, b = args
+        name, rname, sym = entry
+        for obj, other, method_name in ((a, b, name), (b, a, rname)):
+            if isinstance(obj, _NUMERIC) or isinstance(obj, (list, tuple, str, bytes, dict)):
+                continue
+            method = getattr(type(obj), method_name, None)
+            if method is not None:
+                out = overdub(self, method, obj, other)
+                if out is not NotImplemented:
+                    return out
+        raise TypeError("unsupported operand type(s) for %s: '%s' and '%s'"
+                        % (sym, type(a).__name__, type(b).__name__))
+
+    def nested_arrays(self, seq):
+        """``seq`` with inner lists holding differentiated values made arrays (inside the
+        context), so that rules see one level of list: ``np.array([[x, y], [y, x]])``."""
+        if not any((type(e) is list or type(e) is tuple) and self._differentiated(e, {}) for e in seq):
+            return seq
+        return type(seq)(overdub(self, np.asarray, e)
+                         if (type(e) is list or type(e) is tuple) and self._differentiated(e, {}) else e
+                         for e in seq)
 
     def owns(self, x):
         return type(x) is Tagged and x._tagkey is self._tagkey
@@ -137,6 +243,10 @@ class ADContext(Context):
         else:
             if not kwargs:
                 return f(*args)  # nothing tagged: the plain call itself
+        if isinstance(f, type) and issubclass(f, BaseException):
+            return f(*args, **kwargs)  # exceptions keep their arguments as they are
+        if f in EXPORTING and self._differentiated(args, kwargs):
+            raise no_rule(f, self.mode)
         if is_structural(f) or f in registry.NONDIFF or not self._differentiated(args, kwargs):
             return Context.fallback(self, f, *args, **kwargs)
         if f in _registered:  # a rule exists, the argument pattern was not foreseen
@@ -159,10 +269,39 @@ class ADContext(Context):
         return False
 
 
+_WHOLE = object()
+
+
+def _strip(v, ctx):
+    while type(v) is Tagged and v._tagkey is ctx._tagkey:
+        v = v._value
+    return v
+
+
+def _storing(method):
+    """A primitive running the structural builtin ``method`` (``list.append``...) with
+    tagged values kept, remembering the container for :meth:`ADContext.cleanup`."""
+    def store(self, c, *args, **kwargs):
+        out = method(c, *args, **kwargs)
+        self.remember(c)
+        return out
+
+    store.__name__ = "store_" + method.__name__
+    return store
+
+
 def _inexact(x):
     if isinstance(x, (float, complex, np.inexact)):
         return True
     return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
+for _method, _types in ((list.append, (list, Tagged)), (list.insert, (list, object, Tagged)),
+                        (list.extend, (list,)), (dict.setdefault, (dict, object, Tagged)),
+                        (dict.update, (dict,)), (set.add, (set, Tagged))):
+    _store = _storing(_method)
+    primitive(_method, *_types)(_store)
+    setattr(ADContext, "_store_%s_%s" % (_method.__objclass__.__name__, _method.__name__), _store)
 
 
 def register_all():

@@ -11,11 +11,13 @@ is not a number.  Constant tuples (``for k in (1.0, 2.0)``) are converted elemen
 Like every pass it rewrites every function body run inside the context (library code
 too); wrap it to restrict it (see docs/tools.md).
 """
+import math
+
 import numpy as np
 
 import overdub
 
-__all__ = ["bit32pass", "to32"]
+__all__ = ["bit32pass", "float32pass", "to32"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
 _F32_MIN = float(np.finfo(np.float32).smallest_subnormal) / 2  # below this: rounds to 0
@@ -26,7 +28,7 @@ _LITERAL_OPS = {"LOAD_CONST", "RETURN_CONST"}
 def _fits(c):
     """Whether ``c`` is a literal that becomes 32-bit (exact types: no bool, no subclasses)."""
     if type(c) is float:
-        return c != c or abs(c) == float("inf") or c == 0.0 or _F32_MIN < abs(c) <= _F32_MAX
+        return not math.isfinite(c) or c == 0.0 or _F32_MIN < abs(c) <= _F32_MAX
     if type(c) is int:
         return int(_I32.min) <= c <= int(_I32.max)
     return type(c) is tuple and any(_fits(x) for x in c)
@@ -74,3 +76,10 @@ def _is_literal(arg):
 
 def _replace(arg):
     return to32(arg.value) if type(arg) is _Literal else np.float32(arg)
+
+
+def float32pass(ctx_type, code):
+    """Like ``bit32pass`` for float literals only.  NumPy promotes ``int32`` with
+    ``float32`` to ``float64`` (``x32 ** np.int32(3)`` is float64, ``x32 ** 3`` is
+    float32), so code that mixes int literals into float32 arrays wants this one."""
+    return overdub.replace_match(np.float32, lambda c: type(c) is float and _fits(c), code)

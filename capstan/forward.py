@@ -18,7 +18,7 @@ import numpy as np
 from overdub import Context, Tagged, overdub, primitive, tag
 
 from . import fastpaths, structure
-from .adcontext import INPLACE, ADContext, no_rule
+from .adcontext import INPLACE, NOT_MINE, OPERATORS, ADContext, no_rule
 from .nesting import level
 from .pool import borrowed
 from .rules import registry
@@ -77,6 +77,7 @@ class ForwardCtx(ADContext):
                     found = True
                     foreign = entry[2] or foreign
             elif (ta is list or ta is tuple) and a:
+                a = self.nested_arrays(a)
                 sub_vals, sub_tans, sub_found, sub_foreign = self._split(a)
                 if sub_found:
                     vals[i], tans[i], found = ta(sub_vals), sub_tans, True
@@ -91,6 +92,10 @@ class ForwardCtx(ADContext):
                             "keyword argument" % getattr(f, "__name__", f))
         if not found:
             return Context.fallback(self, f, *args, **kwargs)
+        if f in OPERATORS:
+            out = self.user_operator(f, args)
+            if out is not NOT_MINE:
+                return out
         impl = _IMPLS.get(f)
         if impl is not None:
             return overdub(self, impl, *args, **kwargs)
@@ -161,6 +166,9 @@ class ForwardCtx(ADContext):
         ans = self.read(value, k, foreign)
         if t is None:
             return ans
+        if type(t) is tuple or type(t) is list:  # a tuple-valued result (cmath.polar...)
+            tk = t[k]
+            return ans if tk is None else Tagged(ans, tk, self)
         tk = self.read(t, _lead(t, value) + _index(k), foreign)
         if not (type(ans) is np.ndarray and ans.base is not None) and type(tk) is np.ndarray:
             tk = tk.copy()  # a view's tangent is a view; a copy's tangent a copy
@@ -319,7 +327,6 @@ def jvp(f, primals, tangents):
 def _jvp(ctx, f, leaves, tleaves, rebuild):
     seeded = []
     for i, (p, t) in enumerate(zip(leaves, tleaves)):
-        structure.check_leaf(p, "jvp", "primal %d" % i)
         if structure.is_differentiable(p) and t is not None:
             if np.shape(t) != np.shape(p):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"

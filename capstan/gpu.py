@@ -22,8 +22,6 @@ import numpy as np
 import overdub
 from overdub import Context, primitive
 
-from .printing import name_of
-
 __all__ = ["GPUCtx", "default_xp"]
 
 
@@ -34,7 +32,7 @@ def default_xp():
 
         if cupy.cuda.runtime.getDeviceCount() > 0:
             return cupy, True
-    except Exception:  # no CuPy, no driver, no device: all mean "run on NumPy"
+    except Exception:  # noqa: BLE001, S110  (no CuPy, no driver, no device: run on NumPy)
         pass
     return np, False
 
@@ -96,42 +94,42 @@ class GPUCtx(Context):
 
     # -- finding the device function ----------------------------------------------
     def target(self, f):
-        """The function of ``xp`` that replaces NumPy's ``f``; ``None`` if ``f`` is not
-        a NumPy function; ``_NOT_FOUND`` if it is but ``xp`` lacks it.  Cached per ``f``."""
+        """``(g, label)``: ``g`` is the function of ``xp`` that replaces NumPy's ``f``
+        (``None`` if ``f`` is not a NumPy function, ``_NOT_FOUND`` if ``xp`` lacks it);
+        ``label`` its dotted name (``linalg.norm``).  Cached per ``f``."""
         try:
             return self._targets[f]
         except KeyError:
             pass
         except TypeError:  # unhashable callable: not a NumPy function
-            return None
+            return None, None
         found = self._targets[f] = self._lookup(f)
         return found
 
     def _lookup(self, f):
-        if isinstance(f, type):
-            return None  # np.float32, np.ndarray...: the same classes on CuPy
-        if isinstance(f, np.ufunc):
-            path = ()
-        else:
-            owner = getattr(f, "__objclass__", None)
-            if owner is not None:  # np.ndarray.sum(host_array)
-                if owner is not np.ndarray or not isinstance(getattr(f, "__name__", None), str):
-                    return None
-                return getattr(self.xp.ndarray, f.__name__, _NOT_FOUND)
+        name = getattr(f, "__name__", None)
+        if isinstance(f, type) or not isinstance(name, str):
+            return None, None  # np.float32, np.ndarray...: the same classes on CuPy
+        owner = getattr(f, "__objclass__", None)
+        if owner is not None:  # a method descriptor: np.ndarray.sum(host_array)
+            if owner is not np.ndarray:
+                return None, None
+            return getattr(self.xp.ndarray, name, _NOT_FOUND), "ndarray." + name
+        path = []
+        if not isinstance(f, np.ufunc):
             mod = getattr(f, "__module__", None)
             if not isinstance(mod, str) or not (mod == "numpy" or mod.startswith("numpy.")):
-                return None
-            path = []
+                return None, None
             for part in mod.split(".")[1:]:  # numpy.linalg._linalg -> linalg
                 if part.startswith("_"):
                     break
                 path.append(part)
         obj = self.xp
-        for part in [*path, getattr(f, "__name__", "")]:
+        for part in [*path, name]:
             obj = getattr(obj, part, _NOT_FOUND)
             if obj is _NOT_FOUND:
-                return _NOT_FOUND
-        return obj if callable(obj) else _NOT_FOUND
+                break
+        return (obj if callable(obj) else _NOT_FOUND), ".".join([*path, name])
 
     # -- the dispatch -------------------------------------------------------------------
     @primitive()
@@ -148,16 +146,16 @@ class GPUCtx(Context):
         return self.host(out) if top and self.to_host else out
 
     def _call(self, f, args, kwargs):
-        g = self.target(f)
+        g, label = self.target(f)
         if g is None:
             if getattr(f, "__module__", None) in _OPERATOR_MODULES and any(map(self.is_host, args)) \
                     and any(isinstance(a, self.xp.ndarray) for a in args):
                 args = tuple(self.device(a) for a in args)  # device_array + host_array
             return overdub.recurse(self, f, *args, **kwargs)
         if g is _NOT_FOUND:
-            self.host_calls[name_of(f)] += 1
+            self.host_calls[label] += 1
             return f(*self.host(args), **self.host(kwargs))
-        self.substituted[name_of(f)] += 1
+        self.substituted[label] += 1
         return g(*[self.device(a) for a in args], **{k: self.device(v) for k, v in kwargs.items()})
 
     def __repr__(self):

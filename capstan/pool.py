@@ -30,8 +30,8 @@ class borrowed:
 
     def __exit__(self, *exc):
         ctx = self.ctx
+        ctx.reset()  # (cleans up the run's tagged values while they are still its own)
         ctx.renew_tags()
-        ctx.reset()
         idle = _local.pools[self.cls]
         if len(idle) < _KEEP:
             idle.append(ctx)

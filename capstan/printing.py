@@ -20,7 +20,7 @@ import numpy as np
 import overdub
 from overdub import Context, primitive
 
-__all__ = ["PrintCtx", "name_of", "describe", "module_of"]
+__all__ = ["PrintCtx", "describe", "module_of", "name_of"]
 
 
 def name_of(f):
@@ -55,7 +55,7 @@ def describe(value, limit=60):
     else:
         try:
             text = " ".join(repr(value).split())
-        except Exception as exc:  # a broken __repr__ must not break the log
+        except Exception as exc:  # noqa: BLE001  (a broken __repr__ must not break the log)
             text = "<%s: repr failed: %s>" % (type(value).__name__, type(exc).__name__)
     if limit and len(text) > limit:
         text = text[:max(limit - 3, 1)] + "..."

@@ -18,7 +18,7 @@ import numpy as np
 from overdub import Context, Tagged, overdub, primitive, retag, tag
 
 from . import fastpaths, structure
-from .adcontext import INPLACE, ADContext, no_rule
+from .adcontext import INPLACE, NOT_MINE, OPERATORS, ADContext, no_rule
 from .forward import _ATTRIBUTES, _base_type
 from .markers import checkpoint, hook
 from .nesting import level
@@ -73,21 +73,31 @@ class ReverseCtx(ADContext):
         n = len(tape) - 1
         for v in vals:
             if type(v) is np.ndarray:
-                self.readers.setdefault(id(v), []).append(n)
+                self.readers.setdefault(id(_root(v)), []).append(n)
         if type(ans) is np.ndarray:
-            self.readers.setdefault(id(ans), []).append(n)
+            self.readers.setdefault(id(_root(ans)), []).append(n)
         return n
 
     def before_write(self, arr):
         """``arr`` is about to change in place: records reading it get its old contents."""
-        users = self.readers.pop(id(arr), None)
+        if type(arr) is not np.ndarray:
+            return
+        root = _root(arr)
+        users = self.readers.pop(id(root), None)
         if users:
-            snap = arr.copy()
+            copies = {}
+
+            def snap(v):
+                if type(v) is not np.ndarray or _root(v) is not root:
+                    return v
+                if id(v) not in copies:
+                    copies[id(v)] = v.copy()
+                return copies[id(v)]
+
             for n in users:
                 rec = self.tape[n]
-                rec.vals = tuple(snap if v is arr else v for v in rec.vals)
-                if rec.ans is arr:
-                    rec.ans = snap
+                rec.vals = tuple(snap(v) for v in rec.vals)
+                rec.ans = snap(rec.ans)
 
     def input(self, value):
         return tag(value, self, self.record(INPUT, None, None, (), None, ()))
@@ -116,6 +126,7 @@ class ReverseCtx(ADContext):
                     found = True
                     foreign = entry[2] or foreign
             elif (ta is list or ta is tuple) and a:
+                a = self.nested_arrays(a)
                 sub_vals, sub_parents, sub_found, sub_foreign = self._split(a)
                 if sub_found:
                     vals[i], parents[i], found = ta(sub_vals), sub_parents, True
@@ -130,6 +141,10 @@ class ReverseCtx(ADContext):
                             "keyword argument" % getattr(f, "__name__", f))
         if not found:
             return Context.fallback(self, f, *args, **kwargs)
+        if f in OPERATORS:
+            out = self.user_operator(f, args)
+            if out is not NOT_MINE:
+                return out
         impl = _IMPLS.get(f)
         if impl is not None:
             return overdub(self, impl, *args, **kwargs)
@@ -232,9 +247,15 @@ class ReverseCtx(ADContext):
             return overdub(self, f, *args)
         ans = overdub(foreign, f, *vals) if foreign is not None else f(*vals)
 
-        def back(g):
-            _, pb = pullback(f, *vals)
-            return pb(g)
+        def back(g):  # the segment is run again, its tape kept only for this backward pass
+            with borrowed(ReverseCtx) as ctx:
+                run = _Run(f, vals, "checkpoint", ctx)
+                seeds = {}
+                for leaf, d in zip(run.out_leaves, structure.flatten(g)[0]):
+                    n = ctx.node(leaf)
+                    if n is not None and d is not None:
+                        seeds[n] = d
+                return run.back(seeds)
 
         return self._result(ans, self.record(CUSTOM, back, ans, (), None, tuple(parents), foreign))
 
@@ -303,6 +324,13 @@ def _step(rec, g, run):
         vshape, k = rec.kwargs
         return run(setitem_back, g, vshape, k)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+
+
+def _root(a):
+    """The array owning ``a``'s memory (``a`` itself unless it is a view)."""
+    while type(a.base) is np.ndarray:
+        a = a.base
+    return a
 
 
 def _plain(f, *args, **kwargs):
@@ -429,6 +457,7 @@ def pullback(f, *args):
     output cotangent ``dy`` (shaped like the output); ``back`` may be called many times."""
     run = _Run(f, args, "pullback")
     y = run.primal()
+    run.ctx.cleanup()
 
     def back(dy):
         dleaves, _ = structure.flatten(dy)

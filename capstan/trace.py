@@ -27,7 +27,7 @@ from overdub import Context, primitive
 
 from .printing import _member, call_text, describe, name_of
 
-__all__ = ["TraceCtx", "Call"]
+__all__ = ["Call", "TraceCtx"]
 
 
 class Call:
@@ -35,7 +35,7 @@ class Call:
     exception it raised) and ``children``, the calls made inside it, in order.
     Arguments and results are the objects themselves (not copies)."""
 
-    __slots__ = ("f", "args", "kwargs", "result", "error", "children")
+    __slots__ = ("args", "children", "error", "f", "kwargs", "result")
 
     def __init__(self, f, args, kwargs):
         self.f, self.args, self.kwargs = f, args, kwargs
@@ -139,7 +139,8 @@ class TraceCtx(Context):
             x, y = 5 + d * 24, 5 + i * step
             if d - 1 in last_at:
                 px, py = last_at[d - 1]
-                out.append('<path d="M%d %d V%d H%d" fill="none" stroke="#888"/>' % (px + 8, py + h, y + h // 2, x))
+                out.append('<path d="M%d %d V%d H%d" fill="none" stroke="#888"/>'
+                           % (px + 8, py + h, y + h // 2, x))
             out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="#eef" stroke="#446"/>'
                        % (x, y, len(text) * width_ch + 8, h))
             out.append('<text x="%d" y="%d">%s</text>' % (x + 4, y + 13, html.escape(text)))

@@ -52,7 +52,10 @@ class Tagged:
 
     @property
     def __class__(self):  # isinstance(t, float) holds for a tagged float, even in plain code
-        return type(self._value)
+        value = self._value
+        while type(value) is Tagged:  # tagged by several (nested) contexts
+            value = value._value
+        return type(value)
 
     def __repr__(self):
         return repr(self._value)

@@ -24,6 +24,6 @@ def getitem_back(g, shape, dtype, k):
 def setitem_back(g, vshape, k):
     """Cotangents of ``(old array, v)`` for ``a[k] = v``."""
     rest = np.array(g, copy=True)
-    part = rest[k]
+    part = np.array(rest[k], copy=True)  # (a copy: rest[k] may be a view, zeroed next)
     rest[k] = 0
     return rest, unbroadcast(part, np.zeros(vshape))

@@ -58,7 +58,7 @@ if hasattr(math, "cbrt"):
 if hasattr(math, "exp2"):
     defderiv(math.exp2, lambda ans, x: ans * math.log(2.0))
 nondifferentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
-                  math.isclose, math.modf, math.frexp, math.factorial, math.gcd, math.comb,
+                  math.isclose, math.factorial, math.gcd, math.comb,
                   math.perm, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
 
 
@@ -92,7 +92,15 @@ def _dist(p, q):
     return math.sqrt(sum((a - b) * (a - b) for a, b in zip(p, q, strict=True)))
 
 
+def _modf(x):
+    if not math.isfinite(x):
+        return (math.copysign(0.0, x) if math.isinf(x) else x, x)
+    whole = float(math.trunc(x))
+    return x - whole, whole
+
+
 # functions of iterables: differentiated through a Python equivalent
 defimpl(math.fsum, _fsum)
 defimpl(math.prod, _prod)
 defimpl(math.dist, _dist)
+defimpl(math.modf, _modf)

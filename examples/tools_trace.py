@@ -1,0 +1,31 @@
+"""capstan.TraceCtx: record the call tree of a run, print it, and save it as Graphviz
+DOT plus an SVG picture (Graphviz's when ``dot`` is installed, else a simple one).
+
+    python examples/tools_trace.py [OUTPUT.dot]
+"""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import overdub  # noqa: E402
+from capstan.trace import TraceCtx  # noqa: E402
+
+
+def square(x):
+    return x * x
+
+
+def hypot2(a, b):
+    return square(a) + square(b)
+
+
+if __name__ == "__main__":
+    ctx = TraceCtx()
+    result = overdub.overdub(ctx, hypot2, 3, 4)
+    print("hypot2(3, 4) =", result)
+    print(ctx.render())
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.mkdtemp(), "trace.dot")
+    dot, svg = ctx.save(path)
+    print("wrote", dot, "and", svg)
