@@ -26,6 +26,7 @@ from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiab
 register_all()
 overdub.opaque(adcontext, forward, reverse, structure, nesting, pool, tape)
 
-__all__ = ["PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass", "D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
-           "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError", "defderiv", "defjvp", "defvjp",
-           "deflinear", "defimpl", "nondifferentiable"]
+__all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
+           "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
+           "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
+           "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass"]

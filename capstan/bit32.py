@@ -22,7 +22,6 @@ __all__ = ["bit32pass", "float32pass", "to32"]
 _F32_MAX = float(np.finfo(np.float32).max)
 _F32_MIN = float(np.finfo(np.float32).smallest_subnormal) / 2  # below this: rounds to 0
 _I32 = np.iinfo(np.int32)
-_LITERAL_OPS = {"LOAD_CONST", "RETURN_CONST"}
 
 
 def _fits(c):
@@ -45,37 +44,12 @@ def to32(c):
     return c
 
 
-class _Literal:
-    """An int constant marked for ``replace_match`` (see ``bit32pass``)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
 def bit32pass(ctx_type, code):
     """The pass: ``(ctx_type, bytecode.Bytecode) -> bytecode.Bytecode``.
 
-    ``overdub.replace_match`` sees every instruction argument, and ints are also
-    operand counts (``BUILD_TUPLE 2``, ``CALL 1``...), so int and tuple constants are
-    first marked on their constant-loading instructions, then all literals are
-    replaced by one ``replace_match``.  Floats only ever appear as constants.
-    """
-    for instr in code:
-        if getattr(instr, "name", None) in _LITERAL_OPS and type(instr.arg) in (int, tuple):
-            instr.arg = _Literal(instr.arg)
-    return overdub.replace_match(_replace, _is_literal, code)
-
-
-def _is_literal(arg):
-    if type(arg) is _Literal:
-        return True
-    return type(arg) is float and _fits(arg)
-
-
-def _replace(arg):
-    return to32(arg.value) if type(arg) is _Literal else np.float32(arg)
+    ``overdub.replace_match`` only looks at values (constants and names), never at
+    operand counts such as ``CALL 2``, so one call converts every literal that fits."""
+    return overdub.replace_match(to32, _fits, code)
 
 
 def float32pass(ctx_type, code):

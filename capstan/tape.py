@@ -237,7 +237,8 @@ def compile_tape(tape):
             partials = []
             for i, p in enumerate(table):
                 env["p%d_%d" % (n, i)] = p
-                partials.append(None if p is None else "p%d_%d(v%d, %s, **k%d)" % (n, i, n, ", ".join(args), n))
+                partials.append(None if p is None
+                                else "p%d_%d(v%d, %s, **k%d)" % (n, i, n, ", ".join(args), n))
         steps = [(p, partials[i]) for i, p in enumerate(rec.parents)
                  if p is not None and i < len(partials) and partials[i] is not None]
         bwd.append((n, steps, inline is not None and rec.f in _POLYNOMIAL))

@@ -12,6 +12,6 @@ from .passes import PassError, replace_match
 from .tagging import Tagged, hasmetadata, istagged, metadata, retag, tag, untag
 
 __all__ = ["Context", "context", "primitive", "overdub", "recurse", "fallback", "canrecurse",
-           "is_structural", "opaque", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged", "Tagged", "replace_match",
-           "PassError"]
+           "tag", "retag", "untag", "metadata", "hasmetadata", "istagged", "Tagged", "replace_match",
+           "PassError", "opaque", "is_structural"]
 __version__ = "0.1.0"

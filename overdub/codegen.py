@@ -104,7 +104,8 @@ def _rule_conditions(rules, names):
             plain = tuple(c for c in ts if c is not Tagged)
             if plain:
                 env["T%d_%d" % (i, j)] = plain
-                alts.append("((type(%s) is not Tagged or %s._tagkey is not ctx._tagkey) and isinstance(%s, T%d_%d))"
+                alts.append("((type(%s) is not Tagged or %s._tagkey is not ctx._tagkey)"
+                            " and isinstance(%s, T%d_%d))"
                             % (x, x, x, i, j))
             parts.append("(%s)" % " or ".join(alts) if alts else "False")
         conds.append(" and ".join(parts) if parts else "True")

@@ -19,9 +19,12 @@ def replace_match(replacer, predicate, code):
     """Replace every instruction argument ``a`` (constants included) for which
     ``predicate(a)`` is true by ``replacer(a)``; returns ``code``.
 
-    Names are matched as plain strings on every Python version: the flag that
-    3.11+ packs beside a global's or attribute's name (``(True, "f")``) is kept.
-    Labels, jump targets and argument-less instructions are left alone.
+    The arguments considered are *values*: constants (``LOAD_CONST``/``RETURN_CONST``)
+    and names (globals, attributes, locals...).  Names are matched as plain strings on
+    every Python version: the flag that 3.11+ packs beside a global's or attribute's
+    name (``(True, "f")``) is kept.  Operand counts, flags and operator codes (``CALL 2``,
+    ``RESUME 0``), labels, jump targets and argument-less instructions are left alone,
+    so ``replace_match(np.int32, lambda a: type(a) is int, code)`` touches only literals.
     """
     if not isinstance(code, Bytecode):
         raise TypeError("replace_match(replacer, predicate, code): code must be a "
@@ -32,12 +35,13 @@ def replace_match(replacer, predicate, code):
             if isinstance(arg, tuple) and arg and isinstance(arg[-1], str) and instr.name in _NAMED:
                 if predicate(arg[-1]):
                     instr.arg = arg[:-1] + (replacer(arg[-1]),)
-            elif predicate(arg):
+            elif (instr.name in _CONSTANT or isinstance(arg, str)) and predicate(arg):
                 instr.arg = replacer(arg)
     return code
 
 
 _NAMED = {"LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR", "LOAD_METHOD"}
+_CONSTANT = {"LOAD_CONST", "RETURN_CONST"}
 
 
 def _describe(pass_):

@@ -152,7 +152,8 @@ defderiv(np.tan, lambda ans, x, **kw: 1.0 + ans * ans)
 defderiv(np.arcsin, lambda ans, x, **kw: 1.0 / np.sqrt(1.0 - x * x))
 defderiv(np.arccos, lambda ans, x, **kw: -1.0 / np.sqrt(1.0 - x * x))
 defderiv(np.arctan, lambda ans, x, **kw: 1.0 / (1.0 + x * x))
-defderiv(np.arctan2, lambda ans, y, x, **kw: x / (x * x + y * y), lambda ans, y, x, **kw: -y / (x * x + y * y))
+defderiv(np.arctan2, lambda ans, y, x, **kw: x / (x * x + y * y),
+         lambda ans, y, x, **kw: -y / (x * x + y * y))
 defderiv(np.sinh, lambda ans, x, **kw: np.cosh(x))
 defderiv(np.cosh, lambda ans, x, **kw: np.sinh(x))
 defderiv(np.tanh, lambda ans, x, **kw: 1.0 - ans * ans)
@@ -1098,7 +1099,8 @@ for _name in ("sum", "mean", "prod", "max", "min", "cumsum", "cumprod", "var", "
               "squeeze", "clip", "repeat", "take", "diagonal", "trace", "conj", "conjugate", "sort"):
     if _name != "sort":
         defimpl(getattr(np.ndarray, _name), _method(getattr(np, _name)))
-defimpl(np.ndarray.reshape, lambda a, *shape, **kw: np.reshape(a, shape[0] if len(shape) == 1 else shape, **kw))
+defimpl(np.ndarray.reshape,
+        lambda a, *shape, **kw: np.reshape(a, shape[0] if len(shape) == 1 else shape, **kw))
 defimpl(np.ndarray.transpose, lambda a, *axes: np.transpose(a, axes[0] if len(axes) == 1 else (axes or None)))
 defimpl(np.ndarray.flatten, lambda a, order="C": np.array(np.ravel(a, order)))
 defimpl(np.ndarray.copy, lambda a, order="C": np.array(a, order=order))
