@@ -40,11 +40,14 @@ _DUNDERS = {  # operator -> (method, reflected method, symbol)
 _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__", "unary +"),
                   abs: ("__abs__", "abs()")}
 _NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
+_PLAIN_NUMERIC = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128, Tagged}
 NOT_MINE = object()
-#: functions that export a float's exact value as integers or text: their results carry no
-#: float, yet code computes with them (statistics.mean, fractions) -- refuse, don't drop
+#: functions that export a float's exact value as integers or text (their results carry no
+#: float, yet code computes with them: statistics.mean, fractions) or write values into an
+#: array in C: refuse, don't drop the derivative
 EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
-             int.from_bytes}
+             int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill,
+             np.ndarray.itemset if hasattr(np.ndarray, "itemset") else np.put}
 OPERATORS = set(_DUNDERS) | set(_UNARY_DUNDERS) | {operator.iadd, operator.isub, operator.imul,
                                                    operator.itruediv, operator.ifloordiv, operator.imod,
                                                    operator.ipow, operator.imatmul}
@@ -180,9 +183,12 @@ class ADContext(Context):
                 raise TypeError("bad operand type for %s: '%s'" % (sym, type(args[0]).__name__))
             return overdub(self, method, args[0])
         entry = _DUNDERS.get(f)
-        if entry is None or len(args) != 2 or all(isinstance(a, _NUMERIC) for a in args):
+        if entry is None or len(args) != 2:
             return NOT_MINE
         a, b = args
+        if (type(a) in _PLAIN_NUMERIC or isinstance(a, _NUMERIC)) and (
+                type(b) in _PLAIN_NUMERIC or isinstance(b, _NUMERIC)):
+            return NOT_MINE
         name, rname, sym = entry
         for obj, other, method_name in ((a, b, name), (b, a, rname)):
             if isinstance(obj, _NUMERIC) or isinstance(obj, (list, tuple, str, bytes, dict)):

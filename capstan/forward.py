@@ -126,7 +126,8 @@ class ForwardCtx(ADContext):
                     continue
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans)
-                d = run(operator.mul, run(partials[i], ans, *vals, **kwargs), ti)
+                p = run(partials[i], ans, *vals, **kwargs)
+                d = ti if type(p) is float and p == 1.0 else run(operator.mul, p, ti)
                 t = d if t is None else run(operator.add, t, d)
         else:
             entry = _JVP.get(f)
@@ -138,11 +139,15 @@ class ForwardCtx(ADContext):
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
-        return self._result(f, ans, t, args)
+        return self._result(f, ans, t, args, _out(kwargs))
 
-    def _result(self, f, ans, t, args):
+    def _result(self, f, ans, t, args, out=None):
         if t is None:
             return ans
+        if out is not None and ans is out:  # np.exp(x, out=y): y now carries the tangent
+            entry = self.shadow(out)
+            self.shadows[id(out)] = (out, t, entry[2] if entry else None)
+            return out
         if f in INPLACE and type(ans) is np.ndarray:  # a += b on an array: same object after
             target = args[0]
             old = self.tangent(target)
@@ -193,6 +198,8 @@ class ForwardCtx(ADContext):
             self.shadows[id(c)] = (c, tc, foreign)
         elif foreign is not None and not self.owns(c):
             self.shadows[id(c)] = (c, tc, foreign)
+        if self.chunk is not None and tv is not None:  # align the block with the region written
+            tv = _align(tv, v, value[k])
         self.write(tc, _lead(tc, value) + _index(k), 0.0 if tv is None else tv,
                    foreign or (tv._ctx if type(tv) is Tagged else None))
         return None
@@ -236,6 +243,14 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
+
+
+def _out(kwargs):
+    """The plain array a ufunc's ``out=`` argument names, if any."""
+    out = kwargs.get("out") if kwargs else None
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    return out if type(out) is np.ndarray else None
 
 
 def _base_type(value):

@@ -19,7 +19,7 @@ from overdub import Context, Tagged, overdub, primitive, retag, tag
 
 from . import fastpaths, structure
 from .adcontext import INPLACE, NOT_MINE, OPERATORS, ADContext, no_rule
-from .forward import _ATTRIBUTES, _base_type
+from .forward import _ATTRIBUTES, _base_type, _out
 from .markers import checkpoint, hook
 from .nesting import level
 from .pool import borrowed
@@ -160,8 +160,15 @@ class ReverseCtx(ADContext):
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
             raise no_rule(f, "reverse")
+        out = _out(kwargs)
+        if out is not None:
+            self.before_write(out)
         ans = run(f, *vals, **kwargs)
-        return self._result(ans, self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign))
+        n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
+        if out is not None and ans is out:  # np.exp(x, out=y): y now holds the new node
+            self.shadows[id(out)] = (out, n, foreign)
+            return out
+        return self._result(ans, n)
 
     def _result(self, ans, n):
         if type(ans) is float or structure.is_differentiable(ans):
@@ -238,7 +245,8 @@ class ReverseCtx(ADContext):
         if n is None:
             return x
         value = x._value if type(x) is Tagged else x
-        return Tagged(value, self.record(CUSTOM, lambda g: (fn(g),), value, (), None, (n,)), self)
+        return Tagged(value, self.record(CUSTOM, lambda g: (fn(_writable(g)),), value, (), None, (n,)),
+                      self)
 
     @primitive(checkpoint)
     def checkpoint_(self, f, *args):
@@ -315,7 +323,12 @@ def _step(rec, g, run):
                 out.append(None)
                 continue
             d = run(partials[i], rec.ans, *rec.vals, **rec.kwargs)
-            out.append(run(unbroadcast, run(operator.mul, g, run(conj, d)), rec.vals[i]))
+            td = type(d)
+            if td is float or td is int:  # a constant partial: sum over broadcast axes first
+                c = run(unbroadcast, g, rec.vals[i])
+                out.append(c if d == 1 else run(operator.mul, c, d))
+            else:
+                out.append(run(unbroadcast, run(operator.mul, g, run(conj, d)), rec.vals[i]))
         return out
     if kind == GETITEM:
         shape, dtype, k = rec.kwargs
@@ -324,6 +337,10 @@ def _step(rec, g, run):
         vshape, k = rec.kwargs
         return run(setitem_back, g, vshape, k)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+
+
+def _writable(g):
+    return g.copy() if type(g) is np.ndarray and not g.flags.writeable else g
 
 
 def _root(a):
@@ -422,6 +439,8 @@ def _like(c, leaf):
         return complex(c)
     if isinstance(leaf, np.ndarray) and not isinstance(c, np.ndarray):
         return np.full(leaf.shape, c, dtype=np.result_type(leaf, c))
+    if isinstance(c, np.ndarray) and not c.flags.writeable:
+        return c.copy()  # a broadcast view made by the backward pass
     return c
 
 

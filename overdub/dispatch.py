@@ -549,7 +549,25 @@ def _is_builtin(f):
         return owner is None or isinstance(owner, ModuleType)
     if tf is MethodDescriptorType or tf is WrapperDescriptorType:
         return True
-    return tf is type and not f.__flags__ & _HEAPTYPE
+    if tf is type:
+        return not f.__flags__ & _HEAPTYPE
+    return tf in _library_function_types()
+
+
+def _library_function_types():
+    """C types of library functions that hold no user object: NumPy's ufuncs and its
+    array-function dispatchers (``np.sum``...), once NumPy is imported."""
+    if not _LIBRARY_TYPES:
+        import sys
+
+        np = sys.modules.get("numpy")
+        if np is None:
+            return ()
+        _LIBRARY_TYPES.update({np.ufunc, type(np.sum)} - {FunctionType})
+    return _LIBRARY_TYPES
+
+
+_LIBRARY_TYPES = set()
 
 # structural builtins: tagged values pass through them untouched
 _PASSTHROUGH = {list.append, list.extend, list.insert, list.pop, list.copy, list.__setitem__,

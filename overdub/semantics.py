@@ -117,6 +117,10 @@ def add_numpy_types():
                        np.uint16, np.uint32, np.uint64})
 
 
+_HEAPTYPE = 1 << 9
+_STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
+
+
 class Steps:
     """The ``recurse`` implementations of operators, attributes and classes for
     one runtime.  ``call(f, *args)`` is the runtime's hooked dispatcher;
@@ -290,6 +294,10 @@ class Steps:
             return self.attr_info[tp]
         except KeyError:
             pass
+        static = not tp.__flags__ & _HEAPTYPE  # a C type: its attributes never change
+        if static and tp in _STATIC_ATTRS:
+            info = self.attr_info[tp] = _STATIC_ATTRS[tp]
+            return info
         info = ALL_NAMES
         if (not is_py(lookup(tp, "__getattribute__")) and not is_py(lookup(tp, "__getattr__"))
                 and not is_py(lookup(tp, "__setattr__")) and not is_py(lookup(tp, "__delattr__"))):
@@ -304,6 +312,8 @@ class Steps:
                         info.add(name)
             info = frozenset(info)
         self.attr_info[tp] = info
+        if static:
+            _STATIC_ATTRS[tp] = info
         return info
 
     def getattr(self):

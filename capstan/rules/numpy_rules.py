@@ -11,6 +11,8 @@ import operator
 import string
 from collections import Counter
 
+import math
+
 import numpy as np
 
 from .operator_rules import _abs_jvp, _abs_vjp
@@ -45,8 +47,14 @@ def _conj(x):
 
 
 def _spread(g, shape):
-    """``g`` broadcast to ``shape`` as a fresh (writable) array."""
-    return g + np.zeros(shape, dtype=np.result_type(g, np.float64))
+    """``g`` broadcast to ``shape``: a read-only view, no copy (the backward pass never
+    writes into cotangents; the gradients handed to the user are made writable)."""
+    g = np.asarray(g)
+    if g.dtype.kind not in "fc":
+        g = g.astype(np.float64)
+    if g.ndim == 0 and math.prod(shape) <= 65536:
+        return np.full(shape, g)  # (small: cheaper than broadcast_to's Python wrapper)
+    return np.broadcast_to(g, shape)
 
 
 def _expand(g, axes, keepdims):
@@ -307,6 +315,8 @@ def _sum_jvp(t, ans, a, axes, lead, p):
 
 
 def _sum_vjp(g, ans, a, axes, p):
+    if np.ndim(g) == 0:
+        return _spread(g, np.shape(a))
     return _spread(_expand(g, axes, p.get("keepdims", False)), np.shape(a))
 
 
@@ -353,6 +363,11 @@ def _extreme_jvp(t, ans, a, axes, lead, p):
 
 def _extreme_vjp(g, ans, a, axes, p):
     keep = p.get("keepdims", False)
+    if len(axes) == np.ndim(a) and np.ndim(g) == 0:  # the whole array: write the few maxima only
+        where = np.flatnonzero(np.asarray(a) == ans)
+        out = np.zeros(np.size(a), dtype=np.result_type(a, np.float64))
+        out[where] = g / len(where)
+        return out.reshape(np.shape(a))
     return _expand(g, axes, keep) * _extreme_weights(ans, a, axes, keep)
 
 
@@ -1107,3 +1122,15 @@ defimpl(np.ndarray.copy, lambda a, order="C": np.array(a, order=order))
 defimpl(np.ndarray.item, lambda a, *args: np.ravel(a)[args[0] if len(args) == 1 else
                                                        np.ravel_multi_index(args, np.shape(a))]
         if args else np.ravel(a)[0])
+
+
+# ----------------------------------------------------------------------------- writing into arrays
+def _copyto(dst, src, casting="same_kind", where=True):
+    """``np.copyto`` as a subscript assignment, which the contexts differentiate."""
+    if not np.can_cast(np.result_type(src), dst.dtype, casting):
+        raise TypeError("Cannot cast array data from %r to %r according to the rule %r"
+                        % (np.result_type(src), dst.dtype, casting))
+    dst[...] = src if where is True else np.where(where, src, dst)
+
+
+defimpl(np.copyto, _copyto)
