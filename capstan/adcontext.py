@@ -17,6 +17,7 @@ import operator
 import numpy as np
 from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
 
+from .aliasing import root_of
 from .rules import registry
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
@@ -214,12 +215,21 @@ class ADContext(Context):
         return type(x) is Tagged and x._tagkey is self._tagkey
 
     def shadow(self, x):
-        """``(array, tangent or node, enclosing context or None)`` for a shadowed array."""
+        """``(array, tangent or node, enclosing context or None)`` for a shadowed array --
+        or for a view of one, whose entry is derived from its memory root's."""
         if type(x) is np.ndarray and self.shadows:
             entry = self.shadows.get(id(x))
             if entry is not None and entry[0] is x:
                 return entry
+            if x.base is not None:
+                root = root_of(x)
+                entry = self.shadows.get(id(root))
+                if entry is not None and entry[0] is root:
+                    return (x, self.view_meta(x, root, entry[1], entry[2]), entry[2])
         return None
+
+    def view_meta(self, view, root, meta, foreign):  # pragma: no cover - per mode
+        raise NotImplementedError
 
     def unwrap(self, x):
         """``(x without this context's tag, the enclosing context whose values it holds)``."""

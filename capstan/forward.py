@@ -18,6 +18,7 @@ import numpy as np
 from overdub import Context, Tagged, overdub, primitive, tag
 
 from . import fastpaths, structure
+from .aliasing import region, root_of
 from .adcontext import INPLACE, NOT_MINE, OPERATORS, ADContext, no_rule
 from .nesting import level
 from .pool import borrowed
@@ -107,15 +108,10 @@ class ForwardCtx(ADContext):
         return self._compute(f, vals, tans, kwargs, args, partial(overdub, foreign))
 
     def _compute(self, f, vals, tans, kwargs, args, run):
-        if f in INPLACE and type(vals[0]) is np.ndarray:  # a += b: rules see a's old value
-            arr = vals[0]
-            vals[0] = arr.copy()
-            new = run(INPLACE[f], *vals)
-            if run is _plain:
-                np.copyto(arr, new, casting="same_kind")
-            else:
-                run(operator.setitem, arr, Ellipsis, new)
-            ans = arr
+        if f in INPLACE and type(_raw(vals[0])) is np.ndarray:  # a += b: computed aside, then written
+            ans = run(INPLACE[f], *vals)
+            if not np.can_cast(np.result_type(_raw(ans)), _raw(vals[0]).dtype, "same_kind"):
+                run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
             ans = run(f, *vals, **kwargs)
         partials = _PARTIALS.get(f)
@@ -142,23 +138,20 @@ class ForwardCtx(ADContext):
         return self._result(f, ans, t, args, _out(kwargs))
 
     def _result(self, f, ans, t, args, out=None):
+        if f in INPLACE and type(_raw(args[0])) is np.ndarray:  # a += b on an array: a write
+            self.setitem(args[0], Ellipsis, ans if t is None else Tagged(ans, t, self))
+            return args[0]
         if t is None:
             return ans
         if out is not None and ans is out:  # np.exp(x, out=y): y now carries the tangent
             entry = self.shadow(out)
             self.shadows[id(out)] = (out, t, entry[2] if entry else None)
             return out
-        if f in INPLACE and type(ans) is np.ndarray:  # a += b on an array: same object after
-            target = args[0]
-            old = self.tangent(target)
-            if type(target) is Tagged and type(old) is np.ndarray and old.shape == np.shape(t):
-                old[...] = t
-                return target
-            if type(target) is np.ndarray:
-                entry = self.shadow(target)
-                self.shadows[id(target)] = (target, np.array(t), entry[2] if entry else None)
-                return target
         return Tagged(ans, t, self)
+
+    def view_meta(self, view, root, buf, foreign):
+        """The tangent of a plain view of a shadowed array: its region of the root's buffer."""
+        return region(buf, root, view)
 
     # -- subscripts and attributes ------------------------------------------------------------
     @primitive(operator.getitem, Tagged)
@@ -193,11 +186,18 @@ class ForwardCtx(ADContext):
         if tc is None:
             if tv is None or value.dtype.kind not in "fc":
                 return None
+            root = root_of(value)  # a plain array: its memory root gets the tangent buffer
             lead = () if self.chunk is None else (self.chunk,)
-            tc = np.zeros(lead + value.shape, dtype=np.result_type(value.dtype, np.asarray(tv).dtype))
-            self.shadows[id(c)] = (c, tc, foreign)
+            buf = np.zeros(lead + root.shape, dtype=np.result_type(root.dtype, np.asarray(tv).dtype))
+            self.shadows[id(root)] = (root, buf, foreign)
+            tc = buf if root is value else region(buf, root, value)
+            if tc is None:
+                raise TypeError("capstan: cannot follow a write into this view (dtype change or "
+                                "non-contiguous base); copy the array first")
         elif foreign is not None and not self.owns(c):
-            self.shadows[id(c)] = (c, tc, foreign)
+            entry = self.shadows.get(id(root_of(value)))
+            if entry is not None:
+                self.shadows[id(entry[0])] = (entry[0], entry[1], foreign)
         if self.chunk is not None and tv is not None:  # align the block with the region written
             tv = _align(tv, v, value[k])
         self.write(tc, _lead(tc, value) + _index(k), 0.0 if tv is None else tv,
@@ -251,6 +251,13 @@ def _out(kwargs):
     if type(out) is tuple and len(out) == 1:
         out = out[0]
     return out if type(out) is np.ndarray else None
+
+
+def _raw(x):
+    """The plain value under every tag."""
+    while type(x) is Tagged:
+        x = x._value
+    return x
 
 
 def _base_type(value):

@@ -12,12 +12,14 @@ the tape is overwritten, the records that read it get a snapshot of its old
 contents -- so the backward pass always sees the values the forward pass used.
 """
 import operator
+import weakref
 from functools import partial
 
 import numpy as np
 from overdub import Context, Tagged, overdub, primitive, retag, tag
 
 from . import fastpaths, structure
+from .aliasing import positions, root_of
 from .adcontext import INPLACE, NOT_MINE, OPERATORS, ADContext, no_rule
 from .forward import _ATTRIBUTES, _base_type, _out
 from .markers import checkpoint, hook
@@ -53,11 +55,15 @@ class ReverseCtx(ADContext):
         super().__init__()
         self.tape = []
         self.readers = {}  # id(array) -> records holding that array (snapshotted before writes)
+        self.holders = {}  # id(memory root) -> weakref to the tagged array that owns it
+        self.views = {}  # id(memory root) -> weakrefs to tagged arrays viewing it
 
     def reset(self):
         super().reset()
         self.tape = []
         self.readers = {}
+        self.holders = {}
+        self.views = {}
 
     # -- nodes ---------------------------------------------------------------------------------
     def node(self, x):
@@ -72,26 +78,29 @@ class ReverseCtx(ADContext):
         tape.append(Record(kind, f, ans, vals, kwargs, parents, foreign))
         n = len(tape) - 1
         for v in vals:
-            if type(v) is np.ndarray:
-                self.readers.setdefault(id(_root(v)), []).append(n)
-        if type(ans) is np.ndarray:
-            self.readers.setdefault(id(_root(ans)), []).append(n)
+            tv = type(v)
+            if tv is np.ndarray or (tv is Tagged and type(_raw(v)) is np.ndarray):
+                self.readers.setdefault(id(root_of(_raw(v))), []).append(n)
+        if type(ans) is np.ndarray or (type(ans) is Tagged and type(_raw(ans)) is np.ndarray):
+            self.readers.setdefault(id(root_of(_raw(ans))), []).append(n)
         return n
 
     def before_write(self, arr):
         """``arr`` is about to change in place: records reading it get its old contents."""
+        arr = _raw(arr)
         if type(arr) is not np.ndarray:
             return
-        root = _root(arr)
+        root = root_of(arr)
         users = self.readers.pop(id(root), None)
         if users:
             copies = {}
 
             def snap(v):
-                if type(v) is not np.ndarray or _root(v) is not root:
+                raw = _raw(v)
+                if type(raw) is not np.ndarray or root_of(raw) is not root:
                     return v
-                if id(v) not in copies:
-                    copies[id(v)] = v.copy()
+                if id(v) not in copies:  # (an enclosing differentiation copies its own values)
+                    copies[id(v)] = v.copy() if v is raw else overdub(v._ctx, np.copy, v)
                 return copies[id(v)]
 
             for n in users:
@@ -100,7 +109,14 @@ class ReverseCtx(ADContext):
                 rec.ans = snap(rec.ans)
 
     def input(self, value):
-        return tag(value, self, self.record(INPUT, None, None, (), None, ()))
+        t = tag(value, self, self.record(INPUT, None, None, (), None, ()))
+        raw = _raw(value)
+        if type(raw) is np.ndarray:
+            if raw.base is None:
+                self.holders[id(raw)] = weakref.ref(t)
+            else:
+                self.views.setdefault(id(root_of(raw)), []).append(weakref.ref(t))
+        return t
 
     def _split(self, args):
         key = self._tagkey
@@ -156,7 +172,7 @@ class ReverseCtx(ADContext):
             ans, back = run(adjoint, *vals, **kwargs)
             return self._result(ans, self.record(CUSTOM, back, ans, tuple(vals), kwargs,
                                                  parents, foreign))
-        if f in INPLACE and type(vals[0]) is np.ndarray:
+        if f in INPLACE and type(_raw(vals[0])) is np.ndarray:
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
             raise no_rule(f, "reverse")
@@ -171,26 +187,60 @@ class ReverseCtx(ADContext):
         return self._result(ans, n)
 
     def _result(self, ans, n):
-        if type(ans) is float or structure.is_differentiable(ans):
+        if type(ans) is float:
             return Tagged(ans, n, self)
-        return ans
+        if not structure.is_differentiable(ans):
+            return ans
+        t = Tagged(ans, n, self)
+        raw = _raw(ans)
+        if type(raw) is np.ndarray:  # who owns the memory, who views it (for later writes)
+            if raw.base is None:
+                self.holders[id(raw)] = weakref.ref(t)
+            else:
+                self.views.setdefault(id(root_of(raw)), []).append(weakref.ref(t))
+        return t
 
     def _inplace(self, f, target, vals, parents, run, foreign):
-        """``a += b`` on an array: the same array object, holding a new node."""
-        arr = vals[0]
-        self.before_write(arr)
-        vals[0] = arr.copy()
+        """``a += b`` on an array: computed aside, then written into the same array."""
         plain = INPLACE[f]
-        new = run(plain, *vals)
-        if foreign is None:
-            np.copyto(arr, new, casting="same_kind")
+        ans = run(plain, *vals)
+        if not np.can_cast(np.result_type(_raw(ans)), _raw(vals[0]).dtype, "same_kind"):
+            run(f, np.array(vals[0], copy=True), *vals[1:])  # NumPy's own casting error
+        new = self._result(ans, self.record(RULE, plain, ans, tuple(vals), {}, parents, foreign))
+        self.setitem(target, Ellipsis, new)
+        return target
+
+    def view_meta(self, view, root, n, foreign):
+        """The node of a plain view of a shadowed array: a read of its region of the root."""
+        where = np.unravel_index(positions(view, root), root.shape)
+        return self.record(GETITEM, None, None, (), (root.shape, root.dtype, where), (n,), foreign)
+
+    def holder(self, root):
+        """``(node, tagged owner or None)`` of the memory ``root`` (node ``None``: untracked)."""
+        ref = self.holders.get(id(root))
+        if ref is not None:
+            t = ref()
+            if t is not None and self.owns(t) and _raw(t._value) is root:
+                return t._meta, t
+        entry = self.shadows.get(id(root))
+        if entry is not None and entry[0] is root:
+            return entry[1], None
+        return None, None
+
+    def _moved(self, root, owner, n, foreign):
+        """The memory ``root`` now holds node ``n``: its owner and live views follow."""
+        if owner is not None:
+            retag(owner, self, n)
         else:
-            run(operator.setitem, arr, Ellipsis, new)
-        n = self.record(RULE, plain, arr, tuple(vals), {}, parents, foreign)
-        if type(target) is Tagged:
-            return retag(target, self, n)
-        self.shadows[id(arr)] = (arr, n, foreign)
-        return arr
+            self.shadows[id(root)] = (root, n, foreign)
+        live = []
+        for ref in self.views.get(id(root), ()):
+            t = ref()
+            if t is not None and self.owns(t):
+                retag(t, self, self.view_meta(_raw(t._value), root, n, foreign))
+                live.append(ref)
+        if live:
+            self.views[id(root)] = live
 
     # -- subscripts, attributes and markers -------------------------------------------------------
     @primitive(operator.getitem, Tagged)
@@ -203,29 +253,34 @@ class ReverseCtx(ADContext):
         ans = self.read(value, k, foreign)
         if n is None:
             return ans
-        return self._result(ans, self.record(GETITEM, None, ans, (), (np.shape(value), value.dtype, k),
+        return self._result(ans, self.record(GETITEM, None, None, (), (np.shape(value), value.dtype, k),
                                              (n,), foreign))
 
     @primitive(operator.setitem, Tagged)
     @primitive(operator.setitem, np.ndarray)
     def setitem(self, c, k, v):
-        nc, nv = self.node(c), self.node(v)
+        """``c[k] = v``: a new node for the memory ``c`` lives in (its owner and views follow)."""
+        nv = self.node(v)
         value, foreign = self.unwrap(c)
         if type(k) is Tagged:
             k = self.unwrap(k)[0]
         v, vforeign = self.unwrap(v)
         foreign = foreign or vforeign
-        self.before_write(value)
-        base = value.copy() if nc is None and self.keep_bases else None
+        raw = _raw(value)
+        if type(raw) is not np.ndarray:
+            return self.write(value, k, v, foreign)
+        root = root_of(raw)
+        nroot, owner = self.holder(root)
+        where = None if raw is root else positions(raw, root)[k]
+        self.before_write(root)
+        base = root.copy() if nroot is None and self.keep_bases else None
         self.write(value, k, v, foreign)
-        if (nc is None and nv is None) or value.dtype.kind not in "fc":
+        if (nroot is None and nv is None) or raw.dtype.kind not in "fc":
             return None
-        n = self.record(SETITEM, None, None, (v if nv is None else None, base), (np.shape(v), k), (nc, nv),
-                        foreign)
-        if self.owns(c):
-            retag(c, self, n)
-        else:
-            self.shadows[id(c)] = (c, n, foreign)
+        index = k if where is None else np.unravel_index(where, root.shape)
+        n = self.record(SETITEM, None, None, (v if nv is None else None, base), (np.shape(v), index),
+                        (nroot, nv), foreign)
+        self._moved(root, owner, n, foreign)
         return None
 
     @primitive(getattr, Tagged)
@@ -339,15 +394,14 @@ def _step(rec, g, run):
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
 
 
+def _raw(x):
+    while type(x) is Tagged:
+        x = x._value
+    return x
+
+
 def _writable(g):
     return g.copy() if type(g) is np.ndarray and not g.flags.writeable else g
-
-
-def _root(a):
-    """The array owning ``a``'s memory (``a`` itself unless it is a view)."""
-    while type(a.base) is np.ndarray:
-        a = a.base
-    return a
 
 
 def _plain(f, *args, **kwargs):

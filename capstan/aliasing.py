@@ -1,0 +1,52 @@
+"""Views: NumPy arrays that share memory with another array (``v = a[1:]``).
+
+A write through one of them changes the other, so the differentiation contexts keep
+derivative information per *memory root* (the array that owns the memory) and see
+every view as a region of it, located by geometry: its offset and strides inside the
+root.  This module only computes those regions."""
+import numpy as np
+
+
+def root_of(a):
+    """The array owning ``a``'s memory (``a`` itself unless it is a view)."""
+    while type(a.base) is np.ndarray:
+        a = a.base
+    return a
+
+
+def _geometry(view, root):
+    """``(offset in elements, strides in elements)`` of ``view`` inside C-contiguous ``root``
+    of the same item size, or ``None`` when the view cannot be located that way."""
+    if not root.flags.c_contiguous or view.itemsize != root.itemsize or view.dtype != root.dtype:
+        return None
+    size = root.itemsize
+    offset = view.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if offset % size or any(s % size for s in view.strides):
+        return None
+    return offset // size, tuple(s // size for s in view.strides)
+
+
+def positions(view, root):
+    """Flat (C-order) positions in ``root`` of each element of ``view``, shaped like it."""
+    geo = _geometry(view, root)
+    if geo is None:
+        raise TypeError("capstan: cannot follow a write through this view of a differentiated "
+                        "array (dtype change or non-contiguous base); copy the array first")
+    offset, strides = geo
+    index = np.arange(root.size, dtype=np.intp)
+    return np.lib.stride_tricks.as_strided(index[offset:], shape=view.shape,
+                                           strides=tuple(s * index.itemsize for s in strides)).copy()
+
+
+def region(buffer, root, view):
+    """The part of ``buffer`` (same layout as ``root``, plus leading axes) that ``view``
+    occupies in ``root``: a view of ``buffer``, so writes into it land in ``buffer``."""
+    geo = _geometry(view, root)
+    if geo is None or buffer.dtype.itemsize == 0:
+        return None
+    offset, strides = geo
+    lead = buffer.shape[:buffer.ndim - root.ndim]
+    item = buffer.itemsize
+    lead_strides = buffer.strides[:len(lead)]
+    return np.lib.stride_tricks.as_strided(buffer.reshape(-1)[offset:], shape=lead + view.shape,
+                                           strides=lead_strides + tuple(s * item for s in strides))
