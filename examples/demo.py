@@ -117,3 +117,28 @@ for label, v in (("mass read back from the list", from_list), ("mass field", fie
 print("energy %r, metadata %r" % (overdub.untag(energy, ctx), overdub.metadata(energy, ctx)))
 print("isinstance(mass, float) inside the context:",
       overdub.overdub(ctx, lambda x: isinstance(x, float), m))
+
+
+# -- 6. capstan: derivatives of unmodified code, built from these pieces ---------------------------
+import capstan  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def legacy(x):
+    """Code written for floats: a cast, a type check, the math module, dict state."""
+    state = {"r": 1.0}
+    for _ in range(3):
+        state["r"] *= float(x)
+    return state["r"] + (math.sin(x) if isinstance(x, float) else 0.0)
+
+
+section("capstan")
+print("D(legacy, 2.0) =", round(capstan.D(legacy, 2.0), 12), " (3*x**2 + cos(x))")
+print("nested, no perturbation confusion:",
+      capstan.D(lambda x: x * capstan.D(lambda y: x * y, 3.0), 5.0))
+print("gradient(legacy, 2.0) =", tuple(round(g, 12) for g in capstan.gradient(legacy, 2.0)))
+print("hessian of sum(x**3) at [1, 2]:", capstan.hessian(lambda v: np.sum(v ** 3),
+                                                        np.array([1.0, 2.0])).tolist())
+counter = capstan.CountCtx((int, str))
+overdub.overdub(counter, lambda: list(map(str, range(1, 11))))
+print("CountCtx over map(str, range(1, 11)):", counter.count, "calls with an int or str argument")

@@ -48,14 +48,21 @@ CALLBACKS = {
 }
 
 
-_machinery = [(_PACKAGE_DIR,)]  # filename prefixes of code that contexts never route
+_machinery = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]  # file prefixes contexts never route
 _machinery_codes = weakref.WeakSet()
 
 
 def is_internal(code):
     """Whether a code object belongs to overdub's own machinery (or to code declared
     with :func:`opaque`)."""
-    return code.co_filename.startswith(_machinery[0]) or code in _machinery_codes
+    name = code.co_filename
+    inside = _machinery_files.get(name)
+    if inside is None:  # (file names may be spelled through symlinks or "..": compare real paths)
+        inside = _machinery_files[name] = os.path.realpath(name).startswith(_machinery[0])
+    return inside or code in _machinery_codes
+
+
+_machinery_files = {}  # co_filename -> whether it lies in the machinery
 
 
 def opaque(*objs):
@@ -65,10 +72,11 @@ def opaque(*objs):
     overdub, such as an AD system whose ``D`` may be called inside another context."""
     for obj in objs:
         if isinstance(obj, ModuleType):
-            path = os.path.abspath(obj.__file__)
+            path = os.path.realpath(obj.__file__)
             if getattr(obj, "__path__", None) is not None:
                 path = os.path.dirname(path) + os.sep
             _machinery[0] = tuple(sorted(set(_machinery[0]) | {path}))
+            _machinery_files.clear()
         elif hasattr(obj, "__code__"):
             _machinery_codes.add(obj.__code__)
         else:

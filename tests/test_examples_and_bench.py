@@ -30,6 +30,29 @@ def test_demo_runs_and_shows_each_feature():
     assert "plain: 0.0  overdubbed: 3.0" in out
     assert "plain: 32.0  with the pass: 16.0" in out
     assert "metadata 'measured mass'" in out and "'scaled scaled measured mass'" in out
+    # capstan, imported as demo.py does (through "examples/.." on sys.path)
+    assert "D(legacy, 2.0) = 11.583853163453" in out
+    assert "nested, no perturbation confusion: 10.0" in out
+    assert "gradient(legacy, 2.0) = (11.583853163453,)" in out
+    assert "hessian of sum(x**3) at [1, 2]: [[6.0, 0.0], [0.0, 12.0]]" in out
+    assert "CountCtx over map(str, range(1, 11)): 11 calls" in out
+
+
+def test_ad_examples():
+    tour = run_example("ad_tour.py")
+    assert "gradient(legacy_pow(x, 3), 5) = (75.0,)" in tour
+    assert "x * D(y -> x*y, 3) at 5       = 10.0" in tour
+    assert "[24. 12.  8.  6.]]" in tour and "((2+4j),)" in tour
+    memory = run_example("checkpoint_memory.py")
+    assert "same gradient: True" in memory
+    drop = float(re.search(r"drop: ([0-9.]+)x", memory).group(1))
+    assert drop > 1.3, memory
+    replay = run_example("tape_replay.py")
+    assert "replayed gradient at 3.0: (6.0,)" in replay
+    assert "re-recorded gradient at -1.0: (-1.0,)" in replay
+    assert "would take another branch" in replay
+    pycall = run_example("pycall_adjoint.py")
+    assert "matches the closed form: True" in pycall or "(skipped)" in pycall
 
 
 def test_nested_trace_example_prints_the_call_tree():
