@@ -6,6 +6,7 @@ context with float tangents (forward) or tape nodes (reverse).  The derivative
 formulas below are the table's partials written out inline; anything else (arrays,
 complex numbers, nested differentiation) goes to the generic ``apply``.
 """
+import math
 import operator
 
 from overdub import Tagged, primitive
@@ -20,6 +21,19 @@ BINARY = {
     operator.truediv: ("a / b", "1.0 / b", "-r / b"),
 }
 UNARY = {operator.neg: ("-a", "-1.0")}
+#: one-argument math functions spelled out for generated tape code (tests check them
+#: against the rule table's partials)
+MATH = {
+    math.sin: ("math.sin(a)", "math.cos(a)"), math.cos: ("math.cos(a)", "-math.sin(a)"),
+    math.tan: ("math.tan(a)", "1.0 + r * r"), math.exp: ("math.exp(a)", "r"),
+    math.log: ("math.log(a)", "1.0 / a"), math.sqrt: ("math.sqrt(a)", "0.5 / r"),
+    math.tanh: ("math.tanh(a)", "1.0 - r * r"), math.atan: ("math.atan(a)", "1.0 / (1.0 + a * a)"),
+    math.sinh: ("math.sinh(a)", "math.cosh(a)"), math.cosh: ("math.cosh(a)", "math.sinh(a)"),
+    math.log1p: ("math.log1p(a)", "1.0 / (1.0 + a)"), math.expm1: ("math.expm1(a)", "r + 1.0"),
+}
+#: decisions on values, spelled out for the guards of generated tape code
+COMPARE = {operator.lt: "a < b", operator.le: "a <= b", operator.gt: "a > b", operator.ge: "a >= b",
+           operator.eq: "a == b", operator.ne: "a != b"}
 IN_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.itruediv: operator.truediv}
 

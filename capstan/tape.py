@@ -162,10 +162,13 @@ class Tape:
         return self.run.back_from(cts)
 
     # -- generated code ------------------------------------------------------------------------
-    def compile(self):
-        """Generated Python for a scalar tape: ``fn(*args) -> (value, gradients)``; it
-        checks the guards too (raising :class:`TapeGuardError`)."""
-        return compile_tape(self)
+    def compile(self, numba=False):
+        """Generated code for a scalar tape: ``fn(*args) -> (value, gradients)``; it checks
+        the guards too (raising :class:`TapeGuardError`); ``fn.source`` shows it.  With
+        ``numba=True`` (numba installed) a tape of operators and common math functions is
+        compiled to machine code by ``numba.njit``: much faster calls, but seconds of
+        compilation for long tapes."""
+        return compile_tape(self, numba)
 
 
 def _args(rec, out):
@@ -195,9 +198,9 @@ def record_tape(f, *args, on_mismatch="error"):
     return Tape(f, args, on_mismatch)
 
 
-def compile_tape(tape):
+def compile_tape(tape, use_numba=None):
     """Generated Python source for a tape of scalar steps (see :meth:`Tape.compile`)."""
-    env = {"TapeGuardError": TapeGuardError}
+    env = {"TapeGuardError": TapeGuardError, "math": math}
     inputs = [n for _, nodes in tape.inputs for n in nodes]
     fwd, bwd = [], []
     for n, rec in enumerate(tape.records):
@@ -216,6 +219,11 @@ def compile_tape(tape):
             else:
                 env["c%d_%d" % (n, i)] = rec.vals[i]
                 args.append("c%d_%d" % (n, i))
+        guard = fastpaths.COMPARE.get(rec.f) if rec.kind == GUARD and not rec.kwargs else None
+        if guard is not None and len(args) == 2 and type(rec.ans) is bool:
+            fwd.append("if (%s) is not %s: raise TapeGuardError('the tape would take another branch')"
+                       % (_subst(guard, dict(zip("ab", args))), rec.ans))
+            continue
         inline = _inline_forms(rec.f) if not rec.kwargs and rec.kind == RULE else None
         if inline is not None and len(args) == len(inline) - 1:
             names = dict(zip("ab", args), r="v%d" % n)
@@ -255,7 +263,29 @@ def compile_tape(tape):
     exec(compile(source, "<capstan compiled tape of %s>" % getattr(tape.f, "__name__", "f"), "exec"), env)
     fn = env["compiled"]
     fn.source = source
+    fn.numba = False
+    if use_numba:
+        fn = _with_numba(fn, source, not any(name[0] in "fpck" and name[1:2].isdigit() for name in env))
     return fn
+
+
+def _with_numba(fn, source, pure):
+    """``fn`` compiled by numba's ``njit`` (the generated code must be pure arithmetic:
+    operators and the math functions ``fastpaths.MATH`` spells out)."""
+    try:
+        import numba
+    except ImportError:
+        raise ImportError("tape.compile(numba=True) needs numba installed") from None
+    if not pure:
+        raise TypeError("tape.compile(numba=True): this tape calls functions numba cannot compile "
+                        "(only operators and common math functions are inlined); use numba=False")
+    jitted = numba.njit(cache=False)(fn)
+
+    def compiled(*args):
+        return jitted(*(float(a) for a in args))
+
+    compiled.source, compiled.numba, compiled.py_func = source, True, fn
+    return compiled
 
 
 _POLYNOMIAL = {getattr(operator, name) for name in ("add", "sub", "mul", "neg", "iadd", "isub", "imul")}
@@ -307,7 +337,7 @@ def _inline_forms(f):
     f = fastpaths.IN_PLACE.get(f, f)
     if f in fastpaths.BINARY:
         return fastpaths.BINARY[f]
-    return fastpaths.UNARY.get(f)
+    return fastpaths.UNARY.get(f) or fastpaths.MATH.get(f)
 
 
 def _subst(expr, names):

@@ -131,3 +131,40 @@ def test_bad_arguments():
         record_tape(math.sin, 1.0, on_mismatch="ignore")
     with pytest.raises(TypeError, match="takes 1 arguments"):
         record_tape(math.sin, 1.0)(1.0, 2.0)
+
+
+def test_inline_math_forms_agree_with_the_rule_table():
+    from capstan import fastpaths
+    from capstan.rules import PARTIALS
+
+    for f, (value, partial) in fastpaths.MATH.items():
+        for a in (0.3, 0.7, 1.9):
+            r = f(a)
+            env = {"math": math, "a": a, "r": r}
+            assert eval(value, env) == r
+            assert eval(partial, env) == pytest.approx(PARTIALS[f][0](r, a), rel=1e-14), f
+
+
+def test_compiled_tape_with_numba_when_installed():
+    def poly(x, y):
+        r = 0.0
+        for c in (1.0, -2.0, 0.5, 3.0):
+            r = r * x + c * math.sin(y)
+        return r if x > -5.0 else -r
+
+    tape = record_tape(poly, 0.5, 0.3)
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="numba"):
+            tape.compile(numba=True)
+        return
+    fast = tape.compile(numba=True)
+    assert fast.numba
+    value, grads = fast(1.5, -0.2)
+    assert value == pytest.approx(poly(1.5, -0.2), rel=1e-14)
+    assert grads == pytest.approx(capstan.gradient(poly, 1.5, -0.2), rel=1e-12)
+    with pytest.raises(TapeGuardError):
+        fast(-6.0, 0.2)
+    with pytest.raises(TypeError, match="numba"):
+        record_tape(lambda x: math.erf(x) * x, 0.5).compile(numba=True)
