@@ -267,6 +267,9 @@ class ADContext(Context):
             return Context.fallback(self, f, *args, **kwargs)
         if f in _registered:  # a rule exists, the argument pattern was not foreseen
             return self.apply(f, args, kwargs)
+        op, args = _spelled_out(f, args)
+        if op is not None:  # a.__setitem__(i, x), np.ndarray.__mul__(a, b): the operator itself
+            return overdub(self, op, *args, **kwargs)
         result = Context.fallback(self, f, *args, **kwargs)
         if _inexact(result) or (type(result) in (tuple, list) and any(map(_inexact, result))):
             raise no_rule(f, self.mode)
@@ -304,6 +307,26 @@ def _storing(method):
 
     store.__name__ = "store_" + method.__name__
     return store
+
+
+_DUNDER_OPERATORS = {"__%s__" % name: getattr(operator, name) for name in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos", "abs",
+    "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
+    "getitem", "setitem", "lt", "le", "gt", "ge", "eq", "ne")}
+
+
+def _spelled_out(f, args):
+    """``(operator, arguments)`` when ``f`` is an operator's special method called by name
+    on an array or number (bound or unbound), else ``(None, args)``."""
+    op = _DUNDER_OPERATORS.get(getattr(f, "__name__", None))
+    if op is None:
+        return None, args
+    owner = getattr(f, "__self__", None)
+    if owner is not None and not isinstance(owner, type):
+        return (op, (owner, *args)) if isinstance(owner, _NUMERIC) else (None, args)
+    if isinstance(getattr(f, "__objclass__", None), type) and args and isinstance(args[0], _NUMERIC):
+        return op, args
+    return None, args
 
 
 def _inexact(x):

@@ -31,6 +31,8 @@ MATH = {
     math.sinh: ("math.sinh(a)", "math.cosh(a)"), math.cosh: ("math.cosh(a)", "math.sinh(a)"),
     math.log1p: ("math.log1p(a)", "1.0 / (1.0 + a)"), math.expm1: ("math.expm1(a)", "r + 1.0"),
 }
+#: a power with a constant exponent b: (result, partial wrt a)
+POWER = ("a ** b", "(b * a ** (b - 1) if b else 0.0)")
 #: decisions on values, spelled out for the guards of generated tape code
 COMPARE = {operator.lt: "a < b", operator.le: "a <= b", operator.gt: "a > b", operator.ge: "a >= b",
            operator.eq: "a == b", operator.ne: "a != b"}
@@ -142,6 +144,34 @@ def method(self, x):
 """
 
 
+_FORWARD_POWER = """
+def method(self, x, y):
+    ty = type(y)
+    if type(x) is Tagged and x._tagkey is self._tagkey and (ty is int or ty is float):
+        a = x._value
+        ta = x._meta
+        if type(a) is float and type(ta) is float and (ty is int or a > 0.0):
+            b = y
+            r = {r}
+            return Tagged(r, ({da}) * ta, self)
+    return self.apply(f, (x, y), {{}})
+"""
+
+_REVERSE_POWER = """
+def method(self, x, y):
+    ty = type(y)
+    if type(x) is Tagged and x._tagkey is self._tagkey and (ty is int or ty is float):
+        a = x._value
+        if type(a) is float and (ty is int or a > 0.0):
+            b = y
+            r = {r}
+            tape = self.tape
+            tape.append((x._meta, {da}))
+            return Tagged(r, len(tape) - 1, self)
+    return self.apply(f, (x, y), {{}})
+"""
+
+
 def _make(template, f, forms):
     names = dict(zip(("r", "da", "db"), forms))
     ns = {"Tagged": Tagged, "f": f}
@@ -158,6 +188,10 @@ def install(cls, mode):
             primitive(g, Tagged)(method)
             primitive(g, object, Tagged)(method)
             setattr(cls, "_fast_%s" % g.__name__, method)
+    for f in (operator.pow, operator.ipow):
+        method = _make(_FORWARD_POWER if mode == "forward" else _REVERSE_POWER, f, POWER)
+        primitive(f, Tagged)(method)
+        setattr(cls, "_fast_%s" % f.__name__, method)
     for f, forms in UNARY.items():
         method = _make(unary, f, forms)
         primitive(f, Tagged)(method)

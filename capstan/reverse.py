@@ -109,7 +109,11 @@ class ReverseCtx(ADContext):
                 rec.ans = snap(rec.ans)
 
     def input(self, value):
-        t = tag(value, self, self.record(INPUT, None, None, (), None, ()))
+        tape = self.tape
+        tape.append(_INPUT)
+        if type(value) is float and self.__dict__.get("_has_tags"):
+            return Tagged(value, len(tape) - 1, self)
+        t = tag(value, self, len(tape) - 1)
         raw = _raw(value)
         if type(raw) is np.ndarray:
             if raw.base is None:
@@ -331,6 +335,9 @@ class ReverseCtx(ADContext):
 fastpaths.install(ReverseCtx, "reverse")
 
 
+_INPUT = Record(INPUT, None, None, (), None, ())  # (shared: inputs carry nothing to change)
+
+
 def backward(tape, seeds):
     """Cotangents of every node of ``tape``, from ``{node: cotangent}`` of the outputs."""
     cts = [None] * len(tape)
@@ -341,11 +348,16 @@ def backward(tape, seeds):
         if g is None:
             continue
         rec = tape[i]
-        if type(rec) is tuple:  # an inline float operation: (parent, partial, ...)
-            for j in range(0, len(rec), 2):
-                p = rec[j]
-                c = g * rec[j + 1]
-                cts[p] = c if cts[p] is None else cts[p] + c
+        if type(rec) is tuple:  # an inline float operation: (parent, partial[, parent, partial])
+            p = rec[0]
+            c = g * rec[1]
+            old = cts[p]
+            cts[p] = c if old is None else old + c
+            if len(rec) == 4:
+                p = rec[2]
+                c = g * rec[3]
+                old = cts[p]
+                cts[p] = c if old is None else old + c
             continue
         if rec.kind == INPUT:
             continue
@@ -440,10 +452,7 @@ class _Run:
             nodes = []
             new = []
             for leaf in leaves:
-                if isinstance(leaf, (str, bytes)):
-                    nodes.append(None)
-                    new.append(leaf)
-                elif structure.is_differentiable(leaf):
+                if type(leaf) is float or structure.is_differentiable(leaf):
                     t = ctx.input(leaf)
                     nodes.append(t._meta)
                     new.append(t)

@@ -225,9 +225,12 @@ def compile_tape(tape, use_numba=None):
                        % (_subst(guard, dict(zip("ab", args))), rec.ans))
             continue
         inline = _inline_forms(rec.f) if not rec.kwargs and rec.kind == RULE else None
+        if (rec.f in (operator.pow, operator.ipow) and not rec.kwargs and len(rec.parents) == 2
+                and rec.parents[1] is None and type(rec.vals[1]) in (int, float)):
+            inline = fastpaths.POWER + (None,)
         if inline is not None and len(args) == len(inline) - 1:
             names = dict(zip("ab", args), r="v%d" % n)
-            value, *partials = [_subst(e, names) for e in inline]
+            value, *partials = [None if e is None else _subst(e, names) for e in inline]
             fwd.append("v%d = %s" % (n, value))
         else:
             env["f%d" % n] = rec.f

@@ -111,3 +111,27 @@ def test_dtype_changing_view_is_refused():
 
     with pytest.raises(TypeError, match="view"):
         capstan.gradient(f, 1.0)
+
+
+def test_differentiated_functions_are_not_kept_alive():
+    import gc
+    import weakref
+
+    def make():
+        scale = np.ones(3)
+
+        def f(x):
+            a = np.zeros(3)
+            a[1] = x * 2.0
+            return np.sum(a * scale) + x * x
+
+        return f
+
+    f = make()
+    ref = weakref.ref(f)
+    assert capstan.D(f, 1.5) == 5.0
+    assert capstan.gradient(f, 1.5) == (5.0,)
+    assert capstan.jacobian(lambda v: f(v[0]) * v, np.ones(2)).shape == (2, 2)
+    del f
+    gc.collect()
+    assert ref() is None
