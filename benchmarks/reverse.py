@@ -243,7 +243,31 @@ def workloads():
               lambda: lambda: capstan.gradient(scipy.special.logsumexp, XL),
               "scipy's function unmodified")]
             + rewritten_peers(logsumexp_formula, [XL]), target=array_target),
+        _adbench.Workload(
+            "scalar_poly, kept tape", lambda: horner(X0), lambda: horner_deriv(X0),
+            [("capstan compiled tape", lambda: compiled_tape(horner, X0), TAPE_NOTE),
+             ("capstan replayed tape", lambda: replayed_tape(horner, X0), "tape.gradient(x)")],
+            target=tape_target),
+        _adbench.Workload(
+            "euler_ode, kept tape", lambda: euler(K0), lambda: euler_deriv(K0),
+            [("capstan compiled tape", lambda: compiled_tape(euler, K0), TAPE_NOTE),
+             ("capstan replayed tape", lambda: replayed_tape(euler, K0), "tape.gradient(x)")],
+            target=tape_target),
     ]
+
+
+TAPE_NOTE = "record_tape(f, x).compile() once (first call includes it), then (value, gradient)"
+tape_target = ("replayed tape ≤ 2× hand-written", "hand", 2.0)
+
+
+def compiled_tape(f, x):
+    fn = capstan.record_tape(f, x).compile()
+    return lambda: fn(x)[1]
+
+
+def replayed_tape(f, x):
+    tape = capstan.record_tape(f, x)
+    return lambda: tape.gradient(x)
 
 
 def rows(quick=QUICK):

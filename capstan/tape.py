@@ -28,6 +28,7 @@ from .reverse import CUSTOM, GETITEM, INPUT, RULE, SETITEM, Record, ReverseCtx, 
 from .rules import registry
 
 GUARD = 99
+_UNTRIED = object()
 
 
 class TapeGuardError(RuntimeError):
@@ -83,6 +84,7 @@ class Tape:
         self.out_nodes = [run.ctx.node(leaf) for leaf in run.out_leaves]
         self.out_consts = [None if n is not None else leaf for n, leaf in zip(self.out_nodes, run.out_leaves)]
         self.value = run.primal()
+        self._fast = _UNTRIED  # generated code for scalar tapes, made on first replay
 
     # -- replay --------------------------------------------------------------------------------
     def _bind(self, args):
@@ -153,13 +155,37 @@ class Tape:
         return self._output(self._checked(args))
 
     def gradient(self, *args):
-        """``capstan.gradient(f, *args)`` by replaying the tape."""
+        """``capstan.gradient(f, *args)`` by replaying the tape (through generated code,
+        made once, when every argument is a number)."""
+        fast = self._generated(args)
+        if fast is not None:
+            try:
+                return fast(*args)[1]
+            except TapeGuardError:
+                if self.on_mismatch != "rerecord":
+                    raise
+                self._record(args)
+                return self.gradient(*args)
         out = self._checked(args)
         if len(self.out_nodes) != 1 or self.out_nodes[0] is None:
             raise ValueError("tape.gradient needs a scalar output that depends on the inputs")
         cts = backward(out, {self.out_nodes[0]: 1.0})
         self.run.ctx.tape = out
         return self.run.back_from(cts)
+
+    def _generated(self, args):
+        if not all(type(a) is float or type(a) is int for a in args):
+            return None
+        if self._fast is _UNTRIED:
+            self._fast = None
+            if all(nodes == [nodes[0]] and nodes[0] is not None for _, nodes in self.inputs):
+                try:
+                    self._fast = compile_tape(self)
+                except TypeError:  # not a scalar tape: interpreted replay
+                    pass
+        if self._fast is not None:
+            self._bind(args)  # (the same checks as the interpreted replay)
+        return self._fast
 
     # -- generated code ------------------------------------------------------------------------
     def compile(self, numba=False):

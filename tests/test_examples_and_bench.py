@@ -80,3 +80,17 @@ def test_overhead_benchmark_quick_mode(monkeypatch):
     assert all(same for *_, same in cells), [c for c in cells if not c[-1]]
     table = overhead.table(cells)
     assert table.count("\n") == len(cells) + 1 and "counting prehook" in table
+
+
+def test_readme_python_blocks_run():
+    with open(os.path.join(ROOT, "README.md")) as fh:
+        blocks = re.findall(r"```python\n(.*?)\n```", fh.read(), re.S)
+    assert len(blocks) >= 2
+    for block in blocks:
+        namespace = {"__name__": "readme"}
+        exec(compile(block, "README.md", "exec"), namespace)
+    import math
+
+    import capstan
+    assert namespace["tape"].gradient(3.0) == capstan.gradient(namespace["legacy"], 3.0)
+    assert capstan.D(namespace["legacy"], 2.0) == 12.0 + math.cos(2.0)
