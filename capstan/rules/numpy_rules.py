@@ -561,6 +561,10 @@ defimpl(np.outer, lambda a, b, out=None: np.reshape(a, (-1, 1)) * np.reshape(b, 
 def _matmul_part(t, lead, a, b, left):
     """``t @ b`` (``left``) or ``a @ t`` for tangent ``t`` with ``lead`` chunk axes."""
     av, bv = np.ndim(a) == 1, np.ndim(b) == 1
+    if lead == 1 and not left and bv and np.ndim(a) == 2:  # matrix @ vector, a block of tangents:
+        return np.matmul(t, np.swapaxes(a, 0, 1))  # one matrix product, not one per tangent
+    if lead == 1 and left and av and np.ndim(b) == 2:
+        return np.matmul(t, b)
     x, y = (t, b) if left else (a, t)
     if av:
         x = np.expand_dims(x, -2)
