@@ -13,6 +13,7 @@
 """
 import numbers
 import operator
+from functools import partial
 
 import numpy as np
 from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
@@ -160,9 +161,6 @@ class ADContext(Context):
         return out
 
 
-    def apply(self, f, args, kwargs):  # pragma: no cover - abstract
-        raise NotImplementedError
-
     def user_operator(self, f, args):
         """``a * b`` where an operand is a user object (a class with ``__mul__``...): run
         that class's own Python method inside the context, as plain Python would call
@@ -210,6 +208,86 @@ class ADContext(Context):
         return type(seq)(overdub(self, np.asarray, e)
                          if (type(e) is list or type(e) is tuple) and self._differentiated(e, {}) else e
                          for e in seq)
+
+    # -- taking arguments apart and applying rules (both modes) ----------------------------------
+    def _split(self, args):
+        """``(values, metadata, any differentiated, enclosing context)`` of positional
+        arguments: values without this context's tags, their tangents or nodes (``None`` for
+        constants); lists and tuples of differentiated values are split one level deep."""
+        key = self._tagkey
+        vals = list(args)
+        metas = [None] * len(args)
+        found = False
+        foreign = None
+        for i, a in enumerate(args):
+            ta = type(a)
+            if ta is Tagged:
+                if a._tagkey is key:
+                    vals[i] = v = a._value
+                    metas[i] = m = a._meta
+                    found = True
+                    if type(v) is Tagged:
+                        foreign = v._ctx
+                    if type(m) is Tagged:  # a tangent carrying an enclosing derivative
+                        foreign = m._ctx
+                else:
+                    foreign = a._ctx
+            elif ta is np.ndarray:
+                entry = self.shadow(a)
+                if entry is not None:
+                    metas[i] = entry[1]
+                    found = True
+                    foreign = entry[2] or foreign
+            elif (ta is list or ta is tuple) and a:
+                a = self.nested_arrays(a)
+                sub_vals, sub_metas, sub_found, sub_foreign = self._split(a)
+                if sub_found:
+                    vals[i], metas[i], found = ta(sub_vals), sub_metas, True
+                foreign = sub_foreign or foreign
+        return vals, metas, found, foreign
+
+    def meta(self, x):
+        """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
+        if type(x) is Tagged:
+            return x._meta if x._tagkey is self._tagkey else None
+        entry = self.shadow(x)
+        return entry[1] if entry is not None else None
+
+    def apply(self, f, args, kwargs):
+        """A call of ``f`` (which has a rule) with these arguments: the parts both modes
+        share, then the mode's ``compute``."""
+        vals, metas, found, foreign = self._split(args)
+        if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
+            raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
+                            "keyword argument" % getattr(f, "__name__", f))
+        if not found:
+            return Context.fallback(self, f, *args, **kwargs)
+        if f in OPERATORS:
+            out = self.user_operator(f, args)
+            if out is not NOT_MINE:
+                return out
+        impl = registry.IMPLS.get(f)
+        if impl is not None:
+            return overdub(self, impl, *args, **kwargs)
+        if f in registry.NONDIFF:
+            return Context.fallback(self, f, *vals, **kwargs)
+        run = plain_call if foreign is None else partial(overdub, foreign)
+        return self.compute(f, vals, metas, kwargs, args, run, foreign)
+
+    def compute(self, f, vals, metas, kwargs, args, run, foreign):  # pragma: no cover - per mode
+        raise NotImplementedError
+
+    @primitive(getattr, Tagged)
+    def getattr_(self, o, name, *default):
+        """``x.real``, ``x.T`` (rules); ``x.sum(...)`` becomes ``type(x).sum(x, ...)``."""
+        value = o._value
+        rule = ATTRIBUTES.get(name)
+        if rule is not None and hasattr(value, name):
+            return self.apply(rule, (o,), {})
+        attr = getattr(type(raw(value)), name, None)
+        if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
+            return partial(attr, o)
+        return getattr(value, name, *default)
 
     def owns(self, x):
         return type(x) is Tagged and x._tagkey is self._tagkey
@@ -327,6 +405,30 @@ def _spelled_out(f, args):
     if isinstance(getattr(f, "__objclass__", None), type) and args and isinstance(args[0], _NUMERIC):
         return op, args
     return None, args
+
+
+def raw(x):
+    """The plain value under every tag (an enclosing differentiation's included)."""
+    while type(x) is Tagged:
+        x = x._value
+    return x
+
+
+def plain_call(f, *args, **kwargs):
+    return f(*args, **kwargs)
+
+
+def out_argument(kwargs):
+    """The plain array a ufunc's ``out=`` argument names, if any."""
+    out = kwargs.get("out") if kwargs else None
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    return out if type(out) is np.ndarray else None
+
+
+ATTRIBUTES = {"real": np.real, "imag": np.imag, "T": np.transpose}  # attributes with rules
+if hasattr(np, "matrix_transpose"):
+    ATTRIBUTES["mT"] = np.matrix_transpose
 
 
 def _inexact(x):

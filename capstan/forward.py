@@ -12,21 +12,18 @@ axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 ``ceil(n / N)`` runs of ``f``.
 """
 import operator
-from functools import partial
 
 import numpy as np
-from overdub import Context, Tagged, overdub, primitive, tag
+from overdub import Tagged, overdub, primitive, tag
 
 from . import fastpaths, structure
 from .aliasing import region, root_of
-from .adcontext import INPLACE, NOT_MINE, OPERATORS, ADContext, no_rule
+from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
 from .nesting import level
 from .pool import borrowed
 from .rules import registry
 
 _PARTIALS, _JVP, _IMPLS, _NONDIFF = registry.PARTIALS, registry.JVP, registry.IMPLS, registry.NONDIFF
-_ATTRIBUTES = {"real": np.real, "imag": np.imag, "T": np.transpose, "mT": np.matrix_transpose
-               if hasattr(np, "matrix_transpose") else None}
 
 
 class ForwardCtx(ADContext):
@@ -43,74 +40,15 @@ class ForwardCtx(ADContext):
         self.chunk = None
 
     # -- reading tangents -------------------------------------------------------------------
-    def tangent(self, x):
-        """The tangent ``x`` carries in this context (``None``: none)."""
-        if type(x) is Tagged:
-            return x._meta if x._tagkey is self._tagkey else None
-        entry = self.shadow(x)
-        return entry[1] if entry is not None else None
+    tangent = ADContext.meta
 
-    def _split(self, args):
-        """``(values, tangents, any tangent, foreign context)`` of positional arguments;
-        lists and tuples of differentiated values are split one level deep."""
-        key = self._tagkey
-        vals = list(args)
-        tans = [None] * len(args)
-        found = False
-        foreign = None
-        for i, a in enumerate(args):
-            ta = type(a)
-            if ta is Tagged:
-                if a._tagkey is key:
-                    vals[i] = v = a._value
-                    tans[i] = t = a._meta
-                    found = True
-                    if type(v) is Tagged:
-                        foreign = v._ctx
-                    if type(t) is Tagged:
-                        foreign = t._ctx
-                else:
-                    foreign = a._ctx
-            elif ta is np.ndarray:
-                entry = self.shadow(a)
-                if entry is not None:
-                    tans[i] = entry[1]
-                    found = True
-                    foreign = entry[2] or foreign
-            elif (ta is list or ta is tuple) and a:
-                a = self.nested_arrays(a)
-                sub_vals, sub_tans, sub_found, sub_foreign = self._split(a)
-                if sub_found:
-                    vals[i], tans[i], found = ta(sub_vals), sub_tans, True
-                foreign = sub_foreign or foreign
-        return vals, tans, found, foreign
-
-    # -- applying rules ---------------------------------------------------------------------
-    def apply(self, f, args, kwargs):
-        vals, tans, found, foreign = self._split(args)
-        if kwargs and any(self.tangent(v) is not None for v in kwargs.values()):
-            raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
-                            "keyword argument" % getattr(f, "__name__", f))
-        if not found:
-            return Context.fallback(self, f, *args, **kwargs)
-        if f in OPERATORS:
-            out = self.user_operator(f, args)
-            if out is not NOT_MINE:
-                return out
-        impl = _IMPLS.get(f)
-        if impl is not None:
-            return overdub(self, impl, *args, **kwargs)
-        if f in _NONDIFF:
-            return Context.fallback(self, f, *vals, **kwargs)
-        if foreign is None:
-            return self._compute(f, vals, tans, kwargs, args, _plain)
-        # values of an enclosing differentiation: its context runs the rule's arithmetic
-        return self._compute(f, vals, tans, kwargs, args, partial(overdub, foreign))
+    def compute(self, f, vals, tans, kwargs, args, run, foreign):
+        return self._compute(f, vals, tans, kwargs, args, run)
 
     def _compute(self, f, vals, tans, kwargs, args, run):
-        if f in INPLACE and type(_raw(vals[0])) is np.ndarray:  # a += b: computed aside, then written
+        if f in INPLACE and type(raw(vals[0])) is np.ndarray:  # a += b: computed aside, then written
             ans = run(INPLACE[f], *vals)
-            if not np.can_cast(np.result_type(_raw(ans)), _raw(vals[0]).dtype, "same_kind"):
+            if not np.can_cast(np.result_type(raw(ans)), raw(vals[0]).dtype, "same_kind"):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
             ans = run(f, *vals, **kwargs)
@@ -135,10 +73,10 @@ class ForwardCtx(ADContext):
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
-        return self._result(f, ans, t, args, _out(kwargs))
+        return self._result(f, ans, t, args, out_argument(kwargs))
 
     def _result(self, f, ans, t, args, out=None):
-        if f in INPLACE and type(_raw(args[0])) is np.ndarray:  # a += b on an array: a write
+        if f in INPLACE and type(raw(args[0])) is np.ndarray:  # a += b on an array: a write
             self.setitem(args[0], Ellipsis, ans if t is None else Tagged(ans, t, self))
             return args[0]
         if t is None:
@@ -204,17 +142,6 @@ class ForwardCtx(ADContext):
                    foreign or (tv._ctx if type(tv) is Tagged else None))
         return None
 
-    @primitive(getattr, Tagged)
-    def getattr_(self, o, name, *default):
-        value = o._value
-        rule = _ATTRIBUTES.get(name)
-        if rule is not None and hasattr(value, name):
-            return self.apply(rule, (o,), {})
-        attr = getattr(_base_type(value), name, None)
-        if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
-            return partial(attr, o)  # o.method(...) becomes type(o).method(o, ...)
-        return getattr(value, name, *default)
-
     # -- results ----------------------------------------------------------------------------
     def output_tangent(self, y):
         """The tangent of an output (zeros where it does not depend on the input)."""
@@ -243,32 +170,6 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
-
-
-def _out(kwargs):
-    """The plain array a ufunc's ``out=`` argument names, if any."""
-    out = kwargs.get("out") if kwargs else None
-    if type(out) is tuple and len(out) == 1:
-        out = out[0]
-    return out if type(out) is np.ndarray else None
-
-
-def _raw(x):
-    """The plain value under every tag."""
-    while type(x) is Tagged:
-        x = x._value
-    return x
-
-
-def _base_type(value):
-    """The type of the value under every tag (an enclosing differentiation's included)."""
-    while type(value) is Tagged:
-        value = value._value
-    return type(value)
-
-
-def _plain(f, *args, **kwargs):
-    return f(*args, **kwargs)
 
 
 def _lead(t, value):

@@ -16,12 +16,12 @@ import weakref
 from functools import partial
 
 import numpy as np
-from overdub import Context, Tagged, overdub, primitive, retag, tag
+from overdub import Tagged, overdub, primitive, retag, tag
 
 from . import fastpaths, structure
 from .aliasing import positions, root_of
-from .adcontext import INPLACE, NOT_MINE, OPERATORS, ADContext, no_rule
-from .forward import _ATTRIBUTES, _base_type, _out
+from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
+from .adcontext import raw as untagged
 from .markers import checkpoint, hook
 from .nesting import level
 from .pool import borrowed
@@ -66,12 +66,7 @@ class ReverseCtx(ADContext):
         self.views = {}
 
     # -- nodes ---------------------------------------------------------------------------------
-    def node(self, x):
-        """The tape index ``x`` carries in this context (``None``: a constant)."""
-        if type(x) is Tagged:
-            return x._meta if x._tagkey is self._tagkey else None
-        entry = self.shadow(x)
-        return entry[1] if entry is not None else None
+    node = ADContext.meta
 
     def record(self, kind, f, ans, vals, kwargs, parents, foreign=None):
         tape = self.tape
@@ -79,15 +74,15 @@ class ReverseCtx(ADContext):
         n = len(tape) - 1
         for v in vals:
             tv = type(v)
-            if tv is np.ndarray or (tv is Tagged and type(_raw(v)) is np.ndarray):
-                self.readers.setdefault(id(root_of(_raw(v))), []).append(n)
-        if type(ans) is np.ndarray or (type(ans) is Tagged and type(_raw(ans)) is np.ndarray):
-            self.readers.setdefault(id(root_of(_raw(ans))), []).append(n)
+            if tv is np.ndarray or (tv is Tagged and type(untagged(v)) is np.ndarray):
+                self.readers.setdefault(id(root_of(untagged(v))), []).append(n)
+        if type(ans) is np.ndarray or (type(ans) is Tagged and type(untagged(ans)) is np.ndarray):
+            self.readers.setdefault(id(root_of(untagged(ans))), []).append(n)
         return n
 
     def before_write(self, arr):
         """``arr`` is about to change in place: records reading it get its old contents."""
-        arr = _raw(arr)
+        arr = untagged(arr)
         if type(arr) is not np.ndarray:
             return
         root = root_of(arr)
@@ -96,7 +91,7 @@ class ReverseCtx(ADContext):
             copies = {}
 
             def snap(v):
-                raw = _raw(v)
+                raw = untagged(v)
                 if type(raw) is not np.ndarray or root_of(raw) is not root:
                     return v
                 if id(v) not in copies:  # (an enclosing differentiation copies its own values)
@@ -114,7 +109,7 @@ class ReverseCtx(ADContext):
         if type(value) is float and self.__dict__.get("_has_tags"):
             return Tagged(value, len(tape) - 1, self)
         t = tag(value, self, len(tape) - 1)
-        raw = _raw(value)
+        raw = untagged(value)
         if type(raw) is np.ndarray:
             if raw.base is None:
                 self.holders[id(raw)] = weakref.ref(t)
@@ -122,65 +117,18 @@ class ReverseCtx(ADContext):
                 self.views.setdefault(id(root_of(raw)), []).append(weakref.ref(t))
         return t
 
-    def _split(self, args):
-        key = self._tagkey
-        vals = list(args)
-        parents = [None] * len(args)
-        found = False
-        foreign = None
-        for i, a in enumerate(args):
-            ta = type(a)
-            if ta is Tagged:
-                if a._tagkey is key:
-                    vals[i] = v = a._value
-                    parents[i] = a._meta
-                    found = True
-                    if type(v) is Tagged:
-                        foreign = v._ctx
-                else:
-                    foreign = a._ctx
-            elif ta is np.ndarray:
-                entry = self.shadow(a)
-                if entry is not None:
-                    parents[i] = entry[1]
-                    found = True
-                    foreign = entry[2] or foreign
-            elif (ta is list or ta is tuple) and a:
-                a = self.nested_arrays(a)
-                sub_vals, sub_parents, sub_found, sub_foreign = self._split(a)
-                if sub_found:
-                    vals[i], parents[i], found = ta(sub_vals), sub_parents, True
-                foreign = sub_foreign or foreign
-        return vals, parents, found, foreign
-
     # -- applying rules ------------------------------------------------------------------------
-    def apply(self, f, args, kwargs):
-        vals, parents, found, foreign = self._split(args)
-        if kwargs and any(self.node(v) is not None for v in kwargs.values()):
-            raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
-                            "keyword argument" % getattr(f, "__name__", f))
-        if not found:
-            return Context.fallback(self, f, *args, **kwargs)
-        if f in OPERATORS:
-            out = self.user_operator(f, args)
-            if out is not NOT_MINE:
-                return out
-        impl = _IMPLS.get(f)
-        if impl is not None:
-            return overdub(self, impl, *args, **kwargs)
-        if f in _NONDIFF:
-            return Context.fallback(self, f, *vals, **kwargs)
-        run = _plain if foreign is None else partial(overdub, foreign)
+    def compute(self, f, vals, parents, kwargs, args, run, foreign):
         adjoint = ADJOINTS.get(f)
         if adjoint is not None:
             ans, back = run(adjoint, *vals, **kwargs)
             return self._result(ans, self.record(CUSTOM, back, ans, tuple(vals), kwargs,
                                                  parents, foreign))
-        if f in INPLACE and type(_raw(vals[0])) is np.ndarray:
+        if f in INPLACE and type(untagged(vals[0])) is np.ndarray:
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
             raise no_rule(f, "reverse")
-        out = _out(kwargs)
+        out = out_argument(kwargs)
         if out is not None:
             self.before_write(out)
         ans = run(f, *vals, **kwargs)
@@ -196,7 +144,7 @@ class ReverseCtx(ADContext):
         if not structure.is_differentiable(ans):
             return ans
         t = Tagged(ans, n, self)
-        raw = _raw(ans)
+        raw = untagged(ans)
         if type(raw) is np.ndarray:  # who owns the memory, who views it (for later writes)
             if raw.base is None:
                 self.holders[id(raw)] = weakref.ref(t)
@@ -208,7 +156,7 @@ class ReverseCtx(ADContext):
         """``a += b`` on an array: computed aside, then written into the same array."""
         plain = INPLACE[f]
         ans = run(plain, *vals)
-        if not np.can_cast(np.result_type(_raw(ans)), _raw(vals[0]).dtype, "same_kind"):
+        if not np.can_cast(np.result_type(untagged(ans)), untagged(vals[0]).dtype, "same_kind"):
             run(f, np.array(vals[0], copy=True), *vals[1:])  # NumPy's own casting error
         new = self._result(ans, self.record(RULE, plain, ans, tuple(vals), {}, parents, foreign))
         self.setitem(target, Ellipsis, new)
@@ -224,7 +172,7 @@ class ReverseCtx(ADContext):
         ref = self.holders.get(id(root))
         if ref is not None:
             t = ref()
-            if t is not None and self.owns(t) and _raw(t._value) is root:
+            if t is not None and self.owns(t) and untagged(t._value) is root:
                 return t._meta, t
         entry = self.shadows.get(id(root))
         if entry is not None and entry[0] is root:
@@ -241,7 +189,7 @@ class ReverseCtx(ADContext):
         for ref in self.views.get(id(root), ()):
             t = ref()
             if t is not None and self.owns(t):
-                retag(t, self, self.view_meta(_raw(t._value), root, n, foreign))
+                retag(t, self, self.view_meta(untagged(t._value), root, n, foreign))
                 live.append(ref)
         if live:
             self.views[id(root)] = live
@@ -270,7 +218,7 @@ class ReverseCtx(ADContext):
             k = self.unwrap(k)[0]
         v, vforeign = self.unwrap(v)
         foreign = foreign or vforeign
-        raw = _raw(value)
+        raw = untagged(value)
         if type(raw) is not np.ndarray:
             return self.write(value, k, v, foreign)
         root = root_of(raw)
@@ -286,17 +234,6 @@ class ReverseCtx(ADContext):
                         (nroot, nv), foreign)
         self._moved(root, owner, n, foreign)
         return None
-
-    @primitive(getattr, Tagged)
-    def getattr_(self, o, name, *default):
-        value = o._value
-        rule = _ATTRIBUTES.get(name)
-        if rule is not None and hasattr(value, name):
-            return self.apply(rule, (o,), {})
-        attr = getattr(_base_type(value), name, None)
-        if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
-            return partial(attr, o)
-        return getattr(value, name, *default)
 
     @primitive(hook)
     def hook_(self, fn, x):
@@ -362,7 +299,7 @@ def backward(tape, seeds):
         if rec.kind == INPUT:
             continue
         foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
-        run = _plain if foreign is None else partial(overdub, foreign)
+        run = plain_call if foreign is None else partial(overdub, foreign)
         for p, c in zip(rec.parents, _step(rec, g, run)):
             if p is None or c is None:
                 continue
@@ -406,18 +343,8 @@ def _step(rec, g, run):
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
 
 
-def _raw(x):
-    while type(x) is Tagged:
-        x = x._value
-    return x
-
-
 def _writable(g):
     return g.copy() if type(g) is np.ndarray and not g.flags.writeable else g
-
-
-def _plain(f, *args, **kwargs):
-    return f(*args, **kwargs)
 
 
 # ----------------------------------------------------------------------------- public API
