@@ -13,6 +13,7 @@ import statistics
 
 import numpy as np
 import pytest
+import scalar_programs
 import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -681,34 +682,8 @@ def test_nestlevel_in_forward():
 UNARY = {"sin": math.sin, "exp": lambda v: math.exp(math.tanh(v)), "tanh": math.tanh}
 
 
-@st.composite
-def straight_line(draw):
-    n_in = draw(st.integers(1, 3))
-    names = [f"x{i}" for i in range(n_in)]
-    lines = []
-    for k in range(draw(st.integers(1, 8))):
-        op = draw(st.sampled_from(["+", "-", "*", "/", "sin", "exp", "tanh"]))
-        a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-        new = f"t{k}"
-        if op == "/":
-            lines.append(f"{new} = {a} / (1.5 + math.sin({b}))")
-        elif op == "exp":
-            lines.append(f"{new} = math.exp(math.tanh({a}))")
-        elif op in ("sin", "tanh"):
-            lines.append(f"{new} = math.{op}({a})")
-        else:
-            lines.append(f"{new} = {a} {op} {b}")
-        names.append(new)
-    body = "\n    ".join(lines)
-    src = f"def prog({', '.join(names[:n_in])}):\n    {body}\n    return {names[-1]}\n"
-    ns = {"math": math}
-    exec(compile(src, "<prog>", "exec"), ns)  # noqa: S102
-    xs = [draw(st.floats(-1.5, 1.5)) for _ in range(n_in)]
-    return ns["prog"], xs, src
-
-
 @settings(max_examples=60, deadline=None)
-@given(straight_line())
+@given(scalar_programs.straight_line())
 def test_random_programs_D_vs_finite_differences(case):
     prog, xs, src = case
     for i in range(len(xs)):

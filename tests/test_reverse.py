@@ -16,9 +16,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import scalar_programs
 import sympy
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from scipy.optimize import rosen, rosen_der, rosen_hess
 
 import capstan
@@ -628,36 +628,8 @@ def test_gradient_not_callable():
 
 
 # ------------------------------------------------------------------------------ random programs
-@st.composite
-def straight_line(draw):
-    n_in = draw(st.integers(1, 3))
-    names = [f"x{i}" for i in range(n_in)]
-    lines = []
-    for k in range(draw(st.integers(1, 10))):
-        op = draw(st.sampled_from(["+", "-", "*", "/", "sin", "exp", "tanh"]))
-        a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-        new = f"t{k}"
-        if op == "/":
-            lines.append(f"{new} = {a} / (1.5 + math.sin({b}))")
-        elif op == "exp":
-            lines.append(f"{new} = math.exp(math.tanh({a}))")
-        elif op in ("sin", "tanh"):
-            lines.append(f"{new} = math.{op}({a})")
-        else:
-            lines.append(f"{new} = {a} {op} {b}")
-        names.append(new)
-    # use several intermediate values in the result, so fan-out is exercised
-    used = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3))
-    body = "\n    ".join(lines)
-    src = f"def prog({', '.join(names[:n_in])}):\n    {body}\n    return {' + '.join(used)}\n"
-    ns = {"math": math}
-    exec(compile(src, "<prog>", "exec"), ns)  # noqa: S102
-    xs = [draw(st.floats(-1.5, 1.5)) for _ in range(n_in)]
-    return ns["prog"], xs, src
-
-
 @settings(max_examples=80, deadline=None)
-@given(straight_line())
+@given(scalar_programs.straight_line())
 def test_random_programs_gradient_D_fd(case):
     prog, xs, src = case
     grads = gradient(prog, *xs)
