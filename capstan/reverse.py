@@ -318,6 +318,10 @@ def _step(rec, g, run):
     if kind == RULE:
         f = rec.f
         vjp = _VJP.get(f)
+        if type(vjp) is tuple:  # one rule per argument: only the ones needed
+            return [None if p is None or i >= len(vjp) or vjp[i] is None
+                    else run(vjp[i], g, rec.ans, *rec.vals, **rec.kwargs)
+                    for i, p in enumerate(rec.parents)]
         if vjp is not None:
             return run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
         partials = _PARTIALS[f]

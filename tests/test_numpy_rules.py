@@ -114,7 +114,7 @@ def rule_vjp(case, g):
     f, args, kw = case.f, case.args, case.kw
     ans = f(*_fresh(args), **kw)
     if f in registry.VJP:
-        return registry.VJP[f](g, ans, *args, **kw)
+        return registry.vjp_of(f)(g, ans, *args, **kw)
     out = []
     for i, p in enumerate(registry.PARTIALS[f]):
         out.append(None if p is None else registry.unbroadcast(g * np.conj(p(ans, *args, **kw)), args[i]))

@@ -25,7 +25,7 @@ context, so it is differentiated in turn: rules may call any function that has a
 rule of its own.
 """
 from .registry import (IMPLS, JVP, NONDIFF, PARTIALS, VJP, defderiv, defimpl, defjvp, deflinear,
-                       defvjp, nondifferentiable, unbroadcast)
+                       defvjp, nondifferentiable, unbroadcast, vjp_of)
 
 __all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
-           "unbroadcast", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS"]
+           "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS"]

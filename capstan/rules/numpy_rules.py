@@ -596,23 +596,37 @@ def _matmul_jvp(ts, ans, a, b, **kw):
     return out
 
 
-def _matmul_vjp(g, ans, a, b, **kw):
+def _matmul_operands(g, a, b):
+    """``a``, ``b`` and ``g`` as stacks of matrices (vectors get a unit axis)."""
     av, bv = np.ndim(a) == 1, np.ndim(b) == 1
     a2 = np.expand_dims(a, 0) if av else a
     b2 = np.expand_dims(b, -1) if bv else b
-    g2 = g
     if bv:
-        g2 = np.expand_dims(g2, -1)
+        g = np.expand_dims(g, -1)
     if av:
-        g2 = np.expand_dims(g2, -2)
+        g = np.expand_dims(g, -2)
+    return av, bv, a2, b2, g
+
+
+def _matmul_vjp_a(g, ans, a, b, **kw):
+    av, bv, a2, b2, g2 = _matmul_operands(g, a, b)
     ga = unbroadcast(np.matmul(g2, np.swapaxes(_conj(b2), -1, -2)), a2)
+    return ga[0] if av else ga
+
+
+def _matmul_vjp_b(g, ans, a, b, **kw):
+    av, bv, a2, b2, g2 = _matmul_operands(g, a, b)
     gb = unbroadcast(np.matmul(np.swapaxes(_conj(a2), -1, -2), g2), b2)
-    return (ga[0] if av else ga), (gb[..., 0] if bv else gb)
+    return gb[..., 0] if bv else gb
+
+
+def _matmul_vjp(g, ans, a, b, **kw):
+    return _matmul_vjp_a(g, ans, a, b), _matmul_vjp_b(g, ans, a, b)
 
 
 for _f in (np.matmul, operator.matmul, operator.imatmul):
     defjvp(_f, _matmul_jvp, batched=True)
-    defvjp(_f, _matmul_vjp)
+    _defvjp(_f, _matmul_vjp_a, _matmul_vjp_b)  # one rule per operand: constants cost nothing
 
 
 def _einsum_parse(subscripts, operands):

@@ -51,18 +51,32 @@ def defjvp(f, rule=None, *, batched=False):
     return rule
 
 
-def defvjp(f, rule=None):
+def defvjp(f, rule=None, *per_argument):
     """Register a reverse rule ``rule(cotangent, ans, *args, **kwargs)`` returning one
     cotangent per positional argument (``None`` where none flows).  Usable as a
-    decorator: ``@defvjp(f)``."""
+    decorator: ``@defvjp(f)``.  ``defvjp(f, rule_0, rule_1, ...)`` registers one rule per
+    argument instead (each returns that argument's cotangent; ``None`` for an argument
+    without one), and only the rules of arguments that need a cotangent are called."""
     _check(f, "defvjp")
-    if rule is None:
+    if rule is None and not per_argument:
         return lambda r: (defvjp(f, r), r)[1]
-    if not callable(rule):
-        raise TypeError("defvjp(%s, rule): rule must be callable, got %r" % (_name(f), rule))
-    VJP[f] = rule
+    rules = (rule,) + per_argument
+    for r in rules:
+        if r is not None and not callable(r):
+            raise TypeError("defvjp(%s, rule): rule must be callable, got %r" % (_name(f), r))
+    VJP[f] = rules if per_argument else rule
     _changed(f)
     return rule
+
+
+def vjp_of(f):
+    """``f``'s reverse rule as one function returning every argument's cotangent (also
+    for rules registered per argument); ``None`` when ``f`` has none."""
+    rule = VJP.get(f)
+    if type(rule) is not tuple:
+        return rule
+    return lambda g, ans, *args, **kw: tuple(None if r is None else r(g, ans, *args, **kw)
+                                             for r in rule[:len(args)]) + (None,) * (len(args) - len(rule))
 
 
 def deflinear(f, transpose=None):
