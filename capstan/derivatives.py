@@ -2,22 +2,32 @@
 import numpy as np
 
 from .forward import forward_jacobian
-from .reverse import gradient, reverse_jacobian
+from .reverse import gradient, pullback, reverse_jacobian
 
 
-def jacobian(f, x, *, mode="forward", chunk=None):
+def jacobian(f, x, *, mode="auto", chunk=None):
     """Jacobian of ``f`` at ``x``: an array of shape ``out.shape + x.shape``.
 
-    ``mode="forward"`` (default) pushes ``chunk`` input directions through each run of
-    ``f`` (all of them at once up to 128 inputs); ``mode="reverse"`` runs ``f`` once and
-    the backward pass once per output element, better for few outputs and many inputs."""
+    ``mode="forward"`` pushes ``chunk`` input directions through each run of ``f`` (all
+    of them at once up to 128 inputs); ``mode="reverse"`` runs ``f`` once and the
+    backward pass once per output element, better for many inputs and few outputs (a
+    wide Jacobian).  ``mode="auto"`` (default) takes forward mode up to 128 inputs and
+    otherwise records ``f`` once, then finishes in reverse mode when the output has
+    fewer elements than forward mode would need runs of ``f``."""
     if not callable(f):
         raise TypeError("capstan.jacobian(f, x): f must be callable, got %r" % (f,))
-    if mode == "forward":
+    if mode not in ("auto", "forward", "reverse"):
+        raise ValueError("capstan.jacobian: mode must be 'auto', 'forward' or 'reverse', got %r"
+                         % (mode,))
+    n = np.size(x)
+    if mode == "forward" or (mode == "auto" and (n <= 128 or chunk is not None)):
         return forward_jacobian(f, x, chunk)
     if mode == "reverse":
         return reverse_jacobian(f, x)
-    raise ValueError("capstan.jacobian: mode must be 'forward' or 'reverse', got %r" % (mode,))
+    recorded = pullback(f, x)
+    if np.size(recorded[0]) < -(-n // 64):
+        return reverse_jacobian(f, x, recorded)
+    return forward_jacobian(f, x, chunk)
 
 
 def hessian(f, x, *, chunk=None):

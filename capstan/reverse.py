@@ -491,10 +491,11 @@ def pullback(f, *args):
     return y, back
 
 
-def reverse_jacobian(f, x):
-    """Jacobian by reverse mode: one backward pass per output element."""
+def reverse_jacobian(f, x, recorded=None):
+    """Jacobian by reverse mode: one backward pass per output element (``recorded``: the
+    ``(y, back)`` of a pullback already taken)."""
     structure.check_leaf(x, "jacobian")
-    y, back = pullback(f, x)
+    y, back = recorded or pullback(f, x)
     ya = np.asarray(y)
     xa = np.asarray(x)
     J = np.zeros((ya.size, xa.size), dtype=np.result_type(ya, xa))

@@ -647,3 +647,26 @@ def test_random_programs_gradient_D_fd(case):
         assert gi == pytest.approx(d, rel=1e-12, abs=1e-12), src
         want = fd(fi, xs[i])
         assert abs(gi - want) <= 1e-6 * max(1.0, abs(want)), src
+
+
+def test_jacobian_auto_mode_picks_reverse_for_wide_jacobians(monkeypatch):
+    import capstan.derivatives as derivatives
+
+    calls = []
+    monkeypatch.setattr(derivatives, "reverse_jacobian",
+                        lambda f, x, rec=None: calls.append("reverse") or rev(f, x, rec))
+    rev = capstan.reverse.reverse_jacobian
+    x = np.linspace(0.0, 1.0, 500)
+
+    def wide(v):
+        return np.array([np.sum(v ** 2), np.sum(np.sin(v))])
+
+    J = jacobian(wide, x)
+    np.testing.assert_allclose(J, np.stack([2 * x, np.cos(x)]))
+    assert calls == ["reverse"]
+    J_tall = jacobian(lambda v: v[:200] * 3.0, x)  # many outputs: forward mode
+    np.testing.assert_allclose(J_tall[:, :200], 3.0 * np.eye(200))
+    assert calls == ["reverse"]
+    np.testing.assert_allclose(jacobian(wide, x, mode="forward"), J)
+    with pytest.raises(ValueError, match="mode"):
+        jacobian(wide, x, mode="sideways")
