@@ -11,6 +11,7 @@ Jacobians use *chunks*: a tagged value carries a block of N tangents (a leading
 axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 ``ceil(n / N)`` runs of ``f``.
 """
+import numbers
 import operator
 
 import numpy as np
@@ -163,8 +164,11 @@ class ForwardCtx(ADContext):
             leaf = leaf._value
             while type(leaf) is Tagged:
                 leaf = leaf._value
-        z = structure.zeros_like(leaf) if structure.is_differentiable(leaf) else None
-        if z is not None and self.chunk is not None:
+        if structure.is_differentiable(leaf) or isinstance(leaf, (numbers.Number, np.ndarray)):
+            z = structure.zeros_like(leaf)  # (an int output has derivative 0.0 too)
+        else:
+            return None  # strings, None...: no derivative at all
+        if self.chunk is not None:
             z = np.zeros((self.chunk,) + np.shape(leaf), dtype=np.result_type(z))
         return z
 

@@ -249,7 +249,9 @@ def test_jvp_int_primal_has_no_tangent():
     y, t = jvp(lambda x, n: x ** n, (2.0, 3), (1.0, None))
     assert y == 8.0 and t == 12.0
     y, t = jvp(lambda n: n * 2, (3,), (1,))
-    assert y == 6 and t is None
+    assert y == 6 and t == 0.0  # numbers that do not depend on a differentiated input: zero
+    y, t = jvp(lambda x: (x, "label", None), (2.0,), (1.0,))
+    assert y == (2.0, "label", None) and t == (1.0, None, None)  # non-numbers: no tangent
 
 
 def test_jvp_ndarray():
