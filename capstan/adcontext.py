@@ -260,7 +260,9 @@ class ADContext(Context):
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
                             "keyword argument" % getattr(f, "__name__", f))
-        if not found:
+        if not found:  # (an operator on user objects runs their methods routed, as usual)
+            if f in OPERATORS:
+                return recurse(self, f, *args, **kwargs)
             return Context.fallback(self, f, *args, **kwargs)
         if f in OPERATORS:
             out = self.user_operator(f, args)

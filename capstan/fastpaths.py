@@ -100,6 +100,8 @@ def method(self, x, y):
 
 _FORWARD_UNARY = """
 def method(self, x):
+    if type(x) is not Tagged:
+        return self.apply(f, (x,), {{}})
     a = x._value
     ta = x._meta
     if type(a) is float and type(ta) is float and x._tagkey is self._tagkey:
@@ -110,6 +112,8 @@ def method(self, x):
 
 _REVERSE_UNARY = """
 def method(self, x):
+    if type(x) is not Tagged:
+        return self.apply(f, (x,), {{}})
     a = x._value
     if type(a) is float and x._tagkey is self._tagkey:
         r = {r}
@@ -185,16 +189,16 @@ def install(cls, mode):
     for f, forms in BINARY.items():
         for g in [f] + [k for k, v in IN_PLACE.items() if v is f]:
             method = _make(binary, g, forms)
-            primitive(g, Tagged)(method)
-            primitive(g, object, Tagged)(method)
+            primitive(g, Tagged, total=True)(method)  # (also sees arrays and user objects: it
+            primitive(g, object, Tagged)(method)      # hands them to apply)
             setattr(cls, "_fast_%s" % g.__name__, method)
     for f in (operator.pow, operator.ipow):
         method = _make(_FORWARD_POWER if mode == "forward" else _REVERSE_POWER, f, POWER)
-        primitive(f, Tagged)(method)
+        primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     for f, forms in UNARY.items():
         method = _make(unary, f, forms)
-        primitive(f, Tagged)(method)
+        primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     call = _FORWARD_CALL if mode == "forward" else _REVERSE_CALL
     for f, partials in list(PARTIALS.items()):  # one-argument math functions, from the table

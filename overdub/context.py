@@ -36,9 +36,15 @@ class primitive:
     the positional arguments; missing types match anything).  Several
     registrations for one function are tried most specific first.
     ``@primitive()`` registers a wildcard ``(self, f, *args, **kwargs)``.
+
+    ``total=True`` (for operators such as ``operator.mul``): the method is called for
+    *every* use of the operator whose operands are not all builtin values its argument
+    types leave to CPython -- whatever their types -- and handles the ones it does not
+    care about itself.  It saves a dispatch step per operation in hot loops.
     """
 
-    def __init__(self, *spec):
+    def __init__(self, *spec, total=False):
+        self.total = bool(total)
         if spec:
             f, *argtypes = spec
             if not callable(f):
@@ -56,7 +62,7 @@ class primitive:
             raise TypeError("@primitive must decorate a method, got %r" % (method,))
         marks = getattr(method, "__overdub_primitives__", ())
         try:
-            method.__overdub_primitives__ = marks + ((self.target, self.argtypes),)
+            method.__overdub_primitives__ = marks + ((self.target, self.argtypes, self.total),)
         except AttributeError:
             raise TypeError("@primitive cannot mark %r; decorate a plain function" % (method,))
         return method
@@ -162,26 +168,30 @@ class Spec:
     """What a context type overrides; recomputed when the class changes."""
 
     __slots__ = ("key", "prehook", "posthook", "canrecurse", "fallback", "primitives", "wildcard",
-                 "empty")
+                 "empty", "totals")
 
     def __init__(self, cls, key):
         self.key = key
         for name in _HOOKS:
             setattr(self, name, getattr(cls, name) is not getattr(Context, name))
         table = {}
+        totals = {}
         seen = set()
         for klass in cls.__mro__:
             for name, value in vars(klass).items():
                 if name in seen:
                     continue
                 seen.add(name)
-                for target, argtypes in getattr(value, "__overdub_primitives__", ()):
+                for target, argtypes, total in getattr(value, "__overdub_primitives__", ()):
                     table.setdefault(target, []).append((argtypes, value))
+                    if total:
+                        totals.setdefault(target, value)
         wild = table.pop(ANY, None)
         self.wildcard = wild[0][1] if wild else None
         for rules in table.values():  # most specific first: more types, then subclasses first
             rules.sort(key=_specificity)
         self.primitives = table
+        self.totals = totals
         self.empty = not (any(getattr(self, n) for n in _HOOKS) or table or wild)
 
 

@@ -170,10 +170,11 @@ class Runtime:
             matched = [_natives_matching(argtypes, i) for i in range(operands)]
             if not all(matched):
                 continue  # this primitive never sees builtin operands
-            narrowed = [m for m in matched if m is not semantics.NATIVE]
+            narrowed = [m for m in matched if m is not semantics.NATIVE and len(m) < len(semantics.NATIVE)]
             if not narrowed:
                 return frozenset()
-            guard = semantics.TypeSet(guard - narrowed[0])
+            # excluding one position's types is enough: the smallest exclusion keeps the most
+            guard = semantics.TypeSet(guard - min(narrowed, key=len))
         return guard
 
     def _dispatchers(self, arity):
@@ -250,6 +251,14 @@ class Runtime:
                 return not contains(x, c)
         else:
             op, _, _, params, args, fast = codegen.OP_SLOTS[key]
+            spec = self.spec
+            total = spec.totals.get(op) if key[0] in ("binop", "compare", "unary") else None
+            if total is not None and not (spec.prehook or spec.posthook or spec.wildcard
+                                          or spec.canrecurse):
+                # the rewritten code has run builtin operands natively already: the total
+                # primitive takes everything else, with no dispatch step in between
+                fn = self.ops[key] = MethodType(total, self.ctx)
+                return fn
             inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
             fn = self._op_slot(op, self.step_for(op), params, args, fast, with_prehook=not inline)
         self.ops[key] = fn

@@ -143,3 +143,21 @@ def test_dead_tags_in_other_threads_and_runs():
     th.start()
     th.join()
     assert results == [25.0]
+
+
+def test_primitive_on_second_operand_type_keeps_other_operators_native():
+    class SecondIsArray(Context):
+        def __init__(self):
+            super().__init__(metadata=[])
+
+        @primitive(operator.add, object, np.ndarray)
+        def add(self, a, b):
+            self.metadata.append(type(a).__name__)
+            return np.add(a, b)
+
+    ctx = SecondIsArray()
+    out = run(ctx, lambda x, arr: (x + 1.0, (1,) + (2,), "a" + "b", 2.0 + arr), 3.0, np.ones(2))
+    assert out[:3] == (4.0, (1, 2), "ab") and list(out[3]) == [3.0, 3.0]
+    assert ctx.metadata == ["float"]
+    guards = [v for k, v in ctx._runtime.ops.items() if type(k) is tuple and k[:2] == ("guard", "binop")]
+    assert guards and all(float in g and tuple in g and np.ndarray not in g for g in guards)
