@@ -125,28 +125,37 @@ def method(self, x):
 
 
 _FORWARD_CALL = """
-def method(self, x):
-    if type(x) is Tagged and x._tagkey is self._tagkey:
-        a = x._value
-        ta = x._meta
-        if type(a) is float and type(ta) is float:
-            r = f(a)
-            return Tagged(r, p(r, a) * ta, self)
-    return self.apply(f, (x,), {})
+def method(self, *args, **kwargs):
+    if len(args) == 1 and not kwargs:
+        x = args[0]
+        tx = type(x)
+        if tx is float or tx is int:
+            return f(x)
+        if tx is Tagged and x._tagkey is self._tagkey:
+            a = x._value
+            ta = x._meta
+            if type(a) is float and type(ta) is float:
+                r = f(a)
+                return Tagged(r, p(r, a) * ta, self)
+    return self.apply(f, args, kwargs)
 """
 
 _REVERSE_CALL = """
-def method(self, x):
-    if type(x) is Tagged and x._tagkey is self._tagkey:
-        a = x._value
-        if type(a) is float:
-            r = f(a)
-            tape = self.tape
-            tape.append((x._meta, p(r, a)))
-            return Tagged(r, len(tape) - 1, self)
-    return self.apply(f, (x,), {})
+def method(self, *args, **kwargs):
+    if len(args) == 1 and not kwargs:
+        x = args[0]
+        tx = type(x)
+        if tx is float or tx is int:
+            return f(x)
+        if tx is Tagged and x._tagkey is self._tagkey:
+            a = x._value
+            if type(a) is float:
+                r = f(a)
+                tape = self.tape
+                tape.append((x._meta, p(r, a)))
+                return Tagged(r, len(tape) - 1, self)
+    return self.apply(f, args, kwargs)
 """
-
 
 _FORWARD_POWER = """
 def method(self, x, y):
@@ -205,5 +214,5 @@ def install(cls, mode):
         if getattr(f, "__module__", None) == "math" and len(partials) == 1:
             ns = {"Tagged": Tagged, "f": f, "p": partials[0]}
             exec(compile(call, "<capstan fast path for math.%s>" % f.__name__, "exec"), ns)
-            primitive(f, Tagged)(ns["method"])
+            primitive(f, Tagged, total=True)(ns["method"])  # (plain floats: the call itself)
             setattr(cls, "_fast_math_%s" % f.__name__, ns["method"])
