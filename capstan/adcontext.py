@@ -62,13 +62,13 @@ class NoRuleError(TypeError):
 def no_rule(f, mode="forward"):
     name = qualified_name(f)
     return NoRuleError(
-        "capstan: %s has no derivative rule, and it was called with a value being differentiated; "
-        "its result would silently lose the derivative.  Register a rule, for example:\n"
+        "capstan: %s has no derivative rule (for %s mode), and it was called with a value being "
+        "differentiated; its result would silently lose the derivative.  Register a rule, for example:\n"
         "    capstan.defderiv(%s, lambda ans, x: <d%s/dx>)    # elementwise or scalar\n"
         "    capstan.defjvp(%s, lambda tangents, ans, *args: ...)    # forward mode\n"
         "    capstan.defvjp(%s, lambda cotangent, ans, *args: (...,))    # reverse mode\n"
         "or declare it piecewise constant with capstan.nondifferentiable(%s)."
-        % (name, name, getattr(f, "__name__", "f"), name, name, name))
+        % (name, mode, name, getattr(f, "__name__", "f"), name, name, name))
 
 
 def qualified_name(f):

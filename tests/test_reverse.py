@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from scipy.optimize import rosen, rosen_der, rosen_hess
 
 import capstan
-from capstan import D, gradient, hessian, jacobian, pullback
+from capstan import D, gradient, hessian, jacobian, jvp, pullback
 
 [importlib.import_module(m) for m in ("capstan.rules.numpy_rules", "capstan.rules.linalg_rules")
  if importlib.util.find_spec(m)]
@@ -670,3 +670,23 @@ def test_jacobian_auto_mode_picks_reverse_for_wide_jacobians(monkeypatch):
     np.testing.assert_allclose(jacobian(wide, x, mode="forward"), J)
     with pytest.raises(ValueError, match="mode"):
         jacobian(wide, x, mode="sideways")
+
+
+def test_deflinear_registers_both_modes():
+    def flip(x):  # a function capstan is told is linear (its body is not stepped into)
+        return np.ascontiguousarray(x[::-1])
+
+    capstan.deflinear(flip, transpose=lambda g, ans, x: flip(g))
+    x = np.array([1.0, 2.0, 3.0])
+    y, t = jvp(lambda v: flip(v) * v, (x,), (np.ones(3),))
+    np.testing.assert_allclose(y, [3.0, 4.0, 3.0])
+    np.testing.assert_allclose(t, [4.0, 4.0, 4.0])
+    (g,) = gradient(lambda v: np.sum(flip(v) * np.array([1.0, 10.0, 100.0])), x)
+    np.testing.assert_allclose(g, [100.0, 10.0, 1.0])
+
+
+def test_no_rule_error_names_the_function_and_the_mode():
+    with pytest.raises(capstan.NoRuleError, match=r"math.nextafter has no derivative rule \(for reverse"):
+        gradient(lambda x: math.nextafter(x, 2.0), 1.0)
+    with pytest.raises(capstan.NoRuleError, match=r"(?s)\(for forward mode\).*capstan.defjvp\(math.nextafter"):
+        D(lambda x: math.nextafter(x, 2.0), 1.0)
