@@ -24,7 +24,7 @@ from .nesting import level
 from .pool import borrowed
 from .rules import registry
 
-_PARTIALS, _JVP, _IMPLS, _NONDIFF = registry.PARTIALS, registry.JVP, registry.IMPLS, registry.NONDIFF
+_PARTIALS, _JVP = registry.PARTIALS, registry.JVP
 
 
 class ForwardCtx(ADContext):
@@ -44,9 +44,7 @@ class ForwardCtx(ADContext):
     tangent = ADContext.meta
 
     def compute(self, f, vals, tans, kwargs, args, run, foreign):
-        return self._compute(f, vals, tans, kwargs, args, run)
-
-    def _compute(self, f, vals, tans, kwargs, args, run):
+        """The result of ``f`` and its tangent from the rule table."""
         if f in INPLACE and type(raw(vals[0])) is np.ndarray:  # a += b: computed aside, then written
             ans = run(INPLACE[f], *vals)
             if not np.can_cast(np.result_type(raw(ans)), raw(vals[0]).dtype, "same_kind"):

@@ -29,7 +29,7 @@ from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 from .rules.registry import conj, unbroadcast
 
-_PARTIALS, _VJP, _IMPLS, _NONDIFF = registry.PARTIALS, registry.VJP, registry.IMPLS, registry.NONDIFF
+_PARTIALS, _VJP = registry.PARTIALS, registry.VJP
 ADJOINTS = {}  # f -> user rule returning (y, pullback)
 
 INPUT, RULE, GETITEM, SETITEM, CUSTOM = range(5)
@@ -108,14 +108,7 @@ class ReverseCtx(ADContext):
         tape.append(_INPUT)
         if type(value) is float and self.__dict__.get("_has_tags"):
             return Tagged(value, len(tape) - 1, self)
-        t = tag(value, self, len(tape) - 1)
-        raw = untagged(value)
-        if type(raw) is np.ndarray:
-            if raw.base is None:
-                self.holders[id(raw)] = weakref.ref(t)
-            else:
-                self.views.setdefault(id(root_of(raw)), []).append(weakref.ref(t))
-        return t
+        return self._track(tag(value, self, len(tape) - 1))
 
     # -- applying rules ------------------------------------------------------------------------
     def compute(self, f, vals, parents, kwargs, args, run, foreign):
@@ -143,9 +136,12 @@ class ReverseCtx(ADContext):
             return Tagged(ans, n, self)
         if not structure.is_differentiable(ans):
             return ans
-        t = Tagged(ans, n, self)
-        raw = untagged(ans)
-        if type(raw) is np.ndarray:  # who owns the memory, who views it (for later writes)
+        return self._track(Tagged(ans, n, self))
+
+    def _track(self, t):
+        """Note which memory the tagged array ``t`` owns or views (for later writes)."""
+        raw = untagged(t._value)
+        if type(raw) is np.ndarray:
             if raw.base is None:
                 self.holders[id(raw)] = weakref.ref(t)
             else:
