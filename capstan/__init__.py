@@ -7,21 +7,21 @@ See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 """
 import overdub
 
-from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operator_rules  # noqa: F401
-from . import adcontext, forward, nesting, pool, reverse, structure, tape  # noqa: I001  (after the tables)
+from . import adcontext, forward, nesting, pool, reverse, structure, tape
 from .adcontext import NoRuleError, register_all
-from .derivatives import hessian, jacobian
-from .forward import D, ForwardCtx, jvp
-from .markers import checkpoint, hook
-from .nesting import nestlevel
-from .reverse import ReverseCtx, adjoint, gradient, pullback
-from .tape import Tape, TapeGuardError, record_tape
 from .bit32 import bit32pass
 from .counting import CountCtx
+from .derivatives import hessian, jacobian
+from .forward import D, ForwardCtx, jvp
 from .gpu import GPUCtx
+from .markers import checkpoint, hook
+from .nesting import nestlevel
 from .printing import PrintCtx
-from .trace import TraceCtx
+from .reverse import ReverseCtx, adjoint, gradient, pullback
+from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operator_rules  # noqa: F401
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
+from .tape import Tape, TapeGuardError, record_tape
+from .trace import TraceCtx
 
 register_all()
 overdub.opaque(adcontext, forward, reverse, structure, nesting, pool, tape)

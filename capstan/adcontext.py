@@ -16,6 +16,7 @@ import operator
 from functools import partial
 
 import numpy as np
+
 from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
 
 from .aliasing import root_of

@@ -11,6 +11,7 @@ import operator
 
 from overdub import Tagged, primitive
 
+from .rules import math_rules  # noqa: F401  (the math partials the fast paths are made from)
 from .rules.registry import PARTIALS
 
 #: f -> (result, partial wrt a, partial wrt b), Python expressions over a, b and r (result)

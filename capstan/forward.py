@@ -15,11 +15,12 @@ import numbers
 import operator
 
 import numpy as np
+
 from overdub import Tagged, overdub, primitive, tag
 
 from . import fastpaths, structure
-from .aliasing import region, root_of
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
+from .aliasing import region, root_of
 from .nesting import level
 from .pool import borrowed
 from .rules import registry

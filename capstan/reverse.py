@@ -16,12 +16,13 @@ import weakref
 from functools import partial
 
 import numpy as np
+
 from overdub import Tagged, overdub, primitive, retag, tag
 
 from . import fastpaths, structure
-from .aliasing import positions, root_of
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
+from .aliasing import positions, root_of
 from .markers import checkpoint, hook
 from .nesting import level
 from .pool import borrowed

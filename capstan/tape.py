@@ -21,6 +21,7 @@ import operator
 import re
 
 import numpy as np
+
 from overdub import Context
 
 from . import fastpaths, structure

@@ -24,8 +24,21 @@ differentiation (nested ``D`` or ``hessian``), the rule body runs inside that
 context, so it is differentiated in turn: rules may call any function that has a
 rule of its own.
 """
-from .registry import (IMPLS, JVP, NONDIFF, PARTIALS, VJP, defderiv, defimpl, defjvp, deflinear,
-                       defvjp, nondifferentiable, unbroadcast, vjp_of)
+from .registry import (
+                       IMPLS,
+                       JVP,
+                       NONDIFF,
+                       PARTIALS,
+                       VJP,
+                       defderiv,
+                       defimpl,
+                       defjvp,
+                       deflinear,
+                       defvjp,
+                       nondifferentiable,
+                       unbroadcast,
+                       vjp_of,
+)
 
 __all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
            "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS"]

@@ -7,11 +7,10 @@ marked ``batched=True`` also accept tangents with one leading chunk axis (their
 differentiated values (``np.stack([a, b])``) come with a list of tangents and send
 back a list of cotangents.
 """
+import math
 import operator
 import string
 from collections import Counter
-
-import math
 
 import numpy as np
 
