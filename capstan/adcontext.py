@@ -280,6 +280,15 @@ class ADContext(Context):
     def compute(self, f, vals, metas, kwargs, args, run, foreign):  # pragma: no cover - per mode
         raise NotImplementedError
 
+    @primitive(iter, Tagged)
+    def iter_(self, x, *sentinel):
+        """``for v in x`` over a differentiated array: its elements, differentiated."""
+        value = x._value
+        plain = iter(value, *sentinel)  # (NumPy's own errors: 0-d arrays...)
+        if sentinel or self.meta(x) is None:
+            return plain
+        return (self.getitem(x, i) for i in range(len(value)))
+
     @primitive(getattr, Tagged)
     def getattr_(self, o, name, *default):
         """``x.real``, ``x.T`` (rules); ``x.sum(...)`` becomes ``type(x).sum(x, ...)``."""

@@ -87,8 +87,6 @@ class Tagged:
     def __len__(self):
         return len(self._value)
 
-    def __iter__(self):
-        return iter(self._value)
 
     def __getattr__(self, name):
         return getattr(object.__getattribute__(self, "_value"), name)
@@ -101,6 +99,7 @@ class Tagged:
         return overdub(self._ctx, ufunc, *inputs, **kwargs)
 
     __getitem__ = _owner_dispatch(operator.getitem)
+    __iter__ = _owner_dispatch(iter)  # (for loops and unpacking: the owner decides what comes out)
     __contains__ = _owner_dispatch(operator.contains)
     __abs__ = _owner_dispatch(abs)
     __round__ = _owner_dispatch(round)

@@ -135,3 +135,27 @@ def test_differentiated_functions_are_not_kept_alive():
     del f
     gc.collect()
     assert ref() is None
+
+
+def test_iteration_over_differentiated_arrays():
+    import math
+
+    def loop(x):
+        out = []
+        for v in x:  # elements of a differentiated array stay differentiated
+            out.append(math.sin(v) if v > 0.3 else v * v)
+        a, b = x[:2]
+        return sum(out) + a * b + sum(list(x)) + max(x)
+
+    x = np.array([0.2, 0.9, 0.5])
+    want = np.array([0.4 + 0.9 + 1.0, math.cos(0.9) + 0.2 + 1.0 + 1.0, math.cos(0.5) + 1.0])
+    np.testing.assert_allclose(capstan.gradient(loop, x.copy())[0], want, rtol=1e-12)
+    np.testing.assert_allclose(capstan.jacobian(loop, x.copy()), want, rtol=1e-12)
+    y, t = capstan.jvp(lambda v: [w * 2.0 for w in v], (x,), (np.ones(3),))
+    assert y == [0.4, 1.8, 1.0] and t == [2.0, 2.0, 2.0]
+    for f in (lambda s: list(np.asarray(s) * 1.0), lambda s: list(np.full((), s))):
+        with pytest.raises(TypeError) as plain:
+            f(1.0)
+        with pytest.raises(TypeError) as routed:
+            capstan.D(f, 1.0)
+        assert str(routed.value) == str(plain.value)  # the same error as plain Python
