@@ -11,8 +11,13 @@
   differentiated value into a float would silently drop its derivative, so it
   raises :class:`NoRuleError` instead.
 """
+import array
+import bisect
+import collections
+import heapq
 import numbers
 import operator
+import types
 from functools import partial
 
 import numpy as np
@@ -130,7 +135,7 @@ class ADContext(Context):
         stored, self.stored = self.__dict__.get("stored", []), []
         for target, name in stored:
             if name is _WHOLE:
-                if type(target) is list:
+                if type(target) is list or type(target) is collections.deque:
                     for i, v in enumerate(target):
                         if self.owns(v):
                             target[i] = _strip(v, self)
@@ -351,6 +356,11 @@ class ADContext(Context):
                 return f(*args)  # nothing tagged: the plain call itself
         if isinstance(f, type) and issubclass(f, BaseException):
             return f(*args, **kwargs)  # exceptions keep their arguments as they are
+        container = _storing_into(f, args)
+        if container is not None:  # C functions that store their arguments (heapq, deque...)
+            out = f(*args, **kwargs)
+            self.remember(container)
+            return out
         if f in EXPORTING and self._differentiated(args, kwargs):
             raise no_rule(f, self.mode)
         if is_structural(f) or f in registry.NONDIFF or not self._differentiated(args, kwargs):
@@ -361,7 +371,8 @@ class ADContext(Context):
         if op is not None:  # a.__setitem__(i, x), np.ndarray.__mul__(a, b): the operator itself
             return overdub(self, op, *args, **kwargs)
         result = Context.fallback(self, f, *args, **kwargs)
-        if _inexact(result) or (type(result) in (tuple, list) and any(map(_inexact, result))):
+        if (_inexact(result) or type(result) in _EXPORTS
+                or (type(result) in (tuple, list) and any(map(_inexact, result)))):
             raise no_rule(f, self.mode)
         return result
 
@@ -379,6 +390,21 @@ class ADContext(Context):
 
 
 _WHOLE = object()
+#: C functions that store their arguments as they are (tagged values included)
+STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_left,
+           bisect.insort_right, collections.deque.append, collections.deque.appendleft,
+           collections.deque.extend, collections.deque.extendleft, collections.deque.insert}
+#: results that hold a float's value in another form (bytes of a double...)
+_EXPORTS = {bytes, bytearray, memoryview, array.array}
+
+
+def _storing_into(f, args):
+    """The container a storing C function (``heapq.heappush(h, x)``, ``d.append(x)``)
+    writes into, or ``None``."""
+    owner = getattr(f, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        return owner if getattr(type(owner), getattr(f, "__name__", ""), None) in STORING else None
+    return args[0] if f in STORING and args else None
 
 
 def _strip(v, ctx):
@@ -444,6 +470,9 @@ if hasattr(np, "matrix_transpose"):
 
 
 def _inexact(x):
+    """A plain float-like result (a tagged one still carries its derivative)."""
+    if type(x) is Tagged:
+        return False
     if isinstance(x, (float, complex, np.inexact)):
         return True
     return isinstance(x, np.ndarray) and x.dtype.kind in "fc"

@@ -59,3 +59,42 @@ def test_nothing_patched():
     log = []
     assert model(0.5, log) == model(0.5, [])
     assert type(log[0]) is float
+
+
+def test_c_functions_that_store_values_keep_derivatives():
+    import bisect
+    import collections
+    import heapq
+
+    def heap(x):
+        h = []
+        heapq.heappush(h, x * 2.0)
+        heapq.heappush(h, 5.0)
+        return heapq.heappop(h) * x
+
+    queue = collections.deque()
+
+    def deq(x):
+        queue.clear()
+        queue.append(x * x)
+        queue.appendleft(1.0)
+        return queue[1] + queue[0]
+
+    def insort(x):
+        xs = [1.0, 5.0]
+        bisect.insort(xs, x * 3.0)
+        return xs[1]
+
+    for f, x, want in ((heap, 1.0, 4.0), (deq, 3.0, 6.0), (insort, 1.0, 3.0)):
+        assert capstan.D(f, x) == want
+        assert capstan.gradient(f, x) == (want,)
+    assert type(queue[1]) is float  # state outside f is left plain
+
+
+def test_exporting_a_float_exactly_is_refused():
+    import struct
+
+    with np.testing.assert_raises(capstan.NoRuleError):
+        capstan.D(lambda x: struct.unpack("d", struct.pack("d", x))[0], 1.0)
+    with np.testing.assert_raises(capstan.NoRuleError):
+        capstan.gradient(lambda x: float.fromhex((x * 2.0).hex()), 1.0)
