@@ -356,6 +356,11 @@ class ADContext(Context):
                 return f(*args)  # nothing tagged: the plain call itself
         if isinstance(f, type) and issubclass(f, BaseException):
             return f(*args, **kwargs)  # exceptions keep their arguments as they are
+        implementation = getattr(f, "_implementation", None)
+        if type(implementation) is types.FunctionType and self._differentiated(args, kwargs):
+            # a NumPy function without a rule whose body is Python (np.polyval, np.linspace...):
+            # differentiate through that body
+            return overdub(self, implementation, *args, **kwargs)
         container = _storing_into(f, args)
         if container is not None:  # C functions that store their arguments (heapq, deque...)
             out = f(*args, **kwargs)
@@ -371,8 +376,7 @@ class ADContext(Context):
         if op is not None:  # a.__setitem__(i, x), np.ndarray.__mul__(a, b): the operator itself
             return overdub(self, op, *args, **kwargs)
         result = Context.fallback(self, f, *args, **kwargs)
-        if (_inexact(result) or type(result) in _EXPORTS
-                or (type(result) in (tuple, list) and any(map(_inexact, result)))):
+        if not _derivative_free(result):
             raise no_rule(f, self.mode)
         return result
 
@@ -469,13 +473,37 @@ if hasattr(np, "matrix_transpose"):
     ATTRIBUTES["mT"] = np.matrix_transpose
 
 
+_PLAIN_RESULTS = (type(None), bool, int, str, type, slice, range, np.dtype, np.integer, np.bool_)
+
+
+def _derivative_free(x, depth=0):
+    """Whether a C function's result cannot be hiding a derivative: no values, or ints,
+    strings, dtypes, integer arrays, tagged values, or containers of those.  Anything
+    else -- floats, float arrays, bytes, objects of other C types that may hold the
+    untagged inputs -- is refused rather than silently dropped."""
+    tx = type(x)
+    if tx is Tagged or isinstance(x, _PLAIN_RESULTS):
+        return True
+    if tx is np.ndarray:
+        return x.dtype.kind in "biuSU" or (x.dtype.kind == "O" and not _inexact(x))
+    if (tx is tuple or tx is list or tx is set or tx is frozenset) and depth < 3:
+        return all(_derivative_free(e, depth + 1) for e in x)
+    if tx is dict and depth < 3:
+        return all(_derivative_free(e, depth + 1) for e in x.values())
+    return False
+
+
 def _inexact(x):
     """A plain float-like result (a tagged one still carries its derivative)."""
     if type(x) is Tagged:
         return False
     if isinstance(x, (float, complex, np.inexact)):
         return True
-    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "O":  # (np.frompyfunc, np.vectorize: an array of Python numbers)
+            return any(isinstance(e, (float, complex)) for e in x.flat)
+        return x.dtype.kind in "fc"
+    return False
 
 
 for _method, _types in ((list.append, (list, Tagged)), (list.insert, (list, object, Tagged)),

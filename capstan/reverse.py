@@ -126,6 +126,7 @@ class ReverseCtx(ADContext):
         if out is not None:
             self.before_write(out)
         ans = run(f, *vals, **kwargs)
+        registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
         if out is not None and ans is out:  # np.exp(x, out=y): y now holds the new node
             self.shadows[id(out)] = (out, n, foreign)

@@ -98,3 +98,16 @@ def test_exporting_a_float_exactly_is_refused():
         capstan.D(lambda x: struct.unpack("d", struct.pack("d", x))[0], 1.0)
     with np.testing.assert_raises(capstan.NoRuleError):
         capstan.gradient(lambda x: float.fromhex((x * 2.0).hex()), 1.0)
+
+
+def test_numpy_functions_without_rules_are_differentiated_or_refused():
+    # np.polyval has no rule: its Python implementation is differentiated
+    assert capstan.D(lambda x: float(np.polyval([1.0, 2.0, 3.0], x)), 1.5) == 2 * 1.5 + 2.0
+    assert capstan.gradient(lambda x: float(np.polyval([1.0, 2.0, 3.0], x)), 1.5) == (5.0,)
+    # C helpers that would hold untagged copies of the inputs are refused, never dropped
+    with np.testing.assert_raises(capstan.NoRuleError):
+        capstan.D(lambda x: float(np.sum(np.linspace(0.0, x, 5))), 1.3)
+    vectorized = np.vectorize(lambda t: t * t)
+    for differentiate in (capstan.D, lambda f, x: capstan.gradient(f, x)):
+        with np.testing.assert_raises_regex(TypeError, "np.vectorize"):
+            differentiate(lambda x: float(np.sum(vectorized(np.array([x, 1.0])))), 1.3)

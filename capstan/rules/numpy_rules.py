@@ -15,7 +15,7 @@ from collections import Counter
 import numpy as np
 
 from .operator_rules import _abs_jvp, _abs_vjp
-from .registry import defderiv, defimpl, defjvp, nondifferentiable, unbroadcast
+from .registry import defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, unbroadcast
 from .registry import defvjp as _defvjp
 
 _LN2 = float(np.log(2.0))
@@ -975,6 +975,7 @@ defvjp(np.stack, _stack_vjp)
 
 def _array_jvp(ts, ans, obj, *args, **kw):
     """``np.array``/``asarray``...: a copy (or the same values) of ``obj``."""
+    no_object_arrays(ans)
     if ts[0] is None or np.result_type(ans).kind not in "fc":
         return None
     if isinstance(obj, (list, tuple)):
@@ -986,6 +987,7 @@ def _array_jvp(ts, ans, obj, *args, **kw):
 
 
 def _array_vjp(g, ans, obj, *args, **kw):
+    no_object_arrays(ans)
     if isinstance(obj, (list, tuple)):
         return ([unbroadcast(g[i], x) for i, x in enumerate(obj)],) + (None,) * len(args)
     return (unbroadcast(_cast(g, np.result_type(obj, g)), obj),) + (None,) * len(args)
@@ -997,12 +999,14 @@ for _f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortr
 
 
 def _astype_jvp(ts, ans, a, dtype, *args, **kw):
+    no_object_arrays(ans)
     if np.result_type(ans).kind not in "fc":
         return None
     return _cast(ts[0], np.result_type(ans))
 
 
 def _astype_vjp(g, ans, a, dtype, *args, **kw):
+    no_object_arrays(ans)
     if np.result_type(ans).kind not in "fc":
         return (None,) * (2 + len(args))
     return (unbroadcast(_cast(g, np.result_type(a, np.float64)

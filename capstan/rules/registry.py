@@ -129,6 +129,15 @@ def unbroadcast(g, x):
     return g
 
 
+def no_object_arrays(ans):
+    """Refuse a result that is an array of Python objects made from differentiated values
+    (``np.vectorize``, ``np.frompyfunc``, ``dtype=object``): its derivative would be lost."""
+    if type(ans) is np.ndarray and ans.dtype.kind == "O":
+        raise TypeError("capstan: a differentiated array cannot become an array of Python objects "
+                        "(dtype=object, as np.vectorize and np.frompyfunc make): its derivative would "
+                        "be lost; write the elementwise function with NumPy operations instead")
+
+
 def conj(x):
     """Complex conjugate that leaves real numbers (and their types) alone."""
     tx = type(x)
