@@ -375,6 +375,11 @@ class ADContext(Context):
         op, args = _spelled_out(f, args)
         if op is not None:  # a.__setitem__(i, x), np.ndarray.__mul__(a, b): the operator itself
             return overdub(self, op, *args, **kwargs)
+        reduction = _UFUNC_REDUCTIONS.get((getattr(f, "__self__", None), getattr(f, "__name__", None)))
+        if reduction is not None and args:  # np.add.reduce(a, axis) is np.sum(a, axis)...
+            kwargs = dict(kwargs)
+            axis = args[1] if len(args) > 1 else kwargs.pop("axis", 0)
+            return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
         result = Context.fallback(self, f, *args, **kwargs)
         if not _derivative_free(result):
             raise no_rule(f, self.mode)
@@ -433,6 +438,12 @@ _DUNDER_OPERATORS = {"__%s__" % name: getattr(operator, name) for name in (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos", "abs",
     "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
     "getitem", "setitem", "lt", "le", "gt", "ge", "eq", "ne")}
+
+
+#: ``ufunc.reduce``/``accumulate`` -> the NumPy function (called with the ufunc's axis=0 default)
+_UFUNC_REDUCTIONS = {(np.add, "reduce"): np.sum, (np.multiply, "reduce"): np.prod,
+                     (np.maximum, "reduce"): np.max, (np.minimum, "reduce"): np.min,
+                     (np.add, "accumulate"): np.cumsum, (np.multiply, "accumulate"): np.cumprod}
 
 
 def _spelled_out(f, args):

@@ -239,8 +239,8 @@ class ReverseCtx(ADContext):
         if n is None:
             return x
         value = x._value if type(x) is Tagged else x
-        return Tagged(value, self.record(CUSTOM, lambda g: (fn(_writable(g)),), value, (), None, (n,)),
-                      self)
+        return Tagged(value, self.record(CUSTOM, lambda g: (_call(fn, _writable(g)),), value, (), None,
+                                         (n,)), self)
 
     @primitive(checkpoint)
     def checkpoint_(self, f, *args):
@@ -343,6 +343,12 @@ def _step(rec, g, run):
         vshape, k = rec.kwargs
         return run(setitem_back, g, vshape, k)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+
+
+def _call(fn, g):
+    """``fn(g)`` for a user function; inside the enclosing differentiation that ``g``
+    belongs to, if any (this module is machinery, its calls are not routed)."""
+    return overdub(g._ctx, fn, g) if type(g) is Tagged else fn(g)
 
 
 def _writable(g):

@@ -111,3 +111,14 @@ def test_numpy_functions_without_rules_are_differentiated_or_refused():
     for differentiate in (capstan.D, lambda f, x: capstan.gradient(f, x)):
         with np.testing.assert_raises_regex(TypeError, "np.vectorize"):
             differentiate(lambda x: float(np.sum(vectorized(np.array([x, 1.0])))), 1.3)
+
+
+def test_ufunc_reductions_and_refused_reduction_arguments():
+    A = np.arange(6.0).reshape(2, 3) + 1
+    (g,) = capstan.gradient(lambda a: float(np.sum(np.add.reduce(a) ** 2)), A.copy())
+    np.testing.assert_allclose(g, np.broadcast_to(2 * A.sum(axis=0), A.shape))
+    np.testing.assert_allclose(capstan.jacobian(lambda a: np.multiply.accumulate(a), np.array([1.0, 2.0, 3.0])),
+                               [[1, 0, 0], [2, 1, 0], [6, 3, 2]])
+    assert capstan.D(lambda x: float(np.maximum.reduce(np.array([x, 2 * x, 0.5]))), 1.0) == 2.0
+    with np.testing.assert_raises_regex(TypeError, "where="):
+        capstan.gradient(lambda v: float(np.sum(v, where=np.array([True, False]))), np.ones(2))

@@ -690,3 +690,14 @@ def test_no_rule_error_names_the_function_and_the_mode():
         gradient(lambda x: math.nextafter(x, 2.0), 1.0)
     with pytest.raises(capstan.NoRuleError, match=r"(?s)\(for forward mode\).*capstan.defjvp\(math.nextafter"):
         D(lambda x: math.nextafter(x, 2.0), 1.0)
+
+
+def test_hook_function_is_differentiated_inside_an_enclosing_derivative():
+    def f(x):
+        return capstan.hook(lambda g: g * math.cos(g), x) * x * x
+
+    def G(x):
+        return gradient(f, x)[0]
+
+    assert G(0.5) == pytest.approx(0.25 * math.cos(0.25) + 0.5, rel=1e-14)
+    assert D(G, 0.5) == pytest.approx((G(0.5 + 1e-6) - G(0.5 - 1e-6)) / 2e-6, rel=1e-6)

@@ -293,16 +293,25 @@ def defreduction(f, names, jvp, vjp):
         if t is None:
             return None
         p = _args(names, args, kwargs)
+        _plain_reduction(f, p)
         return jvp(t, ans, a, _axes(p.get("axis"), np.ndim(a)), _lead(t, a), p)
 
     def vjp_rule(g, ans, a, *args, **kwargs):
         p = _args(names, args, kwargs)
+        _plain_reduction(f, p)
         arr = np.array(a) if isinstance(a, (list, tuple)) else a
         ga = vjp(g, ans, arr, _axes(p.get("axis"), np.ndim(arr)), p)
         return (_listcot(ga, a),) + (None,) * len(args)
 
     defjvp(f, jvp_rule, batched=True)
     defvjp(f, vjp_rule)
+
+
+def _plain_reduction(f, p):
+    """Refuse the reduction arguments the rules do not model (rather than ignore them)."""
+    if p.get("where", True) is not True or p.get("initial") is not None:
+        raise TypeError("capstan: %s(..., where=/initial=) has no derivative rule; multiply by "
+                        "the mask (or add the initial value) instead" % getattr(f, "__name__", f))
 
 
 def _count(a, axes):
