@@ -266,6 +266,9 @@ class ADContext(Context):
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
                             "keyword argument" % getattr(f, "__name__", f))
+        if kwargs and type(f) is np.ufunc and kwargs.get("where", True) is not True and found:
+            raise TypeError("capstan: np.%s(..., where=...) has no derivative rule; use np.where "
+                            "on the result instead" % f.__name__)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
             if f in OPERATORS:
                 return recurse(self, f, *args, **kwargs)
