@@ -104,9 +104,13 @@ def test_numpy_functions_without_rules_are_differentiated_or_refused():
     # np.polyval has no rule: its Python implementation is differentiated
     assert capstan.D(lambda x: float(np.polyval([1.0, 2.0, 3.0], x)), 1.5) == 2 * 1.5 + 2.0
     assert capstan.gradient(lambda x: float(np.polyval([1.0, 2.0, 3.0], x)), 1.5) == (5.0,)
-    # C helpers that would hold untagged copies of the inputs are refused, never dropped
+    # np.linspace's C helper would hold untagged copies of the inputs: it has a rule instead
+    assert capstan.D(lambda x: float(np.sum(np.linspace(0.0, x, 5))), 1.3) == 2.5
+    np.testing.assert_array_equal(capstan.jacobian(lambda v: np.linspace(v[0], v[1], 3), np.array([1.0, 3.0])),
+                                  [[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
+    # C functions without a rule are refused, never dropped
     with np.testing.assert_raises(capstan.NoRuleError):
-        capstan.D(lambda x: float(np.sum(np.linspace(0.0, x, 5))), 1.3)
+        capstan.D(lambda x: float(np.interp(x, [0.0, 2.0], [1.0, 5.0])), 1.3)
     vectorized = np.vectorize(lambda t: t * t)
     for differentiate in (capstan.D, lambda f, x: capstan.gradient(f, x)):
         with np.testing.assert_raises_regex(TypeError, "np.vectorize"):

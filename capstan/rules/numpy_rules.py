@@ -1164,3 +1164,32 @@ def _copyto(dst, src, casting="same_kind", where=True):
 
 
 defimpl(np.copyto, _copyto)
+
+
+def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw):
+    """``np.linspace`` with NumPy's own arithmetic, as operations that have rules (its C
+    helper for converting the inputs would hold them untagged)."""
+    num = operator.index(num)
+    if num < 0:
+        return np.linspace(0.0, 1.0, num)  # NumPy's own error
+    div = (num - 1) if endpoint else num
+    start, stop = np.asarray(start) * 1.0, np.asarray(stop) * 1.0
+    delta = stop - start
+    y = np.arange(0, num, dtype=np.result_type(delta)).reshape((-1,) + (1,) * np.ndim(delta))
+    if div > 0:
+        step = delta / div
+        y = y / div * delta if np.any(step == 0) else y * step
+    else:
+        step = np.nan
+        y = y * delta
+    y = y + start
+    if endpoint and num > 1:
+        y[-1, ...] = stop
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = y.astype(dtype)
+    return (y, step) if retstep else y
+
+
+defimpl(np.linspace, _linspace)
