@@ -1193,3 +1193,40 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
 
 
 defimpl(np.linspace, _linspace)
+
+
+def _interp_parts(x, xp, fp):
+    """Segment index, weight of its right end, and slope, for each point of ``x``."""
+    x, xp, fp = np.asarray(x, dtype=float), np.asarray(xp, dtype=float), np.asarray(fp)
+    i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, len(xp) - 2)
+    span = xp[i + 1] - xp[i]
+    inside = (x >= xp[0]) & (x <= xp[-1])
+    w = np.where(inside, (x - xp[i]) / span, np.where(x < xp[0], 0.0, 1.0))
+    return i, w, np.where(inside, (fp[i + 1] - fp[i]) / span, 0.0)
+
+
+def _interp_jvp(ts, ans, x, xp, fp, *args, **kw):
+    if ts[1] is not None:
+        raise TypeError("capstan: np.interp is differentiated in x and fp, not in xp")
+    if len(np.shape(xp)) != 1 or len(xp) < 2:
+        raise TypeError("capstan: np.interp needs at least two sample points to be differentiated")
+    i, w, slope = _interp_parts(x, xp, fp)
+    t = 0.0
+    if ts[0] is not None:
+        t = slope * ts[0]
+    if ts[2] is not None:
+        tfp = np.asarray(ts[2])
+        t = t + (1.0 - w) * tfp[i] + w * tfp[i + 1]
+    return t
+
+
+def _interp_vjp(g, ans, x, xp, fp, *args, **kw):
+    i, w, slope = _interp_parts(x, xp, fp)
+    gfp = np.zeros(np.shape(fp), dtype=np.result_type(fp, g, np.float64))
+    np.add.at(gfp, np.ravel(i), np.ravel(g * (1.0 - w)))
+    np.add.at(gfp, np.ravel(i) + 1, np.ravel(g * w))
+    return unbroadcast(g * np.conj(slope), x), None, gfp
+
+
+defjvp(np.interp, _interp_jvp)
+defvjp(np.interp, _interp_vjp)
