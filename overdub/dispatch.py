@@ -59,6 +59,12 @@ class CodeCache:
 
         data[key] = (weakref.ref(code, forget), value)
 
+    def discard(self, code_id, value):
+        """Drop the entry of the code with id ``code_id`` if it still holds ``value``."""
+        entry = self._data.get(code_id)
+        if entry is not None and entry[1] is value:
+            self._data.pop(code_id, None)
+
     def __len__(self):
         return len(self._data)
 
@@ -396,7 +402,13 @@ class Runtime:
         g.__kwdefaults__ = f.__kwdefaults__
         g.__qualname__ = f.__qualname__
         g.__module__ = f.__module__
-        self.funcs[code] = (weakref.ref(f), g)
+        funcs, code_id = self.funcs, id(code)
+
+        def forget(ref):  # the twin shares f's defaults and cells: it must not outlive f
+            funcs.discard(code_id, entry)
+
+        entry = (weakref.ref(f, forget), g)
+        funcs[code] = entry
         return g
 
     def route_code(self, code):

@@ -161,3 +161,26 @@ def test_primitive_on_second_operand_type_keeps_other_operators_native():
     assert ctx.metadata == ["float"]
     guards = [v for k, v in ctx._runtime.ops.items() if type(k) is tuple and k[:2] == ("guard", "binop")]
     assert guards and all(float in g and tuple in g and np.ndarray not in g for g in guards)
+
+
+def test_routed_twins_do_not_keep_defaults_alive():
+    import gc
+    import weakref
+
+    class Big:
+        pass
+
+    def outer():
+        big = Big()
+
+        def f(x, data=big):
+            return x * 2
+
+        return f, weakref.ref(big)
+
+    f, big_ref = outer()
+    ctx = Doubling()
+    assert overdub.untag(run(ctx, f, tag(3.0, ctx)), ctx) == 12.0
+    del f
+    gc.collect()
+    assert big_ref() is None  # the context's cached routed copy went with the function
