@@ -345,6 +345,15 @@ class ADContext(Context):
         else:
             overdub(foreign, operator.setitem, value, k, v)
 
+    def subscript(self, c, k):
+        """``(c[k], c's tangent or node, c's value, the plain key, enclosing context)``: the
+        read both modes' ``getitem`` start from."""
+        meta = self.meta(c)
+        value, foreign = self.unwrap(c)
+        if type(k) is Tagged:
+            k = self.unwrap(k)[0]
+        return self.read(value, k, foreign), meta, value, k, foreign
+
     def read(self, value, k, foreign):
         return value[k] if foreign is None else overdub(foreign, operator.getitem, value, k)
 

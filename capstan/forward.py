@@ -95,11 +95,7 @@ class ForwardCtx(ADContext):
     @primitive(operator.getitem, Tagged)
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
-        t = self.tangent(c)
-        value, foreign = self.unwrap(c)
-        if type(k) is Tagged:
-            k = self.unwrap(k)[0]
-        ans = self.read(value, k, foreign)
+        ans, t, value, k, foreign = self.subscript(c, k)
         if t is None:
             return ans
         if type(t) is tuple or type(t) is list:  # a tuple-valued result (cmath.polar...)

@@ -196,11 +196,7 @@ class ReverseCtx(ADContext):
     @primitive(operator.getitem, Tagged)
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
-        n = self.node(c)
-        value, foreign = self.unwrap(c)
-        if type(k) is Tagged:
-            k = self.unwrap(k)[0]
-        ans = self.read(value, k, foreign)
+        ans, n, value, k, foreign = self.subscript(c, k)
         if n is None:
             return ans
         return self._result(ans, self.record(GETITEM, None, None, (), (np.shape(value), value.dtype, k),
