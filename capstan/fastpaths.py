@@ -8,6 +8,7 @@ complex numbers, nested differentiation) goes to the generic ``apply``.
 """
 import math
 import operator
+import re
 
 from overdub import Tagged, primitive
 
@@ -40,92 +41,57 @@ COMPARE = {operator.lt: "a < b", operator.le: "a <= b", operator.gt: "a > b", op
 IN_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.itruediv: operator.truediv}
 
-_FORWARD = """
+# Each template is written once; the mode decides what a differentiated operand must carry
+# (CHECK: a float tangent in forward mode, any tape node in reverse) and what a result is
+# (EMIT: a tangent from the partials, or a tape record of (parent, partial) pairs).
+_BINARY = """
 def method(self, x, y):
     key = self._tagkey
     ty = type(y)
     if type(x) is Tagged and x._tagkey is key:
         a = x._value
-        ta = x._meta
-        if type(a) is float and type(ta) is float:
+        if type(a) is float and CHECK(x):
             if ty is float or ty is int:
                 b = y
                 r = {r}
-                return Tagged(r, ({da}) * ta, self)
+                EMIT(x: {da})
             if ty is Tagged and y._tagkey is key:
                 b = y._value
-                tb = y._meta
-                if type(b) is float and type(tb) is float:
+                if type(b) is float and CHECK(y):
                     r = {r}
-                    return Tagged(r, ({da}) * ta + ({db}) * tb, self)
+                    EMIT(x: {da}, y: {db})
     elif ty is Tagged and y._tagkey is key and (type(x) is float or type(x) is int):
         a = x
         b = y._value
-        tb = y._meta
-        if type(b) is float and type(tb) is float:
+        if type(b) is float and CHECK(y):
             r = {r}
-            return Tagged(r, ({db}) * tb, self)
+            EMIT(y: {db})
     return self.apply(f, (x, y), {{}})
 """
 
-_REVERSE = """
-def method(self, x, y):
-    key = self._tagkey
-    ty = type(y)
-    if type(x) is Tagged and x._tagkey is key:
+_UNARY = """
+def method(self, x):
+    if type(x) is Tagged and x._tagkey is self._tagkey:
         a = x._value
-        if type(a) is float:
-            if ty is float or ty is int:
-                b = y
-                r = {r}
-                tape = self.tape
-                tape.append((x._meta, {da}))
-                return Tagged(r, len(tape) - 1, self)
-            if ty is Tagged and y._tagkey is key:
-                b = y._value
-                if type(b) is float:
-                    r = {r}
-                    tape = self.tape
-                    tape.append((x._meta, {da}, y._meta, {db}))
-                    return Tagged(r, len(tape) - 1, self)
-    elif ty is Tagged and y._tagkey is key and (type(x) is float or type(x) is int):
-        a = x
-        b = y._value
-        if type(b) is float:
+        if type(a) is float and CHECK(x):
             r = {r}
-            tape = self.tape
-            tape.append((y._meta, {db}))
-            return Tagged(r, len(tape) - 1, self)
+            EMIT(x: {da})
+    return self.apply(f, (x,), {{}})
+"""
+
+_POWER = """
+def method(self, x, y):
+    ty = type(y)
+    if type(x) is Tagged and x._tagkey is self._tagkey and (ty is int or ty is float):
+        a = x._value
+        if type(a) is float and CHECK(x) and (ty is int or a > 0.0):
+            b = y
+            r = {r}
+            EMIT(x: {da})
     return self.apply(f, (x, y), {{}})
 """
 
-_FORWARD_UNARY = """
-def method(self, x):
-    if type(x) is not Tagged:
-        return self.apply(f, (x,), {{}})
-    a = x._value
-    ta = x._meta
-    if type(a) is float and type(ta) is float and x._tagkey is self._tagkey:
-        r = {r}
-        return Tagged(r, ({da}) * ta, self)
-    return self.apply(f, (x,), {{}})
-"""
-
-_REVERSE_UNARY = """
-def method(self, x):
-    if type(x) is not Tagged:
-        return self.apply(f, (x,), {{}})
-    a = x._value
-    if type(a) is float and x._tagkey is self._tagkey:
-        r = {r}
-        tape = self.tape
-        tape.append((x._meta, {da}))
-        return Tagged(r, len(tape) - 1, self)
-    return self.apply(f, (x,), {{}})
-"""
-
-
-_FORWARD_CALL = """
+_CALL = """
 def method(self, *args, **kwargs):
     if len(args) == 1 and not kwargs:
         x = args[0]
@@ -134,86 +100,56 @@ def method(self, *args, **kwargs):
             return f(x)
         if tx is Tagged and x._tagkey is self._tagkey:
             a = x._value
-            ta = x._meta
-            if type(a) is float and type(ta) is float:
+            if type(a) is float and CHECK(x):
                 r = f(a)
-                return Tagged(r, p(r, a) * ta, self)
+                EMIT(x: {da})
     return self.apply(f, args, kwargs)
 """
 
-_REVERSE_CALL = """
-def method(self, *args, **kwargs):
-    if len(args) == 1 and not kwargs:
-        x = args[0]
-        tx = type(x)
-        if tx is float or tx is int:
-            return f(x)
-        if tx is Tagged and x._tagkey is self._tagkey:
-            a = x._value
-            if type(a) is float:
-                r = f(a)
-                tape = self.tape
-                tape.append((x._meta, p(r, a)))
-                return Tagged(r, len(tape) - 1, self)
-    return self.apply(f, args, kwargs)
-"""
-
-_FORWARD_POWER = """
-def method(self, x, y):
-    ty = type(y)
-    if type(x) is Tagged and x._tagkey is self._tagkey and (ty is int or ty is float):
-        a = x._value
-        ta = x._meta
-        if type(a) is float and type(ta) is float and (ty is int or a > 0.0):
-            b = y
-            r = {r}
-            return Tagged(r, ({da}) * ta, self)
-    return self.apply(f, (x, y), {{}})
-"""
-
-_REVERSE_POWER = """
-def method(self, x, y):
-    ty = type(y)
-    if type(x) is Tagged and x._tagkey is self._tagkey and (ty is int or ty is float):
-        a = x._value
-        if type(a) is float and (ty is int or a > 0.0):
-            b = y
-            r = {r}
-            tape = self.tape
-            tape.append((x._meta, {da}))
-            return Tagged(r, len(tape) - 1, self)
-    return self.apply(f, (x, y), {{}})
-"""
+_CHECK = {"forward": " and type({0}._meta) is float", "reverse": ""}
 
 
-def _make(template, f, forms):
+def _emit(mode, pairs):
+    """The statement ending a fast path: ``pairs`` are ``(operand, partial expression)``."""
+    if mode == "forward":
+        tangent = " + ".join("({1}) * {0}._meta".format(v, d) for v, d in pairs)
+        return "return Tagged(r, %s, self)" % tangent
+    record = ", ".join("{0}._meta, {1}".format(v, d) for v, d in pairs)
+    return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
+
+
+def _source(template, mode):
+    source = re.sub(r" and CHECK\((\w)\)", lambda m: _CHECK[mode].format(m.group(1)), template)
+    return re.sub(r"EMIT\(([^)]*)\)", lambda m: _emit(mode, [part.split(": ", 1) for part in
+                                                           m.group(1).split(", ")]), source)
+
+
+def _make(template, mode, f, forms, **env):
     names = dict(zip(("r", "da", "db"), forms))
-    ns = {"Tagged": Tagged, "f": f}
-    exec(compile(template.format(**names), "<capstan fast path for %s>" % f.__name__, "exec"), ns)
+    ns = {"Tagged": Tagged, "f": f, **env}
+    exec(compile(_source(template, mode).format(**names), "<capstan fast path for %s>" % f.__name__,
+                 "exec"), ns)
     return ns["method"]
 
 
 def install(cls, mode):
     """Add the inline float primitives to context class ``cls`` (mode: forward/reverse)."""
-    binary, unary = (_FORWARD, _FORWARD_UNARY) if mode == "forward" else (_REVERSE, _REVERSE_UNARY)
     for f, forms in BINARY.items():
         for g in [f] + [k for k, v in IN_PLACE.items() if v is f]:
-            method = _make(binary, g, forms)
+            method = _make(_BINARY, mode, g, forms)
             primitive(g, Tagged, total=True)(method)  # (also sees arrays and user objects: it
             primitive(g, object, Tagged)(method)      # hands them to apply)
             setattr(cls, "_fast_%s" % g.__name__, method)
     for f in (operator.pow, operator.ipow):
-        method = _make(_FORWARD_POWER if mode == "forward" else _REVERSE_POWER, f, POWER)
+        method = _make(_POWER, mode, f, POWER)
         primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     for f, forms in UNARY.items():
-        method = _make(unary, f, forms)
+        method = _make(_UNARY, mode, f, forms)
         primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
-    call = _FORWARD_CALL if mode == "forward" else _REVERSE_CALL
     for f, partials in list(PARTIALS.items()):  # one-argument math functions, from the table
         if getattr(f, "__module__", None) == "math" and len(partials) == 1:
-            ns = {"Tagged": Tagged, "f": f, "p": partials[0]}
-            exec(compile(call, "<capstan fast path for math.%s>" % f.__name__, "exec"), ns)
-            primitive(f, Tagged, total=True)(ns["method"])  # (plain floats: the call itself)
-            setattr(cls, "_fast_math_%s" % f.__name__, ns["method"])
+            method = _make(_CALL, mode, f, ("", "p(r, a)"), p=partials[0])
+            primitive(f, Tagged, total=True)(method)  # (plain floats: the call itself)
+            setattr(cls, "_fast_math_%s" % f.__name__, method)
