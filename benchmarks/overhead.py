@@ -15,15 +15,17 @@ import gc
 import json
 import operator
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
+import _adbench  # noqa: E402
 import overdub  # noqa: E402
+from _adbench import fmt_time  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 
@@ -202,26 +204,10 @@ def with_monitoring_counter(fn):
 
 
 # ----------------------------------------------------------------------------- timing
-def median_time(fn, batches=7, batch_s=0.08):
+def median_time(fn):
     """Median per-call time over batches of back-to-back calls (GC enabled)."""
-    if QUICK:
-        batches, batch_s = 1, 0.0
     fn()  # warm up
-    t0 = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - t0, 1e-7)
-    reps = max(1, int(batch_s / once))
-    times = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        times.append((time.perf_counter() - t0) / reps)
-    return statistics.median(times)
-
-
-def fmt_time(t):
-    return "%.1f µs" % (t * 1e6) if t < 1e-3 else "%.2f ms" % (t * 1e3)
+    return _adbench.median_time(fn, QUICK)
 
 
 def rows():
