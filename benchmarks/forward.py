@@ -13,10 +13,7 @@ Peers (autograd make_jvp, jax.jvp eager and jit, torch.func.jvp) run where insta
 "not installed" otherwise; for the Jacobian they get the same map written with their own array
 module. Every derivative is checked against the hand-written one (rtol 1e-7) before it is timed.
 
-median: median time per call over 7 batches of ~80 ms of back-to-back calls after a warm-up, GC
-enabled. first call: for plain and hand-written, their first call in this process; for capstan
-and the peers, one call timed in a fresh interpreter started for that cell alone (imports and
-set-up excluded, so it includes rewriting the code on first use, or tracing and compiling).
+The table's columns are explained under it (see _adbench.METHOD).
 """
 import math
 import os
@@ -198,4 +195,4 @@ def rows(quick=QUICK):
 
 if __name__ == "__main__":
     _adbench.main("Forward mode", workloads, os.path.abspath(__file__), sys.argv,
-                  __doc__.split("\n\n", 3)[3].strip())
+                  _adbench.METHOD)

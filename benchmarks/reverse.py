@@ -21,10 +21,7 @@ is timed; a capstan cell that raises shows the error instead of a time. For the 
 loops (one input) the hand-written gradient is the one-pass derivative recurrence, the
 cheapest exact form (no stored intermediates).
 
-median: median time per call over 7 batches of ~80 ms of back-to-back calls after a warm-up, GC
-enabled. first call: for plain and hand-written, their first call in this process; for capstan
-and the peers, one call timed in a fresh interpreter started for that cell alone (imports and
-set-up excluded, so it includes rewriting the code on first use, or tracing and compiling).
+The table's columns are explained under it (see _adbench.METHOD).
 """
 import os
 import sys
@@ -276,4 +273,4 @@ def rows(quick=QUICK):
 
 if __name__ == "__main__":
     _adbench.main("Reverse mode", workloads, os.path.abspath(__file__), sys.argv,
-                  __doc__.split("\n\n", 3)[3].strip())
+                  _adbench.METHOD)
