@@ -1,4 +1,5 @@
-"""Random straight-line scalar programs for the AD tests (hypothesis strategy)."""
+"""Programs shared by the AD tests: random straight-line scalar programs (a hypothesis
+strategy) and a user class with operator overloads."""
 import math
 
 from hypothesis import strategies as st
@@ -31,3 +32,21 @@ def straight_line(draw, max_steps=10):
     exec(compile(src, "<prog>", "exec"), ns)  # noqa: S102
     xs = [draw(st.floats(-1.5, 1.5)) for _ in range(n_in)]
     return ns["prog"], xs, src
+
+
+class Vec2:
+    """A user class with operator overloads (unmodified code for the AD tests)."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __add__(self, o):
+        return Vec2(self.a + o.a, self.b + o.b)
+
+    def __mul__(self, k):
+        return Vec2(self.a * k, self.b * k)
+
+    __rmul__ = __mul__
+
+    def norm2(self):
+        return self.a * self.a + self.b * self.b

@@ -515,27 +515,11 @@ def test_recursion_closures_generators():
     assert D(lambda x: max([x * x, 3.0]), 2.0) == 4.0
 
 
-class Vec2:
-    def __init__(self, a, b):
-        self.a, self.b = a, b
-
-    def __add__(self, o):
-        return Vec2(self.a + o.a, self.b + o.b)
-
-    def __mul__(self, k):
-        return Vec2(self.a * k, self.b * k)
-
-    __rmul__ = __mul__
-
-    def norm2(self):
-        return self.a * self.a + self.b * self.b
-
-
 def test_class_with_operator_overloads():
     def f(x):
-        return (Vec2(x, 1.0) + 2.0 * Vec2(x, x) * x).norm2()
+        return (scalar_programs.Vec2(x, 1.0) + 2.0 * scalar_programs.Vec2(x, x) * x).norm2()
 
-    # Vec2(x + 2x^2, 1 + 2x^2); norm2' = 2(x+2x^2)(1+4x) + 2(1+2x^2)(4x)
+    # scalar_programs.Vec2(x + 2x^2, 1 + 2x^2); norm2' = 2(x+2x^2)(1+4x) + 2(1+2x^2)(4x)
     x = 1.5
     want = 2 * (x + 2 * x * x) * (1 + 4 * x) + 2 * (1 + 2 * x * x) * 4 * x
     assert D(f, x) == pytest.approx(want, rel=1e-15)
