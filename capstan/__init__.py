@@ -7,7 +7,7 @@ See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 """
 import overdub
 
-from . import adcontext, forward, nesting, pool, reverse, structure, tape
+from . import adcontext, forward, losses, nesting, pool, reverse, structure, tape
 from .adcontext import NoRuleError, register_all
 from .bit32 import bit32pass
 from .counting import CountCtx
@@ -24,7 +24,7 @@ from .tape import Tape, TapeGuardError, record_tape
 from .trace import TraceCtx
 
 register_all()
-overdub.opaque(adcontext, forward, reverse, structure, nesting, pool, tape)
+overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",

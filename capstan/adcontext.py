@@ -11,7 +11,6 @@
   differentiated value into a float would silently drop its derivative, so it
   raises :class:`NoRuleError` instead.
 """
-import array
 import bisect
 import collections
 import heapq
@@ -24,7 +23,9 @@ import numpy as np
 
 from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
 
+from . import losses
 from .aliasing import root_of
+from .losses import EXPORTING, NoRuleError, derivative_free, no_rule, qualified_name
 from .rules import registry
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
@@ -50,42 +51,9 @@ _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__"
 _NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
 _PLAIN_NUMERIC = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128, Tagged}
 NOT_MINE = object()
-#: functions that export a float's exact value as integers or text (their results carry no
-#: float, yet code computes with them: statistics.mean, fractions) or write values into an
-#: array in C: refuse, don't drop the derivative
-EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
-             int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill,
-             np.ndarray.itemset if hasattr(np.ndarray, "itemset") else np.put}
 OPERATORS = set(_DUNDERS) | set(_UNARY_DUNDERS) | {operator.iadd, operator.isub, operator.imul,
                                                    operator.itruediv, operator.ifloordiv, operator.imod,
                                                    operator.ipow, operator.imatmul}
-
-
-class NoRuleError(TypeError):
-    """A value being differentiated reached a C function that has no derivative rule."""
-
-
-def no_rule(f, mode="forward"):
-    name = qualified_name(f)
-    return NoRuleError(
-        "capstan: %s has no derivative rule (for %s mode), and it was called with a value being "
-        "differentiated; its result would silently lose the derivative.  Register a rule, for example:\n"
-        "    capstan.defderiv(%s, lambda ans, x: <d%s/dx>)    # elementwise or scalar\n"
-        "    capstan.defjvp(%s, lambda tangents, ans, *args: ...)    # forward mode\n"
-        "    capstan.defvjp(%s, lambda cotangent, ans, *args: (...,))    # reverse mode\n"
-        "or declare it piecewise constant with capstan.nondifferentiable(%s)."
-        % (name, mode, name, getattr(f, "__name__", "f"), name, name, name))
-
-
-def qualified_name(f):
-    module = getattr(f, "__module__", None) or getattr(getattr(f, "__objclass__", None),
-                                                       "__module__", None)
-    qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
-    if module in (None, "builtins"):
-        return qual
-    module = {"numpy.core.multiarray": "numpy", "numpy._core.multiarray": "numpy",
-              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy"}.get(module, module)
-    return "%s.%s" % (module, qual)
 
 
 def _conditions(f):
@@ -121,11 +89,15 @@ class ADContext(Context):
     def __init__(self, metadata=None, pass_=None):
         super().__init__(metadata, pass_)
         self.shadows = {}  # id(plain ndarray) -> (the array, its tangent or tape node)
+        self.losses = []  # refusals of this run (raised at its end even if code caught them)
+        self.texts = set()  # text made from differentiated values during this run
 
     def reset(self):
         """Forget the state of the last run (the context is about to be reused)."""
         self.cleanup()
         self.shadows = {}
+        self.losses = []
+        self.texts = set()
 
     # -- containers that received differentiated values ------------------------------------------
     def cleanup(self):
@@ -272,7 +244,11 @@ class ADContext(Context):
         if not found:  # (an operator on user objects runs their methods routed, as usual)
             if f in OPERATORS:
                 return recurse(self, f, *args, **kwargs)
-            return Context.fallback(self, f, *args, **kwargs)
+            return self.fallback(f, *args, **kwargs)
+        if f in OPERATORS and type(vals[0]) in (str, bytes):  # "%.3f" % x: text, no derivative
+            out = self._plain(f, args, kwargs)
+            losses.note_text(self, out)
+            return out
         if f in OPERATORS:
             out = self.user_operator(f, args)
             if out is not NOT_MINE:
@@ -307,7 +283,10 @@ class ADContext(Context):
         attr = getattr(type(raw(value)), name, None)
         if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
             return partial(attr, o)
-        return getattr(value, name, *default)
+        out = getattr(value, name, *default)
+        if self.meta(o) is not None and (name in losses.RAW_MEMORY or not derivative_free(out)):
+            raise losses.refuse(self, losses.attribute_lost(o, name, self.mode))
+        return out
 
     def owns(self, x):
         return type(x) is Tagged and x._tagkey is self._tagkey
@@ -358,18 +337,29 @@ class ADContext(Context):
         return value[k] if foreign is None else overdub(foreign, operator.getitem, value, k)
 
     def fallback(self, f, /, *args, **kwargs):
-        """A plain call; refuses to drop a derivative silently (see :func:`no_rule`)."""
+        """A plain call of a C function (or of a class or callable without a Python body
+        to step into); refuses to drop a derivative silently (see ``capstan.losses``)."""
+        texts = self.texts
         for a in args:
             ta = type(a)
-            if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray:
+            if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray or (
+                    texts and (ta is str or ta is bytes)):
                 break
         else:
             if not kwargs:
-                return f(*args)  # nothing tagged: the plain call itself
+                try:
+                    return f(*args)  # nothing differentiated: the plain call itself
+                except NoRuleError as err:  # a value reached it indirectly (iterator, callback)
+                    raise losses.in_function(self, err, f) from None
         if isinstance(f, type) and issubclass(f, BaseException):
             return f(*args, **kwargs)  # exceptions keep their arguments as they are
+        if not self._differentiated(args, kwargs):
+            result = self._plain(f, args, kwargs)
+            if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
+                raise losses.refuse(self, losses.parsed_text(f, self.mode))
+            return result
         implementation = getattr(f, "_implementation", None)
-        if type(implementation) is types.FunctionType and self._differentiated(args, kwargs):
+        if type(implementation) is types.FunctionType:
             # a NumPy function without a rule whose body is Python (np.polyval, np.linspace...):
             # differentiate through that body
             return overdub(self, implementation, *args, **kwargs)
@@ -378,10 +368,10 @@ class ADContext(Context):
             out = f(*args, **kwargs)
             self.remember(container)
             return out
-        if f in EXPORTING and self._differentiated(args, kwargs):
-            raise no_rule(f, self.mode)
-        if is_structural(f) or f in registry.NONDIFF or not self._differentiated(args, kwargs):
-            return Context.fallback(self, f, *args, **kwargs)
+        if f in EXPORTING:
+            raise losses.refuse(self, no_rule(f, self.mode))
+        if is_structural(f) or f in registry.NONDIFF:
+            return self._plain(f, args, kwargs)
         if f in _registered:  # a rule exists, the argument pattern was not foreseen
             return self.apply(f, args, kwargs)
         op, args = _spelled_out(f, args)
@@ -392,10 +382,26 @@ class ADContext(Context):
             kwargs = dict(kwargs)
             axis = args[1] if len(args) > 1 else kwargs.pop("axis", 0)
             return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
-        result = Context.fallback(self, f, *args, **kwargs)
-        if not _derivative_free(result):
-            raise no_rule(f, self.mode)
+        watch = losses.WriteWatch(f, args, kwargs)
+        result = self._plain(f, args, kwargs)
+        if watch.wrote():
+            raise losses.refuse(self, losses.wrote(f, self.mode))
+        if not derivative_free(result):
+            raise losses.refuse(self, no_rule(f, self.mode))
+        losses.note_text(self, result)
         return result
+
+    def _plain(self, f, args, kwargs):
+        """``Context.fallback``: the call with this context's tags removed."""
+        try:
+            return Context.fallback(self, f, *args, **kwargs)
+        except NoRuleError as err:
+            raise losses.in_function(self, err, f) from None
+
+    def escape(self, protocol, x, /, *args):
+        """C code (or Python called from C) used a protocol of a differentiated value:
+        see ``capstan.losses.escape``."""
+        return losses.escape(self, protocol, x, *args)
 
     def _differentiated(self, args, kwargs):
         key, shadows = self._tagkey, self.shadows
@@ -403,7 +409,7 @@ class ADContext(Context):
             ta = type(a)
             if ta is Tagged and a._tagkey is key:
                 return True
-            if ta is np.ndarray and shadows and id(a) in shadows:
+            if ta is np.ndarray and shadows and self.shadow(a) is not None:
                 return True
             if (ta is list or ta is tuple) and self._differentiated(a, {}):
                 return True
@@ -415,8 +421,6 @@ _WHOLE = object()
 STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_left,
            bisect.insort_right, collections.deque.append, collections.deque.appendleft,
            collections.deque.extend, collections.deque.extendleft, collections.deque.insert}
-#: results that hold a float's value in another form (bytes of a double...)
-_EXPORTS = {bytes, bytearray, memoryview, array.array}
 
 
 def _storing_into(f, args):
@@ -494,39 +498,6 @@ def out_argument(kwargs):
 ATTRIBUTES = {"real": np.real, "imag": np.imag, "T": np.transpose}  # attributes with rules
 if hasattr(np, "matrix_transpose"):
     ATTRIBUTES["mT"] = np.matrix_transpose
-
-
-_PLAIN_RESULTS = (type(None), bool, int, str, type, slice, range, np.dtype, np.integer, np.bool_)
-
-
-def _derivative_free(x, depth=0):
-    """Whether a C function's result cannot be hiding a derivative: no values, or ints,
-    strings, dtypes, integer arrays, tagged values, or containers of those.  Anything
-    else -- floats, float arrays, bytes, objects of other C types that may hold the
-    untagged inputs -- is refused rather than silently dropped."""
-    tx = type(x)
-    if tx is Tagged or isinstance(x, _PLAIN_RESULTS):
-        return True
-    if tx is np.ndarray:
-        return x.dtype.kind in "biuSU" or (x.dtype.kind == "O" and not _inexact(x))
-    if (tx is tuple or tx is list or tx is set or tx is frozenset) and depth < 3:
-        return all(_derivative_free(e, depth + 1) for e in x)
-    if tx is dict and depth < 3:
-        return all(_derivative_free(e, depth + 1) for e in x.values())
-    return False
-
-
-def _inexact(x):
-    """A plain float-like result (a tagged one still carries its derivative)."""
-    if type(x) is Tagged:
-        return False
-    if isinstance(x, (float, complex, np.inexact)):
-        return True
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "O":  # (np.frompyfunc, np.vectorize: an array of Python numbers)
-            return any(isinstance(e, (float, complex)) for e in x.flat)
-        return x.dtype.kind in "fc"
-    return False
 
 
 for _method, _types in ((list.append, (list, Tagged)), (list.insert, (list, object, Tagged)),

@@ -18,7 +18,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, tag
 
-from . import fastpaths, structure
+from . import fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
 from .aliasing import region, root_of
 from .nesting import level
@@ -66,7 +66,7 @@ class ForwardCtx(ADContext):
         else:
             entry = _JVP.get(f)
             if entry is None:
-                raise no_rule(f, "forward")
+                raise losses.refuse(self, no_rule(f, "forward"))
             rule, batched = entry
             if self.chunk is None or batched:
                 t = run(rule, tuple(tans), ans, *vals, **kwargs)
@@ -223,7 +223,9 @@ def D(f, x):
     if isinstance(x, np.ndarray) and x.shape:
         raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
     with borrowed(ForwardCtx) as ctx, level():
-        return ctx.output_tangent(overdub(ctx, f, tag(x, ctx, 1.0)))
+        y = overdub(ctx, f, tag(x, ctx, 1.0))
+        losses.check_finished(ctx)
+        return ctx.output_tangent(y)
 
 
 def jvp(f, primals, tangents):
@@ -256,6 +258,7 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
             p = tag(p, ctx, np.array(t, dtype=np.result_type(p, t)) if isinstance(p, np.ndarray) else t)
         seeded.append(p)
     y = overdub(ctx, f, *rebuild(seeded))
+    losses.check_finished(ctx)
     return ctx.primal(y), ctx.output_tangent(y)
 
 
@@ -270,7 +273,9 @@ def forward_jacobian(f, x, chunk=None):
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
     if not xa.shape:
         with borrowed(ForwardCtx) as ctx, level():
-            return np.asarray(ctx.output_tangent(overdub(ctx, f, tag(x, ctx, 1.0))))
+            y = overdub(ctx, f, tag(x, ctx, 1.0))
+            losses.check_finished(ctx)
+            return np.asarray(ctx.output_tangent(y))
     J = None
     for start in range(0, n, chunk):
         width = min(chunk, n - start)
@@ -279,6 +284,7 @@ def forward_jacobian(f, x, chunk=None):
         with borrowed(ForwardCtx) as ctx, level():
             ctx.chunk = width
             y = overdub(ctx, f, tag(xa.copy(), ctx, seed.reshape((width,) + xa.shape)))
+            losses.check_finished(ctx)
             t = ctx.output_tangent(y)
         if isinstance(t, (list, tuple, dict)):
             raise TypeError("capstan.jacobian: f must return a number or an array, got %s"

@@ -19,7 +19,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
 
-from . import fastpaths, structure
+from . import fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
 from .aliasing import positions, root_of
@@ -121,7 +121,7 @@ class ReverseCtx(ADContext):
         if f in INPLACE and type(untagged(vals[0])) is np.ndarray:
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
-            raise no_rule(f, "reverse")
+            raise losses.refuse(self, no_rule(f, "reverse"))
         out = out_argument(kwargs)
         if out is not None:
             self.before_write(out)
@@ -394,6 +394,7 @@ class _Run:
             tagged_args.append(rebuild(new))
         with level():
             self.y = overdub(ctx, f, *tagged_args)
+        losses.check_finished(ctx)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
 
     def primal(self):

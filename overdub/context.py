@@ -15,6 +15,8 @@ positional-only: user code may pass keyword arguments named ``f``.
 """
 from types import FunctionType
 
+from .tagging import PLAIN_PROTOCOLS
+
 __all__ = ["Context", "context", "primitive"]
 
 
@@ -146,6 +148,15 @@ class Context(metaclass=_ContextType):
         from .dispatch import default_fallback
 
         return default_fallback(self, f, args, kwargs)
+
+    def escape(self, protocol, x, /, *args):
+        """A value this context tagged is leaving for code the context does not see: C
+        code, or Python code called from C, invoked one of its protocols on it
+        (``"__float__"``, ``"__index__"``, ``"__bool__"``, ``"__str__"``, ``"__format__"``,
+        ``"__getattr__"``, ``"__reduce_ex__"``... with their arguments).  Return what that
+        protocol returns.  The default answers for the untagged value; a differentiation
+        context refuses here the conversions that would drop a derivative."""
+        return PLAIN_PROTOCOLS[protocol](x._value, *args)
 
     def __repr__(self):
         return "%s(metadata=%r)" % (type(self).__name__, self.metadata)

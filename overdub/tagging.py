@@ -39,6 +39,38 @@ def _owner_reflected(op):
     return method
 
 
+#: what each protocol does with a plain value (the default of ``Context.escape``)
+PLAIN_PROTOCOLS = {
+    "__float__": float, "__complex__": complex, "__int__": int, "__index__": operator.index,
+    "__bool__": bool, "__hash__": hash, "__len__": len, "__str__": str, "__repr__": repr,
+    "__format__": format, "__getattr__": getattr,
+    "__reduce__": lambda value: value.__reduce__(),
+    "__reduce_ex__": lambda value, protocol: value.__reduce_ex__(protocol),
+}
+
+
+def _escape(name):
+    plain = PLAIN_PROTOCOLS[name]
+
+    def method(self, *args):
+        ctx = self._ctx
+        if ctx._tagkey is not self._tagkey:  # left over from a finished run: a plain value
+            return plain(self._value, *args)
+        return ctx.escape(name, self, *args)
+
+    method.__name__ = name
+    return method
+
+
+def _strip_dead_all(args):
+    out = []
+    for a in args:
+        while type(a) is Tagged and a._ctx._tagkey is not a._tagkey:
+            a = a._value
+        out.append(a)
+    return out
+
+
 class Tagged:
     """A value tagged by one context: ``tag(value, ctx, metadata)``."""
 
@@ -57,46 +89,52 @@ class Tagged:
             value = value._value
         return type(value)
 
-    def __repr__(self):
-        return repr(self._value)
-
-    def __str__(self):
-        return str(self._value)
-
-    def __format__(self, spec):
-        return format(self._value, spec)
-
-    def __hash__(self):
-        return hash(self._value)
-
-    def __bool__(self):
-        return bool(self._value)
-
-    def __float__(self):
-        return float(self._value)
-
-    def __int__(self):
-        return int(self._value)
-
-    def __index__(self):
-        return operator.index(self._value)
-
-    def __complex__(self):
-        return complex(self._value)
-
-    def __len__(self):
-        return len(self._value)
-
+    # -- protocols: the value leaves for code the context does not see -------------------------
+    # C code (``math.fsum`` draining a generator, ``"%f" % x``, NumPy converting an object)
+    # and Python code the context does not route call these.  Each is handed to the owning
+    # context's ``escape`` hook, which decides what leaves (by default: the plain value's
+    # answer); a value left over from a finished run answers as its plain value.
+    __float__ = _escape("__float__")
+    __complex__ = _escape("__complex__")
+    __int__ = _escape("__int__")
+    __index__ = _escape("__index__")
+    __bool__ = _escape("__bool__")
+    __hash__ = _escape("__hash__")
+    __len__ = _escape("__len__")
+    __str__ = _escape("__str__")
+    __repr__ = _escape("__repr__")
+    __format__ = _escape("__format__")
+    __reduce__ = _escape("__reduce__")
+    __reduce_ex__ = _escape("__reduce_ex__")
 
     def __getattr__(self, name):
-        return getattr(object.__getattribute__(self, "_value"), name)
+        try:
+            ctx = object.__getattribute__(self, "_ctx")
+        except AttributeError:  # (a half-built object: unpickling, copy)
+            raise AttributeError(name) from None
+        if ctx._tagkey is not self._tagkey:
+            return getattr(self._value, name)
+        return ctx.escape("__getattr__", self, name)
 
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions called on a tagged value by code the context does not route
+        are handed to the owner, as operators are."""
+        ctx = self._ctx
+        if ctx._tagkey is not self._tagkey:
+            return func(*_strip_dead_all(args), **kwargs)
         from .dispatch import overdub
 
+        return overdub(ctx, func, *args, **kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__":
             return NotImplemented
-        return overdub(self._ctx, ufunc, *inputs, **kwargs)
+        ctx = self._ctx
+        if ctx._tagkey is not self._tagkey:
+            return ufunc(*_strip_dead_all(inputs), **kwargs)
+        from .dispatch import overdub
+
+        return overdub(ctx, ufunc, *inputs, **kwargs)
 
     __getitem__ = _owner_dispatch(operator.getitem)
     __iter__ = _owner_dispatch(iter)  # (for loops and unpacking: the owner decides what comes out)

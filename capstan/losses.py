@@ -1,0 +1,345 @@
+"""Loss detection: every way a derivative could silently leave a differentiation.
+
+A value being differentiated is a tagged number or array whose derivative (tangent or
+tape node) travels beside it.  The derivative is carried only by code capstan sees:
+calls with a rule, and Python code it steps into.  The number can leave for code that
+does not carry the derivative in five ways, and each is guarded here:
+
+1. **A C function without a rule is called with it** (``ADContext.fallback``): its
+   result is refused unless it cannot hold a derivative (:func:`derivative_free`);
+   functions that export a float's exact value (:data:`EXPORTING`) are refused outright.
+2. **C code, or Python called back from C, uses one of its protocols**
+   (``math.fsum`` draining a generator, ``quad`` calling an integrand that closes over
+   the value, ``np.asarray`` of an object): the tagged value hands the protocol to its
+   context (:func:`escape`).  Conversions to a number or to raw memory (``__float__``,
+   ``__complex__``, ``__array_interface__``, pickling) are refused; truth values, hashes,
+   lengths and integer conversions carry no derivative and pass; NumPy functions and
+   attribute reads are routed back into the differentiation.
+3. **C code writes into arrays** it was given: a rule-less C function called with
+   differentiated values has its writable array arguments compared before and after
+   (:class:`WriteWatch`), and a write is refused.
+4. **Text**: printing and formatting a differentiated value works, and the text made is
+   remembered; a C function that parses such text back into a number
+   (``float(str(x))``, ``json.loads``, ``Decimal``) is refused.
+5. **Library code that catches the error** (a bare ``except:``): every refusal is also
+   recorded on the context, and the differentiation fails at its end with the first one
+   (:func:`check_finished`) even if something caught it.
+
+A deliberate drop is declared, never guessed: ``capstan.nondifferentiable(f)`` for a
+function, ``capstan.stop_gradient(x)`` for a value.
+"""
+import array
+import os
+import re
+import sys
+
+import numpy as np
+
+from overdub import Tagged, overdub
+
+__all__ = ["NoRuleError", "no_rule", "escape", "derivative_free", "check_finished"]
+
+
+class NoRuleError(TypeError):
+    """A value being differentiated reached code that cannot carry its derivative (a C
+    function without a derivative rule, a conversion to a plain number, a write into an
+    array by C code, text parsed back into a number)."""
+
+    function = None  # the C function the loss happened in, once known
+
+
+_FIX = ("Register a rule, for example:\n"
+        "    capstan.defderiv({name}, lambda ans, x: <d{short}/dx>)    # elementwise or scalar\n"
+        "    capstan.defjvp({name}, lambda tangents, ans, *args: ...)    # forward mode\n"
+        "    capstan.defvjp({name}, lambda cotangent, ans, *args: (...,))    # reverse mode\n"
+        "or, if dropping the derivative is what you want, declare it: capstan.nondifferentiable({name}) "
+        "for the function, or pass capstan.stop_gradient(x) for the value.")
+
+
+def _fix(f):
+    return _FIX.format(name=qualified_name(f), short=getattr(f, "__name__", "f"))
+
+
+def no_rule(f, mode="forward"):
+    """The error for a C function ``f`` without a rule that was given a value being
+    differentiated."""
+    err = NoRuleError(
+        "capstan: %s has no derivative rule (for %s mode), and it was called with a value being "
+        "differentiated; its result would silently lose the derivative.  %s"
+        % (qualified_name(f), mode, _fix(f)))
+    err.function = f
+    return err
+
+
+_PROTOCOL_WORDS = {
+    "__float__": "converted to a plain float", "__complex__": "converted to a plain complex",
+    "__reduce__": "pickled or copied", "__reduce_ex__": "pickled or copied",
+    "__getattr__": "read as raw memory",
+}
+
+
+def escaped(protocol, mode, where):
+    """The error for a differentiated value converted by code capstan does not see."""
+    detail = "%s (%s)%s" % (_PROTOCOL_WORDS.get(protocol, "used"), protocol, where)
+    err = NoRuleError(
+        "capstan: a value being differentiated (%s mode) was %s by code that cannot carry its "
+        "derivative -- C code, or a function called back from C.  The result would silently lose "
+        "the derivative.  If a C function consumes the value (through an iterator, a callback or a "
+        "container: math.fsum, np.fromiter, scipy.integrate.quad...), register a derivative rule for "
+        "it (capstan.defderiv / defjvp / defvjp), or, if dropping the derivative is what you want, "
+        "pass capstan.stop_gradient(x) instead of x." % (mode, detail))
+    err.detail = detail
+    return err
+
+
+def in_function(ctx, err, f):
+    """``err`` (raised while C function ``f`` ran) restated to name ``f``, in place of
+    ``err`` among the context's recorded losses."""
+    if err.function is not None:
+        return err
+    mode = ctx.mode
+    new = NoRuleError(
+        "capstan: %s has no derivative rule (for %s mode), and a value being differentiated reached "
+        "it indirectly (through an iterator, a container or a function it called back) and was %s.  %s"
+        % (qualified_name(f), mode, getattr(err, "detail", "used"), _fix(f)))
+    new.function = f
+    ctx.losses[:] = [new if e is err else e for e in ctx.losses]
+    return new
+
+
+def wrote(f, mode):
+    err = NoRuleError(
+        "capstan: %s has no derivative rule (for %s mode), and it wrote into an array that holds or "
+        "receives values being differentiated; the derivative cannot follow a write made by C code.  %s"
+        % (qualified_name(f), mode, _fix(f)))
+    err.function = f
+    return err
+
+
+def attribute_lost(x, name, mode):
+    kind = x.__class__.__name__
+    return NoRuleError(
+        "capstan: the attribute .%s of a differentiated %s has no derivative rule (%s mode); reading it "
+        "would silently lose the derivative.  Register one with capstan.defjvp/defvjp on a function "
+        "and compute it from the value, or, if dropping the derivative is what you want, read it from "
+        "capstan.stop_gradient(x)." % (name, kind, mode))
+
+
+def parsed_text(f, mode):
+    err = NoRuleError(
+        "capstan: %s turned text made from a value being differentiated (by str, repr, format, "
+        "an f-string or json) back into a number (%s mode); the derivative cannot follow a number "
+        "through text.  Compute with the value itself, or pass capstan.stop_gradient(x) if dropping "
+        "the derivative is what you want." % (qualified_name(f), mode))
+    err.function = f
+    return err
+
+
+def qualified_name(f):
+    """``module.qualname`` of a function, as a user would write it."""
+    module = getattr(f, "__module__", None) or getattr(getattr(f, "__objclass__", None),
+                                                       "__module__", None)
+    qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    if not isinstance(qual, str):  # a callable object: name its type
+        tp = type(f)
+        module, qual = tp.__module__, "%s object" % tp.__qualname__
+    if module in (None, "builtins"):
+        return qual
+    module = {"numpy.core.multiarray": "numpy", "numpy._core.multiarray": "numpy",
+              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy"}.get(module, module)
+    return "%s.%s" % (module, qual)
+
+
+# ----------------------------------------------------------------------------- recording
+def refuse(ctx, err):
+    """Record ``err`` on ``ctx`` (so that catching it does not hide the loss) and return
+    it for raising."""
+    ctx.losses.append(err)
+    return err
+
+
+def check_finished(ctx):
+    """At the end of a differentiation: raise the first loss detected during it, even if
+    the code being differentiated caught the exception."""
+    if ctx.losses:
+        err = ctx.losses[0]
+        del ctx.losses[:]
+        raise err.with_traceback(None)
+
+
+# ----------------------------------------------------------------------------- protocols (2)
+_LOSSY = frozenset(("__float__", "__complex__", "__reduce__", "__reduce_ex__"))
+_TEXT = frozenset(("__str__", "__repr__", "__format__"))
+#: attributes that hand out an array's memory or contents as plain data
+RAW_MEMORY = frozenset(("__array_interface__", "__array_struct__", "__array__", "__dlpack__",
+                         "__buffer__", "data", "ctypes", "tobytes", "tostring", "tofile", "tolist",
+                         "item", "itemset"))
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                      for m in (sys.modules["overdub"], sys.modules[__name__.rpartition(".")[0]]))
+
+
+def escape(ctx, protocol, x, *args):
+    """``Context.escape`` for differentiation contexts (see the module docstring, 2)."""
+    value = x._value
+    if protocol in _LOSSY:
+        if ctx.meta(x) is None:  # (a constant that happens to be tagged)
+            return _plain(protocol, value, args)
+        raise refuse(ctx, escaped(protocol, ctx.mode, _where()))
+    if protocol in _TEXT:
+        text = _plain(protocol, value, args)
+        ctx.texts.add(text)
+        return text
+    if protocol == "__getattr__":
+        return _attribute(ctx, x, args[0])
+    return _plain(protocol, value, args)  # __bool__, __hash__, __len__, __int__, __index__
+
+
+def _plain(protocol, value, args):
+    from overdub.tagging import PLAIN_PROTOCOLS
+
+    return PLAIN_PROTOCOLS[protocol](value, *args)
+
+
+def _attribute(ctx, x, name):
+    """``x.name`` read by code capstan does not see: plain when it cannot hold the
+    derivative (shape, dtype...), refused for raw memory, else read inside the
+    differentiation (methods come back bound inside it)."""
+    attr = getattr(x._value, name)
+    if name in RAW_MEMORY and ctx.meta(x) is not None:
+        raise refuse(ctx, escaped("__getattr__", ctx.mode, " (its .%s)%s" % (name, _where())))
+    if derivative_free(attr):
+        return attr
+    out = overdub(ctx, getattr, x, name)
+    if callable(out) and not isinstance(out, type) and type(out) is not Tagged:
+        return _Bound(ctx, out)
+    return out
+
+
+class _Bound:
+    """A method of a differentiated value handed to code capstan does not see: calling
+    it runs inside the differentiation."""
+
+    __slots__ = ("ctx", "method")
+
+    def __init__(self, ctx, method):
+        self.ctx, self.method = ctx, method
+
+    def __call__(self, *args, **kwargs):
+        return overdub(self.ctx, self.method, *args, **kwargs)
+
+
+def _where():
+    """``", at file:line in function"`` for the nearest frame of user code."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    code = frame.f_code
+    return ", at %s:%d in %s" % (code.co_filename, frame.f_lineno, code.co_name)
+
+
+# ----------------------------------------------------------------------------- results (1)
+_PLAIN_RESULTS = (type(None), bool, int, str, type, slice, range, np.dtype, np.integer, np.bool_,
+                  re.Match, re.Pattern, type(np.empty(0).flags))
+#: functions that export a float's exact value as integers or text (their results carry no
+#: float, yet code computes with them: statistics.mean, fractions) or write values into an
+#: array in C: refuse, don't drop the derivative
+EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
+             int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill,
+             getattr(np.ndarray, "itemset", np.put)}
+_EXPORTS = {bytes, bytearray, memoryview, array.array}
+
+
+def derivative_free(x, depth=0):
+    """Whether a C function's result cannot be hiding a derivative: no values, or ints,
+    strings, dtypes, integer arrays, tagged values, or containers of those.  Anything
+    else -- floats, float arrays, bytes, objects of other C types that may hold the
+    untagged inputs -- is refused rather than silently dropped."""
+    tx = type(x)
+    if tx is Tagged or isinstance(x, _PLAIN_RESULTS):
+        return True
+    if tx is np.ndarray:
+        return x.dtype.kind in "biuSU" or (x.dtype.kind == "O" and not _inexact(x))
+    if (tx is tuple or tx is list or tx is set or tx is frozenset) and depth < 3:
+        return all(derivative_free(e, depth + 1) for e in x)
+    if tx is dict and depth < 3:
+        return all(derivative_free(e, depth + 1) for e in x.values())
+    return False
+
+
+def _inexact(x):
+    """A plain float-like result (a tagged one still carries its derivative)."""
+    if type(x) is Tagged:
+        return False
+    if isinstance(x, (float, complex, np.inexact)):
+        return True
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "O":  # (np.frompyfunc, np.vectorize: an array of Python numbers)
+            return any(isinstance(e, (float, complex)) for e in x.flat)
+        return x.dtype.kind in "fc"
+    return False
+
+
+# ----------------------------------------------------------------------------- writes (3)
+class WriteWatch:
+    """Copies of the writable arrays a C call may write into (its arguments, one level
+    into lists, tuples and dicts; the raw arrays under tagged ones), to tell afterwards
+    whether it wrote."""
+
+    __slots__ = ("arrays",)
+
+    def __init__(self, f, args, kwargs):
+        found = {}
+        owner = getattr(f, "__self__", None)
+        for a in (owner, *args, *kwargs.values()):
+            _collect(a, found, 0)
+        self.arrays = [(a, a.copy()) for a in found.values()]
+
+    def wrote(self):
+        for a, before in self.arrays:
+            if not np.array_equal(a, before, equal_nan=a.dtype.kind in "fc"):
+                return True
+        return False
+
+
+def _collect(a, found, depth):
+    while type(a) is Tagged:
+        a = a._value
+    ta = type(a)
+    if ta is np.ndarray:
+        if a.flags.writeable and a.size and id(a) not in found:
+            found[id(a)] = a
+    elif (ta is list or ta is tuple) and depth < 1:
+        for e in a:
+            _collect(e, found, depth + 1)
+    elif ta is dict and depth < 1:
+        for e in a.values():
+            _collect(e, found, depth + 1)
+
+
+# ----------------------------------------------------------------------------- text (4)
+def note_text(ctx, result, depth=0):
+    """Remember the text a C function made from values being differentiated."""
+    tr = type(result)
+    if tr is str:
+        if result:
+            ctx.texts.add(result)
+    elif tr is bytes:
+        if result:
+            ctx.texts.add(result.decode("latin-1"))
+    elif (tr is tuple or tr is list) and depth < 2:
+        for e in result:
+            note_text(ctx, e, depth + 1)
+
+
+def reads_text(ctx, args, kwargs):
+    """Whether any string argument contains text made from a differentiated value."""
+    texts = ctx.texts
+    for a in (*args, *kwargs.values()):
+        ta = type(a)
+        if ta is bytes or ta is bytearray:
+            a, ta = bytes(a).decode("latin-1"), str
+        if ta is str and any(t in a for t in texts):
+            return True
+    return False
