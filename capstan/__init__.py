@@ -14,7 +14,7 @@ from .counting import CountCtx
 from .derivatives import hessian, jacobian
 from .forward import D, ForwardCtx, jvp
 from .gpu import GPUCtx
-from .markers import checkpoint, hook
+from .markers import checkpoint, hook, stop_gradient
 from .nesting import nestlevel
 from .printing import PrintCtx
 from .reverse import ReverseCtx, adjoint, gradient, pullback
@@ -27,6 +27,7 @@ register_all()
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
+           "stop_gradient",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
            "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
            "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass"]

@@ -23,8 +23,9 @@ import numpy as np
 
 from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
 
-from . import losses
+from . import losses, structure
 from .aliasing import root_of
+from .markers import stop_gradient
 from .losses import EXPORTING, NoRuleError, derivative_free, no_rule, qualified_name
 from .rules import registry
 
@@ -273,6 +274,20 @@ class ADContext(Context):
             return plain
         return (self.getitem(x, i) for i in range(len(value)))
 
+    @primitive(stop_gradient)
+    def stop_gradient_(self, x):
+        """``x`` without the derivative this context (and every enclosing one) carries."""
+        leaves, rebuild = structure.flatten(x)
+        plain = []
+        for leaf in leaves:
+            value, foreign = self.unwrap(leaf)
+            if type(value) is np.ndarray and self.shadow(value) is not None:
+                value = value.copy()  # (a plain array holding differentiated values)
+            if foreign is not None:
+                value = overdub(foreign, stop_gradient, value)
+            plain.append(value)
+        return rebuild(plain)
+
     @primitive(getattr, Tagged)
     def getattr_(self, o, name, *default):
         """``x.real``, ``x.T`` (rules); ``x.sum(...)`` becomes ``type(x).sum(x, ...)``."""
@@ -340,6 +355,8 @@ class ADContext(Context):
         """A plain call of a C function (or of a class or callable without a Python body
         to step into); refuses to drop a derivative silently (see ``capstan.losses``)."""
         texts = self.texts
+        if type(f) in losses.TEXT_WRITERS:  # json's C encoder: plain numbers in, text out
+            return losses.write_text(self, f, args, kwargs)
         for a in args:
             ta = type(a)
             if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray or (

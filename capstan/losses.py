@@ -333,6 +333,46 @@ def note_text(ctx, result, depth=0):
             note_text(ctx, e, depth + 1)
 
 
+def _text_writers():
+    """C serializers that check their inputs' exact types (``PyFloat_Check``): they must be
+    given plain numbers, and what they write is text."""
+    writers = set()
+    try:
+        from json import encoder
+    except ImportError:  # pragma: no cover
+        return writers
+    if encoder.c_make_encoder is not None:
+        writers.add(encoder.c_make_encoder)
+    return writers
+
+
+#: C serializers, by type of the callable (``json``'s C encoder object)
+TEXT_WRITERS = _text_writers()
+
+
+def write_text(ctx, f, args, kwargs):
+    """``f(*args, **kwargs)`` for a C serializer: differentiated values inside its
+    arguments are given as plain numbers, and the text it makes is remembered."""
+    result = f(*[_plain_copy(a, 0) for a in args], **kwargs)
+    note_text(ctx, result)
+    return result
+
+
+def _plain_copy(x, depth):
+    tx = type(x)
+    if tx is Tagged:
+        while type(x) is Tagged:
+            x = x._value
+        return x
+    if depth > 32:
+        return x
+    if tx is dict:
+        return {_plain_copy(k, depth + 1): _plain_copy(v, depth + 1) for k, v in x.items()}
+    if tx is list or tx is tuple:
+        return tx(_plain_copy(e, depth + 1) for e in x)
+    return x
+
+
 def reads_text(ctx, args, kwargs):
     """Whether any string argument contains text made from a differentiated value."""
     texts = ctx.texts

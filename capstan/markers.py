@@ -19,3 +19,14 @@ def hook(fn, x):
     ``fn(gradient)`` (``hook(operator.neg, x)`` reverses it, ``hook(print, x)`` shows it...
     print returns None, so use ``lambda g: (print(g), g)[1]``)."""
     return x
+
+
+def stop_gradient(x):
+    """``x``, declared constant: no derivative flows through it, in any enclosing
+    differentiation (JAX's ``stop_gradient``).  ``x`` may be a number, an array or a
+    list/tuple/dict/dataclass of them.  This is how to drop a derivative on purpose --
+    for example to pass a value to a C function that has no rule::
+
+        capstan.gradient(lambda x: x * ext.c_func(capstan.stop_gradient(x)), 2.0)
+    """
+    return x
