@@ -400,7 +400,7 @@ class ADContext(Context):
             axis = args[1] if len(args) > 1 else kwargs.pop("axis", 0)
             return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
         watch = losses.WriteWatch(f, args, kwargs)
-        result = self._plain(f, args, kwargs)
+        result = self._plain_top(f, args, kwargs)
         if watch.wrote():
             raise losses.refuse(self, losses.wrote(f, self.mode))
         if not derivative_free(result):
@@ -412,6 +412,29 @@ class ADContext(Context):
         """``Context.fallback``: the call with this context's tags removed."""
         try:
             return Context.fallback(self, f, *args, **kwargs)
+        except NoRuleError as err:
+            raise losses.in_function(self, err, f) from None
+
+    def _plain_top(self, f, args, kwargs):
+        """A rule-less C call given this context's values untagged at the top level only:
+        values inside containers stay tagged, so that what C stores keeps its derivative
+        and what C converts goes through ``escape``."""
+        key = self._tagkey
+        foreign = None
+        plain = []
+        for a in args:
+            if type(a) is Tagged and a._tagkey is key:
+                a = a._value
+            if type(a) is Tagged and a._ctx._tagkey is a._tagkey:
+                foreign = a._ctx
+            plain.append(a)
+        for k, a in kwargs.items():
+            if type(a) is Tagged and a._tagkey is key:
+                kwargs = {**kwargs, k: a._value}
+        try:
+            if foreign is not None:
+                return overdub(foreign, f, *plain, **kwargs)
+            return f(*plain, **kwargs)
         except NoRuleError as err:
             raise losses.in_function(self, err, f) from None
 

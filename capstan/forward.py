@@ -222,7 +222,7 @@ def D(f, x):
     x = _seed(x, "D")
     if isinstance(x, np.ndarray) and x.shape:
         raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
-    with borrowed(ForwardCtx) as ctx, level():
+    with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
         y = overdub(ctx, f, tag(x, ctx, 1.0))
         losses.check_finished(ctx)
         return ctx.output_tangent(y)
@@ -244,7 +244,7 @@ def jvp(f, primals, tangents):
     if len(leaves) != len(tleaves):
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
-    with borrowed(ForwardCtx) as ctx, level():
+    with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
         return _jvp(ctx, f, leaves, tleaves, rebuild)
 
 
@@ -272,7 +272,7 @@ def forward_jacobian(f, x, chunk=None):
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
     if not xa.shape:
-        with borrowed(ForwardCtx) as ctx, level():
+        with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             return np.asarray(ctx.output_tangent(y))
@@ -281,7 +281,7 @@ def forward_jacobian(f, x, chunk=None):
         width = min(chunk, n - start)
         seed = np.zeros((width, n), dtype=xa.dtype)
         seed[np.arange(width), start + np.arange(width)] = 1.0
-        with borrowed(ForwardCtx) as ctx, level():
+        with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
             ctx.chunk = width
             y = overdub(ctx, f, tag(xa.copy(), ctx, seed.reshape((width,) + xa.shape)))
             losses.check_finished(ctx)

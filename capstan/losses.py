@@ -167,6 +167,28 @@ def check_finished(ctx):
         raise err.with_traceback(None)
 
 
+class guard:
+    """``with guard(ctx):`` around a differentiation: if it fails with another exception
+    after a loss was detected (library code that caught the ``NoRuleError`` and then
+    failed differently), the loss is what is raised."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __enter__(self):
+        return self.ctx
+
+    def __exit__(self, tp, exc, tb):
+        found = self.ctx.losses
+        if exc is None or not found or any(exc is e for e in found):
+            return False
+        err = found[0]
+        del found[:]
+        raise err.with_traceback(None) from exc
+
+
 # ----------------------------------------------------------------------------- protocols (2)
 _LOSSY = frozenset(("__float__", "__complex__", "__reduce__", "__reduce_ex__"))
 _TEXT = frozenset(("__str__", "__repr__", "__format__"))

@@ -392,7 +392,7 @@ class _Run:
                     new.append(leaf)
             self.arg_structs.append((leaves, nodes, rebuild))
             tagged_args.append(rebuild(new))
-        with level():
+        with level(), losses.guard(ctx):
             self.y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
