@@ -105,8 +105,8 @@ class ADContext(Context):
         """Replace this context's tagged values left in containers and attributes written
         during the run by their plain values, so that state outside ``f`` ends as plain
         Python would leave it."""
-        stored, self.stored = self.__dict__.get("stored", []), []
-        for target, name in stored:
+        stored, self.stored = self.__dict__.get("stored", {}), {}
+        for target, name in stored.values():
             if name is _WHOLE:
                 if type(target) is list or type(target) is collections.deque:
                     for i, v in enumerate(target):
@@ -122,7 +122,13 @@ class ADContext(Context):
                     d[name] = _strip(d[name], self)
 
     def remember(self, target, name=None):
-        self.__dict__.setdefault("stored", []).append((target, _WHOLE if name is None else name))
+        """Note that ``target`` (or its attribute ``name``) received a differentiated value
+        (once per container: appending in a loop stays linear)."""
+        name = _WHOLE if name is None else name
+        stored = self.__dict__.get("stored")
+        if stored is None:
+            stored = self.stored = {}
+        stored[id(target), name] = (target, name)
 
     @primitive(operator.setitem, object, object, Tagged)
     def store_item(self, c, k, v):

@@ -1,7 +1,8 @@
 """Inline forms of float arithmetic, the hot path of scalar loops.
 
 The rule tables define every derivative; this module only makes the commonest
-case cheap: ``+ - * / **`` and unary ``-`` on Python floats, tagged by the running
+case cheap: ``+ - * / **`` and unary ``-`` on Python floats and NumPy float64 scalars
+(with NumPy's own result types), tagged by the running
 context with float tangents (forward) or tape nodes (reverse).  The derivative
 formulas below are the table's partials written out inline; anything else (arrays,
 complex numbers, nested differentiation) goes to the generic ``apply``.
@@ -9,6 +10,8 @@ complex numbers, nested differentiation) goes to the generic ``apply``.
 import math
 import operator
 import re
+
+import numpy as np
 
 from overdub import Tagged, primitive
 
@@ -50,22 +53,27 @@ def method(self, x, y):
     ty = type(y)
     if type(x) is Tagged and x._tagkey is key:
         a = x._value
-        if type(a) is float and CHECK(x):
-            if ty is float or ty is int:
+        ta = type(a)
+        if (ta is float or ta is F64) and CHECK(x):
+            if ty is float or ty is int or ty is F64:
                 b = y
                 r = {r}
                 EMIT(x: {da})
             if ty is Tagged and y._tagkey is key:
                 b = y._value
-                if type(b) is float and CHECK(y):
+                tb = type(b)
+                if (tb is float or tb is F64) and CHECK(y):
                     r = {r}
                     EMIT(x: {da}, y: {db})
-    elif ty is Tagged and y._tagkey is key and (type(x) is float or type(x) is int):
-        a = x
-        b = y._value
-        if type(b) is float and CHECK(y):
-            r = {r}
-            EMIT(y: {db})
+    elif ty is Tagged and y._tagkey is key:
+        tx = type(x)
+        if tx is float or tx is int or tx is F64:
+            a = x
+            b = y._value
+            tb = type(b)
+            if (tb is float or tb is F64) and CHECK(y):
+                r = {r}
+                EMIT(y: {db})
     return self.apply(f, (x, y), {{}})
 """
 
@@ -73,7 +81,8 @@ _UNARY = """
 def method(self, x):
     if type(x) is Tagged and x._tagkey is self._tagkey:
         a = x._value
-        if type(a) is float and CHECK(x):
+        ta = type(a)
+        if (ta is float or ta is F64) and CHECK(x):
             r = {r}
             EMIT(x: {da})
     return self.apply(f, (x,), {{}})
@@ -84,7 +93,8 @@ def method(self, x, y):
     ty = type(y)
     if type(x) is Tagged and x._tagkey is self._tagkey and (ty is int or ty is float):
         a = x._value
-        if type(a) is float and CHECK(x) and (ty is int or a > 0.0):
+        ta = type(a)
+        if (ta is float or ta is F64) and CHECK(x) and (ty is int or a > 0.0):
             b = y
             r = {r}
             EMIT(x: {da})
@@ -96,17 +106,18 @@ def method(self, *args, **kwargs):
     if len(args) == 1 and not kwargs:
         x = args[0]
         tx = type(x)
-        if tx is float or tx is int:
+        if tx is float or tx is int or tx is F64:
             return f(x)
         if tx is Tagged and x._tagkey is self._tagkey:
             a = x._value
-            if type(a) is float and CHECK(x):
+            ta = type(a)
+            if (ta is float or ta is F64) and CHECK(x):
                 r = f(a)
                 EMIT(x: {da})
     return self.apply(f, args, kwargs)
 """
 
-_CHECK = {"forward": " and type({0}._meta) is float", "reverse": ""}
+_CHECK = {"forward": " and (type({0}._meta) is float or type({0}._meta) is F64)", "reverse": ""}
 
 
 def _emit(mode, pairs):
@@ -126,7 +137,7 @@ def _source(template, mode):
 
 def _make(template, mode, f, forms, **env):
     names = dict(zip(("r", "da", "db"), forms))
-    ns = {"Tagged": Tagged, "f": f, **env}
+    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, **env}
     exec(compile(_source(template, mode).format(**names), "<capstan fast path for %s>" % f.__name__,
                  "exec"), ns)
     return ns["method"]

@@ -95,6 +95,11 @@ class ForwardCtx(ADContext):
     @primitive(operator.getitem, Tagged)
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
+        if type(k) is int and type(c) is Tagged and c._tagkey is self._tagkey:  # x[i]: hot in loops
+            value, t = c._value, c._meta
+            if (type(value) is np.ndarray and value.ndim == 1 and type(t) is np.ndarray
+                    and t.shape == value.shape):
+                return Tagged(value[k], t[k], self)
         ans, t, value, k, foreign = self.subscript(c, k)
         if t is None:
             return ans

@@ -196,6 +196,13 @@ class ReverseCtx(ADContext):
     @primitive(operator.getitem, Tagged)
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
+        if type(k) is int and type(c) is Tagged and c._tagkey is self._tagkey:  # x[i]: hot in loops
+            value = c._value
+            if type(value) is np.ndarray and value.ndim == 1 and value.dtype.kind in "fc":
+                ans = value[k]
+                tape = self.tape
+                tape.append(Record(GETITEM, None, None, (), (value.shape, value.dtype, k), (c._meta,)))
+                return Tagged(ans, len(tape) - 1, self)
         ans, n, value, k, foreign = self.subscript(c, k)
         if n is None:
             return ans
@@ -274,6 +281,7 @@ def backward(tape, seeds):
     cts = [None] * len(tape)
     for n, g in seeds.items():
         cts[n] = g if cts[n] is None else cts[n] + g
+    owned = set()  # ids of cotangent buffers made here (safe to add into in place)
     for i in range(len(tape) - 1, -1, -1):
         g = cts[i]
         if g is None:
@@ -293,6 +301,9 @@ def backward(tape, seeds):
         if rec.kind == INPUT:
             continue
         foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
+        if rec.kind == GETITEM and foreign is None:  # a read: add into the parent's buffer
+            _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
+            continue
         run = plain_call if foreign is None else partial(overdub, foreign)
         for p, c in zip(rec.parents, _step(rec, g, run)):
             if p is None or c is None:
@@ -304,6 +315,33 @@ def backward(tape, seeds):
             else:
                 cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
     return cts
+
+
+def _scatter_into(cts, owned, p, read, g):
+    """``cts[p] += (g scattered at the index read)``, in place in a buffer this backward
+    pass owns: element reads in a loop cost O(1) each, not a new array each."""
+    shape, dtype, k = read
+    buf = cts[p]
+    if buf is None or id(buf) not in owned:
+        new = np.zeros(shape, dtype=np.result_type(dtype, np.float64))
+        if buf is not None:
+            new += buf
+        cts[p] = buf = new
+        owned.add(id(new))
+    if buf.dtype.kind != "c" and (type(g) is complex or isinstance(g, np.complexfloating) or (
+            type(g) is np.ndarray and g.dtype.kind == "c")):
+        g = g.real
+    if _simple_index(k):
+        buf[k] += g  # (no repeated positions: a plain in-place add)
+    else:
+        np.add.at(buf, k, g)
+
+
+def _simple_index(k):
+    if type(k) is int or isinstance(k, (np.integer, slice)):
+        return True
+    return type(k) is tuple and all(type(e) is int or isinstance(e, (np.integer, slice)) or e is None
+                                    or e is Ellipsis for e in k)
 
 
 def _step(rec, g, run):
