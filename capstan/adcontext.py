@@ -391,11 +391,12 @@ class ADContext(Context):
             out = f(*args, **kwargs)
             self.remember(container)
             return out
-        if f in EXPORTING:
+        key = _table_key(f)  # (a bound method of an array is unhashable: in no table)
+        if key in EXPORTING:
             raise losses.refuse(self, no_rule(f, self.mode))
-        if is_structural(f) or f in registry.NONDIFF:
+        if is_structural(f) or key in registry.NONDIFF:
             return self._plain(f, args, kwargs)
-        if f in _registered:  # a rule exists, the argument pattern was not foreseen
+        if key in _registered:  # a rule exists, the argument pattern was not foreseen
             return self.apply(f, args, kwargs)
         op, args = _spelled_out(f, args)
         if op is not None:  # a.__setitem__(i, x), np.ndarray.__mul__(a, b): the operator itself
@@ -467,6 +468,15 @@ _WHOLE = object()
 STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_left,
            bisect.insort_right, collections.deque.append, collections.deque.appendleft,
            collections.deque.extend, collections.deque.extendleft, collections.deque.insert}
+
+
+def _table_key(f):
+    """``f`` as a key of the rule tables (``None`` for unhashable callables)."""
+    try:
+        hash(f)
+    except TypeError:
+        return None
+    return f
 
 
 def _storing_into(f, args):
