@@ -87,6 +87,7 @@ def mlp_grad(W1, b1, W2, b2):
 
 
 XL = _rng.standard_normal(10**6)
+XE = _rng.uniform(0.5, 1.5, 10**4)
 
 
 def logsumexp(x):
@@ -100,6 +101,22 @@ def logsumexp_grad(x):
 
 
 # ----------------------------------------------------------------------------- peers
+def element_loop(x):
+    """Reads every element of an array and appends a residual to a list (issue 8:
+    each read and each append must cost O(1), not O(n))."""
+    residuals = []
+    for i in range(len(x)):
+        residuals.append(x[i] * x[i] - 1.0)
+    total = 0.0
+    for r in residuals:
+        total += r * r
+    return total
+
+
+def element_loop_grad(x):
+    return 4.0 * x * (x * x - 1.0)
+
+
 def _jax():
     import jax
 
@@ -240,6 +257,10 @@ def workloads():
               lambda: lambda: capstan.gradient(scipy.special.logsumexp, XL),
               "scipy's function unmodified")]
             + rewritten_peers(logsumexp_formula, [XL]), target=array_target),
+        _adbench.Workload(
+            "element reads, n=10^4", lambda: element_loop(XE), lambda: element_loop_grad(XE),
+            [("capstan.gradient", lambda: lambda: capstan.gradient(element_loop, XE),
+              "x[i] of an ndarray and list.append in a Python loop: linear in n")]),
         _adbench.Workload(
             "scalar_poly, kept tape", lambda: horner(X0), lambda: horner_deriv(X0),
             [("capstan compiled tape", lambda: compiled_tape(horner, X0), TAPE_NOTE),
