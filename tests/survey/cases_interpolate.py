@@ -1,0 +1,2 @@
+from . import Table
+T = Table("scipy.interpolate")
