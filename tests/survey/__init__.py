@@ -27,7 +27,9 @@ class Case:
     (shaped like ``f(x)``); ``None`` means careful finite differences.  ``rtol`` is the
     relative tolerance of the comparison (loosened only for adaptive algorithms whose
     derivative is the derivative of the computed, not the exact, result); ``step`` overrides the finite
-    difference step (for a point near a kink or a domain edge)."""
+    difference step (for a point near a kink or a domain edge).  ``kink=(lo, hi)``: ``x``
+    is a real scalar at a kink of ``f``, and any derivative in ``[lo, hi]`` (a
+    subgradient) is right."""
     library: str
     name: str
     f: Callable
@@ -35,6 +37,7 @@ class Case:
     ref: Optional[Callable] = None
     rtol: float = 1e-6
     step: Optional[float] = None
+    kink: Optional[tuple] = None
 
     @property
     def id(self):
@@ -49,7 +52,7 @@ class Table:
         self.library = library
         self.cases = []
 
-    def add(self, name, f, x, d=None, ref=None, rtol=1e-6, step=None):
+    def add(self, name, f, x, d=None, ref=None, rtol=1e-6, step=None, kink=None):
         """Add a case.  ``d``: the elementwise (or scalar) derivative ``f'(x)``, so that
         the directional derivative is ``f'(x) * v``; ``ref``: the directional
         derivative ``ref(x, v)`` itself, for anything else."""
@@ -58,7 +61,7 @@ class Table:
             ref = _elementwise(d)
         if isinstance(x, (list, tuple)):
             x = np.array(x, dtype=float)
-        case = Case(self.library, name, f, x, ref, rtol, step)
+        case = Case(self.library, name, f, x, ref, rtol, step, kink)
         assert all(c.name != name for c in self.cases), "duplicate case %s" % case.id
         self.cases.append(case)
         return case

@@ -28,8 +28,9 @@ def survey(cases, out=sys.stdout):
     for case in cases:
         try:
             ref = reference(case)
-        except (UnreliableReference, AssertionError) as e:
-            bad_cases.append(str(e))
+        except Exception as e:  # noqa: BLE001 -- a case that cannot be judged is the survey's bug
+            bad_cases.append(str(e) if isinstance(e, (UnreliableReference, AssertionError))
+                             else "%s: plain run fails: %s: %s" % (case.id, type(e).__name__, e))
             continue
         for mode in MODES:
             kind, outcomes = run(case, mode, ref)
