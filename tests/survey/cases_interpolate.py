@@ -25,7 +25,8 @@ add("CubicSpline data", lambda y: ip.CubicSpline(XS, y)(AT), YS)
 add("CubicSpline natural data", lambda y: ip.CubicSpline(XS, y, bc_type="natural")(AT), YS)
 add("CubicSpline derivative at x", lambda x: ip.CubicSpline(XS, YS).derivative()(x), AT,
     ref=lambda x, v: cs.derivative(2)(x) * v)
-add("CubicSpline integrate to x", lambda b: ip.CubicSpline(XS, YS).integrate(0.0, b), X, ref=lambda b, v: cs(b) * v)
+add("CubicSpline integrate to x", lambda b: ip.CubicSpline(XS, YS).integrate(0.0, b), X, ref=lambda b,
+    v: cs(b) * v)
 add("interp1d linear at x", lambda x: ip.interp1d(XS, YS)(x), AT)
 add("interp1d linear data", lambda y: ip.interp1d(XS, y)(AT), YS)
 add("interp1d cubic data", lambda y: ip.interp1d(XS, y, kind="cubic")(AT), YS)
@@ -61,6 +62,7 @@ add("RegularGridInterpolator values", lambda v: ip.RegularGridInterpolator(GRID,
 add("interpn at a point", lambda p: ip.interpn(GRID, VALUES, p[None, :])[0], np.array([0.3, 1.6]))
 add("RBFInterpolator at a point", lambda p: ip.RBFInterpolator(XS[:, None], YS)(p[:, None]), AT)
 add("RBFInterpolator data", lambda y: ip.RBFInterpolator(XS[:, None], y)(AT[:, None]), YS)
-add("griddata linear values", lambda v: ip.griddata(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), v,
-                                                    np.array([[0.3, 0.4]])), YS[:4])
+add("griddata linear values",
+    lambda v: ip.griddata(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), v,
+                          np.array([[0.3, 0.4]])), YS[:4])
 add("pade", lambda c: ip.pade(c, 1)[0](0.3), np.array([1.0, 0.5, 0.2]))

@@ -47,8 +47,10 @@ add("map_coordinates image", lambda x: ndi.map_coordinates(x, [[1.3, 2.6], [0.4,
 add("affine_transform matrix", lambda m: ndi.affine_transform(IMG, m.reshape(2, 2), offset=0.37, order=1,
                                                                 mode="nearest"),
     np.array([0.93, 0.07, -0.11, 0.91]), step=1e-4)
-add("affine_transform image", lambda x: ndi.affine_transform(x, [[0.9, 0.1], [-0.1, 0.9]], offset=0.3, order=1), IMG)
-add("geometric_transform closure", lambda s: ndi.geometric_transform(IMG, lambda c: (c[0] * s, c[1]), order=1), 0.7)
+add("affine_transform image",
+    lambda x: ndi.affine_transform(x, [[0.9, 0.1], [-0.1, 0.9]], offset=0.3, order=1), IMG)
+add("geometric_transform closure",
+    lambda s: ndi.geometric_transform(IMG, lambda c: (c[0] * s, c[1]), order=1), 0.7)
 add("spline_filter", lambda x: ndi.spline_filter(x, order=3), IMG)
 add("fourier_gaussian", lambda x: ndi.fourier_gaussian(x, 1.0), IMG)
 add("sum_labels", lambda x: ndi.sum_labels(x, LABELS, [1, 2]), IMG)

@@ -30,10 +30,12 @@ UNARY = [
     ("arctanh", np.arctanh, A / 2, lambda x: 1 / (1 - x * x)),
     ("exp", np.exp, A, np.exp), ("exp2", np.exp2, A, lambda x: np.log(2) * np.exp2(x)),
     ("expm1", np.expm1, A, np.exp), ("log", np.log, A, lambda x: 1 / x),
-    ("log2", np.log2, A, lambda x: 1 / (x * np.log(2))), ("log10", np.log10, A, lambda x: 1 / (x * np.log(10))),
+    ("log2", np.log2, A, lambda x: 1 / (x * np.log(2))),
+    ("log10", np.log10, A, lambda x: 1 / (x * np.log(10))),
     ("log1p", np.log1p, A, lambda x: 1 / (1 + x)), ("sqrt", np.sqrt, A, lambda x: 0.5 / np.sqrt(x)),
     ("cbrt", np.cbrt, A, lambda x: np.cbrt(x) / (3 * x)), ("square", np.square, A, lambda x: 2 * x),
-    ("reciprocal", np.reciprocal, A, lambda x: -1 / x ** 2), ("negative", np.negative, A, lambda x: -np.ones_like(x)),
+    ("reciprocal", np.reciprocal, A, lambda x: -1 / x ** 2),
+    ("negative", np.negative, A, lambda x: -np.ones_like(x)),
     ("positive", np.positive, A, np.ones_like), ("abs", np.abs, C, np.sign), ("fabs", np.fabs, C, np.sign),
     ("deg2rad", np.deg2rad, A, lambda x: np.full_like(x, np.pi / 180)),
     ("rad2deg", np.rad2deg, A, lambda x: np.full_like(x, 180 / np.pi)),
@@ -113,7 +115,7 @@ add("np.cov(x, y)", lambda x: np.cov(x, P), A)
 add("np.corrcoef", lambda x: np.corrcoef(x, P)[0, 1], A)
 add("np.count_nonzero * x", lambda x: np.count_nonzero(x > 0.5) * x, A, d=lambda x: np.full_like(x, 2.0))
 
-# ----------------------------------------------------------------------------- sorting, order statistics, nan-functions
+# ----------------------------------------------------------------------------- sorting, quantiles, nan*
 add("np.sort", np.sort, B)
 add("np.sort axis 0", lambda x: np.sort(x, axis=0), M)
 add("ndarray.sort on a copy", lambda x: _sorted_copy(x), B)
@@ -311,7 +313,8 @@ add("np.histogram weights", lambda w: np.histogram([0.1, 0.4, 0.8, 0.9], bins=2,
 add("np.bincount weights", lambda w: np.bincount([0, 1, 1, 2], weights=w), B)
 
 # ----------------------------------------------------------------------------- stride tricks
-add("as_strided windows", lambda x: as_strided(x, shape=(3, 2), strides=(x.strides[0], x.strides[0])).sum(axis=1), B)
+add("as_strided windows",
+    lambda x: as_strided(x, shape=(3, 2), strides=(x.strides[0], x.strides[0])).sum(axis=1), B)
 add("sliding_window_view", lambda x: sliding_window_view(x, 2).prod(axis=1), B)
 add("sliding_window_view 2d", lambda x: sliding_window_view(x, (2, 2)).sum(axis=(2, 3)), M)
 

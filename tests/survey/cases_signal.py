@@ -22,7 +22,8 @@ add("lfilter denominator", lambda a: signal.lfilter(B, np.array([1.0, a[1]]), SI
 add("lfilter zi", lambda z: signal.lfilter(B, A, SIG, zi=z)[0], np.array([0.3]))
 add("lfilter_zi", lambda b: signal.lfilter_zi(b, A), B)
 add("sosfilt", lambda x: signal.sosfilt(SOS, x), SIG)
-add("sosfilt numerators", lambda b: signal.sosfilt(np.hstack([b.reshape(-1, 3), SOS[:, 3:]]), SIG), SOS[:, :3].ravel())
+add("sosfilt numerators", lambda b: signal.sosfilt(np.hstack([b.reshape(-1, 3), SOS[:, 3:]]), SIG),
+    SOS[:, :3].ravel())
 add("filtfilt", lambda x: signal.filtfilt(B, A, x), LONG)
 add("sosfiltfilt", lambda x: signal.sosfiltfilt(SOS, x), LONG)
 add("convolve", lambda x: signal.convolve(x, K), SIG)
@@ -45,7 +46,8 @@ add("decimate", lambda x: signal.decimate(x, 2), LONG)
 add("upfirdn", lambda x: signal.upfirdn([1.0, 0.5], x, up=2), SIG)
 add("hilbert envelope", lambda x: np.abs(signal.hilbert(x)), SIG)
 add("freqz magnitude", lambda b: np.abs(signal.freqz(b, A, worN=4)[1]), B)
-add("freqz_sos numerators", lambda b: np.abs(signal.freqz_sos(np.hstack([b.reshape(-1, 3), SOS[:, 3:]]), worN=4)[1]),
+add("freqz_sos numerators",
+    lambda b: np.abs(signal.freqz_sos(np.hstack([b.reshape(-1, 3), SOS[:, 3:]]), worN=4)[1]),
     SOS[:, :3].ravel())
 add("periodogram", lambda x: signal.periodogram(x)[1], SIG)
 add("welch", lambda x: signal.welch(x, nperseg=8)[1], SIG)

@@ -15,7 +15,7 @@ X = 0.7
 norm = stats.norm
 phi = lambda z: np.exp(-z * z / 2) / np.sqrt(2 * np.pi)  # noqa: E731
 
-# ----------------------------------------------------------------------------- normal: every method, every argument
+# ----------------------------------------------------------------------------- norm: each method and argument
 add("norm.logpdf x", norm.logpdf, A, d=lambda x: -x)
 add("norm.pdf x", norm.pdf, A, d=lambda x: -x * phi(x))
 add("norm.cdf x", norm.cdf, A, d=phi)
@@ -80,8 +80,10 @@ add("nbinom.logpmf p", lambda p: stats.nbinom.logpmf(2, 5, p), 0.4, d=lambda p: 
 add("geom.logpmf p", lambda p: stats.geom.logpmf(3, p), 0.4, d=lambda p: 1 / p - 2 / (1 - p))
 add("multivariate_normal.logpdf x", lambda x: stats.multivariate_normal.logpdf(x, mean=np.zeros(3)), A,
     ref=lambda x, v: -x @ v)
-add("multivariate_normal.logpdf mean", lambda m: stats.multivariate_normal.logpdf(A, mean=m, cov=np.eye(3) * 2), Q)
-add("multivariate_normal.pdf cov", lambda s: stats.multivariate_normal.pdf(A, mean=Q, cov=np.diag(s)), A + 0.5)
+add("multivariate_normal.logpdf mean",
+    lambda m: stats.multivariate_normal.logpdf(A, mean=m, cov=np.eye(3) * 2), Q)
+add("multivariate_normal.pdf cov", lambda s: stats.multivariate_normal.pdf(A, mean=Q, cov=np.diag(s)),
+    A + 0.5)
 add("dirichlet.logpdf", lambda a: stats.dirichlet.logpdf(np.array([0.2, 0.3, 0.5]), a), A + 1.0)
 
 # ----------------------------------------------------------------------------- descriptive statistics

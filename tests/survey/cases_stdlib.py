@@ -110,7 +110,8 @@ add("functools.partial", lambda x: functools.partial(math.pow, x)(3), X, d=lambd
 add("functools.lru_cache", lambda x: _cached_square(x) + x, X, d=lambda x: 2 * x + 1)
 add("itertools.accumulate", lambda x: list(itertools.accumulate([x, x, 2.0], operator.mul))[-1], X,
     d=lambda x: 4 * x)
-add("itertools.starmap", lambda x: sum(itertools.starmap(pow, [(x, 2), (x, 3)])), X, d=lambda x: 2 * x + 3 * x * x)
+add("itertools.starmap", lambda x: sum(itertools.starmap(pow, [(x, 2), (x, 3)])), X,
+    d=lambda x: 2 * x + 3 * x * x)
 add("itertools.chain", lambda x: sum(itertools.chain([x], (x * k for k in range(2)))), X, d=lambda x: 2.0)
 add("itertools.product", lambda x: sum(a * b for a, b in itertools.product([x, 1.0], [x, 2.0])), X,
     d=lambda x: 2 * x + 3)

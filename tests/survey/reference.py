@@ -91,8 +91,9 @@ def reference(case):
     v = direction(case)
     if case.kink is not None:
         lo, hi = case.kink
-        return Reference(y, v, np.asarray((lo + hi) / 2), 1.0, (lo + hi) / 2, 0.0, "a kink: any of [%g, %g]" % (lo, hi),
-                         case.kink)
+        mid = (lo + hi) / 2
+        source = "a kink: any of [%g, %g]" % (lo, hi)
+        return Reference(y, v, np.asarray(mid), 1.0, mid, 0.0, source, case.kink)
     if case.ref is not None:
         jv = np.asarray(plain(lambda x: case.ref(x, v), x))
         if jv.shape != y.shape:

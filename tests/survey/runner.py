@@ -29,8 +29,8 @@ CORRECT, CLEAR, WRONG, CRASH = "correct", "clear error", "silent wrong", "crash"
 KINDS = [CORRECT, CLEAR, WRONG, CRASH]
 MODES = ["forward", "reverse"]
 TIMEOUT = float(os.environ.get("SURVEY_TIMEOUT", "5"))
-_OURS = tuple(os.path.join(os.path.dirname(os.path.abspath(capstan.__file__)), "..", d) for d in ("capstan", "overdub"))
-_OURS = tuple(os.path.normpath(p) + os.sep for p in _OURS)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(capstan.__file__)))
+_OURS = tuple(os.path.join(_ROOT, d) + os.sep for d in ("capstan", "overdub"))
 
 
 @dataclasses.dataclass
@@ -71,8 +71,7 @@ def _limited(fn, timeout=None):
 def _frames(tb):
     frames = traceback.extract_tb(tb)
     ours = [fr for fr in frames if os.path.normpath(fr.filename).startswith(_OURS)]
-    where = lambda fr: "%s:%d %s" % (os.path.relpath(fr.filename, os.path.dirname(_OURS[0].rstrip(os.sep))),
-                                      fr.lineno, fr.name)
+    where = lambda fr: "%s:%d %s" % (os.path.relpath(fr.filename, _ROOT), fr.lineno, fr.name)  # noqa: E731
     inner = ("innermost ours %s" % where(ours[-1])) if ours else "no capstan/overdub frame"
     last = frames[-1] if frames else None
     raised = (" ; raised at %s:%d %s" % (os.path.basename(last.filename), last.lineno, last.name)
@@ -141,8 +140,8 @@ def check_tangent(via, got, ref, rtol):
     if got is None and _exact_zero(ref):
         return Outcome(CORRECT, via)
     if not _is_number_like(got):
-        return Outcome(WRONG, via, "derivative is %r, expected %s" % (got if got is None else type(got).__name__,
-                                                                      _short(ref.jv)))
+        what = got if got is None else type(got).__name__
+        return Outcome(WRONG, via, "derivative is %r, expected %s" % (what, _short(ref.jv)))
     g = np.asarray(got, dtype=complex)
     if g.shape != ref.jv.shape:
         return Outcome(WRONG, via, "derivative has shape %s, expected %s (%s vs %s)"
@@ -161,8 +160,9 @@ def check_cotangent(via, got, x, ref, rtol, weight):
     if got is None and _exact_zero(ref):
         return Outcome(CORRECT, via)
     if not _is_number_like(got):
-        return Outcome(WRONG, via, "gradient is %r, expected %s" % (got if got is None else type(got).__name__,
-                                                                      "a number" if np.ndim(x) == 0 else "an array"))
+        what = got if got is None else type(got).__name__
+        expected = "a number" if np.ndim(x) == 0 else "an array"
+        return Outcome(WRONG, via, "gradient is %r, expected %s" % (what, expected))
     g = np.asarray(got, dtype=complex)
     if g.shape != np.shape(x):
         return Outcome(WRONG, via, "gradient has shape %s, input %s" % (g.shape, np.shape(x)))
