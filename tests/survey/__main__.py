@@ -18,6 +18,7 @@ REFUSED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "refused.txt"
 def refused_line(case, mode, outcome):
     """The line of refused.txt for a clear error (addresses blanked, so it is stable)."""
     text = re.sub(r" at 0x[0-9a-f]+", "", outcome.first_line)
+    text = re.sub(r"/(?:[^\s/:]+/)+", "", text)    # paths: file names only
     return "%s  %s  %s: %s" % (case.id, mode, outcome.via, text[:160])
 
 
