@@ -1,0 +1,112 @@
+"""Survey cases: scipy.stats -- distribution methods (logpdf, pdf, cdf, sf, ppf, ...)
+with respect to x, loc, scale and shape parameters, frozen distributions, and the
+descriptive statistics functions."""
+import numpy as np
+from scipy import stats
+
+from . import Table
+
+T = Table("scipy.stats")
+add = T.add
+A = np.array([0.3, 0.7, 1.1])
+Q = np.array([0.2, 0.5, 0.9])
+B = np.array([0.9, 0.2, 1.3, 0.5, 1.7])
+X = 0.7
+norm = stats.norm
+phi = lambda z: np.exp(-z * z / 2) / np.sqrt(2 * np.pi)  # noqa: E731
+
+# ----------------------------------------------------------------------------- norm: each method and argument
+add("norm.logpdf x", norm.logpdf, A, d=lambda x: -x)
+add("norm.pdf x", norm.pdf, A, d=lambda x: -x * phi(x))
+add("norm.cdf x", norm.cdf, A, d=phi)
+add("norm.sf x", norm.sf, A, d=lambda x: -phi(x))
+add("norm.logcdf x", norm.logcdf, A, d=lambda x: phi(x) / norm.cdf(x))
+add("norm.logsf x", norm.logsf, A, d=lambda x: -phi(x) / norm.sf(x))
+add("norm.ppf q", norm.ppf, Q, d=lambda q: 1 / phi(norm.ppf(q)))
+add("norm.isf q", norm.isf, Q, d=lambda q: -1 / phi(norm.isf(q)))
+add("norm.logpdf loc", lambda m: norm.logpdf(0.4, loc=m, scale=1.3), X, d=lambda m: (0.4 - m) / 1.69)
+add("norm.logpdf scale", lambda s: norm.logpdf(0.4, loc=0.1, scale=s), 1.3,
+    d=lambda s: -1 / s + 0.09 / s ** 3)
+add("norm.pdf loc", lambda m: norm.pdf(0.4, loc=m, scale=1.3), X)
+add("norm.cdf loc", lambda m: norm.cdf(0.4, loc=m, scale=1.3), X, d=lambda m: -phi((0.4 - m) / 1.3) / 1.3)
+add("norm.cdf scale", lambda s: norm.cdf(0.4, loc=0.1, scale=s), 1.3)
+add("norm.sf scale", lambda s: norm.sf(0.4, 0.1, s), 1.3)
+add("norm.ppf loc", lambda m: norm.ppf(0.3, loc=m, scale=1.3), X, d=lambda m: 1.0)
+add("norm.ppf scale", lambda s: norm.ppf(0.3, loc=0.1, scale=s), 1.3, d=lambda s: norm.ppf(0.3))
+add("norm.logpdf array loc", lambda m: norm.logpdf(A, loc=m), Q)
+add("norm frozen logpdf", lambda m: norm(m, 1.3).logpdf(0.4), X)
+add("norm frozen mean", lambda m: norm(loc=m, scale=2.0).mean(), X, d=lambda m: 1.0)
+add("norm frozen std", lambda s: norm(loc=0.0, scale=s).std(), X, d=lambda s: 1.0)
+add("norm.entropy scale", lambda s: norm.entropy(scale=s), X, d=lambda s: 1 / s)
+add("norm.interval", lambda s: norm.interval(0.9, scale=s)[1], X)
+add("norm.expect", lambda m: norm.expect(lambda t: t * t, loc=m), X, rtol=1e-5)
+
+# ----------------------------------------------------------------------------- other distributions
+add("t.logpdf x", lambda x: stats.t.logpdf(x, 4.0), A)
+add("t.logpdf df", lambda df: stats.t.logpdf(0.6, df), 4.0)
+add("t.cdf x", lambda x: stats.t.cdf(x, 4.0), A, d=lambda x: stats.t.pdf(x, 4.0))
+add("t.ppf", lambda q: stats.t.ppf(q, 4.0), Q, d=lambda q: 1 / stats.t.pdf(stats.t.ppf(q, 4.0), 4.0))
+add("gamma.logpdf x", lambda x: stats.gamma.logpdf(x, 2.5), A, d=lambda x: 1.5 / x - 1)
+add("gamma.logpdf a", lambda a: stats.gamma.logpdf(0.8, a), 2.5)
+add("gamma.cdf x", lambda x: stats.gamma.cdf(x, 2.5), A, d=lambda x: stats.gamma.pdf(x, 2.5))
+add("gamma.ppf", lambda q: stats.gamma.ppf(q, 2.5), Q)
+add("beta.pdf x", lambda x: stats.beta.pdf(x, 2.0, 3.0), Q)
+add("beta.logpdf a", lambda a: stats.beta.logpdf(0.3, a, 3.0), 2.0)
+add("beta.cdf x", lambda x: stats.beta.cdf(x, 2.0, 3.0), Q, d=lambda x: stats.beta.pdf(x, 2.0, 3.0))
+add("expon.cdf x", stats.expon.cdf, A, d=lambda x: np.exp(-x))
+add("expon.logpdf scale", lambda s: stats.expon.logpdf(0.5, scale=s), X, d=lambda s: -1 / s + 0.5 / s ** 2)
+add("expon.ppf", stats.expon.ppf, Q, d=lambda q: 1 / (1 - q))
+add("lognorm.pdf x", lambda x: stats.lognorm.pdf(x, 0.6), A)
+add("lognorm.logpdf s", lambda s: stats.lognorm.logpdf(0.8, s), 0.6)
+add("cauchy.logpdf", stats.cauchy.logpdf, A, d=lambda x: -2 * x / (1 + x * x))
+add("cauchy.cdf", stats.cauchy.cdf, A, d=lambda x: 1 / (np.pi * (1 + x * x)))
+add("logistic.cdf", stats.logistic.cdf, A)
+add("laplace.logpdf loc", lambda m: stats.laplace.logpdf(1.5, loc=m), X, d=lambda m: 1.0)
+add("chi2.pdf x", lambda x: stats.chi2.pdf(x, 3.0), A + 0.5)
+add("chi2.logpdf df", lambda k: stats.chi2.logpdf(1.5, k), 3.0)
+add("uniform.cdf scale", lambda s: stats.uniform.cdf(0.4, scale=s), 1.3, d=lambda s: -0.4 / s ** 2)
+add("weibull_min.logpdf c", lambda c: stats.weibull_min.logpdf(0.8, c), 1.7)
+add("weibull_min.cdf x", lambda x: stats.weibull_min.cdf(x, 1.7), A)
+add("pareto.sf", lambda x: stats.pareto.sf(x, 2.5), A + 1.0, d=lambda x: -2.5 * x ** -3.5)
+add("gumbel_r.logpdf", stats.gumbel_r.logpdf, A)
+add("vonmises.logpdf x", lambda x: stats.vonmises.logpdf(x, 1.5), A, d=lambda x: -1.5 * np.sin(x))
+add("invgamma.logpdf", lambda x: stats.invgamma.logpdf(x, 2.0), A)
+add("skewnorm.logpdf a", lambda a: stats.skewnorm.logpdf(0.4, a), 1.2)
+add("poisson.logpmf mu", lambda mu: stats.poisson.logpmf(3, mu), 2.5, d=lambda mu: 3 / mu - 1)
+add("poisson.pmf mu", lambda mu: stats.poisson.pmf(3, mu), 2.5)
+add("binom.logpmf p", lambda p: stats.binom.logpmf(3, 10, p), 0.4, d=lambda p: 3 / p - 7 / (1 - p))
+add("binom.cdf p", lambda p: stats.binom.cdf(3, 10, p), 0.4)
+add("nbinom.logpmf p", lambda p: stats.nbinom.logpmf(2, 5, p), 0.4, d=lambda p: 5 / p - 2 / (1 - p))
+add("geom.logpmf p", lambda p: stats.geom.logpmf(3, p), 0.4, d=lambda p: 1 / p - 2 / (1 - p))
+add("multivariate_normal.logpdf x", lambda x: stats.multivariate_normal.logpdf(x, mean=np.zeros(3)), A,
+    ref=lambda x, v: -x @ v)
+add("multivariate_normal.logpdf mean",
+    lambda m: stats.multivariate_normal.logpdf(A, mean=m, cov=np.eye(3) * 2), Q)
+add("multivariate_normal.pdf cov", lambda s: stats.multivariate_normal.pdf(A, mean=Q, cov=np.diag(s)),
+    A + 0.5)
+add("dirichlet.logpdf", lambda a: stats.dirichlet.logpdf(np.array([0.2, 0.3, 0.5]), a), A + 1.0)
+
+# ----------------------------------------------------------------------------- descriptive statistics
+add("zscore", stats.zscore, B)
+add("entropy", lambda p: stats.entropy(p), Q)
+add("entropy qk", lambda p: stats.entropy(p, qk=[0.3, 0.3, 0.4]), Q)
+add("gmean", stats.gmean, B)
+add("hmean", stats.hmean, B)
+add("pmean", lambda x: stats.pmean(x, 2.0), B)
+add("skew", stats.skew, B)
+add("kurtosis", stats.kurtosis, B)
+add("moment 3", lambda x: stats.moment(x, 3), B)
+add("sem", stats.sem, B)
+add("variation", stats.variation, B)
+add("tmean", lambda x: stats.tmean(x, (0.3, 1.5)), B)
+add("trim_mean", lambda x: stats.trim_mean(x, 0.2), B)
+add("iqr", stats.iqr, B)
+add("median_abs_deviation", stats.median_abs_deviation, np.array([0.9, 0.2, 1.35, 0.5, 1.7]), step=1e-3)
+add("pearsonr statistic", lambda x: stats.pearsonr(x, np.array([1.0, 0.3, 2.0, 0.1, 1.2]))[0], B)
+add("spearmanr times x", lambda x: stats.spearmanr(x, np.arange(5.0))[0] * x, B)
+add("linregress slope", lambda y: stats.linregress(np.arange(5.0), y).slope, B)
+add("describe variance", lambda x: stats.describe(x).variance, B)
+add("gaussian_kde at a point", lambda t: stats.gaussian_kde(B)(t)[0], X)
+add("gaussian_kde of data", lambda d: stats.gaussian_kde(d)(0.7)[0], B)
+add("boxcox_llf", lambda lm: stats.boxcox_llf(lm, B), 0.4)
+add("ttest_1samp statistic", lambda x: stats.ttest_1samp(x, 0.5).statistic, B)
