@@ -423,27 +423,38 @@ class ADContext(Context):
             raise losses.in_function(self, err, f) from None
 
     def _plain_top(self, f, args, kwargs):
-        """A rule-less C call given this context's values untagged at the top level only:
-        values inside containers stay tagged, so that what C stores keeps its derivative
-        and what C converts goes through ``escape``."""
+        """A rule-less C call given this context's values untagged (at the top level and one
+        level into lists and tuples; values of an enclosing differentiation go to it).  A
+        container argument the call changes while it was given untagged values (it stored
+        them) is refused: what C stores must keep its derivative (see ``STORING``)."""
         key = self._tagkey
         foreign = None
+        stripped = False
         plain = []
         for a in args:
-            if type(a) is Tagged and a._tagkey is key:
-                a = a._value
+            ta = type(a)
+            if ta is Tagged and a._tagkey is key:
+                a, stripped = a._value, True
+            elif (ta is list or ta is tuple) and any(type(e) is Tagged and e._tagkey is key for e in a):
+                a, stripped = ta(e._value if type(e) is Tagged and e._tagkey is key else e for e in a), True
             if type(a) is Tagged and a._ctx._tagkey is a._tagkey:
                 foreign = a._ctx
             plain.append(a)
         for k, a in kwargs.items():
             if type(a) is Tagged and a._tagkey is key:
-                kwargs = {**kwargs, k: a._value}
+                kwargs, stripped = {**kwargs, k: a._value}, True
+        watch = losses.StoreWatch(f, args) if stripped else None
+        g = getattr(f, "_implementation", f)  # (a NumPy function: no dispatch back to us)
         try:
             if foreign is not None:
-                return overdub(foreign, f, *plain, **kwargs)
-            return f(*plain, **kwargs)
+                out = overdub(foreign, g, *plain, **kwargs)
+            else:
+                out = g(*plain, **kwargs)
         except NoRuleError as err:
             raise losses.in_function(self, err, f) from None
+        if watch is not None and watch.stored():
+            raise losses.refuse(self, losses.stored(f, self.mode))
+        return out
 
     def escape(self, protocol, x, /, *args):
         """C code (or Python called from C) used a protocol of a differentiated value:

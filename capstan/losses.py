@@ -125,6 +125,15 @@ def attribute_lost(x, name, mode):
         "capstan.stop_gradient(x)." % (name, kind, mode))
 
 
+def stored(f, mode):
+    err = NoRuleError(
+        "capstan: %s has no derivative rule (for %s mode), and it stored values being differentiated "
+        "into a container as plain numbers; their derivatives would be lost.  %s"
+        % (qualified_name(f), mode, _fix(f)))
+    err.function = f
+    return err
+
+
 def parsed_text(f, mode):
     err = NoRuleError(
         "capstan: %s turned text made from a value being differentiated (by str, repr, format, "
@@ -321,6 +330,25 @@ class WriteWatch:
     def wrote(self):
         for a, before in self.arrays:
             if not np.array_equal(a, before, equal_nan=a.dtype.kind in "fc"):
+                return True
+        return False
+
+
+class StoreWatch:
+    """The lists, dicts and sets a C call was given (and the one it is bound to), to tell
+    whether it stored something in them."""
+
+    __slots__ = ("containers",)
+
+    def __init__(self, f, args):
+        owner = getattr(f, "__self__", None)
+        self.containers = [(c, list(c.items()) if type(c) is dict else list(c))
+                           for c in (owner, *args) if type(c) in (list, dict, set)]
+
+    def stored(self):
+        for c, before in self.containers:
+            now = list(c.items()) if type(c) is dict else list(c)
+            if len(now) != len(before) or any(a is not b for a, b in zip(now, before)):
                 return True
         return False
 
