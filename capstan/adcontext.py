@@ -94,7 +94,7 @@ def _conditions(f):
         return [(Tagged,), (object, Tagged), (np.ndarray,), (object, np.ndarray)]
     if f in _UNARY:
         return [(Tagged,), (np.ndarray,)]
-    if getattr(f, "__module__", None) in ("math", "cmath"):  # numbers only, no arrays or lists
+    if getattr(f, "__module__", None) in ("math", "cmath") and f not in registry.IMPLS:  # numbers only
         return [(Tagged,), (object, Tagged)]  # (further positions reach ``fallback``)
     return [()]
 
@@ -262,7 +262,12 @@ class ADContext(Context):
     def apply(self, f, args, kwargs):
         """A call of ``f`` (which has a rule) with these arguments: the parts both modes
         share, then the mode's ``compute``."""
+        impl = registry.IMPLS.get(f)
+        if impl is not None:  # (a C function of iterables: generators and map objects as lists)
+            args, kwargs = _materialized(args, kwargs)
         vals, metas, found, foreign = self._split(args)
+        if impl is not None and (found or self._differentiated((), kwargs)):
+            return overdub(self, impl, *args, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
                             "keyword argument" % getattr(f, "__name__", f))
@@ -277,9 +282,6 @@ class ADContext(Context):
             out = self.user_operator(f, args)
             if out is not NOT_MINE:
                 return out
-        impl = registry.IMPLS.get(f)
-        if impl is not None:
-            return overdub(self, impl, *args, **kwargs)
         if f in registry.NONDIFF:
             return Context.fallback(self, f, *vals, **kwargs)
         run = plain_call if foreign is None else partial(overdub, foreign)
@@ -415,6 +417,8 @@ _WHOLE = object()
 STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_left,
            bisect.insort_right, collections.deque.append, collections.deque.appendleft,
            collections.deque.extend, collections.deque.extendleft, collections.deque.insert}
+STORING |= {getattr(heapq, name) for name in ("_heapreplace_max", "heapreplace_max", "heappush_max",
+                                              "heappushpop_max") if hasattr(heapq, name)}  # (nsmallest)
 #: results that hold a float's value in another form (bytes of a double...)
 _EXPORTS = {bytes, bytearray, memoryview, array.array}
 
@@ -426,6 +430,21 @@ def _storing_into(f, args):
     if owner is not None and not isinstance(owner, types.ModuleType):
         return owner if getattr(type(owner), getattr(f, "__name__", ""), None) in STORING else None
     return args[0] if f in STORING and args else None
+
+
+_SEQUENCES = (list, tuple, str, bytes, bytearray, dict, np.ndarray, Tagged, numbers.Number)
+
+
+def _materialized(args, kwargs):
+    """``args`` and ``kwargs`` with one-pass iterables (generators, ``map``, ``zip``...)
+    read into lists, so that the values they yield can be seen (and still passed on)."""
+    if any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in args):
+        args = tuple(a if isinstance(a, _SEQUENCES) or not hasattr(a, "__next__") else list(a)
+                     for a in args)
+    if kwargs and any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in kwargs.values()):
+        kwargs = {k: a if isinstance(a, _SEQUENCES) or not hasattr(a, "__next__") else list(a)
+                  for k, a in kwargs.items()}
+    return args, kwargs
 
 
 def _strip(v, ctx):
