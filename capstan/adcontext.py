@@ -275,7 +275,8 @@ class ADContext(Context):
             raise TypeError("capstan: np.%s(..., where=...) has no derivative rule; use np.where "
                             "on the result instead" % f.__name__)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
-            if f in OPERATORS:
+            if f in OPERATORS or (impl is not None and type(f) is types.FunctionType
+                                  and _holders(args)):  # (np.polymul(poly1d, poly1d)...)
                 return recurse(self, f, *args, **kwargs)
             return Context.fallback(self, f, *args, **kwargs)
         if f in OPERATORS:
@@ -445,6 +446,13 @@ def _materialized(args, kwargs):
         kwargs = {k: a if isinstance(a, _SEQUENCES) or not hasattr(a, "__next__") else list(a)
                   for k, a in kwargs.items()}
     return args, kwargs
+
+
+def _holders(args):
+    """Whether some argument is an object that may hold differentiated values where
+    ``_split`` does not look (a ``np.poly1d``, a user object)."""
+    return any(not isinstance(a, _SEQUENCES) and a is not None and not isinstance(a, (np.generic, type))
+               for a in args)
 
 
 def _strip(v, ctx):

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from overdub import Tagged, overdub
+
 from ..adcontext import ATTRIBUTES as _ATTRIBUTES
 from .registry import defimpl
 
@@ -132,14 +134,19 @@ class Broadcast:
         self.index = 0
 
     def __iter__(self):
-        return self
+        # iter() calls this method outside the context: the generator of the tuples is
+        # made inside the context of the differentiated arrays, so that its reads keep
+        # their derivatives
+        for a in self.arrays:
+            if type(a) is Tagged:
+                return overdub(a._ctx, self._tuples)
+        return self._tuples()
 
-    def __next__(self):
-        if self.index >= self.size:
-            raise StopIteration
-        where = np.unravel_index(self.index, self.shape)
-        self.index += 1
-        return tuple(np.broadcast_to(a, self.shape)[where] for a in self.arrays)
+    def _tuples(self):
+        columns = [np.ravel(np.broadcast_to(a, self.shape)) for a in self.arrays]
+        while self.index < self.size:
+            self.index += 1
+            yield tuple(c[self.index - 1] for c in columns)
 
 
 def _broadcast_arrays(*args, subok=False):
@@ -202,3 +209,39 @@ def _corrcoef(x, y=None, rowvar=True, *args, dtype=None, **deprecated):
 
 
 defimpl(np.corrcoef, _corrcoef)
+
+
+def _convolve(a, v, mode="full"):
+    """``np.convolve`` as a product with the matrix of shifted copies of the shorter input
+    (NumPy's C correlation would hold the inputs untagged)."""
+    a, v = np.atleast_1d(a), np.atleast_1d(v)
+    if np.ndim(a) != 1 or np.ndim(v) != 1:
+        raise ValueError("object too deep for desired array")
+    if len(v) > len(a):
+        a, v = v, a
+    if len(a) == 0:
+        raise ValueError("a cannot be empty")
+    if len(v) == 0:
+        raise ValueError("v cannot be empty")
+    n, m = len(a), len(v)
+    shift = np.arange(n + m - 1)[None, :] - np.arange(n)[:, None]
+    inside = (shift >= 0) & (shift < m)
+    full = np.dot(a, np.where(inside, v[np.clip(shift, 0, m - 1)], 0))
+    if mode == "full":
+        return full
+    if mode == "same":
+        return full[(m - 1) // 2:(m - 1) // 2 + n]
+    if mode == "valid":
+        return full[m - 1:n]
+    raise ValueError("mode must be one of 'valid', 'same', or 'full' (got %r)" % (mode,))
+
+
+def _polymul(a1, a2):
+    """``np.polymul`` over :func:`_convolve`."""
+    truepoly = isinstance(a1, np.poly1d) or isinstance(a2, np.poly1d)
+    val = np.convolve(np.poly1d(a1).coeffs, np.poly1d(a2).coeffs)
+    return np.poly1d(val) if truepoly else val
+
+
+defimpl(np.convolve, _convolve)
+defimpl(np.polymul, _polymul)
