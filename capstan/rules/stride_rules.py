@@ -239,6 +239,7 @@ def _convolve(a, v, mode="full"):
 def _polymul(a1, a2):
     """``np.polymul`` over :func:`_convolve`."""
     truepoly = isinstance(a1, np.poly1d) or isinstance(a2, np.poly1d)
+    a1, a2 = (a if isinstance(a, np.poly1d) else np.asarray(a) for a in (a1, a2))
     val = np.convolve(np.poly1d(a1).coeffs, np.poly1d(a2).coeffs)
     return np.poly1d(val) if truepoly else val
 
