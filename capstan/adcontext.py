@@ -269,6 +269,10 @@ class ADContext(Context):
         if impl is not None and (found or self._differentiated((), kwargs)):
             return overdub(self, impl, *args, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
+            if self.meta(out_argument(kwargs)) is not None:
+                raise NoRuleError("capstan: %s(..., out=y) into an array y that already carries a "
+                                  "derivative has no rule; write y[...] = %s(...) instead"
+                                  % ((getattr(f, "__name__", f),) * 2))
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
                             "keyword argument" % getattr(f, "__name__", f))
         if kwargs and type(f) is np.ufunc and kwargs.get("where", True) is not True and found:

@@ -128,8 +128,8 @@ class ReverseCtx(ADContext):
         ans = run(f, *vals, **kwargs)
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
-        if out is not None and ans is out:  # np.exp(x, out=y): y now holds the new node
-            self.shadows[id(out)] = (out, n, foreign)
+        if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
+            self.setitem(out, Ellipsis, Tagged(ans, n, self))  # (y may be a view)
             return out
         return self._result(ans, n)
 
