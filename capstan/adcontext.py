@@ -266,10 +266,12 @@ class ADContext(Context):
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
             args, kwargs = _materialized(args, kwargs)
         vals, metas, found, foreign = self._split(args)
-        if impl is not None and (found or self._differentiated((), kwargs)):
+        if impl is not None and (found or self._differentiated((), kwargs) or any(
+                type(a) is dict and self._in_tree(a) for a in args)):  # (json.dumps({"a": x}))
             return overdub(self, impl, *args, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
-            if self.meta(out_argument(kwargs)) is not None:
+            out = kwargs.get("out")
+            if self.meta(out[0] if type(out) is tuple and len(out) == 1 else out) is not None:
                 raise NoRuleError("capstan: %s(..., out=y) into an array y that already carries a "
                                   "derivative has no rule; write y[...] = %s(...) instead"
                                   % ((getattr(f, "__name__", f),) * 2))
@@ -403,6 +405,15 @@ class ADContext(Context):
         if not _derivative_free(result):
             raise no_rule(f, self.mode)
         return result
+
+    def _in_tree(self, tree, depth=0):
+        """Whether this context's values are in the dicts and lists of ``tree``."""
+        for v in (tree.values() if type(tree) is dict else tree):
+            tv = type(v)
+            if (tv is Tagged and v._tagkey is self._tagkey) or (
+                    (tv is dict or tv is list or tv is tuple) and depth < 8 and self._in_tree(v, depth + 1)):
+                return True
+        return False
 
     def _differentiated(self, args, kwargs):
         key, shadows = self._tagkey, self.shadows

@@ -106,7 +106,8 @@ def _order_statistic(a, q, axis, method, keepdims, skip_nan):
     if method == "median":
         prev, nxt, gamma = (count - 1) // 2, count // 2, None
     else:
-        virtual = np.asarray(_METHODS[method]["get_virtual_index"](count, np.reshape(q, qs + (1,) * len(rest))))
+        q = np.reshape(q, qs + (1,) * len(rest))
+        virtual = np.asarray(_METHODS[method]["get_virtual_index"](count, q))
         if virtual.dtype.kind in "iu":
             prev = nxt = np.clip(virtual, 0, np.maximum(count - 1, 0))
             gamma = None
@@ -137,9 +138,9 @@ def _order_statistic(a, q, axis, method, keepdims, skip_nan):
 
 
 def _check(name, q, out, method, extra):
-    if out is not None or any(v is not None for v in extra.values()):
-        raise _no_rule("np.%s(..., %s) has no derivative rule" % (
-            name, "out=" if out is not None else "=, ".join(k for k, v in extra.items() if v is not None) + "="))
+    given = (["out"] if out is not None else []) + [k for k, v in extra.items() if v is not None]
+    if given:
+        raise _no_rule("np.%s(..., %s=) has no derivative rule" % (name, "=, ".join(given)))
     if method != "median" and method not in _METHODS:
         raise ValueError("%r is not a valid method. Use one of: %s" % (method, _METHODS.keys()))
     if not (np.all(0 <= q) and np.all(q <= 1)):
