@@ -430,3 +430,20 @@ def test_json_formats_differentiated_numbers():
     n = len(json.dumps({"a": 1.5, "b": [3.0, [1.5, 1]]}))
     assert capstan.D(f, 1.5) == n
     assert capstan.gradient(f, 1.5) == (float(n),)
+
+
+JACOBIAN_CASES = {c[0]: c for c in STATISTICS + SORTING + PLACEMENT + VIEWS}
+
+
+@pytest.mark.parametrize("name", ["fsum-generator", "covariance", "variance", "fmean-weights", "partition-axis0",
+                                  "ndarray.sort", "percentile-many", "put", "fill_diagonal", "as_strided",
+                                  "toeplitz-r", "convolve", "flat"])
+def test_chunked_jacobians(name):
+    """Forward rules applied to blocks of tangents (one run for the whole Jacobian)."""
+    _, f, x = JACOBIAN_CASES[name]
+    J = capstan.jacobian(f, x)
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = 1.0
+        e = e.reshape(x.shape)
+        _close(J[(Ellipsis,) + np.unravel_index(k, x.shape)], _fd(f, x, e))
