@@ -15,6 +15,7 @@ import array
 import bisect
 import collections
 import heapq
+import itertools
 import numbers
 import operator
 import types
@@ -264,7 +265,7 @@ class ADContext(Context):
         share, then the mode's ``compute``."""
         impl = registry.IMPLS.get(f)
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
-            args, kwargs = _materialized(args, kwargs)
+            args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
         vals, metas, found, foreign = self._split(args)
         if impl is not None and (found or self._differentiated((), kwargs) or any(
                 type(a) is dict and self._in_tree(a) for a in args)):  # (json.dumps({"a": x}))
@@ -451,15 +452,31 @@ def _storing_into(f, args):
 _SEQUENCES = (list, tuple, str, bytes, bytearray, dict, np.ndarray, Tagged, numbers.Number)
 
 
-def _materialized(args, kwargs):
+#: C functions that read at most ``count`` items of an iterable: (position, keyword) of ``count``
+_READ_LIMITS = {np.fromiter: (2, "count")}
+
+
+def _read_limit(f, args, kwargs):
+    where = _READ_LIMITS.get(f)
+    if where is None:
+        return None
+    count = args[where[0]] if len(args) > where[0] else kwargs.get(where[1], -1)
+    return None if type(count) is not int or count < 0 else count
+
+
+def _materialized(args, kwargs, limit=None):
     """``args`` and ``kwargs`` with one-pass iterables (generators, ``map``, ``zip``...)
-    read into lists, so that the values they yield can be seen (and still passed on)."""
+    read into lists (the first ``limit`` items only, if given), so that the values they
+    yield can be seen (and still passed on)."""
+    def read(a):
+        if isinstance(a, _SEQUENCES) or not hasattr(a, "__next__"):
+            return a
+        return list(a) if limit is None else list(itertools.islice(a, limit))
+
     if any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in args):
-        args = tuple(a if isinstance(a, _SEQUENCES) or not hasattr(a, "__next__") else list(a)
-                     for a in args)
+        args = tuple(read(a) for a in args)
     if kwargs and any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in kwargs.values()):
-        kwargs = {k: a if isinstance(a, _SEQUENCES) or not hasattr(a, "__next__") else list(a)
-                  for k, a in kwargs.items()}
+        kwargs = {k: read(a) for k, a in kwargs.items()}
     return args, kwargs
 
 

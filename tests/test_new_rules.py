@@ -10,6 +10,7 @@ differences of the gradient.  Then the exact values the issue names, and the
 refusals: a clear NoRuleError where no derivative can be followed.
 """
 import heapq
+import itertools
 import json
 import math
 import statistics
@@ -392,6 +393,7 @@ VIEWS = [
     ("corrcoef", lambda x: np.corrcoef(x[:4], x[4:] ** 2), X8),
     ("fromiter", lambda x: np.fromiter((v * v for v in x), float), X6),
     ("fromiter-count", lambda x: np.fromiter((v * x[0] for v in x), dtype=float, count=3), X6),
+    ("fromiter-endless", lambda x: np.fromiter((x[i % 6] * i for i in itertools.count()), float, 8), X6),
 ]
 
 
