@@ -14,6 +14,7 @@
 import bisect
 import collections
 import heapq
+import itertools
 import numbers
 import operator
 import types
@@ -63,7 +64,7 @@ def _conditions(f):
         return [(Tagged,), (object, Tagged), (np.ndarray,), (object, np.ndarray)]
     if f in _UNARY:
         return [(Tagged,), (np.ndarray,)]
-    if getattr(f, "__module__", None) in ("math", "cmath"):  # numbers only, no arrays or lists
+    if getattr(f, "__module__", None) in ("math", "cmath") and f not in registry.IMPLS:  # numbers only
         return [(Tagged,), (object, Tagged)]  # (further positions reach ``fallback``)
     return [()]
 
@@ -241,15 +242,27 @@ class ADContext(Context):
     def apply(self, f, args, kwargs):
         """A call of ``f`` (which has a rule) with these arguments: the parts both modes
         share, then the mode's ``compute``."""
+        impl = registry.IMPLS.get(f)
+        if impl is not None:  # (a C function of iterables: generators and map objects as lists)
+            args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
         vals, metas, found, foreign = self._split(args)
+        if impl is not None and (found or self._differentiated((), kwargs) or any(
+                type(a) is dict and self._in_tree(a) for a in args)):  # (json.dumps({"a": x}))
+            return overdub(self, impl, *args, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
+            out = kwargs.get("out")
+            if self.meta(out[0] if type(out) is tuple and len(out) == 1 else out) is not None:
+                raise NoRuleError("capstan: %s(..., out=y) into an array y that already carries a "
+                                  "derivative has no rule; write y[...] = %s(...) instead"
+                                  % ((getattr(f, "__name__", f),) * 2))
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
                             "keyword argument" % getattr(f, "__name__", f))
         if kwargs and type(f) is np.ufunc and kwargs.get("where", True) is not True and found:
             raise TypeError("capstan: np.%s(..., where=...) has no derivative rule; use np.where "
                             "on the result instead" % f.__name__)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
-            if f in OPERATORS:
+            if f in OPERATORS or (impl is not None and type(f) is types.FunctionType
+                                  and _holders(args)):  # (np.polymul(poly1d, poly1d)...)
                 return recurse(self, f, *args, **kwargs)
             return self.fallback(f, *args, **kwargs)
         if f in OPERATORS and type(vals[0]) in (str, bytes):  # "%.3f" % x: text, no derivative
@@ -260,9 +273,6 @@ class ADContext(Context):
             out = self.user_operator(f, args)
             if out is not NOT_MINE:
                 return out
-        impl = registry.IMPLS.get(f)
-        if impl is not None:
-            return overdub(self, impl, *args, **kwargs)
         if f in registry.NONDIFF:
             return Context.fallback(self, f, *vals, **kwargs)
         run = plain_call if foreign is None else partial(overdub, foreign)
@@ -461,6 +471,15 @@ class ADContext(Context):
         see ``capstan.losses.escape``."""
         return losses.escape(self, protocol, x, *args)
 
+    def _in_tree(self, tree, depth=0):
+        """Whether this context's values are in the dicts and lists of ``tree``."""
+        for v in (tree.values() if type(tree) is dict else tree):
+            tv = type(v)
+            if (tv is Tagged and v._tagkey is self._tagkey) or (
+                    (tv is dict or tv is list or tv is tuple) and depth < 8 and self._in_tree(v, depth + 1)):
+                return True
+        return False
+
     def _differentiated(self, args, kwargs):
         key, shadows = self._tagkey, self.shadows
         for a in (*args, *kwargs.values()):
@@ -479,6 +498,8 @@ _WHOLE = object()
 STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_left,
            bisect.insort_right, collections.deque.append, collections.deque.appendleft,
            collections.deque.extend, collections.deque.extendleft, collections.deque.insert}
+STORING |= {getattr(heapq, name) for name in ("_heapreplace_max", "heapreplace_max", "heappush_max",
+                                              "heappushpop_max") if hasattr(heapq, name)}  # (nsmallest)
 
 
 def _table_key(f):
@@ -497,6 +518,44 @@ def _storing_into(f, args):
     if owner is not None and not isinstance(owner, types.ModuleType):
         return owner if getattr(type(owner), getattr(f, "__name__", ""), None) in STORING else None
     return args[0] if f in STORING and args else None
+
+
+_SEQUENCES = (list, tuple, str, bytes, bytearray, dict, np.ndarray, Tagged, numbers.Number)
+
+
+#: C functions that read at most ``count`` items of an iterable: (position, keyword) of ``count``
+_READ_LIMITS = {np.fromiter: (2, "count")}
+
+
+def _read_limit(f, args, kwargs):
+    where = _READ_LIMITS.get(f)
+    if where is None:
+        return None
+    count = args[where[0]] if len(args) > where[0] else kwargs.get(where[1], -1)
+    return None if type(count) is not int or count < 0 else count
+
+
+def _materialized(args, kwargs, limit=None):
+    """``args`` and ``kwargs`` with one-pass iterables (generators, ``map``, ``zip``...)
+    read into lists (the first ``limit`` items only, if given), so that the values they
+    yield can be seen (and still passed on)."""
+    def read(a):
+        if isinstance(a, _SEQUENCES) or not hasattr(a, "__next__"):
+            return a
+        return list(a) if limit is None else list(itertools.islice(a, limit))
+
+    if any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in args):
+        args = tuple(read(a) for a in args)
+    if kwargs and any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in kwargs.values()):
+        kwargs = {k: read(a) for k, a in kwargs.items()}
+    return args, kwargs
+
+
+def _holders(args):
+    """Whether some argument is an object that may hold differentiated values where
+    ``_split`` does not look (a ``np.poly1d``, a user object)."""
+    return any(not isinstance(a, _SEQUENCES) and a is not None and not isinstance(a, (np.generic, type))
+               for a in args)
 
 
 def _strip(v, ctx):

@@ -81,9 +81,8 @@ class ForwardCtx(ADContext):
             return args[0]
         if t is None:
             return ans
-        if out is not None and ans is out:  # np.exp(x, out=y): y now carries the tangent
-            entry = self.shadow(out)
-            self.shadows[id(out)] = (out, t, entry[2] if entry else None)
+        if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
+            self.setitem(out, Ellipsis, Tagged(ans, t, self))  # (y may be a view)
             return out
         return Tagged(ans, t, self)
 

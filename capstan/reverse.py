@@ -91,18 +91,20 @@ class ReverseCtx(ADContext):
         if users:
             copies = {}
 
-            def snap(v):
+            def snap(v, foreign):
                 raw = untagged(v)
                 if type(raw) is not np.ndarray or root_of(raw) is not root:
                     return v
-                if id(v) not in copies:  # (an enclosing differentiation copies its own values)
-                    copies[id(v)] = v.copy() if v is raw else overdub(v._ctx, np.copy, v)
+                if id(v) not in copies:  # (an enclosing differentiation copies its own values,
+                    # plain arrays it shadows included)
+                    copies[id(v)] = (v.copy() if v is raw and foreign is None
+                                     else overdub(v._ctx if v is not raw else foreign, np.copy, v))
                 return copies[id(v)]
 
             for n in users:
                 rec = self.tape[n]
-                rec.vals = tuple(snap(v) for v in rec.vals)
-                rec.ans = snap(rec.ans)
+                rec.vals = tuple(snap(v, rec.foreign) for v in rec.vals)
+                rec.ans = snap(rec.ans, rec.foreign)
 
     def input(self, value):
         tape = self.tape
@@ -128,8 +130,8 @@ class ReverseCtx(ADContext):
         ans = run(f, *vals, **kwargs)
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
-        if out is not None and ans is out:  # np.exp(x, out=y): y now holds the new node
-            self.shadows[id(out)] = (out, n, foreign)
+        if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
+            self.setitem(out, Ellipsis, Tagged(ans, n, self))  # (y may be a view)
             return out
         return self._result(ans, n)
 

@@ -77,10 +77,6 @@ defvjp(cmath.phase, _phase_vjp)
 defderiv(cmath.rect, lambda ans, r, phi: cmath.exp(1j * phi), lambda ans, r, phi: 1j * ans)
 
 
-def _fsum(xs):
-    return sum(xs, 0.0)
-
-
 def _prod(xs, *, start=1):
     out = start
     for x in xs:
@@ -100,7 +96,6 @@ def _modf(x):
 
 
 # functions of iterables: differentiated through a Python equivalent
-defimpl(math.fsum, _fsum)
 defimpl(math.prod, _prod)
 defimpl(math.dist, _dist)
 defimpl(math.modf, _modf)

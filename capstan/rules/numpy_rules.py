@@ -989,9 +989,13 @@ def _array_jvp(ts, ans, obj, *args, **kw):
         return None
     if isinstance(obj, (list, tuple)):
         _, tans, leadshape = _elements(obj, ts[0])
-        t = np.stack(tans, axis=len(leadshape))
+        t, lead = np.stack(tans, axis=len(leadshape)), len(leadshape)
     else:
-        t = np.array(ts[0])
+        t, lead = np.array(ts[0]), _lead(ts[0], obj)
+    lead = max(lead, 0)
+    if np.shape(t)[lead:] != np.shape(ans):  # (ndmin= put axes in front; a tangent of fewer axes)
+        front = np.shape(t)[:lead]
+        t = np.reshape(np.broadcast_to(t, front + np.shape(obj)), front + np.shape(ans))
     return _cast(t, np.result_type(ans))
 
 
