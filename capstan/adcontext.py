@@ -434,7 +434,8 @@ class ADContext(Context):
 
     def _plain_top(self, f, args, kwargs):
         """A rule-less C call given this context's values untagged (at the top level and one
-        level into lists and tuples; values of an enclosing differentiation go to it).  A
+        level into tuples -- lists are the caller's, C may change them; values of an enclosing
+        differentiation go to it).  A
         container argument the call changes while it was given untagged values (it stored
         them) is refused: what C stores must keep its derivative (see ``STORING``)."""
         key = self._tagkey
@@ -445,8 +446,8 @@ class ADContext(Context):
             ta = type(a)
             if ta is Tagged and a._tagkey is key:
                 a, stripped = a._value, True
-            elif (ta is list or ta is tuple) and any(type(e) is Tagged and e._tagkey is key for e in a):
-                a, stripped = ta(e._value if type(e) is Tagged and e._tagkey is key else e for e in a), True
+            elif ta is tuple and any(type(e) is Tagged and e._tagkey is key for e in a):
+                a, stripped = tuple(e._value if type(e) is Tagged and e._tagkey is key else e for e in a), True
             if type(a) is Tagged and a._ctx._tagkey is a._tagkey:
                 foreign = a._ctx
             plain.append(a)
