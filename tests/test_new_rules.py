@@ -18,6 +18,7 @@ import statistics
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.stats
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 import capstan
@@ -449,3 +450,16 @@ def test_chunked_jacobians(name):
         e[k] = 1.0
         e = e.reshape(x.shape)
         _close(J[(Ellipsis,) + np.unravel_index(k, x.shape)], _fd(f, x, e))
+
+
+def test_placement_into_a_zero_dimensional_array():
+    def f(x):
+        b = np.array(1.0)
+        np.place(b, [True], [x])
+        return b * 2.0
+
+    assert capstan.D(f, 2.0) == 2.0
+    assert capstan.gradient(f, 2.0) == (2.0,)
+    # scipy.stats' methods write results with np.place into 0-d arrays
+    want = -1 / 1.2 + 0.3 ** 2 / 1.2 ** 3
+    assert np.isclose(capstan.D(lambda s: scipy.stats.norm.logpdf(0.3, 0.0, s), 1.2), want)

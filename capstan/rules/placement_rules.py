@@ -25,6 +25,9 @@ def _write(a, flat_positions, values):
     reversed_positions = flat_positions[::-1]
     _, first = np.unique(reversed_positions, return_index=True)
     keep = flat_positions.size - 1 - first  # (each position's last write)
+    if np.ndim(a) == 0:  # (a 0-d array has one position)
+        a[()] = values[keep[0]]
+        return
     a[np.unravel_index(flat_positions[keep], np.shape(a))] = values[keep]
 
 
