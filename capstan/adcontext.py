@@ -277,6 +277,10 @@ class ADContext(Context):
             out = self.user_operator(f, args)
             if out is not NOT_MINE:
                 return out
+        if f is operator.getitem and metas[0] is None:  # only the key differentiated: np.r_[x]
+            method = getattr(type(args[0]), "__getitem__", None)
+            return (overdub(self, method, *args) if type(method) is types.FunctionType
+                    else Context.fallback(self, f, *vals))
         impl = registry.IMPLS.get(f)
         if impl is not None:
             return overdub(self, impl, *args, **kwargs)

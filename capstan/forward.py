@@ -20,7 +20,7 @@ from overdub import Tagged, overdub, primitive, tag
 
 from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
-from .aliasing import region, root_of
+from .aliasing import region, returned_argument, root_of
 from .nesting import level
 from .pool import borrowed
 from .rules import registry
@@ -52,6 +52,10 @@ class ForwardCtx(ADContext):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
             ans = run(f, *vals, **kwargs)
+            if type(ans) is np.ndarray and out_argument(kwargs) is None:
+                same = returned_argument(ans, vals, tans)
+                if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
+                    return args[same]
         partials = _PARTIALS.get(f)
         if partials is not None:
             t = None
@@ -73,7 +77,24 @@ class ForwardCtx(ADContext):
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
+        if t is not None:
+            t = self._fitted(t, ans, run)
         return self._result(f, ans, t, args, out_argument(kwargs))
+
+    def _fitted(self, t, ans, run):
+        """Tangent ``t`` made to match the array ``ans`` it belongs to: broadcast to its
+        shape (a constant partial times a scalar tangent, ``x + c``), of its dtype (float32
+        in, float32 out; a complex result gets a complex tangent)."""
+        a = raw(ans)
+        if type(a) is not np.ndarray or a.dtype.kind not in "fc":
+            return t
+        rt = raw(t)
+        shape = a.shape if self.chunk is None else (self.chunk,) + a.shape
+        if type(rt) is np.ndarray and rt.shape == shape and rt.dtype == a.dtype:
+            return t
+        if np.iscomplexobj(rt) and a.dtype.kind != "c":
+            return t  # (a real result's tangent is never made real silently)
+        return run(_spread_tangent, t, shape, a.dtype)
 
     def _result(self, f, ans, t, args, out=None):
         if f in INPLACE and type(raw(args[0])) is np.ndarray:  # a += b on an array: a write
@@ -169,6 +190,12 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
+
+
+def _spread_tangent(t, shape, dtype):
+    """``t`` as a fresh array of ``shape`` and ``dtype`` (run inside an enclosing
+    differentiation, if any, so that it is differentiated in turn)."""
+    return np.array(np.broadcast_to(t, shape), dtype=dtype)
 
 
 def _lead(t, value):

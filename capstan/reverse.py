@@ -22,7 +22,7 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
-from .aliasing import positions, root_of
+from .aliasing import positions, returned_argument, root_of
 from .markers import checkpoint, hook
 from .nesting import level
 from .pool import borrowed
@@ -126,6 +126,10 @@ class ReverseCtx(ADContext):
         if out is not None:
             self.before_write(out)
         ans = run(f, *vals, **kwargs)
+        if out is None and type(ans) is np.ndarray:
+            same = returned_argument(ans, vals, parents)
+            if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
+                return args[same]
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
         if out is not None and ans is out:  # np.exp(x, out=y): y now holds the new node

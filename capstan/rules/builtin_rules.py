@@ -16,7 +16,7 @@ def _sum(iterable, /, start=0):
 
 
 defderiv(float, one)
-defderiv(complex, one, lambda ans, re, im: 1j)
+defderiv(complex, lambda ans, real=0, imag=0: 1.0, lambda ans, real=0, imag=0: 1j)
 for scalar in (np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64):
     defderiv(scalar, one)
 nondifferentiable(int, bool, round, np.int64, np.int32, np.bool_)

@@ -132,6 +132,9 @@ defvjp(_singular_values, _sv_vjp)
 
 def _norm(x, ord=None, axis=None, keepdims=False):
     """``np.linalg.norm`` in terms of primitives with rules."""
+    x = np.asarray(x)  # (a list of numbers, as NumPy's own norm takes)
+    if x.dtype.kind not in "fc":
+        x = x.astype(float)
     nd = np.ndim(x)
     if axis is None and (ord is None or nd not in (1, 2)):
         return _l2norm(x, tuple(range(nd)), keepdims)

@@ -2,7 +2,7 @@
 import cmath
 import math
 
-from .operator_rules import log, one
+from .operator_rules import log, mod_divisor, one, sign
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -43,9 +43,9 @@ defderiv(math.log2, lambda ans, x: 1.0 / (x * math.log(2.0)))
 defderiv(math.pow, lambda ans, a, b: b * a ** (b - 1) if b != 0 else 0.0,
          lambda ans, a, b: ans * math.log(a) if a > 0 else 0.0)
 defderiv(math.hypot, *[lambda ans, *xs, i=i: xs[i] / ans if ans else 0.0 for i in range(8)])
-defderiv(math.fabs, lambda ans, x: 1.0 if x >= 0 else -1.0)
-defderiv(math.copysign, lambda ans, x, y: 1.0 if (x >= 0) == (ans >= 0) else -1.0, None)
-defderiv(math.fmod, one, lambda ans, x, y: -float(int((x - ans) / y)))
+defderiv(math.fabs, lambda ans, x: sign(x))
+defderiv(math.copysign, lambda ans, x, y: sign(x) * (-1.0 if math.copysign(1.0, ans) < 0 else 1.0), None)
+defderiv(math.fmod, one, mod_divisor)  # (the quotient truncated, not floored: the same recovery)
 defderiv(math.degrees, lambda ans, x: 180.0 / math.pi)
 defderiv(math.radians, lambda ans, x: math.pi / 180.0)
 defderiv(math.erf, lambda ans, x: 2.0 / _SQRT_PI * math.exp(-x * x))

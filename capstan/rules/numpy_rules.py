@@ -197,7 +197,7 @@ for _f in (np.deg2rad, np.radians):
     defderiv(_f, lambda ans, x, **kw: np.pi / 180.0)
 for _f in (np.rad2deg, np.degrees):
     defderiv(_f, lambda ans, x, **kw: 180.0 / np.pi)
-defderiv(np.copysign, lambda ans, x, y, **kw: np.where(np.signbit(x) == np.signbit(ans), 1.0, -1.0), None)
+defderiv(np.copysign, lambda ans, x, y, **kw: np.sign(x) * np.where(np.signbit(ans), -1.0, 1.0), None)
 defderiv(np.remainder, _one, _quotient)
 defderiv(np.fmod, _one, _quotient)
 defderiv(np.ldexp, lambda ans, x, i, **kw: np.exp2(i), None)
@@ -251,10 +251,10 @@ defjvp(np.angle, _angle_jvp, batched=True)
 defvjp(np.angle, _angle_vjp)
 defjvp(np.conjugate, lambda ts, ans, x, **kw: np.conj(ts[0]), batched=True)
 defvjp(np.conjugate, lambda g, ans, x, **kw: (unbroadcast(np.conj(g), x),))
-defjvp(np.real, lambda ts, ans, x: np.real(ts[0]), batched=True)
-defvjp(np.real, lambda g, ans, x: (np.real(g) + 0j if np.iscomplexobj(x) else unbroadcast(g, x),))
-defjvp(np.imag, lambda ts, ans, x: np.imag(ts[0]) if np.iscomplexobj(x) else None, batched=True)
-defvjp(np.imag, lambda g, ans, x: (1j * np.real(g) if np.iscomplexobj(x) else None,))
+defjvp(np.real, lambda ts, ans, val: np.real(ts[0]), batched=True)
+defvjp(np.real, lambda g, ans, val: (np.real(g) + 0j if np.iscomplexobj(val) else unbroadcast(g, val),))
+defjvp(np.imag, lambda ts, ans, val: np.imag(ts[0]) if np.iscomplexobj(val) else None, batched=True)
+defvjp(np.imag, lambda g, ans, val: (1j * np.real(g) if np.iscomplexobj(val) else None,))
 
 nondifferentiable(
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.around, np.fix, np.isnan, np.isinf,
@@ -839,9 +839,10 @@ defjvp(np.take, _take_jvp, batched=True)
 defvjp(np.take, _take_vjp)
 
 
-def _sort_index(a, axis):
-    """Fancy index that sorts ``a`` along ``axis``: ``a[index] == np.sort(a, axis)``."""
-    order = np.argsort(a, axis=axis, kind="stable")
+def _sort_index(a, axis, kth=None):
+    """Fancy index that sorts ``a`` along ``axis``: ``a[index] == np.sort(a, axis)`` (or
+    partitions it around ``kth``: ``a[index] == np.partition(a, kth, axis)``)."""
+    order = np.argsort(a, axis=axis, kind="stable") if kth is None else np.argpartition(a, kth, axis=axis)
     index = list(np.indices(order.shape, sparse=True))
     index[axis] = order
     return tuple(index)
@@ -864,6 +865,39 @@ def _sort_vjp(g, ans, a, axis=-1, *args, **kw):
 
 defjvp(np.sort, _sort_jvp, batched=True)
 defvjp(np.sort, _sort_vjp)
+
+
+def _partition_jvp(ts, ans, a, kth, axis=-1, *args, **kw):
+    t, lead = ts[0], _lead(ts[0], a)
+    if axis is None:
+        a, t = np.ravel(a), _flat(t, lead)
+        axis = 0
+    return t[(slice(None),) * lead + _sort_index(a, axis % np.ndim(a), kth)]
+
+
+def _partition_vjp(g, ans, a, kth, axis=-1, *args, **kw):
+    arr = np.ravel(a) if axis is None else np.asarray(a)
+    index = _sort_index(arr, 0 if axis is None else axis % arr.ndim, kth)
+    z = _scatter(g, arr.shape, arr.dtype, index)
+    return (unbroadcast(np.reshape(z, np.shape(a)), a),) + (None,) * (1 + len(args))
+
+
+defjvp(np.partition, _partition_jvp, batched=True)
+defvjp(np.partition, _partition_vjp)
+
+
+def _sort_in_place(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``a.sort()``: the sorted values written back, a write the contexts follow."""
+    a[...] = np.sort(a, axis, kind=kind, order=order, stable=stable)
+
+
+def _partition_in_place(a, kth, axis=-1, kind="introselect", order=None):
+    """``a.partition(kth)``: the partitioned values written back."""
+    a[...] = np.partition(a, kth, axis, kind, order)
+
+
+defimpl(np.ndarray.sort, _sort_in_place)
+defimpl(np.ndarray.partition, _partition_in_place)
 
 
 # ----------------------------------------------------------------------------- shapes
@@ -932,7 +966,7 @@ defvjp(np.transpose, _transpose_vjp)
 defjvp(np.swapaxes, _swapaxes_jvp, batched=True)
 defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: (np.swapaxes(g, axis1, axis2), None, None))
 defjvp(np.moveaxis, _moveaxis_jvp, batched=True)
-defvjp(np.moveaxis, lambda g, ans, a, src, dst: (np.moveaxis(g, dst, src), None, None))
+defvjp(np.moveaxis, lambda g, ans, a, source, destination: (np.moveaxis(g, destination, source), None, None))
 if hasattr(np, "matrix_transpose"):
     defimpl(np.matrix_transpose, lambda x: np.swapaxes(x, -1, -2))
 
