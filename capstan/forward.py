@@ -21,7 +21,8 @@ from overdub import Tagged, overdub, primitive, tag
 from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
 from .aliasing import region, returned_argument, root_of
-from .nesting import level
+from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
+from .nesting import enclosing, level, route
 from .pool import borrowed
 from .rules import registry
 
@@ -94,7 +95,7 @@ class ForwardCtx(ADContext):
             return t
         if np.iscomplexobj(rt) and a.dtype.kind != "c":
             return t  # (a real result's tangent is never made real silently)
-        return run(_spread_tangent, t, shape, a.dtype)
+        return run(spread_tangent, t, shape, a.dtype)
 
     def _result(self, f, ans, t, args, out=None):
         if f in INPLACE and type(raw(args[0])) is np.ndarray:  # a += b on an array: a write
@@ -168,6 +169,8 @@ class ForwardCtx(ADContext):
             t = self.tangent(leaf)
             if t is None:
                 t = self._zero(leaf)
+            elif np.iscomplexobj(raw(leaf)) and not np.iscomplexobj(raw(t)):
+                t = route(enclosing(t), as_complex, t)  # a complex output's tangent is complex
             out.append(t)
         return rebuild(out)
 
@@ -190,12 +193,6 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
-
-
-def _spread_tangent(t, shape, dtype):
-    """``t`` as a fresh array of ``shape`` and ``dtype`` (run inside an enclosing
-    differentiation, if any, so that it is differentiated in turn)."""
-    return np.array(np.broadcast_to(t, shape), dtype=dtype)
 
 
 def _lead(t, value):
@@ -249,7 +246,7 @@ def D(f, x):
     x = _seed(x, "D")
     if isinstance(x, np.ndarray) and x.shape:
         raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
-    with borrowed(ForwardCtx) as ctx, level():
+    with borrowed(ForwardCtx) as ctx, level(ctx):
         return ctx.output_tangent(overdub(ctx, f, tag(x, ctx, 1.0)))
 
 
@@ -269,7 +266,7 @@ def jvp(f, primals, tangents):
     if len(leaves) != len(tleaves):
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
-    with borrowed(ForwardCtx) as ctx, level():
+    with borrowed(ForwardCtx) as ctx, level(ctx):
         return _jvp(ctx, f, leaves, tleaves, rebuild)
 
 
@@ -280,7 +277,9 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
             if np.shape(t) != np.shape(p):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
                                  % (i, np.shape(t), np.shape(p)))
-            p = tag(p, ctx, np.array(t, dtype=np.result_type(p, t)) if isinstance(p, np.ndarray) else t)
+            if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
+                t = route(enclosing(p, t), seed_tangent, p, t)
+            p = tag(p, ctx, t)
         seeded.append(p)
     y = overdub(ctx, f, *rebuild(seeded))
     return ctx.primal(y), ctx.output_tangent(y)
@@ -289,30 +288,30 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
 def forward_jacobian(f, x, chunk=None):
     """Jacobian by forward mode, ``chunk`` input directions per run of ``f``."""
     x = _seed(x, "jacobian")
-    xa = np.asarray(x)
-    n = xa.size
+    outer = enclosing(x)
+    xa = route(outer, as_array, x)
+    shape = np.shape(xa)
+    n = int(np.prod(shape))
     if chunk is None:
         chunk = n if n <= 128 else 64
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
-    if not xa.shape:
-        with borrowed(ForwardCtx) as ctx, level():
-            return np.asarray(ctx.output_tangent(overdub(ctx, f, tag(x, ctx, 1.0))))
-    J = None
+    if not shape:
+        with borrowed(ForwardCtx) as ctx, level(ctx):
+            return route(outer, as_array, ctx.output_tangent(overdub(ctx, f, tag(x, ctx, 1.0))))
+    blocks = []
+    out_shape = None
     for start in range(0, n, chunk):
         width = min(chunk, n - start)
-        seed = np.zeros((width, n), dtype=xa.dtype)
+        seed = np.zeros((width, n), dtype=raw(xa).dtype)
         seed[np.arange(width), start + np.arange(width)] = 1.0
-        with borrowed(ForwardCtx) as ctx, level():
+        with borrowed(ForwardCtx) as ctx, level(ctx):
             ctx.chunk = width
-            y = overdub(ctx, f, tag(xa.copy(), ctx, seed.reshape((width,) + xa.shape)))
+            y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             t = ctx.output_tangent(y)
         if isinstance(t, (list, tuple, dict)):
             raise TypeError("capstan.jacobian: f must return a number or an array, got %s"
                             % type(y).__name__)
-        t = np.asarray(t)
-        if J is None:
-            out_shape = t.shape[1:]
-            J = np.zeros((int(np.prod(out_shape)), n), dtype=t.dtype)
-        J[:, start:start + width] = t.reshape(width, -1).T
-    return J.reshape(out_shape + xa.shape)
+        out_shape = np.shape(t)[1:]
+        blocks.append(t)
+    return route(enclosing(blocks), forward_jacobian_from, blocks, out_shape, shape)

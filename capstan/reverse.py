@@ -24,7 +24,8 @@ from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .markers import checkpoint, hook
-from .nesting import level
+from .assembly import as_array, like_leaf, reverse_jacobian_from
+from .nesting import enclosing, level, route
 from .pool import borrowed
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
@@ -396,7 +397,7 @@ class _Run:
                     new.append(leaf)
             self.arg_structs.append((leaves, nodes, rebuild))
             tagged_args.append(rebuild(new))
-        with level():
+        with level(ctx):
             self.y = overdub(ctx, f, *tagged_args)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
 
@@ -429,8 +430,8 @@ class _Run:
 
 def _like(c, leaf):
     """Cotangent ``c`` as the type of its input ``leaf`` (float for float...)."""
-    if type(c) is Tagged:
-        return c
+    if type(c) is Tagged or type(leaf) is Tagged:  # (inside an enclosing differentiation)
+        return route(enclosing(c, leaf), like_leaf, c, leaf)
     if type(leaf) is float:
         return float(np.real(c))
     if type(leaf) is complex:
@@ -500,13 +501,13 @@ def reverse_jacobian(f, x, recorded=None):
     ``(y, back)`` of a pullback already taken)."""
     structure.check_leaf(x, "jacobian")
     y, back = recorded or pullback(f, x)
-    ya = np.asarray(y)
-    xa = np.asarray(x)
-    J = np.zeros((ya.size, xa.size), dtype=np.result_type(ya, xa))
-    for i in range(ya.size):
-        e = np.zeros(ya.size, dtype=ya.dtype)
+    ya = route(enclosing(y), as_array, y)
+    shape = np.shape(ya)
+    size = int(np.prod(shape))
+    dtype = np.result_type(untagged(ya), untagged(x))
+    rows = []
+    for i in range(size):
+        e = np.zeros(size, dtype=untagged(ya).dtype)
         e[i] = 1.0
-        g = back(e.reshape(ya.shape) if ya.shape else e[0])[0]
-        if g is not None:
-            J[i] = np.conj(np.ravel(g))
-    return J.reshape(ya.shape + xa.shape)
+        rows.append(back(e.reshape(shape) if shape else e[0])[0])
+    return route(enclosing(rows), reverse_jacobian_from, rows, shape, np.shape(x), dtype)
