@@ -8,13 +8,20 @@ from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 _SQRT_PI = math.sqrt(math.pi)
 
 
-def _digamma(x):
+def _polygamma(n, x):
+    """The ``n``-th derivative of the digamma function at real ``x`` (``n = 0``: digamma
+    itself), a primitive whose own derivative is the next one: gamma and lgamma can be
+    differentiated to any order."""
     try:
-        from scipy.special import digamma
+        from scipy.special import polygamma
     except ImportError:  # pragma: no cover - scipy is a test dependency
-        raise NotImplementedError("the derivative of gamma/lgamma needs scipy.special.digamma; "
+        raise NotImplementedError("the derivative of gamma/lgamma needs scipy.special; "
                                   "install scipy") from None
-    return float(digamma(x))
+    return float(polygamma(n, x))
+
+
+def _digamma(x):
+    return _polygamma(0, x)
 
 
 for m in (math, cmath):
@@ -50,6 +57,7 @@ defderiv(math.degrees, lambda ans, x: 180.0 / math.pi)
 defderiv(math.radians, lambda ans, x: math.pi / 180.0)
 defderiv(math.erf, lambda ans, x: 2.0 / _SQRT_PI * math.exp(-x * x))
 defderiv(math.erfc, lambda ans, x: -2.0 / _SQRT_PI * math.exp(-x * x))
+defderiv(_polygamma, None, lambda ans, n, x: _polygamma(n + 1, x))
 defderiv(math.gamma, lambda ans, x: ans * _digamma(x))
 defderiv(math.lgamma, lambda ans, x: _digamma(x))
 defderiv(math.ldexp, lambda ans, x, i: 2.0 ** i, None)

@@ -146,7 +146,7 @@ def _pick_second(ans, a, b, **kw):
 
 
 def _quotient(ans, a, b, **kw):  # a - ans == b * q for mod, remainder and fmod
-    return -np.round((a - ans) / b)
+    return -np.rint((a - ans) / b)
 
 
 def _sinc(ans, x, **kw):
@@ -441,18 +441,34 @@ def _cumsum_vjp(g, ans, a, axis=None, *args, **kw):
     return (_rcumsum(g, axis),) + (None,) * (1 + len(args))
 
 
+def _cumprod_partials(a):
+    """``M[..., j, k]``: the derivative of ``cumprod(a)[k]`` by ``a[j]`` along the last
+    axis of ``a`` (the product of ``a[:k+1]`` without ``a[j]``): the zero-safe form."""
+    n = np.shape(a)[-1]
+    others = np.cumprod(np.where(np.eye(n, dtype=bool), 1.0, np.expand_dims(a, -2)), axis=-1)
+    return np.where(np.tri(n, dtype=bool).T, others, 0.0)
+
+
 def _cumprod_jvp(ts, ans, a, axis=None, *args, **kw):
     t = ts[0]
     lead = _lead(t, a)
     if axis is None:
-        return ans * np.cumsum(_flat(t, lead) / np.ravel(a), axis=lead)
-    return ans * np.cumsum(t / a, axis=operator.index(axis) % np.ndim(a) + lead)
+        a, t, axis = np.ravel(a), _flat(t, lead), 0
+    axis = operator.index(axis) % np.ndim(a)
+    if np.all(a != 0):
+        return ans * np.cumsum(t / a, axis=axis + lead)
+    m = _cumprod_partials(np.moveaxis(a, axis, -1))
+    return np.moveaxis(np.einsum("...jk,...j->...k", m, np.moveaxis(t, axis + lead, -1)), -1, axis + lead)
 
 
 def _cumprod_vjp(g, ans, a, axis=None, *args, **kw):
-    if axis is None:
-        return (np.reshape(_rcumsum(g * _conj(ans), 0), np.shape(a)) / _conj(a),) + (None,) * (1 + len(args))
-    return (_rcumsum(g * _conj(ans), axis) / _conj(a),) + (None,) * (1 + len(args))
+    arr, ax = (np.ravel(a), 0) if axis is None else (a, operator.index(axis) % np.ndim(a))
+    if np.all(arr != 0):
+        ga = _rcumsum(np.reshape(g, np.shape(arr)) * _conj(np.reshape(ans, np.shape(arr))), ax) / _conj(arr)
+    else:
+        m = _conj(_cumprod_partials(np.moveaxis(arr, ax, -1)))
+        ga = np.moveaxis(np.einsum("...jk,...k->...j", m, np.moveaxis(np.reshape(g, np.shape(arr)), ax, -1)), -1, ax)
+    return (np.reshape(ga, np.shape(a)),) + (None,) * (1 + len(args))
 
 
 defjvp(np.cumsum, _cumsum_jvp, batched=True)
@@ -1232,7 +1248,10 @@ defimpl(np.linspace, _linspace)
 def _interp_parts(x, xp, fp):
     """Segment index, weight of its right end, and slope, for each point of ``x``."""
     x, xp, fp = np.asarray(x, dtype=float), np.asarray(xp, dtype=float), np.asarray(fp)
-    i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, len(xp) - 2)
+    # (np.searchsorted(xp, x, side="right"), spelled with comparisons: those take
+    # values an enclosing differentiation tagged, as rules run under a Hessian)
+    i = np.clip(np.sum(np.expand_dims(xp, tuple(range(np.ndim(x)))) <= np.expand_dims(x, -1), axis=-1) - 1,
+                0, len(xp) - 2)
     span = xp[i + 1] - xp[i]
     inside = (x >= xp[0]) & (x <= xp[-1])
     w = np.where(inside, (x - xp[i]) / span, np.where(x < xp[0], 0.0, 1.0))
@@ -1256,9 +1275,9 @@ def _interp_jvp(ts, ans, x, xp, fp, *args, **kw):
 
 def _interp_vjp(g, ans, x, xp, fp, *args, **kw):
     i, w, slope = _interp_parts(x, xp, fp)
-    gfp = np.zeros(np.shape(fp), dtype=np.result_type(fp, g, np.float64))
-    np.add.at(gfp, np.ravel(i), np.ravel(g * (1.0 - w)))
-    np.add.at(gfp, np.ravel(i) + 1, np.ravel(g * w))
+    dtype = np.result_type(fp, g, np.float64)
+    gfp = (_scatter(np.ravel(g * (1.0 - w)), np.shape(fp), dtype, np.ravel(i))
+           + _scatter(np.ravel(g * w), np.shape(fp), dtype, np.ravel(i) + 1))
     return unbroadcast(g * np.conj(slope), x), None, gfp
 
 

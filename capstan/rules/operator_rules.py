@@ -46,7 +46,7 @@ def mod_divisor(ans, a, b):
     """``-floor(a / b)``, the quotient ``a % b`` took away, recovered as the integer
     ``(a - ans) / b`` is up to rounding: ``(a - ans) // b`` can be one off (2.0 for
     ``0.4000006104218249 % -1.4900001044317974``, where the quotient is -1)."""
-    q = np.round((a - ans) / b)
+    q = np.rint((a - ans) / b)
     return -q if np.ndim(q) else -float(q)
 
 
