@@ -262,6 +262,8 @@ class ADContext(Context):
     def apply(self, f, args, kwargs):
         """A call of ``f`` (which has a rule) with these arguments: the parts both modes
         share, then the mode's ``compute``."""
+        if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
+            args, kwargs = registry.positional(f, args, kwargs) or (args, kwargs)
         vals, metas, found, foreign = self._split(args)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "

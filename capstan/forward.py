@@ -278,7 +278,10 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
                                  % (i, np.shape(t), np.shape(p)))
             if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
-                t = route(enclosing(p, t), seed_tangent, p, t)
+                outer = enclosing(p, t)
+                t = route(outer, seed_tangent, p, t)
+                if type(p) is np.ndarray and outer is not None and outer.shadow(p) is not None:
+                    p = route(outer, copied, p)  # a plain array holding the enclosing derivative
             p = tag(p, ctx, t)
         seeded.append(p)
     y = overdub(ctx, f, *rebuild(seeded))

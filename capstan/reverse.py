@@ -24,7 +24,7 @@ from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .markers import checkpoint, hook
-from .assembly import as_array, like_leaf, reverse_jacobian_from
+from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .nesting import enclosing, level, route
 from .pool import borrowed
 from .rules import registry
@@ -229,7 +229,8 @@ class ReverseCtx(ADContext):
         if (nroot is None and nv is None) or raw.dtype.kind not in "fc":
             return None
         index = k if where is None else np.unravel_index(where, root.shape)
-        n = self.record(SETITEM, None, None, (v if nv is None else None, base), (np.shape(v), index),
+        n = self.record(SETITEM, None, None, (v if nv is None else None, base),
+                        (np.shape(v), index, np.result_type(untagged(v))),
                         (nroot, nv), foreign)
         self._moved(root, owner, n, foreign)
         return None
@@ -341,8 +342,8 @@ def _step(rec, g, run):
         shape, dtype, k = rec.kwargs
         return (run(getitem_back, g, shape, dtype, k),)
     if kind == SETITEM:
-        vshape, k = rec.kwargs
-        return run(setitem_back, g, vshape, k)
+        vshape, k, vdtype = rec.kwargs
+        return run(setitem_back, g, vshape, k, vdtype)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
 
 
@@ -389,6 +390,10 @@ class _Run:
             new = []
             for leaf in leaves:
                 if type(leaf) is float or structure.is_differentiable(leaf):
+                    if type(leaf) is np.ndarray:
+                        outer = enclosing(leaf)
+                        if outer is not None:  # a plain array holding an enclosing derivative
+                            leaf = route(outer, copied, leaf)
                     t = ctx.input(leaf)
                     nodes.append(t._meta)
                     new.append(t)
@@ -438,8 +443,11 @@ def _like(c, leaf):
         return complex(c)
     if isinstance(leaf, np.ndarray) and not isinstance(c, np.ndarray):
         return np.full(leaf.shape, c, dtype=np.result_type(leaf, c))
-    if isinstance(c, np.ndarray) and not c.flags.writeable:
-        return c.copy()  # a broadcast view made by the backward pass
+    if isinstance(c, np.ndarray):
+        if isinstance(leaf, np.ndarray) and c.dtype != leaf.dtype and c.dtype.kind == leaf.dtype.kind:
+            return c.astype(leaf.dtype)  # (float32 in, float32 gradient)
+        if not c.flags.writeable:
+            return c.copy()  # a broadcast view made by the backward pass
     return c
 
 
