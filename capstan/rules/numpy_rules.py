@@ -414,9 +414,13 @@ for _f in (np.max, np.min, np.amax, np.amin):
 defreduction(np.var, _VAR, _var_jvp, _var_vjp)
 defreduction(np.std, _VAR, _std_jvp, _std_vjp)
 defimpl(np.nansum, lambda a, *args, **kw: np.sum(np.where(np.isnan(a), 0.0, a), *args, **kw))
-defimpl(np.nanmean, lambda a, axis=None, dtype=None, out=None, keepdims=False:
-        np.sum(np.where(np.isnan(a), 0.0, a), axis, dtype, None, keepdims)
-        / np.sum(~np.isnan(a), axis=axis, keepdims=keepdims))
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    total = np.sum(np.where(np.isnan(a), 0.0, a), axis, dtype, None, keepdims)
+    count = np.sum(~np.isnan(a), axis=axis, keepdims=keepdims)
+    return total / np.asarray(count, dtype=np.finfo(np.result_type(total)).dtype)  # (float32 in, float32 out)
+
+
+defimpl(np.nanmean, _nanmean)
 
 
 def _flat(t, lead):
