@@ -197,6 +197,8 @@ def _generic_cases(f):
                 cases.append(Case(f, x))
             if shape and _tries(f, (C(3),)):
                 cases.append(Case(f, C(3)))
+            if not shape:  # complex scalars, in both half planes (branch cuts lie there)
+                cases += [Case(f, z) for z in (complex(0.4, 0.7), complex(-1.6, -0.3)) if _tries(f, (z,))]
         if cases:
             return cases
         x, y, s, t = make(3), make(3), make(), make()

@@ -35,7 +35,7 @@ for m in (math, cmath):
     defderiv(m.cosh, lambda ans, x, m=m: m.sinh(x))
     defderiv(m.tanh, lambda ans, x: 1.0 - ans * ans)
     defderiv(m.asinh, lambda ans, x, m=m: 1.0 / m.sqrt(x * x + 1.0))
-    defderiv(m.acosh, lambda ans, x, m=m: 1.0 / m.sqrt(x * x - 1.0))
+    defderiv(m.acosh, lambda ans, x, m=m: 1.0 / (m.sqrt(x - 1.0) * m.sqrt(x + 1.0)))  # (not sqrt(x*x-1): its branch)
     defderiv(m.atanh, lambda ans, x: 1.0 / (1.0 - x * x))
     defderiv(m.exp, lambda ans, x: ans)
     defderiv(m.sqrt, lambda ans, x: 0.5 / ans)
