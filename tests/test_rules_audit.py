@@ -264,3 +264,22 @@ def test_interp_at_second_order():
 
 def test_cmath_phase_nested():
     nested(lambda s: cmath.phase(complex(s, 1.0 + s * s)))
+
+
+def test_interp_refuses_what_its_rules_do_not_model():
+    xp, fp = np.arange(4.0), np.array([0.0, 1.0, 0.5, 2.0])
+    with pytest.raises(TypeError, match="not in xp"):
+        gradient(lambda p: np.interp(1.5, p, fp), xp)
+    with pytest.raises(TypeError, match="period"):
+        D(lambda x: np.interp(x, xp, fp, period=3.0), 1.5)
+    # outside the samples, a constant left/right value carries no derivative of fp
+    g = gradient(lambda f: np.sum(np.interp(np.array([-1.0, 5.0]), xp, f, left=-3.0, right=3.0)), fp)[0]
+    close(g, np.zeros(4))
+
+
+def test_keyword_only_options_of_numpy_2():
+    x = np.array([0.3, -1.2, 0.8, 2.0])
+    close(D(lambda s: np.var(x * s, correction=1), 1.5), fd(lambda s: np.var(x * s, correction=1), 1.5))
+    a, t = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([[0.3, 0.7], [0.7, 0.5]])
+    f = lambda m: np.linalg.cholesky(m, upper=True)  # noqa: E731
+    close(jvp(f, (a,), (t,))[1], (f(a + 1e-6 * t) - f(a - 1e-6 * t)) / 2e-6)

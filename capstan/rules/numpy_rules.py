@@ -381,7 +381,8 @@ def _extreme_vjp(g, ans, a, axes, p):
 
 def _var_parts(a, axes, p):
     centred = a - np.mean(a, axis=axes, keepdims=True)
-    return centred, _count(a, axes) - p.get("ddof", 0)
+    ddof = p["correction"] if p.get("correction") is not None else p.get("ddof", 0)  # (NumPy 2's name)
+    return centred, _count(a, axes) - ddof
 
 
 def _var_jvp(t, ans, a, axes, lead, p):
@@ -1249,8 +1250,14 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
 defimpl(np.linspace, _linspace)
 
 
-def _interp_parts(x, xp, fp):
-    """Segment index, weight of its right end, and slope, for each point of ``x``."""
+def _interp_parts(x, xp, fp, left=None, right=None, period=None):
+    """For each point of ``x``: segment index, the weights of ``fp`` at its two ends, and
+    the slope (0 outside ``xp``, where the value is ``fp``'s end -- or the constant
+    ``left``/``right`` when given, which takes ``fp``'s weight away too)."""
+    if period is not None:
+        raise TypeError("capstan: np.interp(..., period=) has no derivative rule")
+    if len(np.shape(xp)) != 1 or len(xp) < 2:
+        raise TypeError("capstan: np.interp needs at least two sample points to be differentiated")
     x, xp, fp = np.asarray(x, dtype=float), np.asarray(xp, dtype=float), np.asarray(fp)
     # (np.searchsorted(xp, x, side="right"), spelled with comparisons: those take
     # values an enclosing differentiation tagged, as rules run under a Hessian)
@@ -1259,31 +1266,42 @@ def _interp_parts(x, xp, fp):
     span = xp[i + 1] - xp[i]
     inside = (x >= xp[0]) & (x <= xp[-1])
     w = np.where(inside, (x - xp[i]) / span, np.where(x < xp[0], 0.0, 1.0))
-    return i, w, np.where(inside, (fp[i + 1] - fp[i]) / span, 0.0)
+    own = np.ones(np.shape(x))  # 0 where a constant left/right value replaces fp's end
+    if left is not None:
+        own = own * (x >= xp[0])
+    if right is not None:
+        own = own * (x <= xp[-1])
+    return i, own * (1.0 - w), own * w, np.where(inside, (fp[i + 1] - fp[i]) / span, 0.0)
 
 
-def _interp_jvp(ts, ans, x, xp, fp, *args, **kw):
+def _interp_jvp(ts, ans, x, xp, fp, left=None, right=None, period=None):
     if ts[1] is not None:
         raise TypeError("capstan: np.interp is differentiated in x and fp, not in xp")
-    if len(np.shape(xp)) != 1 or len(xp) < 2:
-        raise TypeError("capstan: np.interp needs at least two sample points to be differentiated")
-    i, w, slope = _interp_parts(x, xp, fp)
+    i, w0, w1, slope = _interp_parts(x, xp, fp, left, right, period)
     t = 0.0
     if ts[0] is not None:
         t = slope * ts[0]
     if ts[2] is not None:
         tfp = np.asarray(ts[2])
-        t = t + (1.0 - w) * tfp[i] + w * tfp[i + 1]
+        t = t + w0 * tfp[i] + w1 * tfp[i + 1]
     return t
 
 
-def _interp_vjp(g, ans, x, xp, fp, *args, **kw):
-    i, w, slope = _interp_parts(x, xp, fp)
+def _interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None):
+    slope = _interp_parts(x, xp, fp, left, right, period)[3]
+    return unbroadcast(g * np.conj(slope), x)
+
+
+def _interp_vjp_xp(g, ans, x, xp, fp, *args, **kw):
+    raise TypeError("capstan: np.interp is differentiated in x and fp, not in xp")
+
+
+def _interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None):
+    i, w0, w1, _ = _interp_parts(x, xp, fp, left, right, period)
     dtype = np.result_type(fp, g, np.float64)
-    gfp = (_scatter(np.ravel(g * (1.0 - w)), np.shape(fp), dtype, np.ravel(i))
-           + _scatter(np.ravel(g * w), np.shape(fp), dtype, np.ravel(i) + 1))
-    return unbroadcast(g * np.conj(slope), x), None, gfp
+    return (_scatter(np.ravel(g * w0), np.shape(fp), dtype, np.ravel(i))
+            + _scatter(np.ravel(g * w1), np.shape(fp), dtype, np.ravel(i) + 1))
 
 
 defjvp(np.interp, _interp_jvp)
-defvjp(np.interp, _interp_vjp)
+_defvjp(np.interp, _interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp)  # (one rule per argument)
