@@ -283,3 +283,9 @@ def test_keyword_only_options_of_numpy_2():
     a, t = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([[0.3, 0.7], [0.7, 0.5]])
     f = lambda m: np.linalg.cholesky(m, upper=True)  # noqa: E731
     close(jvp(f, (a,), (t,))[1], (f(a + 1e-6 * t) - f(a - 1e-6 * t)) / 2e-6)
+
+
+def test_math_pow_has_no_exponent_derivative_for_a_negative_base():
+    assert math.isnan(D(lambda b: math.pow(-2.0, b), 3.0))
+    close(D(lambda b: math.pow(2.0, b), 3.0), 8.0 * math.log(2.0))
+    assert D(lambda b: math.pow(0.0, b), 3.0) == 0.0

@@ -47,8 +47,17 @@ defderiv(math.atan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y
 defderiv(math.expm1, lambda ans, x: ans + 1.0)
 defderiv(math.log1p, lambda ans, x: 1.0 / (1.0 + x))
 defderiv(math.log2, lambda ans, x: 1.0 / (x * math.log(2.0)))
-defderiv(math.pow, lambda ans, a, b: b * a ** (b - 1) if b != 0 else 0.0,
-         lambda ans, a, b: ans * math.log(a) if a > 0 else 0.0)
+
+
+def _pow_exponent(ans, a, b):
+    """``d math.pow(a, b) / db``: for ``a < 0`` there is none (``math.pow`` is not
+    defined around ``b`` in the reals), so NaN, not 0."""
+    if a > 0:
+        return ans * math.log(a)
+    return 0.0 if a == 0 else math.nan
+
+
+defderiv(math.pow, lambda ans, a, b: b * a ** (b - 1) if b != 0 else 0.0, _pow_exponent)
 defderiv(math.hypot, *[lambda ans, *xs, i=i: xs[i] / ans if ans else 0.0 for i in range(8)])
 defderiv(math.fabs, lambda ans, x: sign(x))
 defderiv(math.copysign, lambda ans, x, y: sign(x) * (-1.0 if math.copysign(1.0, ans) < 0 else 1.0), None)
