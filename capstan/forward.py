@@ -280,7 +280,7 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
             if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
                 outer = enclosing(p, t)
                 t = route(outer, seed_tangent, p, t)
-                if type(p) is np.ndarray and outer is not None and outer.shadow(p) is not None:
+                if type(p) is np.ndarray and isinstance(outer, ADContext) and outer.shadow(p) is not None:
                     p = route(outer, copied, p)  # a plain array holding the enclosing derivative
             p = tag(p, ctx, t)
         seeded.append(p)

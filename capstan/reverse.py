@@ -23,8 +23,8 @@ from . import fastpaths, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
-from .markers import checkpoint, hook
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
+from .markers import checkpoint, hook
 from .nesting import enclosing, level, route
 from .pool import borrowed
 from .rules import registry

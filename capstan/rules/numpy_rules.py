@@ -472,7 +472,8 @@ def _cumprod_vjp(g, ans, a, axis=None, *args, **kw):
         ga = _rcumsum(np.reshape(g, np.shape(arr)) * _conj(np.reshape(ans, np.shape(arr))), ax) / _conj(arr)
     else:
         m = _conj(_cumprod_partials(np.moveaxis(arr, ax, -1)))
-        ga = np.moveaxis(np.einsum("...jk,...k->...j", m, np.moveaxis(np.reshape(g, np.shape(arr)), ax, -1)), -1, ax)
+        gm = np.moveaxis(np.reshape(g, np.shape(arr)), ax, -1)
+        ga = np.moveaxis(np.einsum("...jk,...k->...j", m, gm), -1, ax)
     return (np.reshape(ga, np.shape(a)),) + (None,) * (1 + len(args))
 
 
