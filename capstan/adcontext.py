@@ -245,6 +245,8 @@ class ADContext(Context):
         impl = registry.IMPLS.get(f)
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
+        if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
+            args, kwargs = registry.positional(f, args, kwargs) or (args, kwargs)
         vals, metas, found, foreign = self._split(args)
         if impl is not None and (found or self._differentiated((), kwargs) or any(
                 type(a) is dict and self._in_tree(a) for a in args)):  # (json.dumps({"a": x}))
@@ -273,6 +275,10 @@ class ADContext(Context):
             out = self.user_operator(f, args)
             if out is not NOT_MINE:
                 return out
+        if f is operator.getitem and metas[0] is None:  # only the key differentiated: np.r_[x]
+            method = getattr(type(args[0]), "__getitem__", None)
+            return (overdub(self, method, *args) if type(method) is types.FunctionType
+                    else Context.fallback(self, f, *vals))
         if f in registry.NONDIFF:
             return Context.fallback(self, f, *vals, **kwargs)
         run = plain_call if foreign is None else partial(overdub, foreign)

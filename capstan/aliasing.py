@@ -50,3 +50,13 @@ def region(buffer, root, view):
     lead_strides = buffer.strides[:len(lead)]
     return np.lib.stride_tricks.as_strided(buffer.reshape(-1)[offset:], shape=lead + view.shape,
                                            strides=lead_strides + tuple(s * item for s in strides))
+
+
+def returned_argument(ans, vals, metas):
+    """The position of the differentiated argument that ``f`` returned as it is (the
+    same array object: the identity, whose result must stay the argument itself so that
+    writes through either name are seen by both), else ``None``."""
+    for i, v in enumerate(vals):
+        if v is ans and metas[i] is not None:
+            return i
+    return None

@@ -20,8 +20,9 @@ from overdub import Tagged, overdub, primitive, tag
 
 from . import fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
-from .aliasing import region, root_of
-from .nesting import level
+from .aliasing import region, returned_argument, root_of
+from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
+from .nesting import enclosing, level, route
 from .pool import borrowed
 from .rules import registry
 
@@ -52,6 +53,10 @@ class ForwardCtx(ADContext):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
             ans = run(f, *vals, **kwargs)
+            if type(ans) is np.ndarray and out_argument(kwargs) is None:
+                same = returned_argument(ans, vals, tans)
+                if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
+                    return args[same]
         partials = _PARTIALS.get(f)
         if partials is not None:
             t = None
@@ -73,7 +78,24 @@ class ForwardCtx(ADContext):
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
+        if t is not None:
+            t = self._fitted(t, ans, run)
         return self._result(f, ans, t, args, out_argument(kwargs))
+
+    def _fitted(self, t, ans, run):
+        """Tangent ``t`` made to match the array ``ans`` it belongs to: broadcast to its
+        shape (a constant partial times a scalar tangent, ``x + c``), of its dtype (float32
+        in, float32 out; a complex result gets a complex tangent)."""
+        a = raw(ans)
+        if type(a) is not np.ndarray or a.dtype.kind not in "fc":
+            return t
+        rt = raw(t)
+        shape = a.shape if self.chunk is None else (self.chunk,) + a.shape
+        if type(rt) is np.ndarray and rt.shape == shape and rt.dtype == a.dtype:
+            return t
+        if np.iscomplexobj(rt) and a.dtype.kind != "c":
+            return t  # (a real result's tangent is never made real silently)
+        return run(spread_tangent, t, shape, a.dtype)
 
     def _result(self, f, ans, t, args, out=None):
         if f in INPLACE and type(raw(args[0])) is np.ndarray:  # a += b on an array: a write
@@ -151,6 +173,8 @@ class ForwardCtx(ADContext):
             t = self.tangent(leaf)
             if t is None:
                 t = self._zero(leaf)
+            elif np.iscomplexobj(raw(leaf)) and not np.iscomplexobj(raw(t)):
+                t = route(enclosing(t), as_complex, t)  # a complex output's tangent is complex
             out.append(t)
         return rebuild(out)
 
@@ -226,7 +250,7 @@ def D(f, x):
     x = _seed(x, "D")
     if isinstance(x, np.ndarray) and x.shape:
         raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
-    with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
+    with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
         y = overdub(ctx, f, tag(x, ctx, 1.0))
         losses.check_finished(ctx)
         return ctx.output_tangent(y)
@@ -248,7 +272,7 @@ def jvp(f, primals, tangents):
     if len(leaves) != len(tleaves):
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
-    with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
+    with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
         return _jvp(ctx, f, leaves, tleaves, rebuild)
 
 
@@ -259,7 +283,12 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
             if np.shape(t) != np.shape(p):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
                                  % (i, np.shape(t), np.shape(p)))
-            p = tag(p, ctx, np.array(t, dtype=np.result_type(p, t)) if isinstance(p, np.ndarray) else t)
+            if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
+                outer = enclosing(p, t)
+                t = route(outer, seed_tangent, p, t)
+                if type(p) is np.ndarray and isinstance(outer, ADContext) and outer.shadow(p) is not None:
+                    p = route(outer, copied, p)  # a plain array holding the enclosing derivative
+            p = tag(p, ctx, t)
         seeded.append(p)
     y = overdub(ctx, f, *rebuild(seeded))
     losses.check_finished(ctx)
@@ -269,33 +298,33 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
 def forward_jacobian(f, x, chunk=None):
     """Jacobian by forward mode, ``chunk`` input directions per run of ``f``."""
     x = _seed(x, "jacobian")
-    xa = np.asarray(x)
-    n = xa.size
+    outer = enclosing(x)
+    xa = route(outer, as_array, x)
+    shape = np.shape(xa)
+    n = int(np.prod(shape))
     if chunk is None:
         chunk = n if n <= 128 else 64
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
-    if not xa.shape:
-        with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
+    if not shape:
+        with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
-            return np.asarray(ctx.output_tangent(y))
-    J = None
+            return route(outer, as_array, ctx.output_tangent(y))
+    blocks = []
+    out_shape = None
     for start in range(0, n, chunk):
         width = min(chunk, n - start)
-        seed = np.zeros((width, n), dtype=xa.dtype)
+        seed = np.zeros((width, n), dtype=raw(xa).dtype)
         seed[np.arange(width), start + np.arange(width)] = 1.0
-        with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
+        with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
             ctx.chunk = width
-            y = overdub(ctx, f, tag(xa.copy(), ctx, seed.reshape((width,) + xa.shape)))
+            y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)
             t = ctx.output_tangent(y)
         if isinstance(t, (list, tuple, dict)):
             raise TypeError("capstan.jacobian: f must return a number or an array, got %s"
                             % type(y).__name__)
-        t = np.asarray(t)
-        if J is None:
-            out_shape = t.shape[1:]
-            J = np.zeros((int(np.prod(out_shape)), n), dtype=t.dtype)
-        J[:, start:start + width] = t.reshape(width, -1).T
-    return J.reshape(out_shape + xa.shape)
+        out_shape = np.shape(t)[1:]
+        blocks.append(t)
+    return route(enclosing(blocks), forward_jacobian_from, blocks, out_shape, shape)

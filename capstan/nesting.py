@@ -1,5 +1,10 @@
-"""How many differentiations are active around the current call (per thread)."""
+"""How many differentiations are active around the current call (per thread), and
+which one a value handed to an entry point belongs to."""
 import threading
+
+import numpy as np
+
+from overdub import Tagged, overdub
 
 _state = threading.local()
 
@@ -11,12 +16,68 @@ def nestlevel():
 
 
 class level:
-    """``with level(): ...`` counts one more active differentiation."""
+    """``with level(ctx): ...`` counts one more active differentiation, run by ``ctx``."""
 
-    __slots__ = ()
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx=None):
+        self.ctx = ctx
 
     def __enter__(self):
         _state.level = getattr(_state, "level", 0) + 1
+        stack = getattr(_state, "contexts", None)
+        if stack is None:
+            stack = _state.contexts = []
+        stack.append(self.ctx)
 
     def __exit__(self, *exc):
         _state.level -= 1
+        _state.contexts.pop()
+
+
+def enclosing(*values):
+    """The differentiation that ``values`` (numbers, arrays, and lists, tuples, dicts of
+    them) belong to: the innermost active one that tagged one of them or shadows one of
+    them (a plain array it wrote differentiated values into); ``None`` for plain values.
+
+    The entry points (``jvp``, ``jacobian``...) are machinery, called directly from code
+    an enclosing differentiation runs; their own arithmetic on their arguments must be
+    handed to that differentiation (:func:`route`), or its derivative is lost."""
+    tagged, arrays = [], []
+    _leaves(values, tagged, arrays, 0)
+    if not tagged and not arrays:
+        return None
+    for ctx in reversed(getattr(_state, "contexts", ())):
+        if ctx is None:
+            continue
+        key = ctx._tagkey
+        if any(t._tagkey is key for t in tagged):
+            return ctx
+        if arrays and ctx.shadows and any(ctx.shadow(a) is not None for a in arrays):
+            return ctx
+    return tagged[-1]._ctx if tagged else None  # (a context capstan did not start)
+
+
+def _leaves(x, tagged, arrays, depth):
+    tx = type(x)
+    if tx is Tagged:
+        tagged.append(x)
+    elif tx is np.ndarray:
+        arrays.append(x)
+    elif depth < 8 and (tx is list or tx is tuple or isinstance(x, tuple)):
+        for e in x:
+            _leaves(e, tagged, arrays, depth + 1)
+    elif depth < 8 and isinstance(x, dict):
+        for e in x.values():
+            _leaves(e, tagged, arrays, depth + 1)
+    elif depth < 8 and hasattr(x, "__dataclass_fields__") and not isinstance(x, type):
+        for name in x.__dataclass_fields__:
+            _leaves(getattr(x, name, None), tagged, arrays, depth + 1)
+
+
+def route(ctx, f, *args, **kwargs):
+    """``f(*args, **kwargs)``, run inside the enclosing differentiation ``ctx`` if any
+    (``f`` must live outside the opaque modules for its body to be routed)."""
+    if ctx is None:
+        return f(*args, **kwargs)
+    return overdub(ctx, f, *args, **kwargs)

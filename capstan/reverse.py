@@ -22,9 +22,10 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from . import fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
-from .aliasing import positions, root_of
+from .aliasing import positions, returned_argument, root_of
+from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook
-from .nesting import level
+from .nesting import enclosing, level, route
 from .pool import borrowed
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
@@ -128,6 +129,10 @@ class ReverseCtx(ADContext):
         if out is not None:
             self.before_write(out)
         ans = run(f, *vals, **kwargs)
+        if out is None and type(ans) is np.ndarray:
+            same = returned_argument(ans, vals, parents)
+            if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
+                return args[same]
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
         if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
@@ -233,7 +238,8 @@ class ReverseCtx(ADContext):
         if (nroot is None and nv is None) or raw.dtype.kind not in "fc":
             return None
         index = k if where is None else np.unravel_index(where, root.shape)
-        n = self.record(SETITEM, None, None, (v if nv is None else None, base), (np.shape(v), index),
+        n = self.record(SETITEM, None, None, (v if nv is None else None, base),
+                        (np.shape(v), index, np.result_type(untagged(v))),
                         (nroot, nv), foreign)
         self._moved(root, owner, n, foreign)
         return None
@@ -376,8 +382,8 @@ def _step(rec, g, run):
         shape, dtype, k = rec.kwargs
         return (run(getitem_back, g, shape, dtype, k),)
     if kind == SETITEM:
-        vshape, k = rec.kwargs
-        return run(setitem_back, g, vshape, k)
+        vshape, k, vdtype = rec.kwargs
+        return run(setitem_back, g, vshape, k, vdtype)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
 
 
@@ -424,6 +430,10 @@ class _Run:
             new = []
             for leaf in leaves:
                 if type(leaf) is float or structure.is_differentiable(leaf):
+                    if type(leaf) is np.ndarray:
+                        outer = enclosing(leaf)
+                        if outer is not None:  # a plain array holding an enclosing derivative
+                            leaf = route(outer, copied, leaf)
                     t = ctx.input(leaf)
                     nodes.append(t._meta)
                     new.append(t)
@@ -432,7 +442,7 @@ class _Run:
                     new.append(leaf)
             self.arg_structs.append((leaves, nodes, rebuild))
             tagged_args.append(rebuild(new))
-        with level(), losses.guard(ctx):
+        with level(ctx), losses.guard(ctx):
             self.y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
@@ -466,16 +476,19 @@ class _Run:
 
 def _like(c, leaf):
     """Cotangent ``c`` as the type of its input ``leaf`` (float for float...)."""
-    if type(c) is Tagged:
-        return c
+    if type(c) is Tagged or type(leaf) is Tagged:  # (inside an enclosing differentiation)
+        return route(enclosing(c, leaf), like_leaf, c, leaf)
     if type(leaf) is float:
         return float(np.real(c))
     if type(leaf) is complex:
         return complex(c)
     if isinstance(leaf, np.ndarray) and not isinstance(c, np.ndarray):
         return np.full(leaf.shape, c, dtype=np.result_type(leaf, c))
-    if isinstance(c, np.ndarray) and not c.flags.writeable:
-        return c.copy()  # a broadcast view made by the backward pass
+    if isinstance(c, np.ndarray):
+        if isinstance(leaf, np.ndarray) and c.dtype != leaf.dtype and c.dtype.kind == leaf.dtype.kind:
+            return c.astype(leaf.dtype)  # (float32 in, float32 gradient)
+        if not c.flags.writeable:
+            return c.copy()  # a broadcast view made by the backward pass
     return c
 
 
@@ -537,13 +550,13 @@ def reverse_jacobian(f, x, recorded=None):
     ``(y, back)`` of a pullback already taken)."""
     structure.check_leaf(x, "jacobian")
     y, back = recorded or pullback(f, x)
-    ya = np.asarray(y)
-    xa = np.asarray(x)
-    J = np.zeros((ya.size, xa.size), dtype=np.result_type(ya, xa))
-    for i in range(ya.size):
-        e = np.zeros(ya.size, dtype=ya.dtype)
+    ya = route(enclosing(y), as_array, y)
+    shape = np.shape(ya)
+    size = int(np.prod(shape))
+    dtype = np.result_type(untagged(ya), untagged(x))
+    rows = []
+    for i in range(size):
+        e = np.zeros(size, dtype=untagged(ya).dtype)
         e[i] = 1.0
-        g = back(e.reshape(ya.shape) if ya.shape else e[0])[0]
-        if g is not None:
-            J[i] = np.conj(np.ravel(g))
-    return J.reshape(ya.shape + xa.shape)
+        rows.append(back(e.reshape(shape) if shape else e[0])[0])
+    return route(enclosing(rows), reverse_jacobian_from, rows, shape, np.shape(x), dtype)

@@ -15,9 +15,28 @@ def _sum(iterable, /, start=0):
 
 
 defderiv(float, one)
-defderiv(complex, one, lambda ans, re, im: 1j)
+defderiv(complex, lambda ans, real=0, imag=0: 1.0, lambda ans, real=0, imag=0: 1j)
+def _scalar_jvp(ts, ans, x=0, /):
+    """NumPy scalar types cast: the tangent is cast with the value (float32 in, float32
+    out; the real part for a real type)."""
+    dtype = np.result_type(ans)
+    t = np.real(ts[0]) if dtype.kind == "f" and np.iscomplexobj(ts[0]) else ts[0]
+    return np.asarray(t, dtype=dtype) if type(ans) is np.ndarray else dtype.type(t)
+
+
+def _scalar_vjp(g, ans, x=0, /):
+    """The cotangent of the value cast: of the input's type and dtype."""
+    if not np.iscomplexobj(x):
+        g = np.real(g)
+    if isinstance(x, (np.ndarray, np.generic)):
+        dtype = np.result_type(x)
+        return (np.asarray(g, dtype=dtype) if type(x) is np.ndarray else dtype.type(g),)
+    return (g,)
+
+
 for scalar in (np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64):
-    defderiv(scalar, one)
+    defjvp(scalar, _scalar_jvp, batched=True)
+    defvjp(scalar, _scalar_vjp)
 nondifferentiable(int, bool, round, np.int64, np.int32, np.bool_)
 defimpl(sum, _sum)
 defimpl(divmod, lambda a, b: (a // b, a % b))

@@ -21,9 +21,10 @@ def getitem_back(g, shape, dtype, k):
     return out
 
 
-def setitem_back(g, vshape, k):
-    """Cotangents of ``(old array, v)`` for ``a[k] = v``."""
+def setitem_back(g, vshape, k, vdtype=np.float64):
+    """Cotangents of ``(old array, v)`` for ``a[k] = v`` (``v`` of shape ``vshape`` and
+    dtype ``vdtype``: a complex ``v`` keeps the imaginary part of its cotangent)."""
     rest = np.array(g, copy=True)
     part = np.array(rest[k], copy=True)  # (a copy: rest[k] may be a view, zeroed next)
     rest[k] = 0
-    return rest, unbroadcast(part, np.zeros(vshape))
+    return rest, unbroadcast(part, np.zeros(vshape, dtype=vdtype))

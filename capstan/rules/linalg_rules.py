@@ -132,6 +132,9 @@ defvjp(_singular_values, _sv_vjp)
 
 def _norm(x, ord=None, axis=None, keepdims=False):
     """``np.linalg.norm`` in terms of primitives with rules."""
+    x = np.asarray(x)  # (a list of numbers, as NumPy's own norm takes)
+    if x.dtype.kind not in "fc":
+        x = x.astype(float)
     nd = np.ndim(x)
     if axis is None and (ord is None or nd not in (1, 2)):
         return _l2norm(x, tuple(range(nd)), keepdims)
@@ -186,17 +189,23 @@ def _phi(m):
     return np.tril(m, -1) + 0.5 * np.tril(np.triu(m))
 
 
-def _cholesky_jvp(ts, ans, a, *args, **kw):
-    s = _la.solve(ans, _from_lower(ts[0]))
-    m = _h(_la.solve(ans, _h(s)))  # inv(L) dA inv(L)^H
-    return np.matmul(ans, _phi(m))
+def _cholesky_jvp(ts, ans, a, *args, upper=False, **kw):
+    # (upper=True: U = L^H for the L of h(a), whose lower triangle is a's upper one)
+    low, t = (_h(ans), _h(ts[0])) if upper else (ans, ts[0])
+    s = _la.solve(low, _from_lower(t))
+    m = _h(_la.solve(low, _h(s)))  # inv(L) dA inv(L)^H
+    dl = np.matmul(low, _phi(m))
+    return _h(dl) if upper else dl
 
 
-def _cholesky_vjp(g, ans, a, *args, **kw):
+def _cholesky_vjp(g, ans, a, *args, upper=False, **kw):
+    if upper:
+        ans, g = _h(ans), _h(g)
     gp = _phi(np.matmul(_h(ans), g))
     lh = _h(ans)
     gm = _h(_la.solve(lh, _h(_la.solve(lh, gp))))  # inv(L)^H gp inv(L)
-    return (unbroadcast(np.tril(gm, -1) + np.tril(_h(gm), -1) + _real_diagonal(gm), a),) + (None,) * len(args)
+    ga = np.tril(gm, -1) + np.tril(_h(gm), -1) + _real_diagonal(gm)
+    return (unbroadcast(_h(ga) if upper else ga, a),) + (None,) * len(args)
 
 
 defjvp(_la.cholesky, _cholesky_jvp, batched=True)

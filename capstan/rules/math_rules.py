@@ -2,19 +2,26 @@
 import cmath
 import math
 
-from .operator_rules import log, one
+from .operator_rules import log, mod_divisor, one, sign
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 _SQRT_PI = math.sqrt(math.pi)
 
 
-def _digamma(x):
+def _polygamma(n, x):
+    """The ``n``-th derivative of the digamma function at real ``x`` (``n = 0``: digamma
+    itself), a primitive whose own derivative is the next one: gamma and lgamma can be
+    differentiated to any order."""
     try:
-        from scipy.special import digamma
+        from scipy.special import polygamma
     except ImportError:  # pragma: no cover - scipy is a test dependency
-        raise NotImplementedError("the derivative of gamma/lgamma needs scipy.special.digamma; "
+        raise NotImplementedError("the derivative of gamma/lgamma needs scipy.special; "
                                   "install scipy") from None
-    return float(digamma(x))
+    return float(polygamma(n, x))
+
+
+def _digamma(x):
+    return _polygamma(0, x)
 
 
 for m in (math, cmath):
@@ -28,7 +35,8 @@ for m in (math, cmath):
     defderiv(m.cosh, lambda ans, x, m=m: m.sinh(x))
     defderiv(m.tanh, lambda ans, x: 1.0 - ans * ans)
     defderiv(m.asinh, lambda ans, x, m=m: 1.0 / m.sqrt(x * x + 1.0))
-    defderiv(m.acosh, lambda ans, x, m=m: 1.0 / m.sqrt(x * x - 1.0))
+    # (acosh: not 1 / sqrt(x*x - 1), whose sign is wrong for complex x left of the imaginary axis)
+    defderiv(m.acosh, lambda ans, x, m=m: 1.0 / (m.sqrt(x - 1.0) * m.sqrt(x + 1.0)))
     defderiv(m.atanh, lambda ans, x: 1.0 / (1.0 - x * x))
     defderiv(m.exp, lambda ans, x: ans)
     defderiv(m.sqrt, lambda ans, x: 0.5 / ans)
@@ -40,16 +48,26 @@ defderiv(math.atan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y
 defderiv(math.expm1, lambda ans, x: ans + 1.0)
 defderiv(math.log1p, lambda ans, x: 1.0 / (1.0 + x))
 defderiv(math.log2, lambda ans, x: 1.0 / (x * math.log(2.0)))
-defderiv(math.pow, lambda ans, a, b: b * a ** (b - 1) if b != 0 else 0.0,
-         lambda ans, a, b: ans * math.log(a) if a > 0 else 0.0)
+
+
+def _pow_exponent(ans, a, b):
+    """``d math.pow(a, b) / db``: for ``a < 0`` there is none (``math.pow`` is not
+    defined around ``b`` in the reals), so NaN, not 0."""
+    if a > 0:
+        return ans * math.log(a)
+    return 0.0 if a == 0 else math.nan
+
+
+defderiv(math.pow, lambda ans, a, b: b * a ** (b - 1) if b != 0 else 0.0, _pow_exponent)
 defderiv(math.hypot, *[lambda ans, *xs, i=i: xs[i] / ans if ans else 0.0 for i in range(8)])
-defderiv(math.fabs, lambda ans, x: 1.0 if x >= 0 else -1.0)
-defderiv(math.copysign, lambda ans, x, y: 1.0 if (x >= 0) == (ans >= 0) else -1.0, None)
-defderiv(math.fmod, one, lambda ans, x, y: -float(int((x - ans) / y)))
+defderiv(math.fabs, lambda ans, x: sign(x))
+defderiv(math.copysign, lambda ans, x, y: sign(x) * (-1.0 if math.copysign(1.0, ans) < 0 else 1.0), None)
+defderiv(math.fmod, one, mod_divisor)  # (the quotient truncated, not floored: the same recovery)
 defderiv(math.degrees, lambda ans, x: 180.0 / math.pi)
 defderiv(math.radians, lambda ans, x: math.pi / 180.0)
 defderiv(math.erf, lambda ans, x: 2.0 / _SQRT_PI * math.exp(-x * x))
 defderiv(math.erfc, lambda ans, x: -2.0 / _SQRT_PI * math.exp(-x * x))
+defderiv(_polygamma, None, lambda ans, n, x: _polygamma(n + 1, x))
 defderiv(math.gamma, lambda ans, x: ans * _digamma(x))
 defderiv(math.lgamma, lambda ans, x: _digamma(x))
 defderiv(math.ldexp, lambda ans, x, i: 2.0 ** i, None)

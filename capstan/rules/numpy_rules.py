@@ -146,7 +146,7 @@ def _pick_second(ans, a, b, **kw):
 
 
 def _quotient(ans, a, b, **kw):  # a - ans == b * q for mod, remainder and fmod
-    return -np.round((a - ans) / b)
+    return -np.rint((a - ans) / b)
 
 
 def _sinc(ans, x, **kw):
@@ -197,7 +197,7 @@ for _f in (np.deg2rad, np.radians):
     defderiv(_f, lambda ans, x, **kw: np.pi / 180.0)
 for _f in (np.rad2deg, np.degrees):
     defderiv(_f, lambda ans, x, **kw: 180.0 / np.pi)
-defderiv(np.copysign, lambda ans, x, y, **kw: np.where(np.signbit(x) == np.signbit(ans), 1.0, -1.0), None)
+defderiv(np.copysign, lambda ans, x, y, **kw: np.sign(x) * np.where(np.signbit(ans), -1.0, 1.0), None)
 defderiv(np.remainder, _one, _quotient)
 defderiv(np.fmod, _one, _quotient)
 defderiv(np.ldexp, lambda ans, x, i, **kw: np.exp2(i), None)
@@ -251,10 +251,10 @@ defjvp(np.angle, _angle_jvp, batched=True)
 defvjp(np.angle, _angle_vjp)
 defjvp(np.conjugate, lambda ts, ans, x, **kw: np.conj(ts[0]), batched=True)
 defvjp(np.conjugate, lambda g, ans, x, **kw: (unbroadcast(np.conj(g), x),))
-defjvp(np.real, lambda ts, ans, x: np.real(ts[0]), batched=True)
-defvjp(np.real, lambda g, ans, x: (np.real(g) + 0j if np.iscomplexobj(x) else unbroadcast(g, x),))
-defjvp(np.imag, lambda ts, ans, x: np.imag(ts[0]) if np.iscomplexobj(x) else None, batched=True)
-defvjp(np.imag, lambda g, ans, x: (1j * np.real(g) if np.iscomplexobj(x) else None,))
+defjvp(np.real, lambda ts, ans, val: np.real(ts[0]), batched=True)
+defvjp(np.real, lambda g, ans, val: (np.real(g) + 0j if np.iscomplexobj(val) else unbroadcast(g, val),))
+defjvp(np.imag, lambda ts, ans, val: np.imag(ts[0]) if np.iscomplexobj(val) else None, batched=True)
+defvjp(np.imag, lambda g, ans, val: (1j * np.real(g) if np.iscomplexobj(val) else None,))
 
 nondifferentiable(
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.around, np.fix, np.isnan, np.isinf,
@@ -381,7 +381,8 @@ def _extreme_vjp(g, ans, a, axes, p):
 
 def _var_parts(a, axes, p):
     centred = a - np.mean(a, axis=axes, keepdims=True)
-    return centred, _count(a, axes) - p.get("ddof", 0)
+    ddof = p["correction"] if p.get("correction") is not None else p.get("ddof", 0)  # (NumPy 2's name)
+    return centred, _count(a, axes) - ddof
 
 
 def _var_jvp(t, ans, a, axes, lead, p):
@@ -414,9 +415,13 @@ for _f in (np.max, np.min, np.amax, np.amin):
 defreduction(np.var, _VAR, _var_jvp, _var_vjp)
 defreduction(np.std, _VAR, _std_jvp, _std_vjp)
 defimpl(np.nansum, lambda a, *args, **kw: np.sum(np.where(np.isnan(a), 0.0, a), *args, **kw))
-defimpl(np.nanmean, lambda a, axis=None, dtype=None, out=None, keepdims=False:
-        np.sum(np.where(np.isnan(a), 0.0, a), axis, dtype, None, keepdims)
-        / np.sum(~np.isnan(a), axis=axis, keepdims=keepdims))
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    total = np.sum(np.where(np.isnan(a), 0.0, a), axis, dtype, None, keepdims)
+    count = np.sum(~np.isnan(a), axis=axis, keepdims=keepdims)
+    return total / np.asarray(count, dtype=np.finfo(np.result_type(total)).dtype)  # (float32 in, float32 out)
+
+
+defimpl(np.nanmean, _nanmean)
 
 
 def _flat(t, lead):
@@ -441,18 +446,35 @@ def _cumsum_vjp(g, ans, a, axis=None, *args, **kw):
     return (_rcumsum(g, axis),) + (None,) * (1 + len(args))
 
 
+def _cumprod_partials(a):
+    """``M[..., j, k]``: the derivative of ``cumprod(a)[k]`` by ``a[j]`` along the last
+    axis of ``a`` (the product of ``a[:k+1]`` without ``a[j]``): the zero-safe form."""
+    n = np.shape(a)[-1]
+    others = np.cumprod(np.where(np.eye(n, dtype=bool), 1.0, np.expand_dims(a, -2)), axis=-1)
+    return np.where(np.tri(n, dtype=bool).T, others, 0.0)
+
+
 def _cumprod_jvp(ts, ans, a, axis=None, *args, **kw):
     t = ts[0]
     lead = _lead(t, a)
     if axis is None:
-        return ans * np.cumsum(_flat(t, lead) / np.ravel(a), axis=lead)
-    return ans * np.cumsum(t / a, axis=operator.index(axis) % np.ndim(a) + lead)
+        a, t, axis = np.ravel(a), _flat(t, lead), 0
+    axis = operator.index(axis) % np.ndim(a)
+    if np.all(a != 0):
+        return ans * np.cumsum(t / a, axis=axis + lead)
+    m = _cumprod_partials(np.moveaxis(a, axis, -1))
+    return np.moveaxis(np.einsum("...jk,...j->...k", m, np.moveaxis(t, axis + lead, -1)), -1, axis + lead)
 
 
 def _cumprod_vjp(g, ans, a, axis=None, *args, **kw):
-    if axis is None:
-        return (np.reshape(_rcumsum(g * _conj(ans), 0), np.shape(a)) / _conj(a),) + (None,) * (1 + len(args))
-    return (_rcumsum(g * _conj(ans), axis) / _conj(a),) + (None,) * (1 + len(args))
+    arr, ax = (np.ravel(a), 0) if axis is None else (a, operator.index(axis) % np.ndim(a))
+    if np.all(arr != 0):
+        ga = _rcumsum(np.reshape(g, np.shape(arr)) * _conj(np.reshape(ans, np.shape(arr))), ax) / _conj(arr)
+    else:
+        m = _conj(_cumprod_partials(np.moveaxis(arr, ax, -1)))
+        gm = np.moveaxis(np.reshape(g, np.shape(arr)), ax, -1)
+        ga = np.moveaxis(np.einsum("...jk,...k->...j", m, gm), -1, ax)
+    return (np.reshape(ga, np.shape(a)),) + (None,) * (1 + len(args))
 
 
 defjvp(np.cumsum, _cumsum_jvp, batched=True)
@@ -839,9 +861,10 @@ defjvp(np.take, _take_jvp, batched=True)
 defvjp(np.take, _take_vjp)
 
 
-def _sort_index(a, axis):
-    """Fancy index that sorts ``a`` along ``axis``: ``a[index] == np.sort(a, axis)``."""
-    order = np.argsort(a, axis=axis, kind="stable")
+def _sort_index(a, axis, kth=None):
+    """Fancy index that sorts ``a`` along ``axis``: ``a[index] == np.sort(a, axis)`` (or
+    partitions it around ``kth``: ``a[index] == np.partition(a, kth, axis)``)."""
+    order = np.argsort(a, axis=axis, kind="stable") if kth is None else np.argpartition(a, kth, axis=axis)
     index = list(np.indices(order.shape, sparse=True))
     index[axis] = order
     return tuple(index)
@@ -864,6 +887,39 @@ def _sort_vjp(g, ans, a, axis=-1, *args, **kw):
 
 defjvp(np.sort, _sort_jvp, batched=True)
 defvjp(np.sort, _sort_vjp)
+
+
+def _partition_jvp(ts, ans, a, kth, axis=-1, *args, **kw):
+    t, lead = ts[0], _lead(ts[0], a)
+    if axis is None:
+        a, t = np.ravel(a), _flat(t, lead)
+        axis = 0
+    return t[(slice(None),) * lead + _sort_index(a, axis % np.ndim(a), kth)]
+
+
+def _partition_vjp(g, ans, a, kth, axis=-1, *args, **kw):
+    arr = np.ravel(a) if axis is None else np.asarray(a)
+    index = _sort_index(arr, 0 if axis is None else axis % arr.ndim, kth)
+    z = _scatter(g, arr.shape, arr.dtype, index)
+    return (unbroadcast(np.reshape(z, np.shape(a)), a),) + (None,) * (1 + len(args))
+
+
+defjvp(np.partition, _partition_jvp, batched=True)
+defvjp(np.partition, _partition_vjp)
+
+
+def _sort_in_place(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``a.sort()``: the sorted values written back, a write the contexts follow."""
+    a[...] = np.sort(a, axis, kind=kind, order=order, stable=stable)
+
+
+def _partition_in_place(a, kth, axis=-1, kind="introselect", order=None):
+    """``a.partition(kth)``: the partitioned values written back."""
+    a[...] = np.partition(a, kth, axis, kind, order)
+
+
+defimpl(np.ndarray.sort, _sort_in_place)
+defimpl(np.ndarray.partition, _partition_in_place)
 
 
 # ----------------------------------------------------------------------------- shapes
@@ -932,7 +988,7 @@ defvjp(np.transpose, _transpose_vjp)
 defjvp(np.swapaxes, _swapaxes_jvp, batched=True)
 defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: (np.swapaxes(g, axis1, axis2), None, None))
 defjvp(np.moveaxis, _moveaxis_jvp, batched=True)
-defvjp(np.moveaxis, lambda g, ans, a, src, dst: (np.moveaxis(g, dst, src), None, None))
+defvjp(np.moveaxis, lambda g, ans, a, source, destination: (np.moveaxis(g, destination, source), None, None))
 if hasattr(np, "matrix_transpose"):
     defimpl(np.matrix_transpose, lambda x: np.swapaxes(x, -1, -2))
 
@@ -1199,38 +1255,58 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
 defimpl(np.linspace, _linspace)
 
 
-def _interp_parts(x, xp, fp):
-    """Segment index, weight of its right end, and slope, for each point of ``x``."""
+def _interp_parts(x, xp, fp, left=None, right=None, period=None):
+    """For each point of ``x``: segment index, the weights of ``fp`` at its two ends, and
+    the slope (0 outside ``xp``, where the value is ``fp``'s end -- or the constant
+    ``left``/``right`` when given, which takes ``fp``'s weight away too)."""
+    if period is not None:
+        raise TypeError("capstan: np.interp(..., period=) has no derivative rule")
+    if len(np.shape(xp)) != 1 or len(xp) < 2:
+        raise TypeError("capstan: np.interp needs at least two sample points to be differentiated")
     x, xp, fp = np.asarray(x, dtype=float), np.asarray(xp, dtype=float), np.asarray(fp)
-    i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, len(xp) - 2)
+    # (np.searchsorted(xp, x, side="right"), spelled with comparisons: those take
+    # values an enclosing differentiation tagged, as rules run under a Hessian)
+    i = np.clip(np.sum(np.expand_dims(xp, tuple(range(np.ndim(x)))) <= np.expand_dims(x, -1), axis=-1) - 1,
+                0, len(xp) - 2)
     span = xp[i + 1] - xp[i]
     inside = (x >= xp[0]) & (x <= xp[-1])
     w = np.where(inside, (x - xp[i]) / span, np.where(x < xp[0], 0.0, 1.0))
-    return i, w, np.where(inside, (fp[i + 1] - fp[i]) / span, 0.0)
+    own = np.ones(np.shape(x))  # 0 where a constant left/right value replaces fp's end
+    if left is not None:
+        own = own * (x >= xp[0])
+    if right is not None:
+        own = own * (x <= xp[-1])
+    return i, own * (1.0 - w), own * w, np.where(inside, (fp[i + 1] - fp[i]) / span, 0.0)
 
 
-def _interp_jvp(ts, ans, x, xp, fp, *args, **kw):
+def _interp_jvp(ts, ans, x, xp, fp, left=None, right=None, period=None):
     if ts[1] is not None:
         raise TypeError("capstan: np.interp is differentiated in x and fp, not in xp")
-    if len(np.shape(xp)) != 1 or len(xp) < 2:
-        raise TypeError("capstan: np.interp needs at least two sample points to be differentiated")
-    i, w, slope = _interp_parts(x, xp, fp)
+    i, w0, w1, slope = _interp_parts(x, xp, fp, left, right, period)
     t = 0.0
     if ts[0] is not None:
         t = slope * ts[0]
     if ts[2] is not None:
         tfp = np.asarray(ts[2])
-        t = t + (1.0 - w) * tfp[i] + w * tfp[i + 1]
+        t = t + w0 * tfp[i] + w1 * tfp[i + 1]
     return t
 
 
-def _interp_vjp(g, ans, x, xp, fp, *args, **kw):
-    i, w, slope = _interp_parts(x, xp, fp)
-    gfp = np.zeros(np.shape(fp), dtype=np.result_type(fp, g, np.float64))
-    np.add.at(gfp, np.ravel(i), np.ravel(g * (1.0 - w)))
-    np.add.at(gfp, np.ravel(i) + 1, np.ravel(g * w))
-    return unbroadcast(g * np.conj(slope), x), None, gfp
+def _interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None):
+    slope = _interp_parts(x, xp, fp, left, right, period)[3]
+    return unbroadcast(g * np.conj(slope), x)
+
+
+def _interp_vjp_xp(g, ans, x, xp, fp, *args, **kw):
+    raise TypeError("capstan: np.interp is differentiated in x and fp, not in xp")
+
+
+def _interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None):
+    i, w0, w1, _ = _interp_parts(x, xp, fp, left, right, period)
+    dtype = np.result_type(fp, g, np.float64)
+    return (_scatter(np.ravel(g * w0), np.shape(fp), dtype, np.ravel(i))
+            + _scatter(np.ravel(g * w1), np.shape(fp), dtype, np.ravel(i) + 1))
 
 
 defjvp(np.interp, _interp_jvp)
-defvjp(np.interp, _interp_vjp)
+_defvjp(np.interp, _interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp)  # (one rule per argument)

@@ -30,20 +30,24 @@ def log(x):
     return np.log(x)
 
 
-def pow_base(ans, a, b, *mod):
-    if type(b) is not np.ndarray and b == 0:
-        return 0.0 * a
-    return b * a ** (b - 1)
+def pow_base(ans, base, exp, mod=None):
+    if type(exp) is not np.ndarray and exp == 0:
+        return 0.0 * base
+    return exp * base ** (exp - 1)
 
 
-def pow_exponent(ans, a, b, *mod):
-    if type(a) is np.ndarray or type(b) is np.ndarray:
-        return ans * np.log(np.where(a == 0, 1.0, a))
-    return ans * log(a) if a != 0 else 0.0 * ans
+def pow_exponent(ans, base, exp, mod=None):
+    if type(base) is np.ndarray or type(exp) is np.ndarray:
+        return ans * np.log(np.where(base == 0, 1.0, base))
+    return ans * log(base) if base != 0 else 0.0 * ans
 
 
 def mod_divisor(ans, a, b):
-    return -((a - ans) // b)  # -floor(a / b)
+    """``-floor(a / b)``, the quotient ``a % b`` took away, recovered as the integer
+    ``(a - ans) / b`` is up to rounding: ``(a - ans) // b`` can be one off (2.0 for
+    ``0.4000006104218249 % -1.4900001044317974``, where the quotient is -1)."""
+    q = np.rint((a - ans) / b)
+    return -q if np.ndim(q) else -float(q)
 
 
 for add in (operator.add, operator.iadd):
@@ -66,17 +70,26 @@ nondifferentiable(operator.floordiv, operator.ifloordiv, operator.lt, operator.l
                   operator.lshift, operator.rshift)
 
 
-def _abs_jvp(ts, ans, x):
+def sign(x):
+    """Real ``x``'s sign, 0 at 0: the derivative of ``|x|`` everywhere but at 0, where
+    capstan takes the subgradient 0 (the midpoint of [-1, 1]) for every absolute value --
+    ``abs``, ``math.fabs``, ``np.abs``/``np.fabs``, complex ``abs`` -- and for
+    ``copysign``: one convention, whatever the spelling or the type of ``x``."""
+    if np.ndim(x):
+        return np.sign(x)
+    return 1.0 if x > 0 else -1.0 if x < 0 else 0.0 if x == 0 else math.nan
+
+
+def _abs_jvp(ts, ans, x, **kw):
     if np.iscomplexobj(x):  # |z| is not holomorphic: d|z| = Re(conj(z) dz) / |z|
         return np.real(np.conj(x) * ts[0]) / np.where(ans == 0, 1.0, ans)
-    return np.sign(x) * ts[0] if type(x) is np.ndarray else (1.0 if x >= 0 else -1.0) * ts[0]
+    return sign(x) * ts[0]
 
 
-def _abs_vjp(g, ans, x):
+def _abs_vjp(g, ans, x, **kw):
     if np.iscomplexobj(x):  # gradient of |z| is z / |z|
         return (g * x / np.where(ans == 0, 1.0, ans),)
-    return (unbroadcast(g * np.sign(x), x) if type(x) is np.ndarray
-            else (g if x >= 0 else -g),)
+    return (unbroadcast(g * sign(x), x) if type(x) is np.ndarray else g * sign(x),)
 
 
 for absolute in (abs, operator.abs):

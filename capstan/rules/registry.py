@@ -1,4 +1,6 @@
 """The rule tables and the functions that fill them (see ``capstan.rules``)."""
+import inspect
+
 import numpy as np
 
 PARTIALS = {}  # f -> tuple of partial-derivative functions, one per positional argument
@@ -152,3 +154,15 @@ def conj(x):
 
 def _name(f):
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+def positional(f, args, kwargs):
+    """``(args, kwargs)`` with the keyword arguments that ``f``'s signature also takes by
+    position moved there (``pow(base=2.0, exp=x)`` is ``pow(2.0, x)``), so that rules,
+    which see differentiated values positionally, see them; ``None`` when ``f`` has no
+    signature or the call does not bind to it."""
+    try:
+        bound = inspect.signature(f).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    return bound.args, bound.kwargs
