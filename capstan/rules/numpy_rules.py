@@ -1051,7 +1051,7 @@ def _array_jvp(ts, ans, obj, *args, **kw):
     lead = max(lead, 0)
     if np.shape(t)[lead:] != np.shape(ans):  # (ndmin= put axes in front; a tangent of fewer axes)
         front = np.shape(t)[:lead]
-        t = np.reshape(np.broadcast_to(t, front + np.shape(obj)), front + np.shape(ans))
+        t = np.reshape(np.array(np.broadcast_to(t, front + np.shape(obj))), front + np.shape(ans))
     return _cast(t, np.result_type(ans))
 
 

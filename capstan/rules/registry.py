@@ -161,6 +161,8 @@ def positional(f, args, kwargs):
     position moved there (``pow(base=2.0, exp=x)`` is ``pow(2.0, x)``), so that rules,
     which see differentiated values positionally, see them; ``None`` when ``f`` has no
     signature or the call does not bind to it."""
+    if "out" in kwargs or type(f) is np.ufunc:  # (out= is a destination, not an operand)
+        return None
     try:
         bound = inspect.signature(f).bind(*args, **kwargs)
     except (TypeError, ValueError):

@@ -131,6 +131,11 @@ def _order_statistic(a, q, axis, method, keepdims, skip_nan):
     undefined = count == 0 if skip_nan else np.any(nans, axis=-1)
     if np.any(undefined):
         result = np.where(undefined, np.nan, result)
+    target = np.result_type(s.dtype, np.float16)  # (float32 data, float32 result: NumPy's dtype)
+    if method != "median":
+        target = np.result_type(target, np.asarray(q).dtype)
+    if np.result_type(result) != target:
+        result = np.asarray(result).astype(target)
     if keepdims is True:
         result = np.reshape(result, np.shape(result)[:lead] + tuple(1 if i in axes else n
                                                                      for i, n in enumerate(shape)))
