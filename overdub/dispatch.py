@@ -14,6 +14,7 @@ Per call: ``prehook`` -> ``g = cache[f]`` (``resolve`` on a miss) -> ``g(*args)`
 context" means: a matching primitive, the rewritten body, a lookaside, a
 stepped-into class or operator, or a plain (fallback) call.
 """
+import sys
 import weakref
 from functools import partial
 from types import (BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType,
@@ -29,6 +30,29 @@ __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 _CACHE_LIMIT = 4096
 _runtimes = weakref.WeakSet()
 _tagging_seen = [False]
+#: the attributes of a function that decide what calling it runs
+_BODY_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+
+
+def _on_audit(event, args):
+    """Audit hook: a function's code or defaults were replaced (anywhere: routed code,
+    plain code, another thread, C).  Every runtime forgets the callables it resolved, so
+    the next call runs what the function holds now (the lazy-compilation idiom assigns
+    ``f.__code__`` and calls ``f`` again in the same run)."""
+    if event == "object.__setattr__" and args[1] in _BODY_ATTRS and type(args[0]) is FunctionType:
+        for rt in list(_runtimes):
+            rt.forget_callees()
+
+
+_audit_installed = []
+
+
+def _install_audit_hook():
+    """Install :func:`_on_audit` once, when the first runtime is made (audit hooks cannot
+    be removed: importing overdub alone installs nothing)."""
+    if not _audit_installed:
+        _audit_installed.append(True)
+        sys.addaudithook(_on_audit)
 
 
 # ----------------------------------------------------------------------------- templates
@@ -120,7 +144,15 @@ class Runtime:
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
         self._build_ops()
+        _install_audit_hook()
         _runtimes.add(self)
+
+    def forget_callees(self):
+        """Drop what was resolved during this run (builtins excepted): a callee is resolved
+        again on its next call.  Routed twins made for functions stay valid as long as
+        the function holds the same code and defaults (``_rewritten`` checks)."""
+        self.fcache.clear()
+        self.fcache.update(self.kept)
 
     # -- slots: what rewritten code calls --------------------------------------------------------
     def _build_ops(self):
@@ -623,8 +655,7 @@ def _check_callable(f, fname):
 def _leave(rt):
     rt.depth -= 1
     if rt.depth == 0:
-        rt.fcache.clear()
-        rt.fcache.update(rt.kept)
+        rt.forget_callees()
         rt.steps.attr_info.clear()
         if len(rt.codes) > _CACHE_LIMIT:
             rt.codes.clear()
