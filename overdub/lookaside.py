@@ -12,11 +12,13 @@ Two kinds of C functions would escape the context if called plainly:
   They are answered for the nearest *user* frame instead, and code given to
   ``eval``/``exec`` runs inside the context too.
 
-Adding a callback taker is one table entry: ``CALLBACKS[fn] = (positions, keywords)``.
+Adding a callback taker is one table entry:
+``CALLBACKS[fn] = (positions, keywords, arity)``.
 """
 import builtins
 import functools
 import itertools
+import operator
 import os
 import re
 import sys
@@ -27,24 +29,27 @@ from . import _compat
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-#: fn -> (positional indexes, keyword names) of the callables it calls back
+#: fn -> (positional indexes, keyword names, arity) of the callables it calls back; an
+#: arity n means "only when called with exactly n positional arguments" (``iter(x)``
+#: iterates ``x``, only ``iter(callable, sentinel)`` calls it).  Arguments that are None
+#: or not callable are left alone (``filter(None, xs)``, ``pattern.sub("text", s)``).
 CALLBACKS = {
-    map: ((0,), ()),
-    filter: ((0,), ()),
-    sorted: ((), ("key",)),
-    min: ((), ("key",)),
-    max: ((), ("key",)),
-    list.sort: ((), ("key",)),
-    functools.reduce: ((0,), ()),
-    itertools.starmap: ((0,), ()),
-    itertools.takewhile: ((0,), ()),
-    itertools.dropwhile: ((0,), ()),
-    itertools.filterfalse: ((0,), ()),
-    itertools.groupby: ((1,), ("key",)),
-    itertools.accumulate: ((1,), ("func",)),
-    re.Pattern.sub: ((1,), ("repl",)),
-    re.Pattern.subn: ((1,), ("repl",)),
-    iter: ((0,), ()),
+    map: ((0,), (), None),
+    filter: ((0,), (), None),
+    sorted: ((), ("key",), None),
+    min: ((), ("key",), None),
+    max: ((), ("key",), None),
+    list.sort: ((), ("key",), None),
+    functools.reduce: ((0,), (), None),
+    itertools.starmap: ((0,), (), None),
+    itertools.takewhile: ((0,), (), None),
+    itertools.dropwhile: ((0,), (), None),
+    itertools.filterfalse: ((0,), (), None),
+    itertools.groupby: ((1,), ("key",), None),
+    itertools.accumulate: ((1,), ("func",), None),
+    re.Pattern.sub: ((1,), ("repl",), None),
+    re.Pattern.subn: ((1,), ("repl",), None),
+    iter: ((0,), (), 2),
 }
 
 
@@ -107,17 +112,45 @@ def user_frame(skip=0):
     return frame
 
 
+class Callback:
+    """What a callback-taking C function receives in place of the user's callable:
+    each call of it runs routed, through the context's dispatcher ``call``.
+
+    It pickles and deep-copies as the callable it stands for (``map``, ``filter`` and
+    the itertools iterators pickle their function), so an iterator made inside a
+    context pickles like a plain one and unpickles to a plain one.
+    """
+
+    __slots__ = ("fn", "call")
+
+    def __init__(self, fn, call):
+        self.fn = fn
+        self.call = call
+
+    def __call__(self, /, *args, **kwargs):
+        return self.call(self.fn, *args, **kwargs)
+
+    def __reduce__(self):
+        return _FIRST, ((self.fn,),)  # unpickles as the original, needing no overdub
+
+    def __repr__(self):
+        return repr(self.fn)
+
+
+_FIRST = operator.itemgetter(0)
+
+
 def wrap_callbacks(fn, call):
     """A stand-in for ``fn`` whose callback arguments run through ``call``."""
-    positions, keywords = CALLBACKS[fn]
+    positions, keywords, arity = CALLBACKS[fn]
 
     def wrap(cb):
         if cb is None or not callable(cb):
             return cb
-        return lambda *a, **k: call(cb, *a, **k)
+        return Callback(cb, call)
 
     def step(*args, **kwargs):
-        if positions and args:
+        if positions and args and (arity is None or len(args) == arity):
             args = list(args)
             for i in positions:
                 if i < len(args):

@@ -124,3 +124,115 @@ def test_code_replaced_between_calls_of_one_run():
     for ctx_type in CONTEXTS:
         f.__code__ = (lambda: 1).__code__
         assert overdub.overdub(ctx_type(), program) == (1, 2)
+
+
+# ----------------------------------------------------------------------------- 2. callback takers
+import functools
+import itertools
+import pickle
+import re
+
+
+class CallableIterable:
+    """Callable and iterable: ``iter(x)`` must iterate it, ``iter(x, s)`` call it."""
+
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self):
+        self.n += 1
+        return self.n
+
+    def __iter__(self):
+        return iter("ab")
+
+
+def double(x):
+    return helper(x) * 2
+
+
+def helper(x):
+    return x
+
+
+def add(a, b):
+    return helper(a) + b
+
+
+def upper(m):
+    return helper(m.group(0)).upper()
+
+
+WORDS = ["pear", "fig", "apple", "kiwi"]
+CALL_SHAPES = {
+    "iter(obj)": lambda: list(iter(CallableIterable())),
+    "iter(callable, sentinel)": lambda: list(iter(CallableIterable(), 3)),
+    "map(f, xs)": lambda: list(map(double, [1, 2])),
+    "map(f, xs, ys)": lambda: list(map(add, [1, 2], [3, 4])),
+    "map(class, xs)": lambda: list(map(str, [1, 2])),
+    "map(noncallable, xs)": lambda: list(map(3, [1])),
+    "filter(None, xs)": lambda: list(filter(None, [0, 1, 2])),
+    "filter(f, xs)": lambda: list(filter(helper, [0, 1, 2])),
+    "sorted(xs)": lambda: sorted(WORDS),
+    "sorted(xs, key=f)": lambda: sorted(WORDS, key=len),
+    "sorted(xs, key=None, reverse)": lambda: sorted(WORDS, key=None, reverse=True),
+    "sorted(xs, key=pyf)": lambda: sorted([3, 1, 2], key=double),
+    "min(xs, key=f)": lambda: min(WORDS, key=helper),
+    "min(a, b, key=f)": lambda: min(3, 2, key=double),
+    "min([], key, default)": lambda: min([], key=double, default="none"),
+    "max(xs, key=None)": lambda: max(WORDS, key=None),
+    "max(a, b, c, key=f)": lambda: max(1, 3, 2, key=double),
+    "list.sort(key=f)": lambda: (lambda l: (l.sort(key=helper), l))(list(WORDS)),
+    "list.sort(key=None, reverse)": lambda: (lambda l: (l.sort(key=None, reverse=True), l))(list(WORDS)),
+    "reduce(f, xs)": lambda: functools.reduce(add, [1, 2, 3]),
+    "reduce(f, xs, init)": lambda: functools.reduce(add, [1, 2, 3], 10),
+    "reduce(f, [])": lambda: functools.reduce(add, []),
+    "starmap(f, pairs)": lambda: list(itertools.starmap(add, [(1, 2), (3, 4)])),
+    "takewhile(f, xs)": lambda: list(itertools.takewhile(helper, [1, 2, 0, 3])),
+    "dropwhile(f, xs)": lambda: list(itertools.dropwhile(helper, [1, 0, 3])),
+    "filterfalse(None, xs)": lambda: list(itertools.filterfalse(None, [0, 1])),
+    "filterfalse(f, xs)": lambda: list(itertools.filterfalse(helper, [0, 1])),
+    "groupby(xs)": lambda: [k for k, _ in itertools.groupby("aabbc")],
+    "groupby(xs, f)": lambda: [k for k, _ in itertools.groupby(WORDS, len)],
+    "groupby(xs, key=f)": lambda: [k for k, _ in itertools.groupby([1, 2, 3], key=double)],
+    "accumulate(xs)": lambda: list(itertools.accumulate([1, 2, 3])),
+    "accumulate(xs, f)": lambda: list(itertools.accumulate([1, 2, 3], add)),
+    "accumulate(xs, func=f, initial)": lambda: list(itertools.accumulate([1, 2], func=add, initial=5)),
+    "accumulate(xs, func=None)": lambda: list(itertools.accumulate([1, 2], func=None)),
+    "pattern.sub(text, s)": lambda: re.compile("a").sub("b", "banana"),
+    "pattern.sub(f, s, count)": lambda: re.compile("a").sub(upper, "banana", 2),
+    "pattern.sub(repl=f, string=s)": lambda: re.compile("a").sub(repl=upper, string="banana"),
+    "pattern.subn(f, s)": lambda: re.compile("n").subn(upper, "banana"),
+    "Pattern.sub(p, f, s)": lambda: re.Pattern.sub(re.compile("a"), upper, "banana"),
+    "re.sub(pattern, f, s)": lambda: re.sub("a", upper, "banana"),
+}
+
+
+@pytest.mark.parametrize("shape", CALL_SHAPES)
+def test_callback_takers_in_every_call_shape(shape):
+    check(lambda: CALL_SHAPES[shape])
+
+
+class Seen(overdub.Context):
+    def prehook(self, f, /, *args, **kwargs):
+        self.metadata.add(f)
+
+
+@pytest.mark.parametrize("shape", ["map(f, xs)", "sorted(xs, key=pyf)", "reduce(f, xs)",
+                                   "groupby(xs, key=f)", "pattern.sub(f, s, count)",
+                                   "accumulate(xs, func=f, initial)"])
+def test_callbacks_run_routed(shape):
+    ctx = Seen(set())
+    overdub.overdub(ctx, CALL_SHAPES[shape])
+    assert helper in ctx.metadata  # called from inside the callback's body
+
+
+def test_callable_iterators_made_in_a_context_pickle_like_plain_ones():
+    def make():
+        return [map(abs, [-1, 2]), filter(helper, [0, 3]), map(double, [1]),
+                iter(functools.partial(next, iter([1, 2, 3])), 3)]
+
+    plain = [list(pickle.loads(pickle.dumps(it))) for it in make()]
+    for ctx_type in CONTEXTS:
+        its = overdub.overdub(ctx_type(), make)
+        assert [list(pickle.loads(pickle.dumps(it))) for it in its] == plain
