@@ -35,6 +35,8 @@ CALLS = {"PRECALL"} if PY311 else {"CALL", "CALL_KW"}
 ATTR_ARG_IS_PAIR = not PY311
 #: 3.12+ compiles ``a[b:c]`` to BINARY_SLICE / STORE_SLICE
 HAS_SLICE_OPS = not PY311
+#: 3.13 lets ``eval``/``exec`` take ``globals`` and ``locals`` by keyword
+NAMESPACES_BY_KEYWORD = PY313
 
 
 def head_index(instr, depth):

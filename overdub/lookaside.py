@@ -234,10 +234,37 @@ class FrameReaders:
             return self.run_code(source)
         return source
 
-    def eval(self, source, globals=None, locals=None, /):
-        globals_, locals_ = self._namespaces(globals, locals)
-        return builtins.eval(self._code(source, "eval"), globals_, locals_)
+    def eval(self, source, /, *args, **kwargs):
+        bound = _namespaces_of(args, kwargs, ())
+        if bound is None:  # a call CPython rejects: let it say why
+            return _EVAL(source, *args, **kwargs)
+        globals_, locals_ = self._namespaces(*bound[:2])
+        return _EVAL(self._code(source, "eval"), globals_, locals_)
 
-    def exec(self, source, globals=None, locals=None, /, **kwargs):
-        globals_, locals_ = self._namespaces(globals, locals)
-        return builtins.exec(self._code(source, "exec"), globals_, locals_, **kwargs)
+    def exec(self, source, /, *args, **kwargs):
+        bound = _namespaces_of(args, kwargs, ("closure",))
+        if bound is None:
+            return _EXEC(source, *args, **kwargs)
+        globals_, locals_ = self._namespaces(*bound[:2])
+        return _EXEC(self._code(source, "exec"), globals_, locals_, **bound[2])
+
+
+_EVAL, _EXEC = builtins.eval, builtins.exec
+
+
+def _namespaces_of(args, kwargs, keywords):
+    """``(globals, locals, other keywords)`` of an ``eval``/``exec`` call, or None when
+    CPython would reject its shape (``keywords``: the keyword-only parameters)."""
+    if len(args) > 2:
+        return None
+    values = list(args) + [None] * (2 - len(args))
+    rest = dict(kwargs)
+    if _compat.NAMESPACES_BY_KEYWORD:
+        for i, name in enumerate(("globals", "locals")):
+            if name in rest:
+                if i < len(args):
+                    return None
+                values[i] = rest.pop(name)
+    if any(k not in keywords for k in rest):
+        return None
+    return values[0], values[1], rest

@@ -131,7 +131,7 @@ class Steps:
         self.fallback = fallback
         self.attr_info = {}  # type -> names of Python-level descriptors (see _plain_attrs)
 
-    def apply(self, method, *args, **kwargs):
+    def apply(self, method, /, *args, **kwargs):
         if type(method) is FunctionType:
             return self.call(method, *args, **kwargs)
         return method(*args, **kwargs)

@@ -236,3 +236,70 @@ def test_callable_iterators_made_in_a_context_pickle_like_plain_ones():
     for ctx_type in CONTEXTS:
         its = overdub.overdub(ctx_type(), make)
         assert [list(pickle.loads(pickle.dumps(it))) for it in its] == plain
+
+
+# ----------------------------------------------------------------------------- 3. keyword names
+CLASHING = ("self", "f", "fn", "method", "ctx", "args", "kwargs", "output", "step", "target",
+            "obj", "name", "cls", "a", "k")
+
+
+class TakesAnyKeyword:
+    def __init__(self, /, **kwargs):
+        self.kwargs = kwargs
+
+
+class TakesMethod:
+    def __init__(self, method=None, target=None):
+        self.got = (method, target)
+
+
+class NewTakesKeywords:
+    def __new__(cls, /, **kwargs):
+        obj = super().__new__(cls)
+        obj.kwargs = kwargs
+        return obj
+
+
+class CallableWithKeywords:
+    def __call__(self, /, **kwargs):
+        return sorted(kwargs)
+
+    def method(self, /, **kwargs):
+        return sorted(kwargs)
+
+
+def keyword_calls():
+    kw = {name: i for i, name in enumerate(CLASHING)}
+    out = [sorted(TakesAnyKeyword(**kw).kwargs), TakesMethod(method=1, target=2).got,
+           sorted(NewTakesKeywords(**kw).kwargs), CallableWithKeywords()(**kw),
+           CallableWithKeywords().method(**kw), sorted(dict(**kw)), sorted(dict(f=1, self=2)),
+           functools.partial(CallableWithKeywords(), self=1)(f=2)]
+    bound = CallableWithKeywords().method
+    out.append(bound(self=1, obj=2))
+    return out
+
+
+def test_keywords_named_like_the_machinery_parameters():
+    assert check(lambda: keyword_calls)[0] == "ok"
+
+
+def test_keywords_named_like_the_machinery_parameters_under_differentiation():
+    import capstan
+
+    assert capstan.D(lambda x: TakesMethod(method=x, target=x).got[0] * 3.0, 2.0) == 3.0
+    assert capstan.gradient(lambda x: TakesMethod(method=x, target=x).got[1] * 3.0, 2.0) == (3.0,)
+
+
+def namespaces_by_keyword():
+    ns = {}
+    out = []
+    for run in (lambda: exec("y = 2", globals=ns), lambda: eval("x + 1", globals={"x": 1}),
+                lambda: eval("x", {}, locals={"x": 5}), lambda: eval("x", {"x": 3}, {}, {}),
+                lambda: eval("1", source="2"), lambda: exec("z = 1", ns, closure=None),
+                lambda: exec("z = 1", ns, ns, ns)):
+        out.append(outcome(run))
+    return out, ns.get("y"), ns.get("z")
+
+
+def test_eval_and_exec_call_shapes():
+    assert check(lambda: namespaces_by_keyword)[0] == "ok"
