@@ -15,9 +15,16 @@ In every version a call consumes two "head" slots below its arguments.  The
 rewriter fills those two slots with ``[dispatcher, callee]`` so that the
 unchanged ``CALL n`` instruction ends up calling ``dispatcher(callee, *args)``.
 """
+import builtins
 import sys
 
 from bytecode import Instr
+
+#: overdub's own builtins: every machinery module makes this dict its ``__builtins__``, so
+#: a program that patches ``builtins.len`` or ``__import__`` (tests do) never has the
+#: patched function called by the machinery, nor breaks it half-way through a run
+BUILTINS = dict(vars(builtins))
+__builtins__ = BUILTINS
 
 PY311 = sys.version_info[:2] == (3, 11)
 PY312 = sys.version_info[:2] == (3, 12)

@@ -13,6 +13,7 @@ every call inside ``overdub(ctx, f, ...)``:
 Hooks are always *called* positionally, so declare ``f`` (and ``output``)
 positional-only: user code may pass keyword arguments named ``f``.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 from types import FunctionType
 
 __all__ = ["Context", "context", "primitive"]

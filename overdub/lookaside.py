@@ -15,6 +15,7 @@ Two kinds of C functions would escape the context if called plainly:
 Adding a callback taker is one table entry:
 ``CALLBACKS[fn] = (positions, keywords, arity)``.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import builtins
 import functools
 import itertools

@@ -19,6 +19,7 @@ routes each special method it calls back through the context:
 Whenever no Python-level method is involved, the builtin itself is called, so
 C types keep CPython's behaviour and messages exactly.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import operator
 from types import FunctionType, MethodDescriptorType, WrapperDescriptorType
 

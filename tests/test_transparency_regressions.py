@@ -303,3 +303,48 @@ def namespaces_by_keyword():
 
 def test_eval_and_exec_call_shapes():
     assert check(lambda: namespaces_by_keyword)[0] == "ok"
+
+
+# ----------------------------------------------------------------------------- 4. patched builtins
+import builtins
+
+
+def patches_builtins():
+    """Patches len and __import__ the way tests do, and restores them in ``finally``."""
+    seen = []
+    real_len, real_import = builtins.len, builtins.__import__
+
+    def counting_len(x):
+        seen.append("len")
+        return real_len(x)
+
+    def counting_import(name, *args, **kwargs):
+        seen.append(name)
+        return real_import(name, *args, **kwargs)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("patched")
+
+    builtins.len, builtins.__import__ = counting_len, counting_import
+    try:
+        n = len([1, 2]) + len(sorted({3: 4}))
+        import math
+        d = dict(f=1, self=2)
+        saved = builtins.isinstance, builtins.type, builtins.getattr
+        builtins.isinstance = builtins.type = builtins.getattr = broken
+        try:
+            parts = [abs(-1), divmod(7, n), math.floor(2.5), d]
+        finally:
+            builtins.isinstance, builtins.type, builtins.getattr = saved
+    finally:
+        builtins.len, builtins.__import__ = real_len, real_import
+    return seen, parts
+
+
+def test_the_machinery_never_calls_patched_builtins():
+    originals = builtins.len, builtins.__import__, builtins.isinstance
+    for ctx_type in CONTEXTS:  # the first routed call of a function rewrites it, with the
+        overdub.overdub(ctx_type(), patches_builtins)  # bytecode library (a documented limit)
+    assert check(lambda: patches_builtins) == ("ok", (["len", "len", "math"],
+                                                      [1, (2, 1), 2, {"f": 1, "self": 2}]))
+    assert (builtins.len, builtins.__import__, builtins.isinstance) == originals
