@@ -18,8 +18,8 @@ from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's pa
 import sys
 import weakref
 from functools import partial
-from types import (BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType,
-                   ModuleType, WrapperDescriptorType)
+from types import (BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
+                   MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
 from .context import Context, spec_of
@@ -307,8 +307,9 @@ class Runtime:
         """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""
         if type(args) is not tuple:
             tp = type(args)
-            if not (hasattr(tp, "__iter__") or (hasattr(tp, "__getitem__")
-                                                 and not issubclass(tp, dict))):
+            lookup = semantics.lookup  # (the type's slots, not its metaclass's attributes)
+            if not (lookup(tp, "__iter__") is not None or (lookup(tp, "__getitem__") is not None
+                                                           and not issubclass(tp, dict))):
                 raise TypeError("%s argument after * must be an iterable, not %s"
                                 % (_funcstr(f), tp.__name__))
             args = tuple(args)
@@ -388,7 +389,7 @@ class Runtime:
         step = self._builtin_step(f)
         if step is not None:
             return step
-        if isinstance(f, type):
+        if issubclass(tf, type):  # (not isinstance: a __class__ property may claim anything)
             construct = self.steps.instantiate(f)
             return construct if construct is not None else self._fallback_for(f)
         if tf is partial:
@@ -411,7 +412,9 @@ class Runtime:
             return step
         if f in lookaside.CALLBACKS:
             return lookaside.wrap_callbacks(f, self.call)
-        owner = getattr(f, "__self__", None)
+        if type(f) is not BuiltinFunctionType:  # (a partialmethod's partial has __self__ too)
+            return None
+        owner = f.__self__
         if owner is not None and not isinstance(owner, (ModuleType, type)):
             unbound = semantics.lookup(type(owner), f.__name__)
             if unbound in lookaside.CALLBACKS:
@@ -466,8 +469,12 @@ class Runtime:
             return None, False
         attr = semantics.lookup(tp, name)
         if type(attr) is FunctionType or type(attr) is MethodDescriptorType:
-            return attr, semantics.lookup(tp, "__dict__") is not None
-        return None, False
+            instance_dict = semantics.lookup(tp, "__dict__")
+            if instance_dict is None:
+                return attr, False
+            if type(instance_dict) is GetSetDescriptorType:
+                return attr, True
+        return None, False  # (a class redefining __dict__: CPython's own lookup decides)
 
     # -- fallback ---------------------------------------------------------------------------
     def _fallback_for(self, f):
@@ -536,8 +543,10 @@ def _any_tagged(args, kwargs):
 
 def _unbound(f):
     """``list.append`` for ``[].append``: the method a bound builtin came from."""
-    owner = getattr(f, "__self__", None)
-    if owner is None or isinstance(owner, ModuleType) or type(f) is not BuiltinFunctionType:
+    if type(f) is not BuiltinFunctionType:
+        return None
+    owner = f.__self__
+    if owner is None or isinstance(owner, ModuleType):
         return None
     return semantics.lookup(type(owner), f.__name__)
 
@@ -735,7 +744,7 @@ def default_canrecurse(ctx, f, args):
     rt = _runtime(ctx, "canrecurse")
     if rt._builtin_step(f) is not None:
         return True
-    if isinstance(f, type):
+    if issubclass(tf, type):
         return rt.steps.instantiate(f) is not None
     if tf is partial:
         return default_canrecurse(ctx, f.func, args)

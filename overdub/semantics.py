@@ -21,7 +21,7 @@ C types keep CPython's behaviour and messages exactly.
 """
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import operator
-from types import FunctionType, MethodDescriptorType, WrapperDescriptorType
+from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
 
 from .tagging import Tagged
 
@@ -79,11 +79,48 @@ def is_generic_getattribute(attr):
 
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` in ``tp``'s MRO, without binding."""
-    for klass in tp.__mro__:
-        d = klass.__dict__
+    if type(tp) is type:
+        for klass in tp.__mro__:
+            d = klass.__dict__
+            if name in d:
+                return d[name]
+        return None
+    for klass in mro(tp):  # (a metaclass may redefine __mro__ or __dict__ for its classes)
+        d = type_dict(klass)
         if name in d:
             return d[name]
     return None
+
+
+_TYPE_ATTRS = vars(type)
+_type_mro = _TYPE_ATTRS["__mro__"].__get__
+#: ``klass.__dict__`` as CPython sees it, whatever the metaclass says ``__dict__`` is
+type_dict = _TYPE_ATTRS["__dict__"].__get__
+type_flags = _TYPE_ATTRS["__flags__"].__get__
+_real_subclasscheck = _TYPE_ATTRS["__subclasscheck__"]
+
+
+def mro(tp):
+    """``tp.__mro__`` as CPython sees it (a metaclass property cannot redefine it)."""
+    return tp.__mro__ if type(tp) is type else _type_mro(tp)
+
+
+def is_subtype(a, b):
+    """``PyType_IsSubtype``: ``issubclass(a, b)`` without ``__subclasscheck__`` (ABCs'
+    registered virtual subclasses do not count for CPython's operator rules)."""
+    return a is b or _real_subclasscheck(b, a)
+
+
+def in_instance_dict(obj, tp, name):
+    """Whether ``name`` is in ``obj``'s own ``__dict__`` (False when it has none);
+    None when ``tp`` redefines ``__dict__`` and only CPython can tell."""
+    descr = lookup(tp, "__dict__")
+    if descr is None:
+        return False
+    if type(descr) is not GetSetDescriptorType:
+        return None
+    d = descr.__get__(obj, tp)
+    return type(d) is dict and name in d
 
 
 _GENERIC_GETATTRIBUTE = {lookup(t, "__getattribute__") for t in (
@@ -182,7 +219,7 @@ class Steps:
         if ma is not None and not isinstance(ma, _CALLABLE_SLOTS):
             ma = None
         # a proper subclass that overrides the reflected method goes first
-        reflected_first = (mb is not None and ma is not None and issubclass(tb, ta)
+        reflected_first = (mb is not None and ma is not None and is_subtype(tb, ta)
                            and mb is not lookup(ta, rname))
         r = self._first_answer(a, b, ma, mb, reflected_first)
         if r is NotImplemented:
@@ -230,7 +267,7 @@ class Steps:
             if not (is_py(ma) or is_py(mb)):
                 return opfn(a, b)
             # a subclass goes first (rich comparison does not ask whether it overrides)
-            reflected_first = tb is not ta and issubclass(tb, ta) and mb is not None
+            reflected_first = tb is not ta and is_subtype(tb, ta) and mb is not None
             r = self._first_answer(a, b, ma, mb, reflected_first)
             if r is not NotImplemented:
                 return r
@@ -295,7 +332,7 @@ class Steps:
             return self.attr_info[tp]
         except KeyError:
             pass
-        static = not tp.__flags__ & _HEAPTYPE  # a C type: its attributes never change
+        static = not type_flags(tp) & _HEAPTYPE  # a C type: its attributes never change
         if static and tp in _STATIC_ATTRS:
             info = self.attr_info[tp] = _STATIC_ATTRS[tp]
             return info
@@ -303,8 +340,8 @@ class Steps:
         if (not is_py(lookup(tp, "__getattribute__")) and not is_py(lookup(tp, "__getattr__"))
                 and not is_py(lookup(tp, "__setattr__")) and not is_py(lookup(tp, "__delattr__"))):
             info = set()
-            for klass in tp.__mro__:
-                for name, attr in vars(klass).items():
+            for klass in mro(tp):
+                for name, attr in type_dict(klass).items():
                     atp = type(attr)
                     if atp is FunctionType or atp in NATIVE:
                         continue
@@ -353,7 +390,7 @@ class Steps:
                     get = lookup(atp, "__get__")
                     if is_py(get) and (lookup(atp, "__set__") is not None
                                        or lookup(atp, "__delete__") is not None
-                                       or name not in getattr(obj, "__dict__", ())):
+                                       or in_instance_dict(obj, tp, name) is False):
                         return self.call(get, attr, obj, tp)
             if gf is None:
                 return getattr(obj, name)
@@ -429,7 +466,7 @@ class Steps:
         def construct(*args, **kwargs):
             obj = apply(new_fn, cls, *args, **kwargs)
             tobj = type(obj)
-            if not issubclass(tobj, cls):
+            if not is_subtype(tobj, cls):
                 return obj
             init_fn = lookup(tobj, "__init__")
             r = apply(init_fn, obj, *args, **kwargs)

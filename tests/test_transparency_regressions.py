@@ -348,3 +348,113 @@ def test_the_machinery_never_calls_patched_builtins():
     assert check(lambda: patches_builtins) == ("ok", (["len", "len", "math"],
                                                       [1, (2, 1), 2, {"f": 1, "self": 2}]))
     assert (builtins.len, builtins.__import__, builtins.isinstance) == originals
+
+
+# ----------------------------------------------------------------------------- 6. unusual classes
+import abc
+
+
+class WithPartialMethod:
+    def scale(self, x, factor):
+        return x * factor
+
+    triple = functools.partialmethod(scale, factor=3)
+    double = functools.partialmethod(scale, 2)
+
+
+class HidesDict(type):
+    """A metaclass whose classes claim to have no ``__dict__`` and no ``__mro__``."""
+
+    @property
+    def __dict__(cls):
+        return None
+
+    @property
+    def __mro__(cls):
+        return None
+
+
+class Hidden(metaclass=HidesDict):
+    def __init__(self, a):
+        self.a = a
+
+    def get(self):
+        return self.a
+
+    def __add__(self, other):
+        return self.a + other
+
+
+class InstanceDictProperty:
+    """Instances say their ``__dict__`` is None; CPython still uses the real one."""
+
+    @property
+    def __dict__(self):
+        return None
+
+    def __init__(self):
+        self.x = 1
+
+    def get(self):
+        return self.x
+
+    cached = functools.cached_property(lambda self: 5)
+
+
+class Virtual(abc.ABC):
+    def __add__(self, other):
+        return "Virtual.__add__"
+
+    def __radd__(self, other):
+        return "Virtual.__radd__"
+
+    def __lt__(self, other):
+        return "Virtual.__lt__"
+
+    def __gt__(self, other):
+        return "Virtual.__gt__"
+
+
+class Registered:
+    """A *virtual* subclass of Virtual: CPython's operator rules ignore that."""
+
+    def __add__(self, other):
+        return "Registered.__add__"
+
+    def __radd__(self, other):
+        return "Registered.__radd__"
+
+    def __lt__(self, other):
+        return "Registered.__lt__"
+
+    def __gt__(self, other):
+        return "Registered.__gt__"
+
+
+Virtual.register(Registered)
+
+
+class MetaIter(type):
+    def __iter__(cls):
+        return iter([1])
+
+
+class NotIterable(metaclass=MetaIter):
+    pass
+
+
+UNUSUAL = {
+    "partialmethod": lambda: (WithPartialMethod().triple(2), WithPartialMethod().double(5)),
+    "metaclass __dict__ property": lambda: (Hidden(4).get(), Hidden(1) + 2, Hidden(3).a),
+    "instance __dict__ property": lambda: (InstanceDictProperty().get(), InstanceDictProperty().x,
+                                           InstanceDictProperty().cached),
+    "virtual subclass operands": lambda: [
+        op(a, b) for op in (lambda a, b: a + b, lambda a, b: a < b)
+        for a, b in ((Virtual(), Registered()), (Registered(), Virtual()))],
+    "* of an object whose metaclass iterates": lambda: print(*NotIterable()),
+}
+
+
+@pytest.mark.parametrize("case", UNUSUAL)
+def test_unusual_classes(case):
+    check(lambda: UNUSUAL[case])
