@@ -742,6 +742,12 @@ def default_canrecurse(ctx, f, args):
     if tf is MethodType or tf is staticmethod:
         return default_canrecurse(ctx, f.__func__, args)
     rt = _runtime(ctx, "canrecurse")
+    try:
+        operator_entry = codegen.OP_BY_FN.get(f)
+    except TypeError:  # unhashable
+        operator_entry = None
+    if operator_entry is not None:  # operator.add(1, 2) runs no Python; on a user class it may
+        return rt.steps.steps_into(operator_entry[1], operator_entry[2], args)
     if rt._builtin_step(f) is not None:
         return True
     if issubclass(tf, type):
@@ -758,7 +764,12 @@ def default_fallback(ctx, f, args, kwargs):
     reader = _frame_reader(_runtime(ctx, "fallback"), f)
     if reader is not None:
         f = reader
+    elif type(f) is FunctionType and lookaside.is_internal(f.__code__):
+        return f(*args, **kwargs)  # machinery (overdub.metadata...) takes tagged values as they are
     elif is_structural(f):
+        if (f is setattr or f is delattr) and args and type(args[0]) is Tagged:
+            # a tagged object's attributes are the object's own (the value stays tagged)
+            args = (semantics.innermost(args[0]),) + args[1:]
         return f(*args, **kwargs)
     return _plain_call(f, ctx._tagkey, args, kwargs)
 

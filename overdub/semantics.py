@@ -142,6 +142,13 @@ def is_py(attr):
     return type(attr) is FunctionType
 
 
+def innermost(x):
+    """The plain value under every tag."""
+    while type(x) is Tagged:
+        x = x._value
+    return x
+
+
 def add_numpy_types():
     """Register NumPy's C types as native once NumPy has been imported."""
     import sys
@@ -157,6 +164,11 @@ def add_numpy_types():
 
 _HEAPTYPE = 1 << 9
 _STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
+
+
+_ARITY = {"unary": 1, "setitem": 3, "setattr": 3, "getattr": (2, 3)}
+_DUNDERS = {"contains": "__contains__", "getitem": "__getitem__", "setitem": "__setitem__",
+            "delitem": "__delitem__"}
 
 
 class Steps:
@@ -405,7 +417,10 @@ class Steps:
 
         def step(obj, name, value):
             tp = type(obj)
-            if tp in NATIVE or tp is Tagged:
+            if tp is Tagged:  # the attribute belongs to the object under the tags
+                obj = innermost(obj)
+                tp = type(obj)
+            if tp in NATIVE:
                 return setattr(obj, name, value)
             if name not in plain_attrs(tp):
                 return setattr(obj, name, value)
@@ -428,7 +443,10 @@ class Steps:
     def delattr(self):
         def step(obj, name):
             tp = type(obj)
-            if tp in NATIVE or tp is Tagged:
+            if tp is Tagged:
+                obj = innermost(obj)
+                tp = type(obj)
+            if tp in NATIVE:
                 return delattr(obj, name)
             da = lookup(tp, "__delattr__")
             if is_py(da):
@@ -445,6 +463,37 @@ class Steps:
             return delattr(obj, name)
 
         return step
+
+    # -- whether stepping in runs Python code ------------------------------------------------
+    def steps_into(self, kind, names, args):
+        """Whether the ``recurse`` step ``kind`` (a ``Steps`` method name, with its
+        arguments ``names``) would run a Python special method for the operands
+        ``args`` -- the question ``canrecurse`` asks of an operator function."""
+        arity = _ARITY.get(kind, 2)
+        if len(args) not in (arity if type(arity) is tuple else (arity,)):
+            return False  # the builtin itself reports the wrong call
+        types = [type(a) for a in args]
+        if kind in ("getattr", "setattr", "delattr"):
+            obj = innermost(args[0])  # (attribute steps look through tags)
+            if type(args[1]) is not str or type(obj) in NATIVE:
+                return False
+            return args[1] in self._plain_attrs(type(obj))
+        if Tagged in types[:2]:
+            return False  # stepped past: the plain operator on untagged values
+        if kind == "binary" or kind == "inplace":
+            name = names[0] if kind == "binary" else names[0][len("INPLACE_"):]
+            _, method, reflected, _ = BINARY[name]
+            ta, tb = types
+            ma, mb = lookup(ta, method), lookup(tb, reflected) if tb is not ta else None
+            if kind == "inplace" and is_py(lookup(ta, INPLACE[names[0]][1])):
+                return True
+            return (is_py(ma) or is_py(mb)) and (is_py(ma) or not issubclass(ta, _SEQUENCES))
+        if kind == "compare":
+            _, method, swapped, _ = COMPARE[names[0]]
+            return is_py(lookup(types[0], method)) or is_py(lookup(types[1], swapped))
+        if kind == "unary":
+            return is_py(lookup(types[0], UNARY[names[0]][1]))
+        return is_py(lookup(types[0], _DUNDERS[kind]))
 
     # -- classes -------------------------------------------------------------------------
     def instantiate(self, cls):

@@ -458,3 +458,61 @@ UNUSUAL = {
 @pytest.mark.parametrize("case", UNUSUAL)
 def test_unusual_classes(case):
     check(lambda: UNUSUAL[case])
+
+
+# ----------------------------------------------------------------------------- 7. tagged objects, canrecurse
+import operator
+
+
+class Node:
+    pass
+
+
+class Vec:
+    def __init__(self, x):
+        self.x = x
+
+    def __add__(self, other):
+        return Vec(self.x + other)
+
+    def __getitem__(self, i):
+        return self.x
+
+    @property
+    def double(self):
+        return 2 * self.x
+
+
+def test_attributes_of_a_tagged_object_are_set_on_the_object():
+    for ctx_type in CONTEXTS:
+        ctx = ctx_type()
+
+        def program():
+            node = overdub.tag(Node(), ctx, "node")
+            node.r = Node()
+            node.r.x = overdub.tag(2.0, ctx, "x")
+            setattr(node, "s", 3)
+            del node.s
+            plain = overdub.untag(node, ctx)
+            return type(node.r), overdub.metadata(node.r.x, ctx), hasattr(plain, "s"), plain.r is node.r
+
+        assert overdub.overdub(ctx, program) == (Node, "x", False, True), ctx_type
+
+
+def test_canrecurse_of_operators_asks_whether_python_code_would_run():
+    ctx = Count()
+    tagged = overdub.tag(1.0, ctx, "t")
+    assert not overdub.canrecurse(ctx, operator.add, 1, 2)
+    assert not overdub.canrecurse(ctx, operator.mul, [1], 2)
+    assert overdub.canrecurse(ctx, operator.add, Vec(1), 2)
+    assert not overdub.canrecurse(ctx, operator.add, 2, Vec(1))  # Vec has no __radd__
+    assert overdub.canrecurse(ctx, operator.iadd, Vec(1), 2)  # (through __add__)
+    assert overdub.canrecurse(ctx, operator.getitem, Vec(1), 0)
+    assert not overdub.canrecurse(ctx, operator.getitem, [1], 0)
+    assert not overdub.canrecurse(ctx, operator.lt, 1, 2)
+    assert not overdub.canrecurse(ctx, operator.neg, 1)
+    assert not overdub.canrecurse(ctx, operator.add, tagged, 2)
+    assert overdub.canrecurse(ctx, getattr, Vec(1), "double")
+    assert not overdub.canrecurse(ctx, getattr, Vec(1), "x")
+    assert not overdub.canrecurse(ctx, operator.add, Vec(1))  # a wrong call runs no Python
+    assert overdub.canrecurse(ctx, map, str, [1])  # (callbacks are routed)
