@@ -41,7 +41,7 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
                 try:
                     g = fcache[f]
                 except KeyError:
-                    g = resolve(f)
+                    g = resolve(f, True, True)
                 {ret_self}
         return call(getattr_(obj, name), {args})
 

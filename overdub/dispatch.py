@@ -15,7 +15,6 @@ context" means: a matching primitive, the rewritten body, a lookaside, a
 stepped-into class or operator, or a plain (fallback) call.
 """
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
-import sys
 import weakref
 from functools import partial
 from types import (BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
@@ -31,29 +30,16 @@ __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 _CACHE_LIMIT = 4096
 _runtimes = weakref.WeakSet()
 _tagging_seen = [False]
-#: the attributes of a function that decide what calling it runs
-_BODY_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
-def _on_audit(event, args):
-    """Audit hook: a function's code or defaults were replaced (anywhere: routed code,
-    plain code, another thread, C).  Every runtime forgets the callables it resolved, so
-    the next call runs what the function holds now (the lazy-compilation idiom assigns
-    ``f.__code__`` and calls ``f`` again in the same run)."""
-    if event == "object.__setattr__" and args[1] in _BODY_ATTRS and type(args[0]) is FunctionType:
-        for rt in list(_runtimes):
-            rt.forget_callees()
-
-
-_audit_installed = []
-
-
-def _install_audit_hook():
-    """Install :func:`_on_audit` once, when the first runtime is made (audit hooks cannot
-    be removed: importing overdub alone installs nothing)."""
-    if not _audit_installed:
-        _audit_installed.append(True)
-        sys.addaudithook(_on_audit)
+def function_changed():
+    """A function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` was replaced by
+    routed code: every runtime forgets the callables it resolved, so the next call runs
+    what the function holds now (the lazy-compilation idiom assigns ``f.__code__`` and
+    calls ``f`` again within the same run).  Changes made by code running plainly take
+    effect from the next run."""
+    for rt in list(_runtimes):
+        rt.forget_callees()
 
 
 # ----------------------------------------------------------------------------- templates
@@ -138,6 +124,11 @@ class Runtime:
         self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
         self.depth = 0
         self.checking = _tagging_seen[0]
+        # what resolve makes for a transient callee holds no reference to it (a wildcard's
+        # or canrecurse's closure does), so it can be cached under a weak key
+        self.weak_keys = not (spec.wildcard or spec.canrecurse)
+        fcache = self.fcache
+        self._drop = lambda key: fcache.pop(key, None)  # a transient callee died
         semantics.add_numpy_types()
         self.steps = semantics.Steps(None, self.fallback_call)
         self.table = lookaside.FrameReaders(self.route_code).table()
@@ -145,7 +136,7 @@ class Runtime:
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
         self._build_ops()
-        _install_audit_hook()
+        self.steps.function_changed = function_changed
         _runtimes.add(self)
 
     def forget_callees(self):
@@ -329,9 +320,15 @@ class Runtime:
         return self._getattr_slot(s, name)
 
     # -- resolving a callee ---------------------------------------------------------------------
-    def resolve(self, f, cache=True):
-        """The callable that runs ``f`` inside the context, hooks excluded."""
+    def resolve(self, f, cache=True, lasting=False):
+        """The callable that runs ``f`` inside the context, hooks excluded; cached for
+        the run unless ``f`` is transient (``lasting``: a class attribute, which lives
+        as long as its class)."""
         g = self._resolve(f, cache)
+        if cache and not lasting and _transient(f):
+            if self.weak_keys and g is not f:  # g holds no reference to f: a weak key
+                self.fcache[_WeakKey(f, self._drop)] = g
+            return g
         if cache:
             if len(self.fcache) >= _CACHE_LIMIT:
                 self.fcache.clear()
@@ -384,7 +381,11 @@ class Runtime:
                 return f
             return self._rewritten(f)
         if tf is MethodType:
-            inner, obj = self._resolve(f.__func__), f.__self__
+            func, obj = f.__func__, f.__self__
+            try:
+                inner = self.fcache[func]
+            except (KeyError, TypeError):
+                inner = self.resolve(func)
             return lambda *a, **k: inner(obj, *a, **k)
         step = self._builtin_step(f)
         if step is not None:
@@ -606,6 +607,29 @@ def _funcstr(f):
 
 
 _HEAPTYPE = 1 << 9
+_CO_NESTED = 0x10
+
+
+class _WeakKey(weakref.ref):
+    """A cache key standing for a transient callee without keeping it alive: it hashes
+    as the callee and equals it, so ``fcache[f]`` finds it; its callback removes the
+    entry when the callee dies."""
+
+    __slots__ = ()
+    __hash__ = weakref.ref.__hash__
+
+    def __eq__(self, other):
+        return self() is other
+
+
+def _transient(f):
+    """Whether ``f`` is a callable that plain Python makes per use and frees right after:
+    a bound method, or a function defined inside another function (a closure, a lambda).
+    The per-run cache would keep it -- and what it references -- alive until ``overdub``
+    returns, so it is resolved at each call instead (a function's routed twin is still
+    reused, from a cache that does not keep the function alive)."""
+    tf = type(f)
+    return tf is MethodType or (tf is FunctionType and f.__code__.co_flags & _CO_NESTED)
 
 
 def _is_builtin(f):
@@ -767,9 +791,15 @@ def default_fallback(ctx, f, args, kwargs):
     elif type(f) is FunctionType and lookaside.is_internal(f.__code__):
         return f(*args, **kwargs)  # machinery (overdub.metadata...) takes tagged values as they are
     elif is_structural(f):
-        if (f is setattr or f is delattr) and args and type(args[0]) is Tagged:
-            # a tagged object's attributes are the object's own (the value stays tagged)
-            args = (semantics.innermost(args[0]),) + args[1:]
+        if (f is setattr or f is delattr) and len(args) >= 2:
+            obj = args[0]
+            if type(obj) is Tagged:
+                # a tagged object's attributes are the object's own (the value stays tagged)
+                args = (semantics.innermost(obj),) + args[1:]
+            elif type(obj) is FunctionType and args[1] in semantics.FUNCTION_BODY:
+                r = f(*args, **kwargs)
+                function_changed()
+                return r
         return f(*args, **kwargs)
     return _plain_call(f, ctx._tagkey, args, kwargs)
 

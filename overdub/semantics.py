@@ -163,6 +163,8 @@ def add_numpy_types():
 
 
 _HEAPTYPE = 1 << 9
+#: the attributes of a function that decide what calling it runs (see Runtime._rewritten)
+FUNCTION_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 _STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
 
 
@@ -180,6 +182,7 @@ class Steps:
         self.call = call
         self.fallback = fallback
         self.attr_info = {}  # type -> names of Python-level descriptors (see _plain_attrs)
+        self.function_changed = lambda: None  # the runtime's: forget resolved callees
 
     def apply(self, method, /, *args, **kwargs):
         if type(method) is FunctionType:
@@ -361,6 +364,8 @@ class Steps:
                                               for m in ("__get__", "__set__", "__delete__")):
                         info.add(name)
             info = frozenset(info)
+        if tp is FunctionType:  # replacing these changes what calling the function runs
+            info = FUNCTION_BODY
         self.attr_info[tp] = info
         if static:
             _STATIC_ATTRS[tp] = info
@@ -422,6 +427,11 @@ class Steps:
                 tp = type(obj)
             if tp in NATIVE:
                 return setattr(obj, name, value)
+            if tp is FunctionType:
+                setattr(obj, name, value)
+                if name in FUNCTION_BODY:
+                    self.function_changed()
+                return None
             if name not in plain_attrs(tp):
                 return setattr(obj, name, value)
             sa = lookup(tp, "__setattr__")
@@ -448,6 +458,11 @@ class Steps:
                 tp = type(obj)
             if tp in NATIVE:
                 return delattr(obj, name)
+            if tp is FunctionType:
+                delattr(obj, name)
+                if name in FUNCTION_BODY:
+                    self.function_changed()
+                return None
             da = lookup(tp, "__delattr__")
             if is_py(da):
                 return self.call(da, obj, name)

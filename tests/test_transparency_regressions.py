@@ -102,6 +102,16 @@ def test_replaced_code_inside_a_running_context_and_from_a_thread():
         return make_lazy()(4) + make_lazy_recursive()(4)
 
     assert check(lambda: outer) == ("ok", 32)
+
+    def first_from_a_thread():
+        lazy = make_lazy()
+        done = []
+        thread = threading.Thread(target=lambda: done.append(lazy(1)))
+        thread.start()
+        thread.join()
+        return done, lazy(5), lazy(6)
+
+    assert check(lambda: first_from_a_thread) == ("ok", ([2], 10, 12))
     results = []
     thread = threading.Thread(target=lambda: results.append(overdub.overdub(Count(), outer)))
     thread.start()
@@ -516,3 +526,62 @@ def test_canrecurse_of_operators_asks_whether_python_code_would_run():
     assert not overdub.canrecurse(ctx, getattr, Vec(1), "x")
     assert not overdub.canrecurse(ctx, operator.add, Vec(1))  # a wrong call runs no Python
     assert overdub.canrecurse(ctx, map, str, [1])  # (callbacks are routed)
+
+
+# ----------------------------------------------------------------------------- 8. lifetimes
+import gc
+import weakref
+
+
+class Payload:
+    def method(self):
+        return 1
+
+
+def lifetimes():
+    """What plain Python frees right away is freed right away inside a context too."""
+    out = []
+    obj = Payload()
+    before = sys.getrefcount(obj)
+    bound = obj.method
+    bound()
+    bound()
+    del bound
+    out.append(sys.getrefcount(obj) - before)  # a called bound method keeps nothing
+
+    def make():
+        big = Payload()
+
+        def inner():
+            return big
+
+        return inner, weakref.ref(big)
+
+    inner, ref = make()
+    inner()
+    del inner
+    out.append(ref() is None)  # the closure and what it holds are gone
+
+    fired = []
+    victim = Payload()
+    watch = weakref.ref(victim, lambda r: fired.append("callback"))
+    getter = lambda: victim.method()  # noqa: E731
+    getter()
+    del victim, getter
+    out.append((list(fired), watch() is None))  # the weakref callback ran at once
+    refs = []
+    for _ in range(3):  # a loop of fresh functions: each dies with its iteration
+        def step(x, payload=Payload()):
+            return payload.method() + x
+        step(1)
+        refs.append(weakref.ref(step.__defaults__[0]))
+        out.append(sum(r() is None for r in refs))
+    return out
+
+
+def test_routed_calls_keep_nothing_alive():
+    gc.disable()  # (lifetimes here are by reference counting alone)
+    try:
+        assert check(lambda: lifetimes) == ("ok", [0, True, (["callback"], True), 0, 1, 2])
+    finally:
+        gc.enable()
