@@ -172,9 +172,12 @@ class FrameReaders:
         self.run_code = run_code
 
     def table(self):
-        return {super: self.super, locals: self.locals, vars: self.vars, dir: self.dir,
-                globals: self.globals, eval: self.eval, exec: self.exec,
-                sys._getframe: self.getframe}
+        table = {eval: self.eval, exec: self.exec}
+        for builtin, reader, most in ((super, self.super, 2), (locals, self.locals, 0),
+                                      (vars, self.vars, 1), (dir, self.dir, 1),
+                                      (globals, self.globals, 0), (sys._getframe, self.getframe, 1)):
+            table[builtin] = _rejecting_misuse(builtin, reader, most)
+        return table
 
     @staticmethod
     def locals():
@@ -251,6 +254,17 @@ class FrameReaders:
 
 
 _EVAL, _EXEC = builtins.eval, builtins.exec
+
+
+def _rejecting_misuse(builtin, reader, most):
+    """``reader`` for calls of ``builtin`` with at most ``most`` positional arguments;
+    any other call goes to ``builtin`` itself, which rejects it with CPython's message."""
+    def read(*args, **kwargs):
+        if kwargs or len(args) > most:
+            return builtin(*args, **kwargs)
+        return reader(*args)
+
+    return read
 
 
 def _namespaces_of(args, kwargs, keywords):

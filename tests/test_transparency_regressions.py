@@ -585,3 +585,16 @@ def test_routed_calls_keep_nothing_alive():
         assert check(lambda: lifetimes) == ("ok", [0, True, (["callback"], True), 0, 1, 2])
     finally:
         gc.enable()
+
+
+def frame_readers_misused():
+    out = []
+    for run in (lambda: vars(object=1), lambda: dir(obj=1), lambda: locals(1),
+                lambda: globals(x=1), lambda: sys._getframe(depth=0), lambda: super(1, 2, 3),
+                lambda: sys._getframe(0, 1), lambda: vars(1, 2)):
+        out.append(outcome(run))
+    return out
+
+
+def test_frame_readers_called_wrongly_fail_as_in_cpython():
+    assert check(lambda: frame_readers_misused)[0] == "ok"
