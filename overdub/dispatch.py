@@ -485,7 +485,7 @@ class Runtime:
         if self.spec.fallback:
             ctx = self.ctx
             return lambda *a, **k: ctx.fallback(f, *a, **k)
-        if not self.checking or f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
+        if not self.checking or is_structural(f):
             return f
         ctx = self.ctx
         return lambda *a, **k: _plain_call(f, ctx._tagkey, a, k)

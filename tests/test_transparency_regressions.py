@@ -598,3 +598,13 @@ def frame_readers_misused():
 
 def test_frame_readers_called_wrongly_fail_as_in_cpython():
     assert check(lambda: frame_readers_misused)[0] == "ok"
+
+
+def test_calling_a_dead_weakref_after_values_were_tagged():
+    overdub.tag(1.0, Count(), "seen")  # (from now on fallbacks check for tags)
+
+    def program():
+        ref = weakref.ref(Payload())
+        return ref(), outcome(lambda: hash(ref))
+
+    assert check(lambda: program)[1][0] is None
