@@ -490,7 +490,7 @@ class Steps:
         types = [type(a) for a in args]
         if kind in ("getattr", "setattr", "delattr"):
             obj = innermost(args[0])  # (attribute steps look through tags)
-            if type(args[1]) is not str or type(obj) in NATIVE:
+            if type(args[1]) is not str or type(obj) in NATIVE or type(obj) is FunctionType:
                 return False
             return args[1] in self._plain_attrs(type(obj))
         if Tagged in types[:2]:

@@ -526,6 +526,7 @@ def test_canrecurse_of_operators_asks_whether_python_code_would_run():
     assert not overdub.canrecurse(ctx, getattr, Vec(1), "x")
     assert not overdub.canrecurse(ctx, operator.add, Vec(1))  # a wrong call runs no Python
     assert overdub.canrecurse(ctx, map, str, [1])  # (callbacks are routed)
+    assert not overdub.canrecurse(ctx, setattr, make_lazy(), "__code__", make_lazy().__code__)
 
 
 # ----------------------------------------------------------------------------- 8. lifetimes
