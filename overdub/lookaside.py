@@ -224,6 +224,9 @@ class FrameReaders:
             globals_ = frame.f_globals
             if locals_ is None:
                 locals_ = _compat.frame_locals_snapshot(frame)
+        elif type(globals_) is dict and "__builtins__" not in globals_:
+            # CPython gives them the caller's builtins (not overdub's private copy)
+            globals_["__builtins__"] = user_frame().f_builtins
         return globals_, locals_
 
     def _code(self, source, mode):

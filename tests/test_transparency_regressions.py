@@ -609,3 +609,13 @@ def test_calling_a_dead_weakref_after_values_were_tagged():
         return ref(), outcome(lambda: hash(ref))
 
     assert check(lambda: program)[1][0] is None
+
+
+def test_namespaces_given_to_eval_and_exec_get_the_callers_builtins():
+    def program():
+        g, h = {}, {}
+        eval("1", g)
+        exec("x = 1", h)
+        return g["__builtins__"] is builtins.__dict__, h["__builtins__"] is builtins.__dict__
+
+    assert check(lambda: program) == ("ok", (True, True))
