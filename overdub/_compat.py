@@ -44,6 +44,8 @@ ATTR_ARG_IS_PAIR = not PY311
 HAS_SLICE_OPS = not PY311
 #: 3.13 lets ``eval``/``exec`` take ``globals`` and ``locals`` by keyword
 NAMESPACES_BY_KEYWORD = PY313
+#: 3.12+: ``sys._getframemodulename`` (namedtuple, typing and enum name a caller's module)
+GETFRAMEMODULENAME = getattr(sys, "_getframemodulename", None)
 
 
 def head_index(instr, depth):

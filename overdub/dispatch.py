@@ -387,6 +387,9 @@ class Runtime:
             except (KeyError, TypeError):
                 inner = self.resolve(func)
             return lambda *a, **k: inner(obj, *a, **k)
+        if f is type or f is lookaside.TYPE_NEW:  # (they name the caller's module)
+            plain = self._fallback_for(f)
+            return lambda *a, **k: plain(*lookaside.class_args(f, a), **k)
         step = self._builtin_step(f)
         if step is not None:
             return step
@@ -785,6 +788,7 @@ def default_fallback(ctx, f, args, kwargs):
     """The default ``Context.fallback``: a plain call with ``ctx``'s tags removed
     (builtins that read their caller's frame read the user's; structural builtins
     such as ``list.append`` get the tagged values themselves)."""
+    args = lookaside.class_args(f, args)
     reader = _frame_reader(_runtime(ctx, "fallback"), f)
     if reader is not None:
         f = reader

@@ -8,7 +8,8 @@ Two kinds of C functions would escape the context if called plainly:
   it is wrapped so that each call of it goes through the context again.
 * **caller-frame readers** (zero-argument ``super()``, ``locals()``, ``vars()``,
   ``dir()``, ``globals()``, ``eval``/``exec`` without namespaces,
-  ``sys._getframe``): called from the dispatcher they would see its frame.
+  ``sys._getframe``; ``type(name, bases, ns)`` and ``type.__new__``, which name the
+  caller's module): called from the dispatcher they would see its frame.
   They are answered for the nearest *user* frame instead, and code given to
   ``eval``/``exec`` runs inside the context too.
 
@@ -97,7 +98,10 @@ ROUTED = weakref.WeakSet()
 def user_frame(skip=0):
     """The frame of the user code that called a routed builtin (the nearest frame
     running rewritten code, so that primitive and hook methods in between are
-    skipped), then ``skip`` frames further out, overdub's machinery not counted."""
+    skipped), then ``skip`` frames further out.  Inside the outermost call of
+    overdub's machinery only routed frames count (not the context's hooks and
+    primitives); beyond it, every frame outside the machinery (the code that called
+    ``overdub``)."""
     frame = first = sys._getframe(1)
     while frame is not None and frame.f_code not in ROUTED:
         frame = frame.f_back
@@ -105,12 +109,21 @@ def user_frame(skip=0):
         frame = first
         while frame is not None and is_internal(frame.f_code):
             frame = frame.f_back
-    while skip and frame is not None:
-        skip -= 1
-        frame = frame.f_back
-        while frame is not None and is_internal(frame.f_code):
-            frame = frame.f_back
-    return frame
+    if not skip or frame is None:
+        return frame
+    outer = []
+    f = frame.f_back
+    while f is not None:
+        outer.append(f)
+        f = f.f_back
+    # frames inside the outermost overdub call are routed code, machinery and context code
+    entry = max((i for i, f in enumerate(outer) if is_internal(f.f_code)), default=-1)
+    for i, f in enumerate(outer):
+        if f.f_code in ROUTED if i < entry else not is_internal(f.f_code):
+            skip -= 1
+            if not skip:
+                return f
+    return None
 
 
 class Callback:
@@ -177,7 +190,16 @@ class FrameReaders:
                                       (vars, self.vars, 1), (dir, self.dir, 1),
                                       (globals, self.globals, 0), (sys._getframe, self.getframe, 1)):
             table[builtin] = _rejecting_misuse(builtin, reader, most)
+        if _compat.GETFRAMEMODULENAME is not None:
+            table[_compat.GETFRAMEMODULENAME] = self.getframemodulename
         return table
+
+    @staticmethod
+    def getframemodulename(depth=0):
+        """``sys._getframemodulename`` (3.12+): the module of the function running in the
+        user's frame ``depth`` levels out (read from the frame's globals)."""
+        frame = user_frame(depth)
+        return None if frame is None else frame.f_globals.get("__name__")
 
     @staticmethod
     def locals():
@@ -257,6 +279,29 @@ class FrameReaders:
 
 
 _EVAL, _EXEC = builtins.eval, builtins.exec
+TYPE_NEW = type.__new__
+
+
+def class_args(f, args):
+    """The arguments for ``type(name, bases, namespace)`` or ``type.__new__(meta, name,
+    bases, namespace)`` called from the dispatcher: a namespace without ``__module__``
+    gets the one CPython would give the class, the ``__name__`` of its caller's globals
+    (the user's frame; CPython would read the dispatcher's).  Other calls: ``args``."""
+    if (f is type and len(args) == 3) or (f is TYPE_NEW and len(args) == 4):
+        return args[:-1] + (_with_module(args[-1]),)
+    return args
+
+
+def _with_module(namespace):
+    """``namespace`` with the ``__module__`` CPython's ``type.__new__`` would give the
+    class: the ``__name__`` of its caller's globals (here the user's frame, where CPython
+    would read the dispatcher's)."""
+    if isinstance(namespace, dict) and "__module__" not in namespace:
+        name = user_frame().f_globals.get("__name__")
+        if name is not None:
+            namespace = dict.copy(namespace)
+            namespace["__module__"] = name
+    return namespace
 
 
 def _rejecting_misuse(builtin, reader, most):

@@ -619,3 +619,37 @@ def test_namespaces_given_to_eval_and_exec_get_the_callers_builtins():
         return g["__builtins__"] is builtins.__dict__, h["__builtins__"] is builtins.__dict__
 
     assert check(lambda: program) == ("ok", (True, True))
+
+
+# ----------------------------------------------------------------------------- frames and modules
+import enum
+import types
+import typing
+import collections
+
+
+class NamesItsClasses(type):
+    def __new__(mcs, name, bases, namespace):
+        return super().__new__(mcs, name, bases, namespace)
+
+
+def classes_made_by_calls():
+    made = [type("Made", (), {}), types.new_class("New"), NamesItsClasses("Meta", (), {}),
+            collections.namedtuple("Pair", "a b"), typing.NamedTuple("Typed", [("a", int)]),
+            enum.Enum("Colour", "red green"), type("Given", (), {"__module__": "elsewhere"})]
+    return [(cls.__name__, cls.__module__) for cls in made], type(3), type(made[0])
+
+
+def caller_names():
+    def depth():
+        return sys._getframe(1).f_code.co_name, sys._getframe(2).f_code.co_name
+    return depth()
+
+
+def test_classes_made_by_calls_name_the_callers_module():
+    assert check(lambda: classes_made_by_calls)[0] == "ok"
+
+
+def test_getframe_counts_no_context_code():
+    for ctx_type in CONTEXTS:  # the caller of caller_names is the code that called overdub
+        assert (lambda: overdub.overdub(ctx_type(), caller_names))() == ("caller_names", "<lambda>")
