@@ -4,8 +4,21 @@ Plain CPython is the oracle: each program gives the same result (or the same exc
 type and message) under a counting prehook, a recursing wildcard primitive and a
 posthook -- contexts that really route every call -- as when called plainly.
 """
+import abc
+import builtins
+import collections
+import enum
+import functools
+import gc
+import itertools
+import operator
+import pickle
+import re
 import sys
 import threading
+import types
+import typing
+import weakref
 
 import pytest
 
@@ -137,10 +150,6 @@ def test_code_replaced_between_calls_of_one_run():
 
 
 # ----------------------------------------------------------------------------- 2. callback takers
-import functools
-import itertools
-import pickle
-import re
 
 
 class CallableIterable:
@@ -316,7 +325,6 @@ def test_eval_and_exec_call_shapes():
 
 
 # ----------------------------------------------------------------------------- 4. patched builtins
-import builtins
 
 
 def patches_builtins():
@@ -361,7 +369,6 @@ def test_the_machinery_never_calls_patched_builtins():
 
 
 # ----------------------------------------------------------------------------- 6. unusual classes
-import abc
 
 
 class WithPartialMethod:
@@ -471,7 +478,6 @@ def test_unusual_classes(case):
 
 
 # ----------------------------------------------------------------------------- 7. tagged objects, canrecurse
-import operator
 
 
 class Node:
@@ -530,8 +536,6 @@ def test_canrecurse_of_operators_asks_whether_python_code_would_run():
 
 
 # ----------------------------------------------------------------------------- 8. lifetimes
-import gc
-import weakref
 
 
 class Payload:
@@ -564,11 +568,12 @@ def lifetimes():
     out.append(ref() is None)  # the closure and what it holds are gone
 
     fired = []
-    victim = Payload()
-    watch = weakref.ref(victim, lambda r: fired.append("callback"))
-    getter = lambda: victim.method()  # noqa: E731
+    holder = [Payload()]
+    watch = weakref.ref(holder[0], lambda r: fired.append("callback"))
+    getter = lambda: holder[0].method()  # noqa: E731
     getter()
-    del victim, getter
+    holder.clear()
+    del getter
     out.append((list(fired), watch() is None))  # the weakref callback ran at once
     refs = []
     for _ in range(3):  # a loop of fresh functions: each dies with its iteration
@@ -622,10 +627,6 @@ def test_namespaces_given_to_eval_and_exec_get_the_callers_builtins():
 
 
 # ----------------------------------------------------------------------------- frames and modules
-import enum
-import types
-import typing
-import collections
 
 
 class NamesItsClasses(type):
