@@ -322,8 +322,8 @@ class Runtime:
     # -- resolving a callee ---------------------------------------------------------------------
     def resolve(self, f, cache=True, lasting=False):
         """The callable that runs ``f`` inside the context, hooks excluded; cached for
-        the run unless ``f`` is transient (``lasting``: a class attribute, which lives
-        as long as its class)."""
+        the run, under a weak key when ``f`` is transient (``lasting``: ``f`` is a class
+        attribute, which lives as long as its class)."""
         g = self._resolve(f, cache)
         if cache and not lasting and _transient(f):
             if self.weak_keys and g is not f:  # g holds no reference to f: a weak key
@@ -628,9 +628,9 @@ class _WeakKey(weakref.ref):
 def _transient(f):
     """Whether ``f`` is a callable that plain Python makes per use and frees right after:
     a bound method, or a function defined inside another function (a closure, a lambda).
-    The per-run cache would keep it -- and what it references -- alive until ``overdub``
-    returns, so it is resolved at each call instead (a function's routed twin is still
-    reused, from a cache that does not keep the function alive)."""
+    Holding it as a cache key would keep it -- and what it references -- alive until
+    ``overdub`` returns, so it is cached under a :class:`_WeakKey` (or not at all when
+    what it resolves to refers to it)."""
     tf = type(f)
     return tf is MethodType or (tf is FunctionType and f.__code__.co_flags & _CO_NESTED)
 

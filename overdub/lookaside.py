@@ -287,16 +287,19 @@ def class_args(f, args):
     bases, namespace)`` called from the dispatcher: a namespace without ``__module__``
     gets the one CPython would give the class, the ``__name__`` of its caller's globals
     (the user's frame; CPython would read the dispatcher's).  Other calls: ``args``."""
-    if (f is type and len(args) == 3) or (f is TYPE_NEW and len(args) == 4):
-        return args[:-1] + (_with_module(args[-1]),)
+    if f is type and len(args) == 3 and type(args[2]) is dict:
+        # (a dict subclass may be meant for a metaclass's __new__, which type() calls)
+        return args[:2] + (_with_module(args[2]),)
+    if f is TYPE_NEW and len(args) == 4 and isinstance(args[3], dict):
+        return args[:3] + (_with_module(args[3]),)
     return args
 
 
 def _with_module(namespace):
     """``namespace`` with the ``__module__`` CPython's ``type.__new__`` would give the
     class: the ``__name__`` of its caller's globals (here the user's frame, where CPython
-    would read the dispatcher's)."""
-    if isinstance(namespace, dict) and "__module__" not in namespace:
+    would read the dispatcher's).  ``type.__new__`` copies the namespace anyway."""
+    if "__module__" not in namespace:
         name = user_frame().f_globals.get("__name__")
         if name is not None:
             namespace = dict.copy(namespace)
