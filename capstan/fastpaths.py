@@ -102,7 +102,7 @@ def method(self, x, y):
 """
 
 _CALL = """
-def method(self, *args, **kwargs):
+def method(self, /, *args, **kwargs):
     if len(args) == 1 and not kwargs:
         x = args[0]
         tx = type(x)

@@ -15,9 +15,16 @@ In every version a call consumes two "head" slots below its arguments.  The
 rewriter fills those two slots with ``[dispatcher, callee]`` so that the
 unchanged ``CALL n`` instruction ends up calling ``dispatcher(callee, *args)``.
 """
+import builtins
 import sys
 
 from bytecode import Instr
+
+#: overdub's own builtins: every machinery module makes this dict its ``__builtins__``, so
+#: a program that patches ``builtins.len`` or ``__import__`` (tests do) never has the
+#: patched function called by the machinery, nor breaks it half-way through a run
+BUILTINS = dict(vars(builtins))
+__builtins__ = BUILTINS
 
 PY311 = sys.version_info[:2] == (3, 11)
 PY312 = sys.version_info[:2] == (3, 12)
@@ -35,6 +42,10 @@ CALLS = {"PRECALL"} if PY311 else {"CALL", "CALL_KW"}
 ATTR_ARG_IS_PAIR = not PY311
 #: 3.12+ compiles ``a[b:c]`` to BINARY_SLICE / STORE_SLICE
 HAS_SLICE_OPS = not PY311
+#: 3.13 lets ``eval``/``exec`` take ``globals`` and ``locals`` by keyword
+NAMESPACES_BY_KEYWORD = PY313
+#: 3.12+: ``sys._getframemodulename`` (namedtuple, typing and enum name a caller's module)
+GETFRAMEMODULENAME = getattr(sys, "_getframemodulename", None)
 
 
 def head_index(instr, depth):

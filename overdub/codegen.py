@@ -8,6 +8,8 @@ as closure variables.  ``OP_SLOTS`` is the table of routed operators: one row
 each, saying which ``operator`` function it stands for, how ``Steps`` steps into
 it, the order its operands arrive in, and its native fast path.
 """
+from ._compat import BUILTINS
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 from . import semantics
 from .tagging import Tagged
 
@@ -39,7 +41,7 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
                 try:
                     g = fcache[f]
                 except KeyError:
-                    g = resolve(f)
+                    g = resolve(f, True, True)
                 {ret_self}
         return call(getattr_(obj, name), {args})
 
@@ -163,7 +165,7 @@ def compile_function(src, name, env):
     if factory is None:
         body = "\n".join("    " + line for line in src.splitlines())
         source = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
-        ns = {}
+        ns = {"__builtins__": BUILTINS}
         exec(compile(source, __file__, "exec"), ns)
         factory = _compiled[key] = ns["_factory"]
     return factory(**{"type": type, **env})

@@ -13,6 +13,7 @@ every call inside ``overdub(ctx, f, ...)``:
 Hooks are always *called* positionally, so declare ``f`` (and ``output``)
 positional-only: user code may pass keyword arguments named ``f``.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 from types import FunctionType
 
 from .tagging import PLAIN_PROTOCOLS
@@ -37,7 +38,8 @@ class primitive:
     first argument is a value tagged by this context (``isinstance`` checks on
     the positional arguments; missing types match anything).  Several
     registrations for one function are tried most specific first.
-    ``@primitive()`` registers a wildcard ``(self, f, *args, **kwargs)``.
+    ``@primitive()`` registers a wildcard ``(self, f, /, *args, **kwargs)`` (declare
+    ``self, f`` positional-only: the program's keyword arguments arrive in ``kwargs``).
 
     ``total=True`` (for operators such as ``operator.mul``): the method is called for
     *every* use of the operator whose operands are not all builtin values its argument

@@ -14,10 +14,11 @@ Per call: ``prehook`` -> ``g = cache[f]`` (``resolve`` on a miss) -> ``g(*args)`
 context" means: a matching primitive, the rewritten body, a lookaside, a
 stepped-into class or operator, or a plain (fallback) call.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import weakref
 from functools import partial
-from types import (BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType,
-                   ModuleType, WrapperDescriptorType)
+from types import (BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
+                   MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
 from .context import Context, spec_of
@@ -29,6 +30,16 @@ __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 _CACHE_LIMIT = 4096
 _runtimes = weakref.WeakSet()
 _tagging_seen = [False]
+
+
+def function_changed():
+    """A function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` was replaced by
+    routed code: every runtime forgets the callables it resolved, so the next call runs
+    what the function holds now (the lazy-compilation idiom assigns ``f.__code__`` and
+    calls ``f`` again within the same run).  Changes made by code running plainly take
+    effect from the next run."""
+    for rt in list(_runtimes):
+        rt.forget_callees()
 
 
 # ----------------------------------------------------------------------------- templates
@@ -113,6 +124,11 @@ class Runtime:
         self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
         self.depth = 0
         self.checking = _tagging_seen[0]
+        # what resolve makes for a transient callee holds no reference to it (a wildcard's
+        # or canrecurse's closure does), so it can be cached under a weak key
+        self.weak_keys = not (spec.wildcard or spec.canrecurse)
+        fcache = self.fcache
+        self._drop = lambda key: fcache.pop(key, None)  # a transient callee died
         semantics.add_numpy_types()
         self.steps = semantics.Steps(None, self.fallback_call)
         self.table = lookaside.FrameReaders(self.route_code).table()
@@ -120,7 +136,15 @@ class Runtime:
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
         self._build_ops()
+        self.steps.function_changed = function_changed
         _runtimes.add(self)
+
+    def forget_callees(self):
+        """Drop what was resolved during this run (builtins excepted): a callee is resolved
+        again on its next call.  Routed twins made for functions stay valid as long as
+        the function holds the same code and defaults (``_rewritten`` checks)."""
+        self.fcache.clear()
+        self.fcache.update(self.kept)
 
     # -- slots: what rewritten code calls --------------------------------------------------------
     def _build_ops(self):
@@ -274,8 +298,9 @@ class Runtime:
         """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""
         if type(args) is not tuple:
             tp = type(args)
-            if not (hasattr(tp, "__iter__") or (hasattr(tp, "__getitem__")
-                                                 and not issubclass(tp, dict))):
+            lookup = semantics.lookup  # (the type's slots, not its metaclass's attributes)
+            if not (lookup(tp, "__iter__") is not None or (lookup(tp, "__getitem__") is not None
+                                                           and not issubclass(tp, dict))):
                 raise TypeError("%s argument after * must be an iterable, not %s"
                                 % (_funcstr(f), tp.__name__))
             args = tuple(args)
@@ -295,9 +320,15 @@ class Runtime:
         return self._getattr_slot(s, name)
 
     # -- resolving a callee ---------------------------------------------------------------------
-    def resolve(self, f, cache=True):
-        """The callable that runs ``f`` inside the context, hooks excluded."""
+    def resolve(self, f, cache=True, lasting=False):
+        """The callable that runs ``f`` inside the context, hooks excluded; cached for
+        the run, under a weak key when ``f`` is transient (``lasting``: ``f`` is a class
+        attribute, which lives as long as its class)."""
         g = self._resolve(f, cache)
+        if cache and not lasting and _transient(f):
+            if self.weak_keys and g is not f:  # g holds no reference to f: a weak key
+                self.fcache[_WeakKey(f, self._drop)] = g
+            return g
         if cache:
             if len(self.fcache) >= _CACHE_LIMIT:
                 self.fcache.clear()
@@ -350,12 +381,19 @@ class Runtime:
                 return f
             return self._rewritten(f)
         if tf is MethodType:
-            inner, obj = self._resolve(f.__func__), f.__self__
+            func, obj = f.__func__, f.__self__
+            try:
+                inner = self.fcache[func]
+            except (KeyError, TypeError):
+                inner = self.resolve(func)
             return lambda *a, **k: inner(obj, *a, **k)
+        if f is type or f is lookaside.TYPE_NEW:  # (they name the caller's module)
+            plain = self._fallback_for(f)
+            return lambda *a, **k: plain(*lookaside.class_args(f, a), **k)
         step = self._builtin_step(f)
         if step is not None:
             return step
-        if isinstance(f, type):
+        if issubclass(tf, type):  # (not isinstance: a __class__ property may claim anything)
             construct = self.steps.instantiate(f)
             return construct if construct is not None else self._fallback_for(f)
         if tf is partial:
@@ -378,7 +416,9 @@ class Runtime:
             return step
         if f in lookaside.CALLBACKS:
             return lookaside.wrap_callbacks(f, self.call)
-        owner = getattr(f, "__self__", None)
+        if type(f) is not BuiltinFunctionType:  # (a partialmethod's partial has __self__ too)
+            return None
+        owner = f.__self__
         if owner is not None and not isinstance(owner, (ModuleType, type)):
             unbound = semantics.lookup(type(owner), f.__name__)
             if unbound in lookaside.CALLBACKS:
@@ -433,8 +473,12 @@ class Runtime:
             return None, False
         attr = semantics.lookup(tp, name)
         if type(attr) is FunctionType or type(attr) is MethodDescriptorType:
-            return attr, semantics.lookup(tp, "__dict__") is not None
-        return None, False
+            instance_dict = semantics.lookup(tp, "__dict__")
+            if instance_dict is None:
+                return attr, False
+            if type(instance_dict) is GetSetDescriptorType:
+                return attr, True
+        return None, False  # (a class redefining __dict__: CPython's own lookup decides)
 
     # -- fallback ---------------------------------------------------------------------------
     def _fallback_for(self, f):
@@ -444,7 +488,7 @@ class Runtime:
         if self.spec.fallback:
             ctx = self.ctx
             return lambda *a, **k: ctx.fallback(f, *a, **k)
-        if not self.checking or f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
+        if not self.checking or is_structural(f):
             return f
         ctx = self.ctx
         return lambda *a, **k: _plain_call(f, ctx._tagkey, a, k)
@@ -503,8 +547,10 @@ def _any_tagged(args, kwargs):
 
 def _unbound(f):
     """``list.append`` for ``[].append``: the method a bound builtin came from."""
-    owner = getattr(f, "__self__", None)
-    if owner is None or isinstance(owner, ModuleType) or type(f) is not BuiltinFunctionType:
+    if type(f) is not BuiltinFunctionType:
+        return None
+    owner = f.__self__
+    if owner is None or isinstance(owner, ModuleType):
         return None
     return semantics.lookup(type(owner), f.__name__)
 
@@ -564,6 +610,29 @@ def _funcstr(f):
 
 
 _HEAPTYPE = 1 << 9
+_CO_NESTED = 0x10
+
+
+class _WeakKey(weakref.ref):
+    """A cache key standing for a transient callee without keeping it alive: it hashes
+    as the callee and equals it, so ``fcache[f]`` finds it; its callback removes the
+    entry when the callee dies."""
+
+    __slots__ = ()
+    __hash__ = weakref.ref.__hash__
+
+    def __eq__(self, other):
+        return self() is other
+
+
+def _transient(f):
+    """Whether ``f`` is a callable that plain Python makes per use and frees right after:
+    a bound method, or a function defined inside another function (a closure, a lambda).
+    Holding it as a cache key would keep it -- and what it references -- alive until
+    ``overdub`` returns, so it is cached under a :class:`_WeakKey` (or not at all when
+    what it resolves to refers to it)."""
+    tf = type(f)
+    return tf is MethodType or (tf is FunctionType and f.__code__.co_flags & _CO_NESTED)
 
 
 def _is_builtin(f):
@@ -623,8 +692,7 @@ def _check_callable(f, fname):
 def _leave(rt):
     rt.depth -= 1
     if rt.depth == 0:
-        rt.fcache.clear()
-        rt.fcache.update(rt.kept)
+        rt.forget_callees()
         rt.steps.attr_info.clear()
         if len(rt.codes) > _CACHE_LIMIT:
             rt.codes.clear()
@@ -701,9 +769,15 @@ def default_canrecurse(ctx, f, args):
     if tf is MethodType or tf is staticmethod:
         return default_canrecurse(ctx, f.__func__, args)
     rt = _runtime(ctx, "canrecurse")
+    try:
+        operator_entry = codegen.OP_BY_FN.get(f)
+    except TypeError:  # unhashable
+        operator_entry = None
+    if operator_entry is not None:  # operator.add(1, 2) runs no Python; on a user class it may
+        return rt.steps.steps_into(operator_entry[1], operator_entry[2], args)
     if rt._builtin_step(f) is not None:
         return True
-    if isinstance(f, type):
+    if issubclass(tf, type):
         return rt.steps.instantiate(f) is not None
     if tf is partial:
         return default_canrecurse(ctx, f.func, args)
@@ -714,10 +788,22 @@ def default_fallback(ctx, f, args, kwargs):
     """The default ``Context.fallback``: a plain call with ``ctx``'s tags removed
     (builtins that read their caller's frame read the user's; structural builtins
     such as ``list.append`` get the tagged values themselves)."""
+    args = lookaside.class_args(f, args)
     reader = _frame_reader(_runtime(ctx, "fallback"), f)
     if reader is not None:
         f = reader
+    elif type(f) is FunctionType and lookaside.is_internal(f.__code__):
+        return f(*args, **kwargs)  # machinery (overdub.metadata...) takes tagged values as they are
     elif is_structural(f):
+        if (f is setattr or f is delattr) and len(args) >= 2:
+            obj = args[0]
+            if type(obj) is Tagged:
+                # a tagged object's attributes are the object's own (the value stays tagged)
+                args = (semantics.innermost(obj),) + args[1:]
+            elif type(obj) is FunctionType and args[1] in semantics.FUNCTION_BODY:
+                r = f(*args, **kwargs)
+                function_changed()
+                return r
         return f(*args, **kwargs)
     return _plain_call(f, ctx._tagkey, args, kwargs)
 

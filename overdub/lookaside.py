@@ -8,15 +8,19 @@ Two kinds of C functions would escape the context if called plainly:
   it is wrapped so that each call of it goes through the context again.
 * **caller-frame readers** (zero-argument ``super()``, ``locals()``, ``vars()``,
   ``dir()``, ``globals()``, ``eval``/``exec`` without namespaces,
-  ``sys._getframe``): called from the dispatcher they would see its frame.
+  ``sys._getframe``; ``type(name, bases, ns)`` and ``type.__new__``, which name the
+  caller's module): called from the dispatcher they would see its frame.
   They are answered for the nearest *user* frame instead, and code given to
   ``eval``/``exec`` runs inside the context too.
 
-Adding a callback taker is one table entry: ``CALLBACKS[fn] = (positions, keywords)``.
+Adding a callback taker is one table entry:
+``CALLBACKS[fn] = (positions, keywords, arity)``.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import builtins
 import functools
 import itertools
+import operator
 import os
 import re
 import sys
@@ -27,24 +31,27 @@ from . import _compat
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-#: fn -> (positional indexes, keyword names) of the callables it calls back
+#: fn -> (positional indexes, keyword names, arity) of the callables it calls back; an
+#: arity n means "only when called with exactly n positional arguments" (``iter(x)``
+#: iterates ``x``, only ``iter(callable, sentinel)`` calls it).  Arguments that are None
+#: or not callable are left alone (``filter(None, xs)``, ``pattern.sub("text", s)``).
 CALLBACKS = {
-    map: ((0,), ()),
-    filter: ((0,), ()),
-    sorted: ((), ("key",)),
-    min: ((), ("key",)),
-    max: ((), ("key",)),
-    list.sort: ((), ("key",)),
-    functools.reduce: ((0,), ()),
-    itertools.starmap: ((0,), ()),
-    itertools.takewhile: ((0,), ()),
-    itertools.dropwhile: ((0,), ()),
-    itertools.filterfalse: ((0,), ()),
-    itertools.groupby: ((1,), ("key",)),
-    itertools.accumulate: ((1,), ("func",)),
-    re.Pattern.sub: ((1,), ("repl",)),
-    re.Pattern.subn: ((1,), ("repl",)),
-    iter: ((0,), ()),
+    map: ((0,), (), None),
+    filter: ((0,), (), None),
+    sorted: ((), ("key",), None),
+    min: ((), ("key",), None),
+    max: ((), ("key",), None),
+    list.sort: ((), ("key",), None),
+    functools.reduce: ((0,), (), None),
+    itertools.starmap: ((0,), (), None),
+    itertools.takewhile: ((0,), (), None),
+    itertools.dropwhile: ((0,), (), None),
+    itertools.filterfalse: ((0,), (), None),
+    itertools.groupby: ((1,), ("key",), None),
+    itertools.accumulate: ((1,), ("func",), None),
+    re.Pattern.sub: ((1,), ("repl",), None),
+    re.Pattern.subn: ((1,), ("repl",), None),
+    iter: ((0,), (), 2),
 }
 
 
@@ -91,7 +98,10 @@ ROUTED = weakref.WeakSet()
 def user_frame(skip=0):
     """The frame of the user code that called a routed builtin (the nearest frame
     running rewritten code, so that primitive and hook methods in between are
-    skipped), then ``skip`` frames further out, overdub's machinery not counted."""
+    skipped), then ``skip`` frames further out.  Inside the outermost call of
+    overdub's machinery only routed frames count (not the context's hooks and
+    primitives); beyond it, every frame outside the machinery (the code that called
+    ``overdub``)."""
     frame = first = sys._getframe(1)
     while frame is not None and frame.f_code not in ROUTED:
         frame = frame.f_back
@@ -99,25 +109,62 @@ def user_frame(skip=0):
         frame = first
         while frame is not None and is_internal(frame.f_code):
             frame = frame.f_back
-    while skip and frame is not None:
-        skip -= 1
-        frame = frame.f_back
-        while frame is not None and is_internal(frame.f_code):
-            frame = frame.f_back
-    return frame
+    if not skip or frame is None:
+        return frame
+    outer = []
+    f = frame.f_back
+    while f is not None:
+        outer.append(f)
+        f = f.f_back
+    # frames inside the outermost overdub call are routed code, machinery and context code
+    entry = max((i for i, f in enumerate(outer) if is_internal(f.f_code)), default=-1)
+    for i, f in enumerate(outer):
+        if f.f_code in ROUTED if i < entry else not is_internal(f.f_code):
+            skip -= 1
+            if not skip:
+                return f
+    return None
+
+
+class Callback:
+    """What a callback-taking C function receives in place of the user's callable:
+    each call of it runs routed, through the context's dispatcher ``call``.
+
+    It pickles and deep-copies as the callable it stands for (``map``, ``filter`` and
+    the itertools iterators pickle their function), so an iterator made inside a
+    context pickles like a plain one and unpickles to a plain one.
+    """
+
+    __slots__ = ("fn", "call")
+
+    def __init__(self, fn, call):
+        self.fn = fn
+        self.call = call
+
+    def __call__(self, /, *args, **kwargs):
+        return self.call(self.fn, *args, **kwargs)
+
+    def __reduce__(self):
+        return _FIRST, ((self.fn,),)  # unpickles as the original, needing no overdub
+
+    def __repr__(self):
+        return repr(self.fn)
+
+
+_FIRST = operator.itemgetter(0)
 
 
 def wrap_callbacks(fn, call):
     """A stand-in for ``fn`` whose callback arguments run through ``call``."""
-    positions, keywords = CALLBACKS[fn]
+    positions, keywords, arity = CALLBACKS[fn]
 
     def wrap(cb):
         if cb is None or not callable(cb):
             return cb
-        return lambda *a, **k: call(cb, *a, **k)
+        return Callback(cb, call)
 
     def step(*args, **kwargs):
-        if positions and args:
+        if positions and args and (arity is None or len(args) == arity):
             args = list(args)
             for i in positions:
                 if i < len(args):
@@ -138,9 +185,21 @@ class FrameReaders:
         self.run_code = run_code
 
     def table(self):
-        return {super: self.super, locals: self.locals, vars: self.vars, dir: self.dir,
-                globals: self.globals, eval: self.eval, exec: self.exec,
-                sys._getframe: self.getframe}
+        table = {eval: self.eval, exec: self.exec}
+        for builtin, reader, most in ((super, self.super, 2), (locals, self.locals, 0),
+                                      (vars, self.vars, 1), (dir, self.dir, 1),
+                                      (globals, self.globals, 0), (sys._getframe, self.getframe, 1)):
+            table[builtin] = _rejecting_misuse(builtin, reader, most)
+        if _compat.GETFRAMEMODULENAME is not None:
+            table[_compat.GETFRAMEMODULENAME] = self.getframemodulename
+        return table
+
+    @staticmethod
+    def getframemodulename(depth=0):
+        """``sys._getframemodulename`` (3.12+): the module of the function running in the
+        user's frame ``depth`` levels out (read from the frame's globals)."""
+        frame = user_frame(depth)
+        return None if frame is None else frame.f_globals.get("__name__")
 
     @staticmethod
     def locals():
@@ -187,6 +246,9 @@ class FrameReaders:
             globals_ = frame.f_globals
             if locals_ is None:
                 locals_ = _compat.frame_locals_snapshot(frame)
+        elif type(globals_) is dict and "__builtins__" not in globals_:
+            # CPython gives them the caller's builtins (not overdub's private copy)
+            globals_["__builtins__"] = user_frame().f_builtins
         return globals_, locals_
 
     def _code(self, source, mode):
@@ -201,10 +263,74 @@ class FrameReaders:
             return self.run_code(source)
         return source
 
-    def eval(self, source, globals=None, locals=None, /):
-        globals_, locals_ = self._namespaces(globals, locals)
-        return builtins.eval(self._code(source, "eval"), globals_, locals_)
+    def eval(self, source, /, *args, **kwargs):
+        bound = _namespaces_of(args, kwargs, ())
+        if bound is None:  # a call CPython rejects: let it say why
+            return _EVAL(source, *args, **kwargs)
+        globals_, locals_ = self._namespaces(*bound[:2])
+        return _EVAL(self._code(source, "eval"), globals_, locals_)
 
-    def exec(self, source, globals=None, locals=None, /, **kwargs):
-        globals_, locals_ = self._namespaces(globals, locals)
-        return builtins.exec(self._code(source, "exec"), globals_, locals_, **kwargs)
+    def exec(self, source, /, *args, **kwargs):
+        bound = _namespaces_of(args, kwargs, ("closure",))
+        if bound is None:
+            return _EXEC(source, *args, **kwargs)
+        globals_, locals_ = self._namespaces(*bound[:2])
+        return _EXEC(self._code(source, "exec"), globals_, locals_, **bound[2])
+
+
+_EVAL, _EXEC = builtins.eval, builtins.exec
+TYPE_NEW = type.__new__
+
+
+def class_args(f, args):
+    """The arguments for ``type(name, bases, namespace)`` or ``type.__new__(meta, name,
+    bases, namespace)`` called from the dispatcher: a namespace without ``__module__``
+    gets the one CPython would give the class, the ``__name__`` of its caller's globals
+    (the user's frame; CPython would read the dispatcher's).  Other calls: ``args``."""
+    if f is type and len(args) == 3 and type(args[2]) is dict:
+        # (a dict subclass may be meant for a metaclass's __new__, which type() calls)
+        return args[:2] + (_with_module(args[2]),)
+    if f is TYPE_NEW and len(args) == 4 and isinstance(args[3], dict):
+        return args[:3] + (_with_module(args[3]),)
+    return args
+
+
+def _with_module(namespace):
+    """``namespace`` with the ``__module__`` CPython's ``type.__new__`` would give the
+    class: the ``__name__`` of its caller's globals (here the user's frame, where CPython
+    would read the dispatcher's).  ``type.__new__`` copies the namespace anyway."""
+    if "__module__" not in namespace:
+        name = user_frame().f_globals.get("__name__")
+        if name is not None:
+            namespace = dict.copy(namespace)
+            namespace["__module__"] = name
+    return namespace
+
+
+def _rejecting_misuse(builtin, reader, most):
+    """``reader`` for calls of ``builtin`` with at most ``most`` positional arguments;
+    any other call goes to ``builtin`` itself, which rejects it with CPython's message."""
+    def read(*args, **kwargs):
+        if kwargs or len(args) > most:
+            return builtin(*args, **kwargs)
+        return reader(*args)
+
+    return read
+
+
+def _namespaces_of(args, kwargs, keywords):
+    """``(globals, locals, other keywords)`` of an ``eval``/``exec`` call, or None when
+    CPython would reject its shape (``keywords``: the keyword-only parameters)."""
+    if len(args) > 2:
+        return None
+    values = list(args) + [None] * (2 - len(args))
+    rest = dict(kwargs)
+    if _compat.NAMESPACES_BY_KEYWORD:
+        for i, name in enumerate(("globals", "locals")):
+            if name in rest:
+                if i < len(args):
+                    return None
+                values[i] = rest.pop(name)
+    if any(k not in keywords for k in rest):
+        return None
+    return values[0], values[1], rest

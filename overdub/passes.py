@@ -6,6 +6,7 @@ function body and pass (the result is cached with the rewritten code), so it
 should be a pure function of its input.  ``replace_match`` covers the common
 case of rewriting constants and other instruction arguments.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 from bytecode import Bytecode, Instr
 
 __all__ = ["replace_match", "PassError"]

@@ -25,6 +25,7 @@ call heads NULL/f         ``[call, f, args...]`` -> ``call(f, *args)``
 ``o.x``, ``o.x = v``      ``getattr(o, "x")``, ``setattr(o, "x", v)``
 ========================  ====================================================
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 from bytecode import Bytecode, Instr, Label, TryBegin
 
 from . import _compat as C

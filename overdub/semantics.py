@@ -19,8 +19,9 @@ routes each special method it calls back through the context:
 Whenever no Python-level method is involved, the builtin itself is called, so
 C types keep CPython's behaviour and messages exactly.
 """
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import operator
-from types import FunctionType, MethodDescriptorType, WrapperDescriptorType
+from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
 
 from .tagging import Tagged
 
@@ -78,11 +79,48 @@ def is_generic_getattribute(attr):
 
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` in ``tp``'s MRO, without binding."""
-    for klass in tp.__mro__:
-        d = klass.__dict__
+    if type(tp) is type:
+        for klass in tp.__mro__:
+            d = klass.__dict__
+            if name in d:
+                return d[name]
+        return None
+    for klass in mro(tp):  # (a metaclass may redefine __mro__ or __dict__ for its classes)
+        d = type_dict(klass)
         if name in d:
             return d[name]
     return None
+
+
+_TYPE_ATTRS = vars(type)
+_type_mro = _TYPE_ATTRS["__mro__"].__get__
+#: ``klass.__dict__`` as CPython sees it, whatever the metaclass says ``__dict__`` is
+type_dict = _TYPE_ATTRS["__dict__"].__get__
+type_flags = _TYPE_ATTRS["__flags__"].__get__
+_real_subclasscheck = _TYPE_ATTRS["__subclasscheck__"]
+
+
+def mro(tp):
+    """``tp.__mro__`` as CPython sees it (a metaclass property cannot redefine it)."""
+    return tp.__mro__ if type(tp) is type else _type_mro(tp)
+
+
+def is_subtype(a, b):
+    """``PyType_IsSubtype``: ``issubclass(a, b)`` without ``__subclasscheck__`` (ABCs'
+    registered virtual subclasses do not count for CPython's operator rules)."""
+    return a is b or _real_subclasscheck(b, a)
+
+
+def in_instance_dict(obj, tp, name):
+    """Whether ``name`` is in ``obj``'s own ``__dict__`` (False when it has none);
+    None when ``tp`` redefines ``__dict__`` and only CPython can tell."""
+    descr = lookup(tp, "__dict__")
+    if descr is None:
+        return False
+    if type(descr) is not GetSetDescriptorType:
+        return None
+    d = descr.__get__(obj, tp)
+    return type(d) is dict and name in d
 
 
 _GENERIC_GETATTRIBUTE = {lookup(t, "__getattribute__") for t in (
@@ -104,6 +142,13 @@ def is_py(attr):
     return type(attr) is FunctionType
 
 
+def innermost(x):
+    """The plain value under every tag."""
+    while type(x) is Tagged:
+        x = x._value
+    return x
+
+
 def add_numpy_types():
     """Register NumPy's C types as native once NumPy has been imported."""
     import sys
@@ -118,7 +163,14 @@ def add_numpy_types():
 
 
 _HEAPTYPE = 1 << 9
+#: the attributes of a function that decide what calling it runs (see Runtime._rewritten)
+FUNCTION_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 _STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
+
+
+_ARITY = {"unary": 1, "setitem": 3, "setattr": 3, "getattr": (2, 3)}
+_DUNDERS = {"contains": "__contains__", "getitem": "__getitem__", "setitem": "__setitem__",
+            "delitem": "__delitem__"}
 
 
 class Steps:
@@ -130,8 +182,9 @@ class Steps:
         self.call = call
         self.fallback = fallback
         self.attr_info = {}  # type -> names of Python-level descriptors (see _plain_attrs)
+        self.function_changed = lambda: None  # the runtime's: forget resolved callees
 
-    def apply(self, method, *args, **kwargs):
+    def apply(self, method, /, *args, **kwargs):
         if type(method) is FunctionType:
             return self.call(method, *args, **kwargs)
         return method(*args, **kwargs)
@@ -181,7 +234,7 @@ class Steps:
         if ma is not None and not isinstance(ma, _CALLABLE_SLOTS):
             ma = None
         # a proper subclass that overrides the reflected method goes first
-        reflected_first = (mb is not None and ma is not None and issubclass(tb, ta)
+        reflected_first = (mb is not None and ma is not None and is_subtype(tb, ta)
                            and mb is not lookup(ta, rname))
         r = self._first_answer(a, b, ma, mb, reflected_first)
         if r is NotImplemented:
@@ -229,7 +282,7 @@ class Steps:
             if not (is_py(ma) or is_py(mb)):
                 return opfn(a, b)
             # a subclass goes first (rich comparison does not ask whether it overrides)
-            reflected_first = tb is not ta and issubclass(tb, ta) and mb is not None
+            reflected_first = tb is not ta and is_subtype(tb, ta) and mb is not None
             r = self._first_answer(a, b, ma, mb, reflected_first)
             if r is not NotImplemented:
                 return r
@@ -294,7 +347,7 @@ class Steps:
             return self.attr_info[tp]
         except KeyError:
             pass
-        static = not tp.__flags__ & _HEAPTYPE  # a C type: its attributes never change
+        static = not type_flags(tp) & _HEAPTYPE  # a C type: its attributes never change
         if static and tp in _STATIC_ATTRS:
             info = self.attr_info[tp] = _STATIC_ATTRS[tp]
             return info
@@ -302,8 +355,8 @@ class Steps:
         if (not is_py(lookup(tp, "__getattribute__")) and not is_py(lookup(tp, "__getattr__"))
                 and not is_py(lookup(tp, "__setattr__")) and not is_py(lookup(tp, "__delattr__"))):
             info = set()
-            for klass in tp.__mro__:
-                for name, attr in vars(klass).items():
+            for klass in mro(tp):
+                for name, attr in type_dict(klass).items():
                     atp = type(attr)
                     if atp is FunctionType or atp in NATIVE:
                         continue
@@ -311,6 +364,8 @@ class Steps:
                                               for m in ("__get__", "__set__", "__delete__")):
                         info.add(name)
             info = frozenset(info)
+        if tp is FunctionType:  # replacing these changes what calling the function runs
+            info = FUNCTION_BODY
         self.attr_info[tp] = info
         if static:
             _STATIC_ATTRS[tp] = info
@@ -352,7 +407,7 @@ class Steps:
                     get = lookup(atp, "__get__")
                     if is_py(get) and (lookup(atp, "__set__") is not None
                                        or lookup(atp, "__delete__") is not None
-                                       or name not in getattr(obj, "__dict__", ())):
+                                       or in_instance_dict(obj, tp, name) is False):
                         return self.call(get, attr, obj, tp)
             if gf is None:
                 return getattr(obj, name)
@@ -367,8 +422,16 @@ class Steps:
 
         def step(obj, name, value):
             tp = type(obj)
-            if tp in NATIVE or tp is Tagged:
+            if tp is Tagged:  # the attribute belongs to the object under the tags
+                obj = innermost(obj)
+                tp = type(obj)
+            if tp in NATIVE:
                 return setattr(obj, name, value)
+            if tp is FunctionType:
+                setattr(obj, name, value)
+                if name in FUNCTION_BODY:
+                    self.function_changed()
+                return None
             if name not in plain_attrs(tp):
                 return setattr(obj, name, value)
             sa = lookup(tp, "__setattr__")
@@ -390,8 +453,16 @@ class Steps:
     def delattr(self):
         def step(obj, name):
             tp = type(obj)
-            if tp in NATIVE or tp is Tagged:
+            if tp is Tagged:
+                obj = innermost(obj)
+                tp = type(obj)
+            if tp in NATIVE:
                 return delattr(obj, name)
+            if tp is FunctionType:
+                delattr(obj, name)
+                if name in FUNCTION_BODY:
+                    self.function_changed()
+                return None
             da = lookup(tp, "__delattr__")
             if is_py(da):
                 return self.call(da, obj, name)
@@ -407,6 +478,37 @@ class Steps:
             return delattr(obj, name)
 
         return step
+
+    # -- whether stepping in runs Python code ------------------------------------------------
+    def steps_into(self, kind, names, args):
+        """Whether the ``recurse`` step ``kind`` (a ``Steps`` method name, with its
+        arguments ``names``) would run a Python special method for the operands
+        ``args`` -- the question ``canrecurse`` asks of an operator function."""
+        arity = _ARITY.get(kind, 2)
+        if len(args) not in (arity if type(arity) is tuple else (arity,)):
+            return False  # the builtin itself reports the wrong call
+        types = [type(a) for a in args]
+        if kind in ("getattr", "setattr", "delattr"):
+            obj = innermost(args[0])  # (attribute steps look through tags)
+            if type(args[1]) is not str or type(obj) in NATIVE or type(obj) is FunctionType:
+                return False
+            return args[1] in self._plain_attrs(type(obj))
+        if Tagged in types[:2]:
+            return False  # stepped past: the plain operator on untagged values
+        if kind == "binary" or kind == "inplace":
+            name = names[0] if kind == "binary" else names[0][len("INPLACE_"):]
+            _, method, reflected, _ = BINARY[name]
+            ta, tb = types
+            ma, mb = lookup(ta, method), lookup(tb, reflected) if tb is not ta else None
+            if kind == "inplace" and is_py(lookup(ta, INPLACE[names[0]][1])):
+                return True
+            return (is_py(ma) or is_py(mb)) and (is_py(ma) or not issubclass(ta, _SEQUENCES))
+        if kind == "compare":
+            _, method, swapped, _ = COMPARE[names[0]]
+            return is_py(lookup(types[0], method)) or is_py(lookup(types[1], swapped))
+        if kind == "unary":
+            return is_py(lookup(types[0], UNARY[names[0]][1]))
+        return is_py(lookup(types[0], _DUNDERS[kind]))
 
     # -- classes -------------------------------------------------------------------------
     def instantiate(self, cls):
@@ -428,7 +530,7 @@ class Steps:
         def construct(*args, **kwargs):
             obj = apply(new_fn, cls, *args, **kwargs)
             tobj = type(obj)
-            if not issubclass(tobj, cls):
+            if not is_subtype(tobj, cls):
                 return obj
             init_fn = lookup(tobj, "__init__")
             r = apply(init_fn, obj, *args, **kwargs)

@@ -1,0 +1,656 @@
+"""Regressions found by running real programs under contexts that route everything.
+
+Plain CPython is the oracle: each program gives the same result (or the same exception
+type and message) under a counting prehook, a recursing wildcard primitive and a
+posthook -- contexts that really route every call -- as when called plainly.
+"""
+import abc
+import builtins
+import collections
+import enum
+import functools
+import gc
+import itertools
+import operator
+import pickle
+import re
+import sys
+import threading
+import types
+import typing
+import weakref
+
+import pytest
+
+import overdub
+
+
+class Count(overdub.Context):
+    """Counts every routed event (operators included: the prehook is inlined)."""
+
+    def prehook(self, f, /, *args, **kwargs):
+        self.metadata = (self.metadata or 0) + 1
+
+
+class Wild(overdub.Context):
+    """A wildcard primitive that recurses where it can, else falls back."""
+
+    @overdub.primitive()
+    def every(self, f, /, *args, **kwargs):
+        if overdub.canrecurse(self, f, *args, **kwargs):
+            return overdub.recurse(self, f, *args, **kwargs)
+        return overdub.fallback(self, f, *args, **kwargs)
+
+
+class Post(overdub.Context):
+    def posthook(self, output, f, /, *args, **kwargs):
+        self.metadata = (self.metadata or 0) + 1
+
+
+CONTEXTS = [Count, Wild, Post]
+
+
+def outcome(thunk):
+    try:
+        return ("ok", thunk())
+    except Exception as exc:  # the oracle compares exception type and message
+        return ("raised", type(exc), str(exc))
+
+
+def check(make, *args):
+    """``make()`` builds a fresh program (programs here mutate themselves); its result
+    under every routing context equals its plain result."""
+    expected = outcome(lambda: make()(*args))
+    for ctx_type in CONTEXTS:
+        ctx = ctx_type()
+        assert outcome(lambda: overdub.overdub(ctx, make(), *args)) == expected, ctx_type
+        assert ctx_type is Wild or ctx.metadata, "the context saw nothing"
+    return expected
+
+
+# ----------------------------------------------------------------------------- 1. function mutation
+MUTATING = '''
+def lazy(x, scale=1):
+    """The lazy-compilation idiom: the first call installs the real body, calls again."""
+    def real(x, scale=1):
+        return x * 2 * scale
+    lazy.__code__ = real.__code__
+    return lazy(x, scale)
+
+def fact(n):
+    def real(n):
+        return 1 if n < 2 else n * fact(n - 1)
+    fact.__code__ = real.__code__
+    return fact(n)
+
+def defaults(a=1, *, b=2):
+    if a == 1:
+        defaults.__defaults__ = (10,)
+        defaults.__kwdefaults__ = {"b": 20}
+        return defaults()
+    return a + b
+'''
+
+
+def fresh(name):
+    """A fresh module-level function from MUTATING (each run mutates its own)."""
+    def make():
+        namespace = {}
+        exec(MUTATING, namespace)
+        return namespace[name]
+    return make
+
+
+make_lazy, make_lazy_recursive, make_defaults_change = map(fresh, ("lazy", "fact", "defaults"))
+
+
+def test_replaced_code_runs_at_once():
+    assert check(make_lazy, 3) == ("ok", 6)
+    assert check(make_lazy_recursive, 5) == ("ok", 120)
+    assert check(make_defaults_change) == ("ok", 30)
+
+
+def test_replaced_code_inside_a_running_context_and_from_a_thread():
+    def outer():
+        return make_lazy()(4) + make_lazy_recursive()(4)
+
+    assert check(lambda: outer) == ("ok", 32)
+
+    def first_from_a_thread():
+        lazy = make_lazy()
+        done = []
+        thread = threading.Thread(target=lambda: done.append(lazy(1)))
+        thread.start()
+        thread.join()
+        return done, lazy(5), lazy(6)
+
+    assert check(lambda: first_from_a_thread) == ("ok", ([2], 10, 12))
+    results = []
+    thread = threading.Thread(target=lambda: results.append(overdub.overdub(Count(), outer)))
+    thread.start()
+    thread.join()
+    assert results == [32]
+
+
+def test_code_replaced_between_calls_of_one_run():
+    def f():
+        return 1
+
+    def g():
+        return 2
+
+    def program():
+        first = f()
+        f.__code__ = g.__code__
+        return first, f()
+
+    for ctx_type in CONTEXTS:
+        f.__code__ = (lambda: 1).__code__
+        assert overdub.overdub(ctx_type(), program) == (1, 2)
+
+
+# ----------------------------------------------------------------------------- 2. callback takers
+
+
+class CallableIterable:
+    """Callable and iterable: ``iter(x)`` must iterate it, ``iter(x, s)`` call it."""
+
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self):
+        self.n += 1
+        return self.n
+
+    def __iter__(self):
+        return iter("ab")
+
+
+def double(x):
+    return helper(x) * 2
+
+
+def helper(x):
+    return x
+
+
+def add(a, b):
+    return helper(a) + b
+
+
+def upper(m):
+    return helper(m.group(0)).upper()
+
+
+WORDS = ["pear", "fig", "apple", "kiwi"]
+CALL_SHAPES = {
+    "iter(obj)": lambda: list(iter(CallableIterable())),
+    "iter(callable, sentinel)": lambda: list(iter(CallableIterable(), 3)),
+    "map(f, xs)": lambda: list(map(double, [1, 2])),
+    "map(f, xs, ys)": lambda: list(map(add, [1, 2], [3, 4])),
+    "map(class, xs)": lambda: list(map(str, [1, 2])),
+    "map(noncallable, xs)": lambda: list(map(3, [1])),
+    "filter(None, xs)": lambda: list(filter(None, [0, 1, 2])),
+    "filter(f, xs)": lambda: list(filter(helper, [0, 1, 2])),
+    "sorted(xs)": lambda: sorted(WORDS),
+    "sorted(xs, key=f)": lambda: sorted(WORDS, key=len),
+    "sorted(xs, key=None, reverse)": lambda: sorted(WORDS, key=None, reverse=True),
+    "sorted(xs, key=pyf)": lambda: sorted([3, 1, 2], key=double),
+    "min(xs, key=f)": lambda: min(WORDS, key=helper),
+    "min(a, b, key=f)": lambda: min(3, 2, key=double),
+    "min([], key, default)": lambda: min([], key=double, default="none"),
+    "max(xs, key=None)": lambda: max(WORDS, key=None),
+    "max(a, b, c, key=f)": lambda: max(1, 3, 2, key=double),
+    "list.sort(key=f)": lambda: (lambda l: (l.sort(key=helper), l))(list(WORDS)),
+    "list.sort(key=None, reverse)": lambda: (lambda l: (l.sort(key=None, reverse=True), l))(list(WORDS)),
+    "reduce(f, xs)": lambda: functools.reduce(add, [1, 2, 3]),
+    "reduce(f, xs, init)": lambda: functools.reduce(add, [1, 2, 3], 10),
+    "reduce(f, [])": lambda: functools.reduce(add, []),
+    "starmap(f, pairs)": lambda: list(itertools.starmap(add, [(1, 2), (3, 4)])),
+    "takewhile(f, xs)": lambda: list(itertools.takewhile(helper, [1, 2, 0, 3])),
+    "dropwhile(f, xs)": lambda: list(itertools.dropwhile(helper, [1, 0, 3])),
+    "filterfalse(None, xs)": lambda: list(itertools.filterfalse(None, [0, 1])),
+    "filterfalse(f, xs)": lambda: list(itertools.filterfalse(helper, [0, 1])),
+    "groupby(xs)": lambda: [k for k, _ in itertools.groupby("aabbc")],
+    "groupby(xs, f)": lambda: [k for k, _ in itertools.groupby(WORDS, len)],
+    "groupby(xs, key=f)": lambda: [k for k, _ in itertools.groupby([1, 2, 3], key=double)],
+    "accumulate(xs)": lambda: list(itertools.accumulate([1, 2, 3])),
+    "accumulate(xs, f)": lambda: list(itertools.accumulate([1, 2, 3], add)),
+    "accumulate(xs, func=f, initial)": lambda: list(itertools.accumulate([1, 2], func=add, initial=5)),
+    "accumulate(xs, func=None)": lambda: list(itertools.accumulate([1, 2], func=None)),
+    "pattern.sub(text, s)": lambda: re.compile("a").sub("b", "banana"),
+    "pattern.sub(f, s, count)": lambda: re.compile("a").sub(upper, "banana", 2),
+    "pattern.sub(repl=f, string=s)": lambda: re.compile("a").sub(repl=upper, string="banana"),
+    "pattern.subn(f, s)": lambda: re.compile("n").subn(upper, "banana"),
+    "Pattern.sub(p, f, s)": lambda: re.Pattern.sub(re.compile("a"), upper, "banana"),
+    "re.sub(pattern, f, s)": lambda: re.sub("a", upper, "banana"),
+}
+
+
+@pytest.mark.parametrize("shape", CALL_SHAPES)
+def test_callback_takers_in_every_call_shape(shape):
+    check(lambda: CALL_SHAPES[shape])
+
+
+class Seen(overdub.Context):
+    def prehook(self, f, /, *args, **kwargs):
+        self.metadata.add(f)
+
+
+@pytest.mark.parametrize("shape", ["map(f, xs)", "sorted(xs, key=pyf)", "reduce(f, xs)",
+                                   "groupby(xs, key=f)", "pattern.sub(f, s, count)",
+                                   "accumulate(xs, func=f, initial)"])
+def test_callbacks_run_routed(shape):
+    ctx = Seen(set())
+    overdub.overdub(ctx, CALL_SHAPES[shape])
+    assert helper in ctx.metadata  # called from inside the callback's body
+
+
+def test_callable_iterators_made_in_a_context_pickle_like_plain_ones():
+    def make():
+        return [map(abs, [-1, 2]), filter(helper, [0, 3]), map(double, [1]),
+                iter(functools.partial(next, iter([1, 2, 3])), 3)]
+
+    plain = [list(pickle.loads(pickle.dumps(it))) for it in make()]
+    for ctx_type in CONTEXTS:
+        its = overdub.overdub(ctx_type(), make)
+        assert [list(pickle.loads(pickle.dumps(it))) for it in its] == plain
+
+
+# ----------------------------------------------------------------------------- 3. keyword names
+CLASHING = ("self", "f", "fn", "method", "ctx", "args", "kwargs", "output", "step", "target",
+            "obj", "name", "cls", "a", "k")
+
+
+class TakesAnyKeyword:
+    def __init__(self, /, **kwargs):
+        self.kwargs = kwargs
+
+
+class TakesMethod:
+    def __init__(self, method=None, target=None):
+        self.got = (method, target)
+
+
+class NewTakesKeywords:
+    def __new__(cls, /, **kwargs):
+        obj = super().__new__(cls)
+        obj.kwargs = kwargs
+        return obj
+
+
+class CallableWithKeywords:
+    def __call__(self, /, **kwargs):
+        return sorted(kwargs)
+
+    def method(self, /, **kwargs):
+        return sorted(kwargs)
+
+
+def keyword_calls():
+    kw = {name: i for i, name in enumerate(CLASHING)}
+    out = [sorted(TakesAnyKeyword(**kw).kwargs), TakesMethod(method=1, target=2).got,
+           sorted(NewTakesKeywords(**kw).kwargs), CallableWithKeywords()(**kw),
+           CallableWithKeywords().method(**kw), sorted(dict(**kw)), sorted(dict(f=1, self=2)),
+           functools.partial(CallableWithKeywords(), self=1)(f=2)]
+    bound = CallableWithKeywords().method
+    out.append(bound(self=1, obj=2))
+    return out
+
+
+def test_keywords_named_like_the_machinery_parameters():
+    assert check(lambda: keyword_calls)[0] == "ok"
+
+
+def test_keywords_named_like_the_machinery_parameters_under_differentiation():
+    import capstan
+
+    assert capstan.D(lambda x: TakesMethod(method=x, target=x).got[0] * 3.0, 2.0) == 3.0
+    assert capstan.gradient(lambda x: TakesMethod(method=x, target=x).got[1] * 3.0, 2.0) == (3.0,)
+
+
+def namespaces_by_keyword():
+    ns = {}
+    out = []
+    for run in (lambda: exec("y = 2", globals=ns), lambda: eval("x + 1", globals={"x": 1}),
+                lambda: eval("x", {}, locals={"x": 5}), lambda: eval("x", {"x": 3}, {}, {}),
+                lambda: eval("1", source="2"), lambda: exec("z = 1", ns, closure=None),
+                lambda: exec("z = 1", ns, ns, ns)):
+        out.append(outcome(run))
+    return out, ns.get("y"), ns.get("z")
+
+
+def test_eval_and_exec_call_shapes():
+    assert check(lambda: namespaces_by_keyword)[0] == "ok"
+
+
+# ----------------------------------------------------------------------------- 4. patched builtins
+
+
+def patches_builtins():
+    """Patches len and __import__ the way tests do, and restores them in ``finally``."""
+    seen = []
+    real_len, real_import = builtins.len, builtins.__import__
+
+    def counting_len(x):
+        seen.append("len")
+        return real_len(x)
+
+    def counting_import(name, *args, **kwargs):
+        seen.append(name)
+        return real_import(name, *args, **kwargs)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("patched")
+
+    builtins.len, builtins.__import__ = counting_len, counting_import
+    try:
+        n = len([1, 2]) + len(sorted({3: 4}))
+        import math
+        d = dict(f=1, self=2)
+        saved = builtins.isinstance, builtins.type, builtins.getattr
+        builtins.isinstance = builtins.type = builtins.getattr = broken
+        try:
+            parts = [abs(-1), divmod(7, n), math.floor(2.5), d]
+        finally:
+            builtins.isinstance, builtins.type, builtins.getattr = saved
+    finally:
+        builtins.len, builtins.__import__ = real_len, real_import
+    return seen, parts
+
+
+def test_the_machinery_never_calls_patched_builtins():
+    originals = builtins.len, builtins.__import__, builtins.isinstance
+    for ctx_type in CONTEXTS:  # the first routed call of a function rewrites it, with the
+        overdub.overdub(ctx_type(), patches_builtins)  # bytecode library (a documented limit)
+    assert check(lambda: patches_builtins) == ("ok", (["len", "len", "math"],
+                                                      [1, (2, 1), 2, {"f": 1, "self": 2}]))
+    assert (builtins.len, builtins.__import__, builtins.isinstance) == originals
+
+
+# ----------------------------------------------------------------------------- 6. unusual classes
+
+
+class WithPartialMethod:
+    def scale(self, x, factor):
+        return x * factor
+
+    triple = functools.partialmethod(scale, factor=3)
+    double = functools.partialmethod(scale, 2)
+
+
+class HidesDict(type):
+    """A metaclass whose classes claim to have no ``__dict__`` and no ``__mro__``."""
+
+    @property
+    def __dict__(cls):
+        return None
+
+    @property
+    def __mro__(cls):
+        return None
+
+
+class Hidden(metaclass=HidesDict):
+    def __init__(self, a):
+        self.a = a
+
+    def get(self):
+        return self.a
+
+    def __add__(self, other):
+        return self.a + other
+
+
+class InstanceDictProperty:
+    """Instances say their ``__dict__`` is None; CPython still uses the real one."""
+
+    @property
+    def __dict__(self):
+        return None
+
+    def __init__(self):
+        self.x = 1
+
+    def get(self):
+        return self.x
+
+    cached = functools.cached_property(lambda self: 5)
+
+
+class Virtual(abc.ABC):
+    def __add__(self, other):
+        return "Virtual.__add__"
+
+    def __radd__(self, other):
+        return "Virtual.__radd__"
+
+    def __lt__(self, other):
+        return "Virtual.__lt__"
+
+    def __gt__(self, other):
+        return "Virtual.__gt__"
+
+
+class Registered:
+    """A *virtual* subclass of Virtual: CPython's operator rules ignore that."""
+
+    def __add__(self, other):
+        return "Registered.__add__"
+
+    def __radd__(self, other):
+        return "Registered.__radd__"
+
+    def __lt__(self, other):
+        return "Registered.__lt__"
+
+    def __gt__(self, other):
+        return "Registered.__gt__"
+
+
+Virtual.register(Registered)
+
+
+class MetaIter(type):
+    def __iter__(cls):
+        return iter([1])
+
+
+class NotIterable(metaclass=MetaIter):
+    pass
+
+
+UNUSUAL = {
+    "partialmethod": lambda: (WithPartialMethod().triple(2), WithPartialMethod().double(5)),
+    "metaclass __dict__ property": lambda: (Hidden(4).get(), Hidden(1) + 2, Hidden(3).a),
+    "instance __dict__ property": lambda: (InstanceDictProperty().get(), InstanceDictProperty().x,
+                                           InstanceDictProperty().cached),
+    "virtual subclass operands": lambda: [
+        op(a, b) for op in (lambda a, b: a + b, lambda a, b: a < b)
+        for a, b in ((Virtual(), Registered()), (Registered(), Virtual()))],
+    "* of an object whose metaclass iterates": lambda: print(*NotIterable()),
+}
+
+
+@pytest.mark.parametrize("case", UNUSUAL)
+def test_unusual_classes(case):
+    check(lambda: UNUSUAL[case])
+
+
+# ----------------------------------------------------------------------------- 7. tagged objects, canrecurse
+
+
+class Node:
+    pass
+
+
+class Vec:
+    def __init__(self, x):
+        self.x = x
+
+    def __add__(self, other):
+        return Vec(self.x + other)
+
+    def __getitem__(self, i):
+        return self.x
+
+    @property
+    def double(self):
+        return 2 * self.x
+
+
+def test_attributes_of_a_tagged_object_are_set_on_the_object():
+    for ctx_type in CONTEXTS:
+        ctx = ctx_type()
+
+        def program():
+            node = overdub.tag(Node(), ctx, "node")
+            node.r = Node()
+            node.r.x = overdub.tag(2.0, ctx, "x")
+            setattr(node, "s", 3)
+            del node.s
+            plain = overdub.untag(node, ctx)
+            return type(node.r), overdub.metadata(node.r.x, ctx), hasattr(plain, "s"), plain.r is node.r
+
+        assert overdub.overdub(ctx, program) == (Node, "x", False, True), ctx_type
+
+
+def test_canrecurse_of_operators_asks_whether_python_code_would_run():
+    ctx = Count()
+    tagged = overdub.tag(1.0, ctx, "t")
+    assert not overdub.canrecurse(ctx, operator.add, 1, 2)
+    assert not overdub.canrecurse(ctx, operator.mul, [1], 2)
+    assert overdub.canrecurse(ctx, operator.add, Vec(1), 2)
+    assert not overdub.canrecurse(ctx, operator.add, 2, Vec(1))  # Vec has no __radd__
+    assert overdub.canrecurse(ctx, operator.iadd, Vec(1), 2)  # (through __add__)
+    assert overdub.canrecurse(ctx, operator.getitem, Vec(1), 0)
+    assert not overdub.canrecurse(ctx, operator.getitem, [1], 0)
+    assert not overdub.canrecurse(ctx, operator.lt, 1, 2)
+    assert not overdub.canrecurse(ctx, operator.neg, 1)
+    assert not overdub.canrecurse(ctx, operator.add, tagged, 2)
+    assert overdub.canrecurse(ctx, getattr, Vec(1), "double")
+    assert not overdub.canrecurse(ctx, getattr, Vec(1), "x")
+    assert not overdub.canrecurse(ctx, operator.add, Vec(1))  # a wrong call runs no Python
+    assert overdub.canrecurse(ctx, map, str, [1])  # (callbacks are routed)
+    assert not overdub.canrecurse(ctx, setattr, make_lazy(), "__code__", make_lazy().__code__)
+
+
+# ----------------------------------------------------------------------------- 8. lifetimes
+
+
+class Payload:
+    def method(self):
+        return 1
+
+
+def lifetimes():
+    """What plain Python frees right away is freed right away inside a context too."""
+    out = []
+    obj = Payload()
+    before = sys.getrefcount(obj)
+    bound = obj.method
+    bound()
+    bound()
+    del bound
+    out.append(sys.getrefcount(obj) - before)  # a called bound method keeps nothing
+
+    def make():
+        big = Payload()
+
+        def inner():
+            return big
+
+        return inner, weakref.ref(big)
+
+    inner, ref = make()
+    inner()
+    del inner
+    out.append(ref() is None)  # the closure and what it holds are gone
+
+    fired = []
+    holder = [Payload()]
+    watch = weakref.ref(holder[0], lambda r: fired.append("callback"))
+    getter = lambda: holder[0].method()  # noqa: E731
+    getter()
+    holder.clear()
+    del getter
+    out.append((list(fired), watch() is None))  # the weakref callback ran at once
+    refs = []
+    for _ in range(3):  # a loop of fresh functions: each dies with its iteration
+        def step(x, payload=Payload()):
+            return payload.method() + x
+        step(1)
+        refs.append(weakref.ref(step.__defaults__[0]))
+        out.append(sum(r() is None for r in refs))
+    return out
+
+
+def test_routed_calls_keep_nothing_alive():
+    gc.disable()  # (lifetimes here are by reference counting alone)
+    try:
+        assert check(lambda: lifetimes) == ("ok", [0, True, (["callback"], True), 0, 1, 2])
+    finally:
+        gc.enable()
+
+
+def frame_readers_misused():
+    out = []
+    for run in (lambda: vars(object=1), lambda: dir(obj=1), lambda: locals(1),
+                lambda: globals(x=1), lambda: sys._getframe(depth=0), lambda: super(1, 2, 3),
+                lambda: sys._getframe(0, 1), lambda: vars(1, 2)):
+        out.append(outcome(run))
+    return out
+
+
+def test_frame_readers_called_wrongly_fail_as_in_cpython():
+    assert check(lambda: frame_readers_misused)[0] == "ok"
+
+
+def test_calling_a_dead_weakref_after_values_were_tagged():
+    overdub.tag(1.0, Count(), "seen")  # (from now on fallbacks check for tags)
+
+    def program():
+        ref = weakref.ref(Payload())
+        return ref(), outcome(lambda: hash(ref))
+
+    assert check(lambda: program)[1][0] is None
+
+
+def test_namespaces_given_to_eval_and_exec_get_the_callers_builtins():
+    def program():
+        g, h = {}, {}
+        eval("1", g)
+        exec("x = 1", h)
+        return g["__builtins__"] is builtins.__dict__, h["__builtins__"] is builtins.__dict__
+
+    assert check(lambda: program) == ("ok", (True, True))
+
+
+# ----------------------------------------------------------------------------- frames and modules
+
+
+class NamesItsClasses(type):
+    def __new__(mcs, name, bases, namespace):
+        return super().__new__(mcs, name, bases, namespace)
+
+
+def classes_made_by_calls():
+    made = [type("Made", (), {}), types.new_class("New"), NamesItsClasses("Meta", (), {}),
+            collections.namedtuple("Pair", "a b"), typing.NamedTuple("Typed", [("a", int)]),
+            enum.Enum("Colour", "red green"), type("Given", (), {"__module__": "elsewhere"})]
+    return [(cls.__name__, cls.__module__) for cls in made], type(3), type(made[0])
+
+
+def caller_names():
+    def depth():
+        return sys._getframe(1).f_code.co_name, sys._getframe(2).f_code.co_name
+    return depth()
+
+
+def test_classes_made_by_calls_name_the_callers_module():
+    assert check(lambda: classes_made_by_calls)[0] == "ok"
+
+
+def test_getframe_counts_no_context_code():
+    for ctx_type in CONTEXTS:  # the caller of caller_names is the code that called overdub
+        assert (lambda: overdub.overdub(ctx_type(), caller_names))() == ("caller_names", "<lambda>")
