@@ -75,7 +75,7 @@ _registered = {}
 def _register(f):
     if f in _registered:
         return
-    def rule(self, *args, **kwargs):
+    def rule(self, /, *args, **kwargs):
         return self.apply(f, args, kwargs)
 
     rule.__name__ = rule.__qualname__ = "rule_for_" + getattr(f, "__name__", "f")
@@ -574,7 +574,7 @@ def _strip(v, ctx):
 def _storing(method):
     """A primitive running the structural builtin ``method`` (``list.append``...) with
     tagged values kept, remembering the container for :meth:`ADContext.cleanup`."""
-    def store(self, c, *args, **kwargs):
+    def store(self, c, /, *args, **kwargs):
         out = method(c, *args, **kwargs)
         self.remember(c)
         return out
@@ -616,7 +616,7 @@ def raw(x):
     return x
 
 
-def plain_call(f, *args, **kwargs):
+def plain_call(f, /, *args, **kwargs):
     return f(*args, **kwargs)
 
 

@@ -17,6 +17,8 @@ inside the context.
 """
 import operator
 
+from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+
 __all__ = ["Tagged", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged"]
 
 
