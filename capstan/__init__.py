@@ -19,7 +19,7 @@ from .nesting import nestlevel
 from .printing import PrintCtx
 from .reverse import ReverseCtx, adjoint, gradient, pullback
 from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operator_rules  # noqa: F401
-from .rules import fft_rules, special_rules  # noqa: F401  (scipy.special, numpy.fft, scipy.fft)
+from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  (SciPy, decompositions, FFT)
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .trace import TraceCtx

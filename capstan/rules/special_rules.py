@@ -13,7 +13,7 @@ See docs/capstan-scipy.md for the table of differentiable and refused arguments.
 """
 import numpy as np
 
-from .registry import defderiv, defimpl, nondifferentiable
+from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 try:
     import scipy.special as sc
@@ -302,7 +302,8 @@ def _shift(a, axis, b=None):
     return np.where(np.isfinite(m), m, 0.0)
 
 
-nondifferentiable(_shift)
+defjvp(_shift, lambda ts, ans, *args, **kw: None)  # a plain value: no derivative flows
+defvjp(_shift, lambda g, ans, *args, **kw: (None,) * len(args))
 
 
 def _squeezed(x, axis, keepdims):
