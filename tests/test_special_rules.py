@@ -31,7 +31,7 @@ CASES = [
     # Bessel functions of real and complex argument
     Case(sc.j0, X), Case(sc.j1, X), Case(sc.y0, X), Case(sc.y1, X), Case(sc.i0, R(3)), Case(sc.i1, R(3)),
     Case(sc.k0, X), Case(sc.k1, X), Case(sc.i0e, R(3)), Case(sc.i1e, R(3)), Case(sc.k0e, X), Case(sc.k1e, X),
-    Case(sc.jv, V, X, diff=[1]), Case(sc.yv, V, X, diff=[1]), Case(sc.iv, V, R(3), diff=[1]), Case(sc.kv, V, X, diff=[1]), Case(sc.ive, V, R(3), diff=[1]),
+    Case(sc.jv, V, X, diff=[1]), Case(sc.yv, V, X, diff=[1]), Case(sc.iv, V, X, diff=[1]), Case(sc.iv, 2, R(3)), Case(sc.kv, V, X, diff=[1]), Case(sc.ive, V, X, diff=[1]), Case(sc.ive, 1, R(3)),
     Case(sc.kve, V, X, diff=[1]), Case(sc.jve, V, X, diff=[1]), Case(sc.yve, V, X, diff=[1]), Case(sc.jv, 1.5, C(3) + 1, diff=[1], hessian=False),
     Case(sc.kv, 0.5, C(2) + 2, diff=[1], hessian=False), Case(sc.hankel1, V, X, diff=[1], hessian=False), Case(sc.hankel2, 2, X, hessian=False),
     Case(sc.spherical_jn, 2, X), Case(sc.spherical_yn, 1, X), Case(sc.spherical_in, 3, X),
