@@ -183,3 +183,22 @@ def test_repeated_eigenvalues():
 def test_options_without_derivative_are_refused(f, match):
     with pytest.raises(TypeError, match=match):
         capstan.jvp(f, (R(4, 3),), (R(4, 3),))
+
+
+def test_c_function_writing_into_a_differentiated_array_is_refused():
+    """The cause of the old expm bug, in general: a C function without a rule that writes
+    into an array holding differentiated values (here SciPy's own Padé kernel) would leave
+    the array's stale tangent behind; it raises NoRuleError instead."""
+    from scipy.linalg._matfuncs_expm import pick_pade_structure
+
+    def f(x):
+        scratch = np.zeros((5, 2, 2))
+        scratch[0] = x
+        pick_pade_structure(scratch)
+        return scratch[0]
+
+    a = np.array([[0.1, 0.2], [0.3, 0.4]])
+    with pytest.raises(capstan.NoRuleError, match="pick_pade_structure"):
+        capstan.jvp(f, (a,), (np.ones((2, 2)),))
+    with pytest.raises(capstan.NoRuleError, match="pick_pade_structure"):
+        capstan.gradient(lambda x: np.sum(f(x)), a)
