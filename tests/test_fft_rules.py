@@ -6,7 +6,9 @@ import pytest
 import scipy.fft
 
 import capstan
-from rule_checks import C, R, Case, check_forward, check_reverse, check_second_order
+from rule_checks import C, Case, R, check_forward, check_reverse, check_second_order, reseed
+
+reseed("fft")
 
 NORMS = [None, "ortho", "forward", "backward"]
 
