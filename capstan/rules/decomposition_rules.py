@@ -83,11 +83,7 @@ def _symmetric_read(t, lower=True):
     return strict + _t(strict) + np.tril(np.triu(t))
 
 
-def _symmetric_read_adjoint(x, lower=True):
-    return _triangle(x, lower, 1) + _triangle(_t(x), lower, 1) + np.tril(np.triu(x))
-
-
-def _inverse_gaps(w, what):
+def _inverse_gaps(w):
     """``1 / (w_j - w_i)`` off the diagonal, 0 on it, and the mask of repeated values."""
     d = w[..., None, :] - w[..., :, None]
     n = np.shape(w)[-1]
@@ -121,10 +117,6 @@ def _refuse(entry, what):
     raise TypeError("capstan: %s(..., %s) has no derivative rule; %s" % (entry, what[0], what[1]))
 
 
-def _tuple(kind, *parts):
-    return kind(*parts) if kind is not tuple else tuple(parts)
-
-
 # ----------------------------------------------------------------------------- eigh, eigvalsh
 def _eigh_packed(a, lower=True, library="numpy"):
     """``eigh`` as one array: the eigenvalues as a row above the eigenvectors (``library``:
@@ -143,7 +135,7 @@ def _eigh_parts(p):
 def _eigh_jvp(ts, ans, a, lower=True, library="numpy"):
     w, v = _eigh_parts(ans)
     m = _h(v) @ _hermitian_read(ts[0], lower) @ v
-    f, repeated = _inverse_gaps(w, "eigh")
+    f, repeated = _inverse_gaps(w)
     dv = v @ (_forward_gaps(f, repeated, m) * m)
     return np.concatenate([np.real(_diag(m))[..., None, :].astype(np.result_type(dv)), dv], axis=-2)
 
@@ -151,7 +143,7 @@ def _eigh_jvp(ts, ans, a, lower=True, library="numpy"):
 def _eigh_vjp(g, ans, a, lower=True, library="numpy"):
     w, v = _eigh_parts(ans)
     gw, gv = np.real(g[..., 0, :]), g[..., 1:, :]
-    f, repeated = _inverse_gaps(w, "eigh")
+    f, repeated = _inverse_gaps(w)
     x = _h(v) @ gv
     _check_rotation_invariant(x, repeated, "numpy.linalg.eigh")
     k = _diag_matrix(gw) + f * x
@@ -203,7 +195,7 @@ def _take_rows(x, k):
 def _eig_jvp(ts, ans, a, library="numpy"):
     w, v = ans[..., 0, :], ans[..., 1:, :]
     m = la.solve(v, ts[0] @ v)
-    f, repeated = _inverse_gaps(w, "eig")
+    f, repeated = _inverse_gaps(w)
     if np.any(repeated):
         f = np.where(repeated, np.nan, f)
     r = v @ (f * m)
@@ -221,7 +213,7 @@ def _eig_jvp(ts, ans, a, library="numpy"):
 def _eig_vjp(g, ans, a, library="numpy"):
     w, v = ans[..., 0, :], ans[..., 1:, :]
     gw, gv = g[..., 0, :], g[..., 1:, :]
-    f, repeated = _inverse_gaps(w, "eig")
+    f, repeated = _inverse_gaps(w)
     if np.any(repeated):
         raise ValueError("capstan: numpy.linalg.eig: repeated eigenvalues have no derivative "
                          "(the eigenvalues of a general matrix are not differentiable there)")
@@ -277,12 +269,13 @@ def _svd_parts(p, a):
 def _svd_pack(u, s, vh):
     lead = np.shape(s)[:-1]
     dtype = np.result_type(u, vh)
-    return np.concatenate([np.reshape(u, lead + (-1,)), s.astype(dtype), np.reshape(vh, lead + (-1,))], axis=-1)
+    parts = [np.reshape(u, lead + (-1,)), s.astype(dtype), np.reshape(vh, lead + (-1,))]
+    return np.concatenate(parts, axis=-1)
 
 
 def _svd_gaps(s):
     """``1 / (s_j^2 - s_i^2)`` off the diagonal and the mask of repeated values."""
-    return _inverse_gaps(s * s, "svd")
+    return _inverse_gaps(s * s)
 
 
 def _svd_jvp(ts, ans, a, library="numpy"):
@@ -398,7 +391,7 @@ defvjp(_qr_packed, _qr_vjp)
 _QRResult = type(la.qr(np.eye(1)))
 
 
-def _qr_factors(a, entry):
+def _qr_factors(a):
     """``(Q, R)`` of the reduced QR: tall and square directly; wide as ``[X | Y]`` with
     ``X = QR`` square and ``R``'s right block ``Q^H Y`` (the same numbers LAPACK makes)."""
     m, n = np.shape(a)[-2:]
@@ -415,7 +408,7 @@ def _qr(a, mode="reduced"):
                                     "not determined; use mode='reduced'"))
     if mode not in ("reduced", "complete", "r"):
         _refuse("numpy.linalg.qr", ("mode=%r" % (mode,), "use mode='reduced' or 'r'"))
-    q, r = _qr_factors(a, "numpy.linalg.qr")
+    q, r = _qr_factors(a)
     return r if mode == "r" else _QRResult(q, r)
 
 
@@ -474,6 +467,12 @@ def _lstsq_vjp(g, ans, a, b, rcond=None):
 
 defjvp(_lstsq_solution, _lstsq_jvp)
 defvjp(_lstsq_solution, _lstsq_vjp)
+
+
+@plain_function
+def _matrix_rank(a, rcond):
+    s = la.svd(a, compute_uv=False)
+    return int(np.sum(s > rcond * s[..., :1]))
 
 
 @plain_function
@@ -549,7 +548,10 @@ def _solve_triangular_jvp(ts, ans, a, b, trans=0, lower=False, unit_diagonal=Fal
 
 
 _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
-_ADJOINT_TRANS = {0: 2, 1: 0, 2: 0}  # op(a)^H: N -> C, T -> conj (solved as N on conj), C -> N
+
+
+def _conj(x):
+    return np.conj(x) if np.iscomplexobj(x) else x
 
 
 def _trans_code(trans):
@@ -572,12 +574,11 @@ def _column(x):
 def _register_scipy():
     def triangular_vjp(g, ans, a, b, trans=0, lower=False, unit_diagonal=False, *args, **kw):
         op = _trans_code(trans)
+        shape = dict(lower=lower, unit_diagonal=unit_diagonal)
         if op == 1:  # op(a)^H = conj(a): solve with a, conjugated
-            gb = np.conj(sl.solve_triangular(a, np.conj(_column(g)), lower=lower, unit_diagonal=unit_diagonal)) \
-                if np.iscomplexobj(a) else sl.solve_triangular(a, _column(g), lower=lower, unit_diagonal=unit_diagonal)
-        else:
-            gb = sl.solve_triangular(a, _column(g), trans=_ADJOINT_TRANS[op], lower=lower,
-                                     unit_diagonal=unit_diagonal)
+            gb = _conj(sl.solve_triangular(a, _conj(_column(g)), **shape))
+        else:  # op(a)^H: a^H for a, a for a^H
+            gb = sl.solve_triangular(a, _column(g), trans=2 - op, **shape)
         gop = -gb @ _h(_column(ans))
         ga = _triangle(_op_adjoint(gop, op), lower, 1 if unit_diagonal else 0)
         gb = gb[..., 0] if np.ndim(b) == 1 else gb
@@ -634,9 +635,14 @@ def _register_scipy():
 
     defimpl(sl.cholesky, cholesky)
 
+    probe = np.array([[4.0, 1.0], [3.0, 2.0]])
+    keeps_other_triangle = sl.cho_factor(probe)[0][1, 0] == 3.0  # (SciPy < 1.18: left as it was)
+
     def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
         c = cholesky(a, lower)
-        return c + _triangle(a, not lower, 1), lower  # SciPy leaves the other triangle as it was
+        if keeps_other_triangle:
+            c = c + _triangle(a, not lower, 1)
+        return c, lower
 
     def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
         c, lower = c_and_lower
@@ -740,7 +746,8 @@ def _register_scipy():
     defimpl(sl.eigvals, lambda a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False:
             eig(a, b, right=False, homogeneous_eigvals=homogeneous_eigvals))
 
-    def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):
+    def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+            lapack_driver="gesdd"):
         out = _svd(a, full_matrices, compute_uv, library="scipy")
         return tuple(out) if compute_uv else out
 
@@ -756,13 +763,32 @@ def _register_scipy():
                                         "determined; use mode='economic'"))
         if mode not in ("full", "economic", "r"):
             _refuse("scipy.linalg.qr", ("mode=%r" % (mode,), "use mode='economic' or 'r'"))
-        q, r = _qr_factors(a, "scipy.linalg.qr")
+        q, r = _qr_factors(a)
         if mode == "r":  # SciPy's R has the full m rows
             return (np.concatenate([r, np.zeros((m - n,) + np.shape(r)[-1:], dtype=np.result_type(r))])
                     if m > n else r,)
         return q, r
 
     defimpl(sl.qr, qr)
+
+    defimpl(sl.norm, lambda a, ord=None, axis=None, keepdims=False, check_finite=True:
+            la.norm(a, ord, axis, keepdims))
+
+    def pinv(a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+        if atol:
+            _refuse("scipy.linalg.pinv", ("atol=", "use rtol= (relative to the largest singular value)"))
+        rcond = rtol if rtol is not None else max(np.shape(a)[-2:]) * np.finfo(np.result_type(a, 1.0)).eps
+        p = la.pinv(a, rcond)
+        return (p, _matrix_rank(a, rcond)) if return_rank else p
+
+    def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True, lapack_driver=None):
+        x, res, rank, sv = _lstsq(a, b, cond)
+        if np.ndim(b) == 1 and np.size(res) == 1:
+            res = res[0]  # SciPy's residue of one right-hand side is a scalar
+        return x, res, rank, sv
+
+    defimpl(sl.pinv, pinv)
+    defimpl(sl.lstsq, lstsq)
 
     # matrix functions: Frechet derivatives
     defjvp(sl.expm, lambda ts, ans, a: expm_frechet(a, ts[0]))
@@ -801,7 +827,8 @@ def expm_frechet(a, e):
     if a.ndim == 2:
         return sl.expm_frechet(a, e, compute_expm=False)
     flat_a, flat_e = a.reshape((-1,) + a.shape[-2:]), e.reshape((-1,) + e.shape[-2:])
-    return np.stack([sl.expm_frechet(x, y, compute_expm=False) for x, y in zip(flat_a, flat_e)]).reshape(a.shape)
+    each = [sl.expm_frechet(x, y, compute_expm=False) for x, y in zip(flat_a, flat_e)]
+    return np.stack(each).reshape(a.shape)
 
 
 def _expm_frechet_jvp(ts, ans, a, e):
@@ -822,7 +849,8 @@ def _expm_frechet_vjp(g, ans, a, e):
     n = np.shape(a)[-1]
     ge = expm_frechet(_h(a), g)
     zero = np.zeros(np.shape(g), dtype=np.result_type(g))
-    padded = np.concatenate([np.concatenate([zero, g], axis=-1), np.concatenate([zero, zero], axis=-1)], axis=-2)
+    padded = np.concatenate([np.concatenate([zero, g], axis=-1),
+                             np.concatenate([zero, zero], axis=-1)], axis=-2)  # [[0, g], [0, 0]]
     big = expm_frechet(_h(_block(a, e)), padded)
     ga = big[..., :n, :n] + big[..., n:, n:]
     return _real_like(ga, a), _real_like(ge, e)

@@ -44,7 +44,8 @@ def _dual(norm):
     try:
         return _DUAL[norm]
     except (KeyError, TypeError):
-        raise ValueError('Invalid norm value %r; should be "backward", "ortho" or "forward".' % (norm,)) from None
+        raise ValueError('Invalid norm value %r; should be "backward", "ortho" or "forward".'
+                         % (norm,)) from None
 
 
 def _fit(z, axis, length):
