@@ -46,6 +46,13 @@ CASES = [
     Case(sc.exp1, X), Case(sc.expi, X), Case(sc.expn, 2, X), Case(sc.ellipk, P(3)), Case(sc.ellipe, P(3)),
     Case(sc.spence, X), Case(sc.wrightomega, R(3)), Case(sc.lambertw, X, hessian=False), Case(sc.lambertw, C(2)),
     Case(sc.hyp2f1, 0.5, 1.5, 2.5, P(3) - 0.5, diff=[3]), Case(sc.hyp1f1, 0.5, 1.5, R(3), diff=[2]),
+    # orthogonal polynomials
+    Case(sc.eval_jacobi, np.array([0, 2, 3]), 0.5, 1.5, P(3) - 0.5, diff=[3]), Case(sc.eval_jacobi, 2.5, 0.5, 1.5, P(3) - 0.5, diff=[3]),
+    Case(sc.eval_gegenbauer, np.array([1, 4, 0]), 0.7, R(3), diff=[2]), Case(sc.eval_legendre, np.array([0, 1, 5]), P(3)),
+    Case(sc.eval_legendre, 3, np.array([-1.0, 1.0, 0.2])), Case(sc.eval_chebyt, np.array([0, 2, 5]), P(3)),
+    Case(sc.eval_chebyu, np.array([0, 1, 4]), R(3)), Case(sc.eval_hermite, np.array([0, 1, 4]), R(3)),
+    Case(sc.eval_hermitenorm, np.array([0, 3, 5]), R(3)), Case(sc.eval_laguerre, np.array([0, 2, 3]), X),
+    Case(sc.eval_genlaguerre, np.array([0, 2, 3]), 0.5, X, diff=[2]),
     # elementary
     Case(sc.expm1, R(3)), Case(sc.log1p, P(3)), Case(sc.cosm1, R(3)), Case(sc.exprel, R(3)),
     Case(sc.exprel, np.array([1e-5, -2e-4, 0.0])), Case(sc.exp2, R(3)), Case(sc.exp10, R(3) / 3),
@@ -93,7 +100,8 @@ REFUSED = [  # (function of the differentiated value, function name, argument na
     (lambda s: sc.zeta(s, 2.0), "zeta", "x"), (lambda s: sc.zeta(s), "zeta", "x"),
     (lambda n: sc.polygamma(n, 1.5), "polygamma", "n"), (lambda n: sc.spherical_jn(n, 1.5), "spherical_jn", "n"),
     (lambda a: sc.hyp2f1(a, 1.0, 2.0, 0.3), "hyp2f1", "a"), (lambda n: sc.expn(n, 1.5), "expn", "n"),
-    (lambda z: np.real(sc.ive(1.0, z + 1j)), "ive", "z"),
+    (lambda z: np.real(sc.ive(1.0, z + 1j)), "ive", "z"), (lambda a: sc.eval_jacobi(2, a, 1.0, 0.3), "eval_jacobi", "alpha"),
+    (lambda n: sc.eval_legendre(n, 0.3), "eval_legendre", "n"),
 ]
 
 

@@ -216,6 +216,32 @@ def _register():
     defderiv(sc.hyp1f1, _parameter(sc.hyp1f1, "a"), _parameter(sc.hyp1f1, "b"),
              lambda ans, a, b, x, **kw: a / b * sc.hyp1f1(a + 1, b + 1, x))
 
+    # ----------------------------------------------------------------- orthogonal polynomials (in x)
+    def lower(n):  # the degree below, at least 0 (the derivative of degree 0 is 0 anyway)
+        return np.maximum(n - 1, 0)
+
+    defderiv(sc.eval_jacobi, _parameter(sc.eval_jacobi, "n"), _parameter(sc.eval_jacobi, "alpha"),
+             _parameter(sc.eval_jacobi, "beta"), lambda ans, n, a, b, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + a + b + 1) * sc.eval_jacobi(n - 1, a + 1, b + 1, x)))
+    defderiv(sc.eval_gegenbauer, _parameter(sc.eval_gegenbauer, "n"),
+             _parameter(sc.eval_gegenbauer, "alpha"),
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, 2 * a * sc.eval_gegenbauer(n - 1, a + 1, x)))
+    defderiv(sc.eval_legendre, _parameter(sc.eval_legendre, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(n - 1, 1.0, 1.0, x)))
+    defderiv(sc.eval_chebyt, _parameter(sc.eval_chebyt, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, n * sc.eval_gegenbauer(n - 1, 1.0, x)))  # n U_{n-1}
+    defderiv(sc.eval_chebyu, _parameter(sc.eval_chebyu, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(n - 1, 2.0, x)))
+    defderiv(sc.eval_hermite, _parameter(sc.eval_hermite, "n"), lambda ans, n, x, **kw:
+             2 * n * sc.eval_hermite(lower(n), x))
+    defderiv(sc.eval_hermitenorm, _parameter(sc.eval_hermitenorm, "n"), lambda ans, n, x, **kw:
+             n * sc.eval_hermitenorm(lower(n), x))
+    defderiv(sc.eval_laguerre, _parameter(sc.eval_laguerre, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), 1.0, x)))
+    defderiv(sc.eval_genlaguerre, _parameter(sc.eval_genlaguerre, "n"),
+             _parameter(sc.eval_genlaguerre, "alpha"),
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), a + 1, x)))
+
     # ----------------------------------------------------------------- elementary functions, SciPy's versions
     defderiv(sc.expm1, lambda ans, x, **kw: ans + 1.0)
     defderiv(sc.log1p, lambda ans, x, **kw: 1.0 / (1.0 + x))
