@@ -170,9 +170,14 @@ def test_repeated_eigenvalues():
     np.testing.assert_allclose(grad, 2 * eye, atol=1e-12)
     grad = capstan.gradient(lambda m: np.trace(la.eigh(m)[1] @ np.diag(la.eigh(m)[0]) @ la.eigh(m)[1].T), 2 * eye)[0]
     np.testing.assert_allclose(grad, eye, atol=1e-12)
-    # ... and one that does: refused
+    grad = capstan.gradient(lambda m: np.trace((la.eigh(m)[1] * la.eigh(m)[0] ** 2) @ la.eigh(m)[1].T), 2 * eye)[0]
+    np.testing.assert_allclose(grad, 4 * eye, atol=1e-12)  # trace(A^2): 2 A
+    # ... and ones that do (a vector of the basis LAPACK picked; a divided difference's limit): refused
     with pytest.raises(ValueError, match="numpy.linalg.eigh.*repeated"):
         capstan.gradient(lambda m: np.sum(la.eigh(m)[1][:, 0]), eye)
+    c = R(3, 3)
+    with pytest.raises(ValueError, match="numpy.linalg.eigh.*repeated"):
+        capstan.gradient(lambda m: np.sum(c * ((la.eigh(m)[1] * np.exp(la.eigh(m)[0])) @ la.eigh(m)[1].T)), eye)
     _, t = capstan.jvp(lambda m: la.eigh(m)[1], (eye,), (R(3, 3),))
     assert np.isnan(t).any()  # forward mode marks the vectors' missing derivative
     with pytest.raises(ValueError, match="numpy.linalg.eig: repeated"):
