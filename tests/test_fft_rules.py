@@ -17,7 +17,8 @@ def cases(m):
     out = []
     for norm in NORMS:
         out += [Case(m.fft, C(6), norm=norm), Case(m.ifft, C(5), norm=norm), Case(m.rfft, R(6), norm=norm),
-                Case(m.rfft, R(7), norm=norm), Case(m.irfft, C(4), norm=norm), Case(m.irfft, C(4), 7, norm=norm),
+                Case(m.rfft, R(7), norm=norm), Case(m.irfft, C(4), norm=norm),
+                Case(m.irfft, C(4), 7, norm=norm),
                 Case(m.hfft, C(4), norm=norm), Case(m.ihfft, R(6), norm=norm),
                 Case(m.fftn, C(3, 4), norm=norm), Case(m.rfftn, R(3, 4), norm=norm),
                 Case(m.irfftn, C(3, 4), norm=norm)]
@@ -25,11 +26,15 @@ def cases(m):
         Case(m.fft, R(6)), Case(m.fft, C(6), 4), Case(m.fft, C(4), 7), Case(m.fft, C(3, 5), axis=0),
         Case(m.fft, R(3, 5), 8, 0, "ortho"), Case(m.ifft, C(2, 5), 3, axis=-1),
         Case(m.rfft, R(7), 4), Case(m.rfft, R(5), 9), Case(m.rfft, R(4, 6), axis=0),
-        Case(m.irfft, C(5), 6), Case(m.irfft, C(5), 13), Case(m.irfft, C(6), 5), Case(m.irfft, C(3, 4), axis=0),
+        Case(m.irfft, C(5), 6), Case(m.irfft, C(5), 13), Case(m.irfft, C(6), 5),
+        Case(m.irfft, C(3, 4), axis=0),
         Case(m.irfft, R(4)), Case(m.hfft, C(5), 7), Case(m.ihfft, R(7), 5), Case(m.hfft, C(2, 4), axis=0),
-        Case(m.fft2, C(3, 4)), Case(m.fft2, C(2, 3, 4), (4, 5)), Case(m.ifft2, C(3, 4), axes=(0, 1), norm="ortho"),
-        Case(m.fftn, C(2, 3, 4), axes=(0, 2)), Case(m.fftn, R(2, 3, 4), (3, 2)), Case(m.ifftn, C(2, 3, 4), (2, 5), (2, 0)),
-        Case(m.rfft2, R(4, 6)), Case(m.rfftn, R(2, 3, 4), (4, 5), (0, 2)), Case(m.rfftn, R(3, 5), axes=(1, 0)),
+        Case(m.fft2, C(3, 4)), Case(m.fft2, C(2, 3, 4), (4, 5)),
+        Case(m.ifft2, C(3, 4), axes=(0, 1), norm="ortho"),
+        Case(m.fftn, C(2, 3, 4), axes=(0, 2)), Case(m.fftn, R(2, 3, 4), (3, 2)),
+        Case(m.ifftn, C(2, 3, 4), (2, 5), (2, 0)),
+        Case(m.rfft2, R(4, 6)), Case(m.rfftn, R(2, 3, 4), (4, 5), (0, 2)),
+        Case(m.rfftn, R(3, 5), axes=(1, 0)),
         Case(m.irfft2, C(4, 3)), Case(m.irfftn, C(2, 3, 4), (4, 5), (0, 2)), Case(m.irfftn, C(3, 4), (5, 7)),
     ]
     if hasattr(m, "hfftn"):

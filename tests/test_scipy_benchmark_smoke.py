@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("scipy")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-spec = importlib.util.spec_from_file_location("bench_scipy_rules", os.path.join(ROOT, "benchmarks", "scipy_rules.py"))
+PATH = os.path.join(ROOT, "benchmarks", "scipy_rules.py")
+spec = importlib.util.spec_from_file_location("bench_scipy_rules", PATH)
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
