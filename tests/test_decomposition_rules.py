@@ -126,6 +126,7 @@ SCIPY = [
     Case(sl.pinv, R(4, 3)),
     Case(named("scipy-pinv-rank", lambda a: sl.pinv(a, return_rank=True)[0]), R(2, 3)),
     Case(sl.norm, R(3, 4)), Case(sl.norm, np.asfortranarray(R(3, 3)), 1), Case(sl.norm, R(3, 2), axis=0),
+    Case(sl.polar, WELL(3, 3)), Case(sl.polar, R(3, 2), "left"),
     Case(sl.expm, 0.5 * R(3, 3)), Case(sl.expm, 0.5 * C(2, 2)), Case(sl.expm, 3 * R(4, 4)),
     Case(sl.logm, WELL(2, 2)), Case(sl.sqrtm, WELL(3, 3)), Case(sl.logm, WELL(3, 3), hessian=False),
 ]
