@@ -1,0 +1,417 @@
+"""Rules for ``scipy.special``: one entry per function, its partial derivatives written
+with SciPy's own functions (so that they are differentiable in turn: Hessians work).
+
+Most entries are ``defderiv`` partials, one per positional argument.  A parameter
+whose derivative has no closed form in SciPy's functions (a Bessel function's order,
+the ``a`` of ``gammainc``) gets a *refusing* partial: differentiating with respect to
+it raises :class:`capstan.NoRuleError` naming the function and the argument, rather
+than passing a zero.  Functions with several results (``airy``, ``fresnel``...) and
+SciPy's Python functions with options (``logsumexp``, ``softmax``, ``factorial``)
+are defined in terms of single-result primitives (``defimpl``).
+
+See docs/capstan-scipy.md for the table of differentiable and refused arguments.
+"""
+import numpy as np
+
+from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
+
+try:
+    import scipy.special as sc
+except ImportError:  # pragma: no cover - scipy is optional
+    sc = None
+
+_SQRT_PI = float(np.sqrt(np.pi))
+_SQRT_2PI = float(np.sqrt(2.0 * np.pi))
+_LN2 = float(np.log(2.0))
+_LN10 = float(np.log(10.0))
+_DEG = np.pi / 180.0
+
+
+def refused(f, argument, why):
+    """A partial that refuses: ``f`` has no derivative rule for ``argument``."""
+    name = "scipy.special." + getattr(f, "__name__", "f")
+
+    def partial(ans, *args, **kw):
+        from ..adcontext import NoRuleError
+        raise NoRuleError("capstan: %s has no derivative with respect to its argument %s (%s); "
+                          "pass that argument as a constant, or register a rule with "
+                          "capstan.defderiv(%s, ...)" % (name, argument, why, name))
+
+    partial.__name__ = "refused_%s_%s" % (getattr(f, "__name__", "f"), argument)
+    return partial
+
+
+def _order(f, name="v"):
+    return refused(f, name, "the derivative in the order has no closed form")
+
+
+def _parameter(f, name):
+    return refused(f, name, "the derivative in this parameter has no closed form in SciPy's functions")
+
+
+def _nz(d):
+    return np.where(d == 0, 1.0, d)
+
+
+def _real_only(f, partial):
+    """``partial`` for real arguments; complex ones are refused (the function is not
+    holomorphic: its scaling uses ``|Re z|`` or ``|Im z|``)."""
+    def checked(ans, *args, **kw):
+        if any(np.iscomplexobj(a) for a in args):
+            return refused(f, "z", "complex arguments: the function is not holomorphic")(ans)
+        return partial(ans, *args, **kw)
+    return checked
+
+
+def _split(name, f, parts):
+    """Single-result primitives for the results of ``f`` (a ufunc with several
+    outputs): ``parts[k](x) == f(x)[k]``; ``f`` itself is defined as their tuple."""
+    prims = []
+    for k in range(len(parts)):
+        def one(*args, _k=k):
+            return f(*args)[_k]
+        one.__name__ = one.__qualname__ = "%s_%d" % (name, k)
+        prims.append(one)
+    defimpl(f, lambda *args, **kw: _tuple_of(prims, args, kw))
+    return prims
+
+
+def _tuple_of(prims, args, kw):
+    if kw:
+        raise TypeError("capstan: scipy.special.%s(..., %s) has no derivative rule"
+                        % (prims[0].__name__.rsplit("_", 1)[0], ", ".join(kw)))
+    return tuple(p(*args) for p in prims)
+
+
+def _register():
+    # ----------------------------------------------------------------- logistic and error functions
+    defderiv(sc.expit, lambda ans, x, **kw: ans * (1.0 - ans))
+    defderiv(sc.logit, lambda ans, x, **kw: 1.0 / (x * (1.0 - x)))
+    defderiv(sc.log_expit, lambda ans, x, **kw: sc.expit(-x))
+    defderiv(sc.erf, lambda ans, x, **kw: (2.0 / _SQRT_PI) * np.exp(-x * x))
+    defderiv(sc.erfc, lambda ans, x, **kw: (-2.0 / _SQRT_PI) * np.exp(-x * x))
+    defderiv(sc.erfcx, lambda ans, x, **kw: 2.0 * x * ans - 2.0 / _SQRT_PI)
+    defderiv(sc.erfi, lambda ans, x, **kw: (2.0 / _SQRT_PI) * np.exp(x * x))
+    defderiv(sc.erfinv, lambda ans, x, **kw: (_SQRT_PI / 2.0) * np.exp(ans * ans))
+    defderiv(sc.erfcinv, lambda ans, x, **kw: (-_SQRT_PI / 2.0) * np.exp(ans * ans))
+    defderiv(sc.wofz, lambda ans, z, **kw: -2.0 * z * ans + 2j / _SQRT_PI)
+    defderiv(sc.dawsn, lambda ans, x, **kw: 1.0 - 2.0 * x * ans)
+    defderiv(sc.ndtr, lambda ans, x, **kw: np.exp(-0.5 * x * x) / _SQRT_2PI)
+    defderiv(sc.log_ndtr, lambda ans, x, **kw: np.exp(-0.5 * x * x - ans) / _SQRT_2PI)
+    defderiv(sc.ndtri, lambda ans, y, **kw: _SQRT_2PI * np.exp(0.5 * ans * ans))
+    defderiv(sc.ndtri_exp, lambda ans, y, **kw: _SQRT_2PI * np.exp(y + 0.5 * ans * ans))
+    if hasattr(sc, "softplus"):
+        defimpl(sc.softplus, lambda x, **kw: np.logaddexp(0, x, **kw))
+
+    # ----------------------------------------------------------------- gamma and beta families
+    defderiv(sc.gamma, lambda ans, x, **kw: ans * sc.digamma(x))
+    defderiv(sc.gammaln, lambda ans, x, **kw: sc.digamma(x))
+    defderiv(sc.loggamma, lambda ans, x, **kw: sc.digamma(x))
+    defderiv(sc.rgamma, lambda ans, x, **kw: -ans * sc.digamma(x))
+    for psi in {sc.digamma, sc.psi}:
+        defderiv(psi, lambda ans, x, **kw: sc.polygamma(1, x))
+    defderiv(sc.polygamma, _parameter(sc.polygamma, "n"), lambda ans, n, x, **kw: sc.polygamma(n + 1, x))
+    defderiv(sc.beta, lambda ans, a, b, **kw: ans * (sc.digamma(a) - sc.digamma(a + b)),
+             lambda ans, a, b, **kw: ans * (sc.digamma(b) - sc.digamma(a + b)))
+    defderiv(sc.betaln, lambda ans, a, b, **kw: sc.digamma(a) - sc.digamma(a + b),
+             lambda ans, a, b, **kw: sc.digamma(b) - sc.digamma(a + b))
+    defderiv(sc.binom, lambda ans, n, k, **kw: ans * (sc.digamma(n + 1) - sc.digamma(n - k + 1)),
+             lambda ans, n, k, **kw: ans * (sc.digamma(n - k + 1) - sc.digamma(k + 1)))
+    defderiv(sc.poch, lambda ans, z, m, **kw: ans * (sc.digamma(z + m) - sc.digamma(z)),
+             lambda ans, z, m, **kw: ans * sc.digamma(z + m))
+    nondifferentiable(sc.gammasgn)
+
+    def gammainc_x(ans, a, x, **kw):  # the integrand of the regularized incomplete gamma
+        return np.exp((a - 1.0) * np.log(x) - x - sc.gammaln(a))
+
+    def betainc_x(ans, a, b, x, **kw):
+        return np.exp((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - sc.betaln(a, b))
+
+    defderiv(sc.gammainc, _parameter(sc.gammainc, "a"), gammainc_x)
+    defderiv(sc.gammaincc, _parameter(sc.gammaincc, "a"), lambda ans, a, x, **kw: -gammainc_x(ans, a, x))
+    defderiv(sc.gammaincinv, _parameter(sc.gammaincinv, "a"),
+             lambda ans, a, y, **kw: 1.0 / gammainc_x(y, a, ans))
+    defderiv(sc.gammainccinv, _parameter(sc.gammainccinv, "a"),
+             lambda ans, a, y, **kw: -1.0 / gammainc_x(y, a, ans))
+    defderiv(sc.betainc, _parameter(sc.betainc, "a"), _parameter(sc.betainc, "b"), betainc_x)
+    defderiv(sc.betaincinv, _parameter(sc.betaincinv, "a"), _parameter(sc.betaincinv, "b"),
+             lambda ans, a, b, y, **kw: 1.0 / betainc_x(y, a, b, ans))
+
+    # ----------------------------------------------------------------- zeta
+    defderiv(sc.zeta, _parameter(sc.zeta, "x"), lambda ans, x, q, out=None: -x * sc.zeta(x + 1.0, q))
+
+    # ----------------------------------------------------------------- Bessel functions (in x)
+    defderiv(sc.j0, lambda ans, x, **kw: -sc.j1(x))
+    defderiv(sc.j1, lambda ans, x, **kw: 0.5 * (sc.j0(x) - sc.jv(2, x)))
+    defderiv(sc.y0, lambda ans, x, **kw: -sc.y1(x))
+    defderiv(sc.y1, lambda ans, x, **kw: 0.5 * (sc.y0(x) - sc.yv(2, x)))
+    defderiv(sc.i0, lambda ans, x, **kw: sc.i1(x))
+    defderiv(sc.i1, lambda ans, x, **kw: 0.5 * (sc.i0(x) + sc.iv(2, x)))
+    defderiv(sc.k0, lambda ans, x, **kw: -sc.k1(x))
+    defderiv(sc.k1, lambda ans, x, **kw: -0.5 * (sc.k0(x) + sc.kv(2, x)))
+    defderiv(sc.i0e, lambda ans, x, **kw: sc.i1e(x) - np.sign(x) * ans)
+    defderiv(sc.i1e, lambda ans, x, **kw: 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * ans)
+    defderiv(sc.k0e, lambda ans, x, **kw: ans - sc.k1e(x))
+    defderiv(sc.k1e, lambda ans, x, **kw: ans - 0.5 * (sc.k0e(x) + sc.kve(2, x)))
+    for f, rule in ((sc.jv, lambda ans, v, z, **kw: 0.5 * (sc.jv(v - 1, z) - sc.jv(v + 1, z))),
+                    (sc.yv, lambda ans, v, z, **kw: 0.5 * (sc.yv(v - 1, z) - sc.yv(v + 1, z))),
+                    (sc.iv, lambda ans, v, z, **kw: 0.5 * (sc.iv(v - 1, z) + sc.iv(v + 1, z))),
+                    (sc.kv, lambda ans, v, z, **kw: -0.5 * (sc.kv(v - 1, z) + sc.kv(v + 1, z))),
+                    (sc.kve, lambda ans, v, z, **kw: ans - 0.5 * (sc.kve(v - 1, z) + sc.kve(v + 1, z))),
+                    (sc.hankel1, lambda ans, v, z, **kw: 0.5 * (sc.hankel1(v - 1, z) - sc.hankel1(v + 1, z))),
+                    (sc.hankel2, lambda ans, v, z, **kw: 0.5 * (sc.hankel2(v - 1, z) - sc.hankel2(v + 1, z))),
+                    (sc.ive, _real_only(sc.ive, lambda ans, v, x, **kw:
+                                        0.5 * (sc.ive(v - 1, x) + sc.ive(v + 1, x)) - np.sign(x) * ans)),
+                    (sc.jve, _real_only(sc.jve, lambda ans, v, x, **kw:
+                                        0.5 * (sc.jve(v - 1, x) - sc.jve(v + 1, x)))),
+                    (sc.yve, _real_only(sc.yve, lambda ans, v, x, **kw:
+                                        0.5 * (sc.yve(v - 1, x) - sc.yve(v + 1, x))))):
+        defderiv(f, _order(f), rule)
+    # i0e/i1e/k0e/k1e are real functions; ive/jve/yve real-only (see _real_only)
+
+    def spherical(f, sign):
+        """``f(n, z, derivative=False)``: the first derivative is SciPy's own
+        ``derivative=True``; the second follows from the Bessel equation
+        ``z^2 f'' + 2 z f' + (sign z^2 - n(n+1)) f = 0`` (``sign`` -1 for the modified)."""
+        def d(ans, n, z, derivative=False, **kw):
+            if not derivative:
+                return f(n, z, derivative=True)
+            value = f(n, z)
+            return -2.0 * ans / z - (sign - n * (n + 1.0) / (z * z)) * value
+        defderiv(f, _order(f, "n"), d)
+
+    spherical(sc.spherical_jn, 1.0)
+    spherical(sc.spherical_yn, 1.0)
+    spherical(sc.spherical_in, -1.0)
+    spherical(sc.spherical_kn, -1.0)
+
+    # ----------------------------------------------------------------- functions with several results
+    ai, aip, bi, bip = _split("airy", sc.airy, range(4))
+    defderiv(ai, lambda ans, z: aip(z))
+    defderiv(aip, lambda ans, z: z * ai(z))
+    defderiv(bi, lambda ans, z: bip(z))
+    defderiv(bip, lambda ans, z: z * bi(z))
+    fs, fc = _split("fresnel", sc.fresnel, range(2))
+    defderiv(fs, lambda ans, x: np.sin(0.5 * np.pi * x * x))
+    defderiv(fc, lambda ans, x: np.cos(0.5 * np.pi * x * x))
+    si, ci = _split("sici", sc.sici, range(2))
+    defderiv(si, lambda ans, x: np.sinc(x / np.pi))
+    defderiv(ci, lambda ans, x: np.cos(x) / x)
+    shi, chi = _split("shichi", sc.shichi, range(2))
+    defderiv(shi, lambda ans, x: np.where(x == 0, 1.0, np.sinh(x) / _nz(x)))
+    defderiv(chi, lambda ans, x: np.cosh(x) / x)
+
+    # ----------------------------------------------------------------- exponential integrals, elliptic...
+    defderiv(sc.exp1, lambda ans, x, **kw: -np.exp(-x) / x)
+    defderiv(sc.expi, lambda ans, x, **kw: np.exp(x) / x)
+    defderiv(sc.expn, _parameter(sc.expn, "n"), lambda ans, n, x, **kw: -sc.expn(n - 1, x))
+    defderiv(sc.ellipk, lambda ans, m, **kw: (sc.ellipe(m) - (1.0 - m) * ans) / (2.0 * m * (1.0 - m)))
+    defderiv(sc.ellipe, lambda ans, m, **kw: (ans - sc.ellipk(m)) / (2.0 * m))
+    defderiv(sc.spence, lambda ans, z, **kw: np.where(z == 1, -1.0, np.log(z) / _nz(1.0 - z)))
+    defderiv(sc.wrightomega, lambda ans, z, **kw: ans / (1.0 + ans))
+    defderiv(sc.lambertw, lambda ans, z, k=0, tol=1e-8: 1.0 / (np.exp(ans) * (1.0 + ans)),
+             _parameter(sc.lambertw, "k"))
+    defderiv(sc.hyp2f1, _parameter(sc.hyp2f1, "a"), _parameter(sc.hyp2f1, "b"), _parameter(sc.hyp2f1, "c"),
+             lambda ans, a, b, c, z, **kw: a * b / c * sc.hyp2f1(a + 1, b + 1, c + 1, z))
+    defderiv(sc.hyp1f1, _parameter(sc.hyp1f1, "a"), _parameter(sc.hyp1f1, "b"),
+             lambda ans, a, b, x, **kw: a / b * sc.hyp1f1(a + 1, b + 1, x))
+
+    # ----------------------------------------------------------------- orthogonal polynomials (in x)
+    def lower(n):  # the degree below, at least 0 (the derivative of degree 0 is 0 anyway)
+        return np.maximum(n - 1, 0)
+
+    defderiv(sc.eval_jacobi, _parameter(sc.eval_jacobi, "n"), _parameter(sc.eval_jacobi, "alpha"),
+             _parameter(sc.eval_jacobi, "beta"), lambda ans, n, a, b, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + a + b + 1) * sc.eval_jacobi(n - 1, a + 1, b + 1, x)))
+    defderiv(sc.eval_gegenbauer, _parameter(sc.eval_gegenbauer, "n"),
+             _parameter(sc.eval_gegenbauer, "alpha"),
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, 2 * a * sc.eval_gegenbauer(n - 1, a + 1, x)))
+    defderiv(sc.eval_legendre, _parameter(sc.eval_legendre, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(n - 1, 1.0, 1.0, x)))
+    defderiv(sc.eval_chebyt, _parameter(sc.eval_chebyt, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, n * sc.eval_gegenbauer(n - 1, 1.0, x)))  # n U_{n-1}
+    defderiv(sc.eval_chebyu, _parameter(sc.eval_chebyu, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(n - 1, 2.0, x)))
+    defderiv(sc.eval_hermite, _parameter(sc.eval_hermite, "n"), lambda ans, n, x, **kw:
+             2 * n * sc.eval_hermite(lower(n), x))
+    defderiv(sc.eval_hermitenorm, _parameter(sc.eval_hermitenorm, "n"), lambda ans, n, x, **kw:
+             n * sc.eval_hermitenorm(lower(n), x))
+    defderiv(sc.eval_laguerre, _parameter(sc.eval_laguerre, "n"), lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), 1.0, x)))
+    defderiv(sc.eval_genlaguerre, _parameter(sc.eval_genlaguerre, "n"),
+             _parameter(sc.eval_genlaguerre, "alpha"),
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), a + 1, x)))
+
+    # ----------------------------------------------------------------- elementary functions, SciPy's versions
+    defderiv(sc.expm1, lambda ans, x, **kw: ans + 1.0)
+    defderiv(sc.log1p, lambda ans, x, **kw: 1.0 / (1.0 + x))
+    defderiv(sc.cosm1, lambda ans, x, **kw: -np.sin(x))
+    defderiv(sc.exprel, _exprel_d)
+    defderiv(sc.exp2, lambda ans, x, **kw: ans * _LN2)
+    defderiv(sc.exp10, lambda ans, x, **kw: ans * _LN10)
+    defderiv(sc.cbrt, lambda ans, x, **kw: 1.0 / (3.0 * ans * ans))
+    defderiv(sc.sindg, lambda ans, x, **kw: _DEG * sc.cosdg(x))
+    defderiv(sc.cosdg, lambda ans, x, **kw: -_DEG * sc.sindg(x))
+    defderiv(sc.tandg, lambda ans, x, **kw: _DEG * (1.0 + ans * ans))
+    defderiv(sc.cotdg, lambda ans, x, **kw: -_DEG * (1.0 + ans * ans))
+    defderiv(sc.powm1, lambda ans, x, y, **kw: y * np.power(x, y - 1.0),
+             lambda ans, x, y, **kw: (ans + 1.0) * np.log(x))
+    nondifferentiable(sc.round)
+
+    # ----------------------------------------------------------------- x log y, entropies, Huber losses
+    defderiv(sc.xlogy, lambda ans, x, y, **kw: np.log(y),
+             lambda ans, x, y, **kw: x / np.where((x == 0) & (y == 0), 1.0, y))
+    defderiv(sc.xlog1py, lambda ans, x, y, **kw: np.log1p(y),
+             lambda ans, x, y, **kw: x / np.where((x == 0) & (y == -1), 1.0, 1.0 + y))
+    defderiv(sc.entr, lambda ans, x, **kw: -np.log(x) - 1.0)
+    defderiv(sc.rel_entr, lambda ans, x, y, **kw: np.log(x / y) + 1.0, lambda ans, x, y, **kw: -x / y)
+    defderiv(sc.kl_div, lambda ans, x, y, **kw: np.log(x / y), lambda ans, x, y, **kw: 1.0 - x / y)
+    defderiv(sc.huber, lambda ans, d, r, **kw: np.where(np.abs(r) <= d, 0.0, np.abs(r) - d),
+             lambda ans, d, r, **kw: np.where(np.abs(r) <= d, r, d * np.sign(r)))
+    defderiv(sc.pseudo_huber,
+             lambda ans, d, r, **kw: 2.0 * ans / d - r * r / (d * np.sqrt(1.0 + (r / d) ** 2)),
+             lambda ans, d, r, **kw: r / np.sqrt(1.0 + (r / d) ** 2))
+
+    # ----------------------------------------------------------------- Box-Cox
+    defderiv(sc.boxcox, lambda ans, x, lm, **kw: np.power(x, lm - 1.0), _boxcox_lambda)
+    defderiv(sc.boxcox1p, lambda ans, x, lm, **kw: np.power(1.0 + x, lm - 1.0),
+             lambda ans, x, lm, **kw: _boxcox_lambda(ans, 1.0 + x, lm))
+    defderiv(sc.inv_boxcox, lambda ans, y, lm, **kw: np.power(ans, 1.0 - lm), _inv_boxcox_lambda)
+    defderiv(sc.inv_boxcox1p, lambda ans, y, lm, **kw: np.power(1.0 + ans, 1.0 - lm),
+             lambda ans, y, lm, **kw: _inv_boxcox_lambda(1.0 + ans, y, lm))
+
+    # ----------------------------------------------------------------- SciPy's Python functions
+    defimpl(sc.logsumexp, logsumexp)
+    defimpl(sc.softmax, softmax)
+    defimpl(sc.log_softmax, log_softmax)
+    defimpl(sc.factorial, factorial)
+    defimpl(sc.comb, comb)
+    defimpl(sc.perm, perm)
+
+
+def _exprel_d(ans, x, **kw):
+    """``d/dx (e^x - 1)/x``: ``(e^x - exprel(x))/x``, by its series near 0."""
+    small = np.abs(x) < 1e-3
+    xs = np.where(small, 1.0, x)
+    return np.where(small, 0.5 + x / 3.0 + x * x / 8.0, (np.exp(x) - ans) / xs)
+
+
+def _boxcox_lambda(ans, x, lm, **kw):
+    """``d/dlambda (x^lambda - 1)/lambda``; at ``lambda == 0`` its series
+    ``L^2/2 + lambda L^3/3 + lambda^2 L^4/8`` (``L = log x``), exact in value and in the
+    first two derivatives."""
+    zero = lm == 0
+    safe = np.where(zero, 1.0, lm)
+    log = np.log(x)
+    series = log * log * (0.5 + lm * log / 3.0 + lm * lm * log * log / 8.0)
+    return np.where(zero, series, (np.power(x, lm) * log - ans) / safe)
+
+
+def _inv_boxcox_lambda(ans, y, lm, **kw):
+    """``d/dlambda (1 + lambda y)^(1/lambda)``; at ``lambda == 0`` its series
+    ``ans (-y^2/2 + 2 lambda y^3/3)``, exact in value and first derivative."""
+    zero = lm == 0
+    safe = np.where(zero, 1.0, lm)
+    log = np.log1p(safe * y)
+    series = ans * y * y * (-0.5 + 2.0 * lm * y / 3.0)
+    return np.where(zero, series, ans * (y / (safe * (1.0 + safe * y)) - log / (safe * safe)))
+
+
+# ----------------------------------------------------------------------------- logsumexp and softmax
+def _shift(a, axis, b=None):
+    """The plain (never differentiated) shift of ``logsumexp``: the largest real part
+    over ``axis`` among the terms with ``b != 0`` (0 where that is not finite)."""
+    r = np.real(a)
+    if b is not None:  # (broadcast against b, as the sum will be)
+        r = np.where(np.asarray(b) != 0, r, -np.inf)
+    m = np.max(r, axis=axis, keepdims=True) if np.size(r) else np.zeros((1,) * np.ndim(r))
+    return np.where(np.isfinite(m), m, 0.0)
+
+
+defjvp(_shift, lambda ts, ans, *args, **kw: None)  # a plain value: no derivative flows
+defvjp(_shift, lambda g, ans, *args, **kw: (None,) * len(args))
+
+
+def _squeezed(x, axis, keepdims):
+    if keepdims:
+        return x
+    out = np.squeeze(x, axis=axis)
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """``scipy.special.logsumexp`` of differentiable operations: the log of the
+    (``b``-weighted) sum of exponentials, shifted by the plain maximum."""
+    a = np.asarray(a)
+    m = _shift(a, axis, b)
+    e = np.exp(a - m)
+    if b is not None:
+        e = b * e
+    s = np.sum(e, axis=axis, keepdims=True)
+    if not return_sign:
+        return _squeezed(np.log(s) + m, axis, keepdims)
+    size = np.abs(s)
+    sign = s / np.where(size == 0, 1.0, size) if np.iscomplexobj(s) else np.sign(s)
+    return _squeezed(np.log(size) + m, axis, keepdims), _squeezed(sign, axis, keepdims)
+
+
+def softmax(x, axis=None):
+    """``scipy.special.softmax``: ``exp(x) / sum(exp(x))`` over ``axis``, shifted."""
+    x = np.asarray(x)
+    e = np.exp(x - _shift(x, axis))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=None):
+    """``scipy.special.log_softmax``: ``x - logsumexp(x)`` over ``axis``."""
+    x = np.asarray(x)
+    shifted = x - _shift(x, axis)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _exact_refused(name):
+    raise TypeError("capstan: scipy.special.%s(..., exact=True) computes with Python integers and "
+                    "has no derivative; use exact=False (the gamma-function form) to differentiate"
+                    % name)
+
+
+def factorial(n, exact=False, extend="zero"):
+    """``scipy.special.factorial(n)`` for ``exact=False``: ``gamma(n + 1)`` (0 for
+    negative ``n`` unless ``extend='complex'``)."""
+    if exact:
+        _exact_refused("factorial")
+    n = np.asarray(n)
+    if extend == "complex":
+        return sc.gamma(n + 1)
+    if extend != "zero":
+        raise ValueError("argument `extend` must be either 'zero' or 'complex'")
+    if np.iscomplexobj(n):
+        raise ValueError("In order to use non-real input, use extend='complex'")
+    out = np.where(n >= 0, sc.gamma(np.where(n >= 0, n, 0.0) + 1), 0.0)
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def comb(N, k, *, exact=False, repetition=False):
+    """``scipy.special.comb`` for ``exact=False``: ``binom`` where ``0 <= k <= N``."""
+    if exact:
+        _exact_refused("comb")
+    if repetition:
+        return comb(N + k - 1, k)
+    N, k = np.asarray(N), np.asarray(k)
+    ok = (k <= N) & (N >= 0) & (k >= 0)
+    out = np.where(ok, sc.binom(N, k), 0.0)
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def perm(N, k, exact=False):
+    """``scipy.special.perm`` for ``exact=False``: ``poch(N - k + 1, k)`` where ``0 <= k <= N``."""
+    if exact:
+        _exact_refused("perm")
+    N, k = np.asarray(N), np.asarray(k)
+    ok = (k <= N) & (N >= 0) & (k >= 0)
+    out = np.where(ok, sc.poch(N - k + 1, k), 0.0)
+    return out[()] if np.ndim(out) == 0 else out
+
+
+if sc is not None:
+    _register()
