@@ -1,11 +1,13 @@
 """capstan: automatic differentiation and tools for unmodified Python, built on overdub.
 
 Forward mode (``D``, ``jvp``, ``jacobian``), reverse mode (``gradient``,
-``pullback``, ``hessian``, ``adjoint``, ``checkpoint``, ``hook``, ``nestlevel``) and
-tool contexts (``PrintCtx``, ``CountCtx``, ``TraceCtx``, ``GPUCtx``, ``bit32pass``).
+``pullback``, ``hessian``, ``adjoint``, ``checkpoint``, ``hook``, ``nestlevel``),
+derivatives as functions in JAX's style (``grad``, ``value_and_grad``, ``jacfwd``,
+``jacrev``) and tool contexts (``PrintCtx``, ``CountCtx``, ``TraceCtx``, ``GPUCtx``, ``bit32pass``).
 See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 """
 import overdub
+from overdub import __version__
 
 from . import adcontext, forward, losses, nesting, pool, reverse, structure, tape
 from .adcontext import NoRuleError, register_all
@@ -22,11 +24,13 @@ from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operato
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .trace import TraceCtx
+from .transforms import grad, jacfwd, jacrev, value_and_grad
 
 register_all()
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
+           "grad", "value_and_grad", "jacfwd", "jacrev",
            "stop_gradient",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
            "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",

@@ -18,7 +18,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, tag
 
-from . import fastpaths, losses, structure
+from . import checks, fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
 from .aliasing import region, root_of
 from .nesting import level
@@ -221,9 +221,22 @@ def _seed(x, fname):
 
 
 def D(f, x):
-    """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``)."""
+    """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``).
+
+    Example::
+
+        >>> import math, capstan
+        >>> capstan.D(lambda x: x * math.sin(x), 0.0)
+        0.0
+
+    Raises:
+        TypeError: ``f`` not callable; ``x`` cannot carry a derivative (``D(f, 3)``:
+            pass ``3.0``) or is an array (use ``jvp`` or ``jacobian``).
+        capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
+    """
     if not callable(f):
         raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
+    checks.require_differentiable("D", (x,), "x cannot carry a derivative")
     x = _seed(x, "D")
     if isinstance(x, np.ndarray) and x.shape:
         raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
@@ -238,12 +251,26 @@ def jvp(f, primals, tangents):
 
     ``primals`` and ``tangents`` are tuples of matching structure: numbers, arrays and
     lists/tuples/dicts/dataclasses/namedtuples of them.  Integer inputs carry no
-    tangent."""
+    tangent.
+
+    Example::
+
+        >>> import capstan
+        >>> capstan.jvp(lambda a, b: a * b, (2.0, 3.0), (1.0, 0.0))
+        (6.0, 3.0)
+
+    Raises:
+        TypeError: ``f`` not callable; ``primals``/``tangents`` not tuples; no primal
+            can carry a derivative.
+        ValueError: ``tangents`` does not match ``primals`` in structure or shapes.
+        capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
+    """
     if not callable(f):
         raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError("capstan.jvp(f, primals, tangents): primals and tangents must be tuples, "
                         "got %s and %s" % (type(primals).__name__, type(tangents).__name__))
+    checks.require_differentiable("jvp", primals, "no primal can carry a derivative")
     leaves, rebuild = structure.flatten(primals)
     tleaves, _ = structure.flatten(tangents)
     if len(leaves) != len(tleaves):

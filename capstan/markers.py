@@ -10,8 +10,50 @@ into these bodies like any user code.
 
 def checkpoint(f, *args):
     """``f(*args)``; under ``gradient``/``pullback`` its intermediate values are not kept
-    but recomputed on the reverse pass (trading time for memory on long computations)."""
+    but recomputed on the reverse pass (trading time for memory on long computations).
+
+    Without arguments, ``checkpoint(f)`` -- or ``@capstan.checkpoint`` above a ``def``
+    -- returns ``f`` as a function whose every call is checkpointed this way
+    (keyword arguments are passed by position)::
+
+        >>> import capstan
+        >>> @capstan.checkpoint
+        ... def segment(x):
+        ...     return x * x * x
+        >>> capstan.gradient(lambda x: segment(x) + x, 2.0)
+        (13.0,)
+
+    Raises:
+        TypeError: (decorator form) a call passes a keyword argument that ``f`` cannot
+            take by position.
+    """
+    if not args:
+        return _checkpointed(f)
     return f(*args)
+
+
+def _checkpointed(f):
+    if not callable(f):
+        raise TypeError("capstan.checkpoint(f): f must be callable, got %r" % (f,))
+    import functools
+    import inspect
+
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):
+        signature = None
+
+    @functools.wraps(f)
+    def checkpointed(*args, **kwargs):
+        if kwargs:
+            bound = signature.bind(*args, **kwargs) if signature is not None else None
+            if bound is None or bound.kwargs:
+                raise TypeError("capstan.checkpoint(%s): keyword arguments must be ones it can take "
+                                "by position, got %s" % (getattr(f, "__name__", f), ", ".join(kwargs)))
+            args = bound.args
+        return checkpoint(f, *args)
+
+    return checkpointed
 
 
 def hook(fn, x):
