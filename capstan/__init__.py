@@ -23,10 +23,20 @@ from .reverse import ReverseCtx, adjoint, gradient, pullback
 from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operator_rules  # noqa: F401
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
-from .trace import TraceCtx
 from .transforms import grad, jacfwd, jacrev, value_and_grad
 
 register_all()
+
+
+def __getattr__(name):
+    # TraceCtx is imported on first use, so that ``python -m capstan.trace`` runs the
+    # module as __main__ without it already being in sys.modules (runpy's warning).
+    if name == "TraceCtx":
+        from .trace import TraceCtx
+
+        return TraceCtx
+    raise AttributeError("module 'capstan' has no attribute %r" % (name,))
+
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
