@@ -59,7 +59,17 @@ def _checkpointed(f):
 def hook(fn, x):
     """``x``; under reverse mode the gradient flowing back into ``x`` is replaced by
     ``fn(gradient)`` (``hook(operator.neg, x)`` reverses it, ``hook(print, x)`` shows it...
-    print returns None, so use ``lambda g: (print(g), g)[1]``)."""
+    print returns None, so use ``lambda g: (print(g), g)[1]``).
+
+    Example::
+
+        >>> import capstan
+        >>> capstan.gradient(lambda x: capstan.hook(lambda g: 2 * g, x) * 3.0, 1.0)
+        (6.0,)
+
+    Raises:
+        Nothing itself; what ``fn`` raises on the backward pass propagates.
+    """
     return x
 
 
@@ -70,5 +80,14 @@ def stop_gradient(x):
     for example to pass a value to a C function that has no rule::
 
         capstan.gradient(lambda x: x * ext.c_func(capstan.stop_gradient(x)), 2.0)
+
+    Example::
+
+        >>> import capstan
+        >>> capstan.gradient(lambda x: x * capstan.stop_gradient(x), 3.0)
+        (3.0,)
+
+    Raises:
+        Nothing: any value is accepted (non-numbers pass through unchanged).
     """
     return x
