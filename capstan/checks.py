@@ -9,6 +9,7 @@ the inputs can carry a derivative, the call is almost certainly a mistake
 says why and what to pass instead, naming the entry point the user called.
 """
 import inspect
+from typing import Any, Callable
 
 import numpy as np
 
@@ -16,21 +17,25 @@ from overdub import Tagged
 
 from . import structure
 
+# The untyped helpers this module relies on, with their types.
+flatten: Callable[[Any], tuple[list[Any], Callable[[Any], Any]]] = structure.flatten
+is_differentiable: Callable[[Any], bool] = structure.is_differentiable
 
-def plain(x):
+
+def plain(x: Any) -> Any:
     """``x`` without the tags of enclosing differentiations."""
     while type(x) is Tagged:
         x = x._value
     return x
 
 
-def can_carry(leaf):
+def can_carry(leaf: Any) -> bool:
     """Whether ``leaf`` (possibly tagged by an enclosing differentiation) can carry a
     derivative."""
-    return structure.is_differentiable(plain(leaf))
+    return is_differentiable(plain(leaf))
 
 
-def describe(leaf):
+def describe(leaf: Any) -> str:
     """A short description of a leaf for error messages, with its dtype."""
     x = plain(leaf)
     if isinstance(x, np.ndarray):
@@ -43,7 +48,7 @@ def describe(leaf):
     return "%s %s" % (type(x).__name__, text)
 
 
-def remedy(leaf):
+def remedy(leaf: Any) -> str:
     """What to pass instead of ``leaf``, when there is an obvious float version."""
     x = plain(leaf)
     if isinstance(x, (bool, np.bool_)):
@@ -59,13 +64,14 @@ def remedy(leaf):
     return "differentiate with respect to a float, a complex number or a float array"
 
 
-def require_differentiable(fname, args, subject="no argument can carry a derivative"):
+def require_differentiable(fname: str, args: tuple[Any, ...] | list[Any],
+                           subject: str = "no argument can carry a derivative") -> None:
     """Raise ``TypeError`` when no leaf of ``args`` (a tuple of arguments) can carry a
     derivative.  ``fname`` is the public name (``"gradient"``, ``"D"``...); ``subject``
     is the clause that opens the message."""
     first = None
     for a in args:
-        leaves, _ = structure.flatten(a)
+        leaves, _ = flatten(a)
         for leaf in leaves:
             if can_carry(leaf):
                 return
@@ -80,7 +86,7 @@ def require_differentiable(fname, args, subject="no argument can carry a derivat
                     % (fname, subject, describe(first), remedy(first)))
 
 
-def point_given(fname, args, kwargs, signature="f, *args"):
+def point_given(fname: str, args: tuple[Any, ...], kwargs: dict[str, Any], signature: str = "f, *args") -> None:
     """Raise the ``TypeError`` a user needs when an at-a-point entry point is called
     without a point (``gradient(f)``) or with the point as a keyword (``gradient(f, x=1.0)``)."""
     function_form = {"gradient": "capstan.grad(f)", "D": "capstan.grad(f)",
@@ -98,12 +104,12 @@ def point_given(fname, args, kwargs, signature="f, *args"):
                         "for the derivative as a function, use %s" % (fname, signature, fname, function_form))
 
 
-def check_callable(fname, f, signature="f, *args"):
+def check_callable(fname: str, f: Any, signature: str = "f, *args") -> None:
     if not callable(f):
         raise TypeError("capstan.%s(%s): f must be callable, got %r" % (fname, signature, f))
 
 
-def match_dtype(g, leaf):
+def match_dtype(g: Any, leaf: Any) -> Any:
     """Gradient ``g`` in the floating dtype of its input ``leaf`` (float32 in, float32
     out); other pairs are returned unchanged."""
     if g is None or type(g) is Tagged:
@@ -122,7 +128,7 @@ def match_dtype(g, leaf):
     return dt.type(g)
 
 
-def autograd_style_vjp(f, rule, nargs=None):
+def autograd_style_vjp(f: Any, rule: Callable[..., Any], nargs: int | None = None) -> bool:
     """Whether ``rule`` looks like an autograd-style VJP maker ``rule(ans, *args) ->
     (lambda g: ...)`` instead of capstan's ``rule(g, ans, *args)``: it accepts one
     positional argument fewer than capstan passes, or names its first parameter ``ans``."""
@@ -144,7 +150,7 @@ def autograd_style_vjp(f, rule, nargs=None):
     return len(required) == nargs + 1
 
 
-def _arity(f):
+def _arity(f: Any) -> int | None:
     nin = getattr(f, "nin", None)  # NumPy ufuncs
     if isinstance(nin, int):
         return nin
@@ -158,7 +164,7 @@ def _arity(f):
                and p.kind is not inspect.Parameter.KEYWORD_ONLY)
 
 
-def vjp_rule_error(fname):
+def vjp_rule_error(fname: str) -> TypeError:
     return TypeError(
         "capstan.defvjp(%s, rule): the rule looks autograd-style, rule(ans, *args) returning a "
         "function of the cotangent g. capstan calls the rule once with everything: write "

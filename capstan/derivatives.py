@@ -1,4 +1,6 @@
 """Jacobians and Hessians, composed from forward and reverse mode."""
+from typing import Any, Callable
+
 import numpy as np
 
 from . import checks, structure
@@ -12,7 +14,8 @@ def _one_leaf(args, argnums):
     return len(args) == 1 and argnums in (None, 0, -1) and structure.flatten(args[0])[0] == [args[0]]
 
 
-def jacobian(f, *args, argnums=None, mode="auto", chunk=None, **kwargs):
+def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] | None = None,
+             mode: str = "auto", chunk: int | None = None, **kwargs: Any) -> Any:
     """Jacobian of ``f`` at ``x``: an array of shape ``out.shape + x.shape``.
 
     ``mode="forward"`` pushes ``chunk`` input directions through each run of ``f`` (all
@@ -65,7 +68,8 @@ def jacobian(f, *args, argnums=None, mode="auto", chunk=None, **kwargs):
     return forward_jacobian(f, x, chunk)
 
 
-def hessian(f, *args, argnums=None, chunk=None, **kwargs):
+def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] | None = None,
+            chunk: int | None = None, **kwargs: Any) -> Any:
     """Hessian of the real scalar function ``f`` at ``x`` (forward over reverse), in
     ``x``'s floating dtype.
 

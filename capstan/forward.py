@@ -13,6 +13,7 @@ axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 """
 import numbers
 import operator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -220,7 +221,7 @@ def _seed(x, fname):
     return x
 
 
-def D(f, x):
+def D(f: Callable[..., Any], x: Any) -> Any:
     """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``).
 
     Example::
@@ -246,7 +247,7 @@ def D(f, x):
         return ctx.output_tangent(y)
 
 
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     """``(f(*primals), directional derivative of f at primals along tangents)``.
 
     ``primals`` and ``tangents`` are tuples of matching structure: numbers, arrays and

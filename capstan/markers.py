@@ -8,7 +8,12 @@ into these bodies like any user code.
 """
 
 
-def checkpoint(f, *args):
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
     """``f(*args)``; under ``gradient``/``pullback`` its intermediate values are not kept
     but recomputed on the reverse pass (trading time for memory on long computations).
 
@@ -32,7 +37,7 @@ def checkpoint(f, *args):
     return f(*args)
 
 
-def _checkpointed(f):
+def _checkpointed(f: Callable[..., Any]) -> Callable[..., Any]:
     if not callable(f):
         raise TypeError("capstan.checkpoint(f): f must be callable, got %r" % (f,))
     import functools
@@ -44,7 +49,7 @@ def _checkpointed(f):
         signature = None
 
     @functools.wraps(f)
-    def checkpointed(*args, **kwargs):
+    def checkpointed(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             bound = signature.bind(*args, **kwargs) if signature is not None else None
             if bound is None or bound.kwargs:
@@ -56,7 +61,7 @@ def _checkpointed(f):
     return checkpointed
 
 
-def hook(fn, x):
+def hook(fn: Callable[[Any], Any], x: T) -> T:
     """``x``; under reverse mode the gradient flowing back into ``x`` is replaced by
     ``fn(gradient)`` (``hook(operator.neg, x)`` reverses it, ``hook(print, x)`` shows it...
     print returns None, so use ``lambda g: (print(g), g)[1]``).
@@ -73,7 +78,7 @@ def hook(fn, x):
     return x
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x``, declared constant: no derivative flows through it, in any enclosing
     differentiation (JAX's ``stop_gradient``).  ``x`` may be a number, an array or a
     list/tuple/dict/dataclass of them.  This is how to drop a derivative on purpose --

@@ -13,6 +13,7 @@ contents -- so the backward pass always sees the values the forward pass used.
 """
 import operator
 import weakref
+from typing import Any, Callable
 from functools import partial
 
 import numpy as np
@@ -482,7 +483,7 @@ def _like(c, leaf):
     return c
 
 
-def gradient(f, *args, **kwargs):
+def gradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     """Gradient of the real scalar function ``f`` with respect to each argument: a
     tuple of one gradient per argument, shaped like it (``None`` where nothing flows).
 
@@ -526,7 +527,7 @@ def _gradient(run, args, fname="gradient"):
     return run.back({n: 1.0})
 
 
-def pullback(f, *args, **kwargs):
+def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``(f(*args), back)``: ``back(dy)`` returns the tuple of argument cotangents for
     output cotangent ``dy`` (shaped like the output); ``back`` may be called many times.
 

@@ -16,17 +16,26 @@ The at-a-point forms (``gradient(f, x)``, ``jacobian(f, x)``...) remain the
 primary API (see API.md); these are built on the same two modes.
 """
 import functools
+from typing import Any, Callable, Union
 
 import numpy as np
 
-from . import checks, structure
-from .forward import jvp
-from .pool import borrowed
-from .reverse import ReverseCtx, _Run
+from . import checks, forward, pool, reverse, structure
+
+ArgNums = Union[int, tuple[int, ...]]
+"""Which positional arguments to differentiate: one position, or a tuple of them."""
+
+# The machinery below is untyped; these names give it the types this module relies on.
+jvp: Callable[..., tuple[Any, Any]] = forward.jvp
+borrowed: Callable[[type], Any] = pool.borrowed
+ReverseCtx: type = reverse.ReverseCtx
+_Run: Callable[..., Any] = reverse._Run
+flatten: Callable[[Any], tuple[list[Any], Callable[[Any], Any]]] = structure.flatten
+zeros_like: Callable[[Any], Any] = structure.zeros_like
 
 
 # ----------------------------------------------------------------------------- argument selection
-def _check_argnums(fname, argnums):
+def _check_argnums(fname: str, argnums: Any) -> None:
     """Validate ``argnums`` when the transform is made (not when it is first called)."""
     nums = (argnums,) if isinstance(argnums, int) else argnums
     if isinstance(argnums, bool) or not isinstance(nums, tuple) or not nums or not all(
@@ -35,11 +44,11 @@ def _check_argnums(fname, argnums):
                         % (fname, argnums))
 
 
-def _select(fname, argnums, args):
+def _select(fname: str, argnums: ArgNums, args: tuple[Any, ...]) -> tuple[bool, tuple[int, ...]]:
     """``(single, positions)``: the positional arguments ``argnums`` selects."""
     single = isinstance(argnums, int)
-    nums = (argnums,) if single else argnums
-    out = []
+    nums: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else argnums
+    out: list[int] = []
     for i in nums:
         j = i + len(args) if i < 0 else i
         if not 0 <= j < len(args):
@@ -51,12 +60,13 @@ def _select(fname, argnums, args):
     return single, tuple(out)
 
 
-def _fix_others(f, args, kwargs, positions):
+def _fix_others(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                positions: tuple[int, ...]) -> Callable[..., Any]:
     """``f`` as a function of the selected arguments only (the rest held as given)."""
     if positions == tuple(range(len(args))) and not kwargs:
         return f
 
-    def of_selected(*chosen):
+    def of_selected(*chosen: Any) -> Any:
         full = list(args)
         for i, v in zip(positions, chosen):
             full[i] = v
@@ -65,7 +75,8 @@ def _fix_others(f, args, kwargs, positions):
     return of_selected
 
 
-def _prepare(fname, f, argnums, args, kwargs):
+def _prepare(fname: str, f: Callable[..., Any], argnums: ArgNums, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> tuple[bool, tuple[Any, ...], Callable[..., Any]]:
     single, positions = _select(fname, argnums, args)
     chosen = tuple(args[i] for i in positions)
     for i, a in zip(positions, chosen):
@@ -74,7 +85,7 @@ def _prepare(fname, f, argnums, args, kwargs):
     return single, chosen, _fix_others(f, args, kwargs, positions)
 
 
-def _split_aux(fname, y, has_aux):
+def _split_aux(fname: str, y: Any, has_aux: bool) -> tuple[Any, Any]:
     if not has_aux:
         return y, None
     if not (isinstance(y, tuple) and len(y) == 2):
@@ -83,21 +94,22 @@ def _split_aux(fname, y, has_aux):
     return y
 
 
-def _strip(ctx, y):
+def _strip(ctx: Any, y: Any) -> Any:
     """``y`` with ``ctx``'s tags removed (values of enclosing differentiations stay tagged)."""
-    leaves, rebuild = structure.flatten(y)
+    leaves, rebuild = flatten(y)
     return rebuild([leaf._value if ctx.owns(leaf) else leaf for leaf in leaves])
 
 
-def _zeros_for(arg):
+def _zeros_for(arg: Any) -> Any:
     """Zeros shaped like ``arg``'s floating leaves, ``None`` for the others."""
-    leaves, rebuild = structure.flatten(arg)
-    return rebuild([checks.match_dtype(structure.zeros_like(checks.plain(leaf)), leaf)
+    leaves, rebuild = flatten(arg)
+    return rebuild([checks.match_dtype(zeros_like(checks.plain(leaf)), leaf)
                     if checks.can_carry(leaf) else None for leaf in leaves])
 
 
 # ----------------------------------------------------------------------------- grad
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f: Callable[..., Any], argnums: ArgNums = 0,
+                   has_aux: bool = False) -> Callable[..., tuple[Any, Any]]:
     """``f`` turned into a function returning ``(f(*args), gradient)`` from one run.
 
     The gradient is taken with respect to the positional arguments ``argnums`` selects
@@ -125,13 +137,13 @@ def value_and_grad(f, argnums=0, has_aux=False):
     _check_argnums("value_and_grad", argnums)
 
     @functools.wraps(f)
-    def value_and_grad_f(*args, **kwargs):
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         return _value_and_grad("value_and_grad", f, argnums, has_aux, args, kwargs)
 
     return value_and_grad_f
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
     """``f`` turned into a function returning its gradient (JAX's ``grad``).
 
     ``capstan.grad(f)(x)`` is ``capstan.gradient(f, x)[0]``, except that a
@@ -162,20 +174,21 @@ def grad(f, argnums=0, has_aux=False):
     _check_argnums("grad", argnums)
 
     @functools.wraps(f)
-    def grad_f(*args, **kwargs):
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
         value, g = _value_and_grad("grad", f, argnums, has_aux, args, kwargs)
         return (g, value[1]) if has_aux else g
 
     return grad_f
 
 
-def _value_and_grad(fname, f, argnums, has_aux, args, kwargs):
+def _value_and_grad(fname: str, f: Callable[..., Any], argnums: ArgNums, has_aux: bool,
+                    args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     single, chosen, fixed = _prepare(fname, f, argnums, args, kwargs)
     with borrowed(ReverseCtx) as ctx:
         run = _Run(fixed, chosen, fname, ctx)
         out, aux = _split_aux(fname, run.y, has_aux)
-        if structure.flatten(out)[0] != [out] or np.ndim(checks.plain(out)) != 0:
-            shape = np.shape(checks.plain(out)) if structure.flatten(out)[0] == [out] else None
+        if flatten(out)[0] != [out] or np.ndim(checks.plain(out)) != 0:
+            shape = np.shape(checks.plain(out)) if flatten(out)[0] == [out] else None
             raise ValueError("capstan.%s: f must return a real scalar%s, got %s; use capstan.jacrev or "
                              "capstan.jacfwd for other outputs"
                              % (fname, " as its first result" if has_aux else "",
@@ -193,7 +206,7 @@ def _value_and_grad(fname, f, argnums, has_aux, args, kwargs):
 
 
 # ----------------------------------------------------------------------------- Jacobians
-def jacfwd(f, argnums=0, has_aux=False):
+def jacfwd(f: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
     """``f`` turned into a function returning its Jacobian, by forward mode.
 
     For an array ``x`` and array output the result is an array of shape
@@ -222,7 +235,7 @@ def jacfwd(f, argnums=0, has_aux=False):
     _check_argnums("jacfwd", argnums)
 
     @functools.wraps(f)
-    def jacfwd_f(*args, **kwargs):
+    def jacfwd_f(*args: Any, **kwargs: Any) -> Any:
         single, chosen, fixed = _prepare("jacfwd", f, argnums, args, kwargs)
         J, aux = forward_jacobian_tree("jacfwd", fixed, chosen, has_aux, single)
         return (J, aux) if has_aux else J
@@ -230,7 +243,7 @@ def jacfwd(f, argnums=0, has_aux=False):
     return jacfwd_f
 
 
-def jacrev(f, argnums=0, has_aux=False):
+def jacrev(f: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
     """``f`` turned into a function returning its Jacobian, by reverse mode.
 
     The same result as :func:`jacfwd`; ``f`` is run once and the backward pass once
@@ -251,7 +264,7 @@ def jacrev(f, argnums=0, has_aux=False):
     _check_argnums("jacrev", argnums)
 
     @functools.wraps(f)
-    def jacrev_f(*args, **kwargs):
+    def jacrev_f(*args: Any, **kwargs: Any) -> Any:
         single, chosen, fixed = _prepare("jacrev", f, argnums, args, kwargs)
         J, aux = reverse_jacobian_tree("jacrev", fixed, chosen, has_aux, single)
         return (J, aux) if has_aux else J
@@ -259,8 +272,8 @@ def jacrev(f, argnums=0, has_aux=False):
     return jacrev_f
 
 
-def _output_leaves(fname, y):
-    leaves, rebuild = structure.flatten(y)
+def _output_leaves(fname: str, y: Any) -> tuple[list[Any], Callable[[Any], Any]]:
+    leaves, rebuild = flatten(y)
     for leaf in leaves:
         v = checks.plain(leaf)
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, complex, np.number,
@@ -271,7 +284,7 @@ def _output_leaves(fname, y):
     return leaves, rebuild
 
 
-def _blocks(out_values, in_structs):
+def _blocks(out_values: list[Any], in_structs: list[list[Any]]) -> list[list[list[Any]]]:
     """Zero Jacobian blocks: for each output leaf, per argument, per input leaf."""
     blocks = []
     for v in out_values:
@@ -284,13 +297,14 @@ def _blocks(out_values, in_structs):
     return blocks
 
 
-def _dtype(v):
+def _dtype(v: Any) -> np.dtype[Any]:
     v = checks.plain(v)
     dt = getattr(v, "dtype", None)
     return np.result_type(v) if dt is None else dt
 
 
-def _assemble(blocks, out_rebuild, in_rebuilds, single):
+def _assemble(blocks: list[list[list[Any]]], out_rebuild: Callable[[Any], Any],
+              in_rebuilds: list[Callable[[Any], Any]], single: bool) -> Any:
     """The output's structure outside; inside, the selected argument's structure (or a
     tuple of them)."""
     if single:
@@ -298,17 +312,19 @@ def _assemble(blocks, out_rebuild, in_rebuilds, single):
     return out_rebuild([tuple(rb(parts) for rb, parts in zip(in_rebuilds, per_arg)) for per_arg in blocks])
 
 
-def forward_jacobian_tree(fname, f, args, has_aux, single):
+def forward_jacobian_tree(fname: str, f: Callable[..., Any], args: tuple[Any, ...], has_aux: bool,
+                          single: bool) -> tuple[Any, Any]:
     """``(jacobian, aux)`` of ``f(*args)`` with nested inputs and outputs, by forward mode:
     one :func:`capstan.jvp` per input element."""
-    flat = [structure.flatten(a) for a in args]
+    flat = [flatten(a) for a in args]
     in_structs = [leaves for leaves, _ in flat]
     directions = [(i, k, e) for i, leaves in enumerate(in_structs) for k, x in enumerate(leaves)
                   if checks.can_carry(x) for e in range(np.size(checks.plain(x)))]
-    blocks = out_rebuild = aux = None
-    out_leaves = None
+    blocks: list[list[list[Any]]] | None = None
+    out_rebuild: Callable[[Any], Any] | None = None
+    aux: Any = None
 
-    def run(tangents):
+    def run(tangents: tuple[Any, ...]) -> tuple[Any, Any, Any]:
         y, t = jvp(f, args, tangents)
         out, aux_ = _split_aux(fname, y, has_aux)
         t_out = t[0] if has_aux else t
@@ -322,7 +338,7 @@ def forward_jacobian_tree(fname, f, args, has_aux, single):
     for i, k, e in directions:
         tangents = []
         for j, (leaves, rb) in enumerate(flat):
-            parts = [None] * len(leaves)
+            parts: list[Any] = [None] * len(leaves)
             if j == i:
                 x = checks.plain(leaves[k])
                 unit = np.zeros(np.shape(x), dtype=_dtype(x))
@@ -335,15 +351,17 @@ def forward_jacobian_tree(fname, f, args, has_aux, single):
             aux = aux_
             out_leaves, out_rebuild = _output_leaves(fname, out)
             blocks = _blocks(out_leaves, in_structs)
-        t_leaves = structure.flatten(t)[0]
+        t_leaves = flatten(t)[0]
         for block, td in zip(blocks, t_leaves):
             b = block[i][k]
             b.reshape(b.shape[:b.ndim - np.ndim(checks.plain(in_structs[i][k]))] + (-1,))[..., e] = (
                 0 if td is None else td)
+    assert blocks is not None and out_rebuild is not None  # (f ran at least once)
     return _assemble(blocks, out_rebuild, [rb for _, rb in flat], single), aux
 
 
-def reverse_jacobian_tree(fname, f, args, has_aux, single):
+def reverse_jacobian_tree(fname: str, f: Callable[..., Any], args: tuple[Any, ...], has_aux: bool,
+                          single: bool) -> tuple[Any, Any]:
     """``(jacobian, aux)`` of ``f(*args)`` with nested inputs and outputs, by reverse mode:
     one run of ``f``, then one backward pass per output element."""
     with borrowed(ReverseCtx) as ctx:
@@ -366,7 +384,7 @@ def reverse_jacobian_tree(fname, f, args, has_aux, single):
                 for i, g in enumerate(grads):
                     if g is None:
                         continue
-                    for k, gk in enumerate(structure.flatten(g)[0]):
+                    for k, gk in enumerate(flatten(g)[0]):
                         b = block[i][k]
                         if b is None or gk is None:
                             continue
@@ -375,26 +393,27 @@ def reverse_jacobian_tree(fname, f, args, has_aux, single):
 
 
 # ----------------------------------------------------------------------------- the at-a-point forms
-def jacobian_at(fname, f, args, argnums, mode):
+def jacobian_at(fname: str, f: Callable[..., Any], args: tuple[Any, ...], argnums: ArgNums | None,
+                mode: str) -> Any:
     """``capstan.jacobian(f, *args, argnums=...)`` for nested or several arguments."""
     if argnums is None:
         argnums = 0 if len(args) == 1 else tuple(range(len(args)))
     _check_argnums(fname, argnums)
     single, chosen, fixed = _prepare(fname, f, argnums, args, {})
     if mode == "reverse" or (mode == "auto" and sum(
-            np.size(checks.plain(x)) for a in chosen for x in structure.flatten(a)[0]) > 128):
+            np.size(checks.plain(x)) for a in chosen for x in flatten(a)[0]) > 128):
         return reverse_jacobian_tree(fname, fixed, chosen, False, single)[0]
     return forward_jacobian_tree(fname, fixed, chosen, False, single)[0]
 
 
-def hessian_at(fname, f, args, argnums):
+def hessian_at(fname: str, f: Callable[..., Any], args: tuple[Any, ...], argnums: ArgNums | None) -> Any:
     """``capstan.hessian(f, *args, argnums=...)`` for nested or several arguments:
     the forward-mode Jacobian of the reverse-mode gradient."""
     if argnums is None:
         argnums = 0 if len(args) == 1 else tuple(range(len(args)))
     _check_argnums(fname, argnums)
 
-    def gradient_of(*a):
+    def gradient_of(*a: Any) -> Any:
         return _value_and_grad(fname, f, argnums, False, a, {})[1]
 
     single, chosen, fixed = _prepare(fname, gradient_of, argnums, args, {})
