@@ -109,6 +109,19 @@ def check_callable(fname: str, f: Any, signature: str = "f, *args") -> None:
         raise TypeError("capstan.%s(%s): f must be callable, got %r" % (fname, signature, f))
 
 
+class NestedOutput(TypeError):
+    """``f`` returned a structure (list, dict, dataclass...): the single-array Jacobian
+    paths hand over to the nested one (``capstan.jacobian`` catches this)."""
+
+
+def check_single_output(y: Any) -> None:
+    """Raise :class:`NestedOutput` unless ``y`` is a single number or array."""
+    leaves, _ = flatten(y)
+    if len(leaves) != 1 or leaves[0] is not y:
+        raise NestedOutput("capstan.jacobian: f returned %s, not a number or an array"
+                           % type(plain(y)).__name__)
+
+
 def match_dtype(g: Any, leaf: Any) -> Any:
     """Gradient ``g`` in the floating dtype of its input ``leaf`` (float32 in, float32
     out); other pairs are returned unchanged."""

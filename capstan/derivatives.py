@@ -56,7 +56,14 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] |
     if not _one_leaf(args, argnums):
         from .transforms import jacobian_at
         return jacobian_at("jacobian", f, args, argnums, mode)
-    x, = args
+    try:
+        return _single_array_jacobian(f, args[0], mode, chunk)
+    except checks.NestedOutput:  # f returned a structure: the nested form
+        from .transforms import jacobian_at
+        return jacobian_at("jacobian", f, args, argnums, mode)
+
+
+def _single_array_jacobian(f, x, mode, chunk):
     n = np.size(x)
     if mode == "forward" or (mode == "auto" and (n <= 128 or chunk is not None)):
         return forward_jacobian(f, x, chunk)

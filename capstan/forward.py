@@ -308,6 +308,7 @@ def forward_jacobian(f, x, chunk=None):
         with borrowed(ForwardCtx) as ctx, level(), losses.guard(ctx):
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
+            checks.check_single_output(y)
             return np.asarray(ctx.output_tangent(y))
     J = None
     for start in range(0, n, chunk):
@@ -319,9 +320,7 @@ def forward_jacobian(f, x, chunk=None):
             y = overdub(ctx, f, tag(xa.copy(), ctx, seed.reshape((width,) + xa.shape)))
             losses.check_finished(ctx)
             t = ctx.output_tangent(y)
-        if isinstance(t, (list, tuple, dict)):
-            raise TypeError("capstan.jacobian: f must return a number or an array, got %s"
-                            % type(y).__name__)
+        checks.check_single_output(y)
         t = np.asarray(t)
         if J is None:
             out_shape = t.shape[1:]

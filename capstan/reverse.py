@@ -575,6 +575,7 @@ def reverse_jacobian(f, x, recorded=None):
     ``(y, back)`` of a pullback already taken)."""
     structure.check_leaf(x, "jacobian")
     y, back = recorded or pullback(f, x)
+    checks.check_single_output(y)
     ya = np.asarray(y)
     xa = np.asarray(x)
     J = np.zeros((ya.size, xa.size), dtype=np.result_type(ya, xa))

@@ -246,3 +246,24 @@ def test_checkpoint_call_form_still_works():
 def test_checkpoint_decorator_rejects_unknown_keywords():
     with pytest.raises(TypeError):
         segment(1.0, bogus=2.0)
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_jacobian_of_array_input_with_nested_output(mode):
+    x = np.array([1.0, 2.0])
+
+    @dataclasses.dataclass
+    class Out:
+        a: np.ndarray
+
+    J = capstan.jacobian(lambda v: [v, v * v], x, mode=mode)
+    assert isinstance(J, list) and len(J) == 2
+    np.testing.assert_array_equal(J[0], np.eye(2))
+    np.testing.assert_array_equal(J[1], np.diag([2.0, 4.0]))
+    J = capstan.jacobian(lambda v: Out(v * 2.0), x, mode=mode)
+    assert isinstance(J, Out)
+    np.testing.assert_array_equal(J.a, 2.0 * np.eye(2))
+    J = capstan.jacobian(lambda v: {"s": v.sum()}, x, mode=mode)
+    np.testing.assert_array_equal(J["s"], [1.0, 1.0])
+    J = capstan.jacobian(lambda t: (t, t * t), 2.0, mode=mode)
+    assert isinstance(J, tuple) and [float(b) for b in J] == [1.0, 4.0]
