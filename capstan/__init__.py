@@ -1,11 +1,13 @@
 """capstan: automatic differentiation and tools for unmodified Python, built on overdub.
 
 Forward mode (``D``, ``jvp``, ``jacobian``), reverse mode (``gradient``,
-``pullback``, ``hessian``, ``adjoint``, ``checkpoint``, ``hook``, ``nestlevel``) and
-tool contexts (``PrintCtx``, ``CountCtx``, ``TraceCtx``, ``GPUCtx``, ``bit32pass``).
+``pullback``, ``hessian``, ``adjoint``, ``checkpoint``, ``hook``, ``nestlevel``),
+derivatives as functions in JAX's style (``grad``, ``value_and_grad``, ``jacfwd``,
+``jacrev``) and tool contexts (``PrintCtx``, ``CountCtx``, ``TraceCtx``, ``GPUCtx``, ``bit32pass``).
 See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 """
 import overdub
+from overdub import __version__
 
 from . import adcontext, forward, losses, nesting, pool, reverse, structure, tape
 from .adcontext import NoRuleError, register_all
@@ -23,12 +25,24 @@ from .rules import placement_rules, sorting_rules, statistics_rules, stride_rule
 from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  (SciPy, decompositions, FFT)
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
-from .trace import TraceCtx
+from .transforms import grad, jacfwd, jacrev, value_and_grad
 
 register_all()
+
+
+def __getattr__(name):
+    # TraceCtx is imported on first use, so that ``python -m capstan.trace`` runs the
+    # module as __main__ without it already being in sys.modules (runpy's warning).
+    if name == "TraceCtx":
+        from .trace import TraceCtx
+
+        return TraceCtx
+    raise AttributeError("module 'capstan' has no attribute %r" % (name,))
+
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
+           "grad", "value_and_grad", "jacfwd", "jacrev",
            "stop_gradient",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
            "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",

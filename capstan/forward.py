@@ -13,12 +13,13 @@ axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 """
 import numbers
 import operator
+from typing import Any, Callable
 
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, tag
 
-from . import fastpaths, losses, structure
+from . import checks, fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -243,10 +244,23 @@ def _seed(x, fname):
     return x
 
 
-def D(f, x):
-    """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``)."""
+def D(f: Callable[..., Any], x: Any) -> Any:
+    """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``).
+
+    Example::
+
+        >>> import math, capstan
+        >>> capstan.D(lambda x: x * math.sin(x), 0.0)
+        0.0
+
+    Raises:
+        TypeError: ``f`` not callable; ``x`` cannot carry a derivative (``D(f, 3)``:
+            pass ``3.0``) or is an array (use ``jvp`` or ``jacobian``).
+        capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
+    """
     if not callable(f):
         raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
+    checks.require_differentiable("D", (x,), "x cannot carry a derivative")
     x = _seed(x, "D")
     if isinstance(x, np.ndarray) and x.shape:
         raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
@@ -256,17 +270,31 @@ def D(f, x):
         return ctx.output_tangent(y)
 
 
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     """``(f(*primals), directional derivative of f at primals along tangents)``.
 
     ``primals`` and ``tangents`` are tuples of matching structure: numbers, arrays and
     lists/tuples/dicts/dataclasses/namedtuples of them.  Integer inputs carry no
-    tangent."""
+    tangent.
+
+    Example::
+
+        >>> import capstan
+        >>> capstan.jvp(lambda a, b: a * b, (2.0, 3.0), (1.0, 0.0))
+        (6.0, 3.0)
+
+    Raises:
+        TypeError: ``f`` not callable; ``primals``/``tangents`` not tuples; no primal
+            can carry a derivative.
+        ValueError: ``tangents`` does not match ``primals`` in structure or shapes.
+        capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
+    """
     if not callable(f):
         raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise TypeError("capstan.jvp(f, primals, tangents): primals and tangents must be tuples, "
                         "got %s and %s" % (type(primals).__name__, type(tangents).__name__))
+    checks.require_differentiable("jvp", primals, "no primal can carry a derivative")
     leaves, rebuild = structure.flatten(primals)
     tleaves, _ = structure.flatten(tangents)
     if len(leaves) != len(tleaves):
@@ -310,6 +338,7 @@ def forward_jacobian(f, x, chunk=None):
         with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
+            checks.check_single_output(y)
             return route(outer, as_array, ctx.output_tangent(y))
     blocks = []
     out_shape = None
@@ -322,9 +351,7 @@ def forward_jacobian(f, x, chunk=None):
             y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)
             t = ctx.output_tangent(y)
-        if isinstance(t, (list, tuple, dict)):
-            raise TypeError("capstan.jacobian: f must return a number or an array, got %s"
-                            % type(y).__name__)
+        checks.check_single_output(y)
         out_shape = np.shape(t)[1:]
         blocks.append(t)
     return route(enclosing(blocks), forward_jacobian_from, blocks, out_shape, shape)

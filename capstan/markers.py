@@ -8,25 +8,91 @@ into these bodies like any user code.
 """
 
 
-def checkpoint(f, *args):
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
     """``f(*args)``; under ``gradient``/``pullback`` its intermediate values are not kept
-    but recomputed on the reverse pass (trading time for memory on long computations)."""
+    but recomputed on the reverse pass (trading time for memory on long computations).
+
+    Without arguments, ``checkpoint(f)`` -- or ``@capstan.checkpoint`` above a ``def``
+    -- returns ``f`` as a function whose every call is checkpointed this way
+    (keyword arguments are passed by position)::
+
+        >>> import capstan
+        >>> @capstan.checkpoint
+        ... def segment(x):
+        ...     return x * x * x
+        >>> capstan.gradient(lambda x: segment(x) + x, 2.0)
+        (13.0,)
+
+    Raises:
+        TypeError: (decorator form) a call passes a keyword argument that ``f`` cannot
+            take by position.
+    """
+    if not args:
+        return _checkpointed(f)
     return f(*args)
 
 
-def hook(fn, x):
+def _checkpointed(f: Callable[..., Any]) -> Callable[..., Any]:
+    if not callable(f):
+        raise TypeError("capstan.checkpoint(f): f must be callable, got %r" % (f,))
+    import functools
+    import inspect
+
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):
+        signature = None
+
+    @functools.wraps(f)
+    def checkpointed(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            bound = signature.bind(*args, **kwargs) if signature is not None else None
+            if bound is None or bound.kwargs:
+                raise TypeError("capstan.checkpoint(%s): keyword arguments must be ones it can take "
+                                "by position, got %s" % (getattr(f, "__name__", f), ", ".join(kwargs)))
+            args = bound.args
+        return checkpoint(f, *args)
+
+    return checkpointed
+
+
+def hook(fn: Callable[[Any], Any], x: T) -> T:
     """``x``; under reverse mode the gradient flowing back into ``x`` is replaced by
     ``fn(gradient)`` (``hook(operator.neg, x)`` reverses it, ``hook(print, x)`` shows it...
-    print returns None, so use ``lambda g: (print(g), g)[1]``)."""
+    print returns None, so use ``lambda g: (print(g), g)[1]``).
+
+    Example::
+
+        >>> import capstan
+        >>> capstan.gradient(lambda x: capstan.hook(lambda g: 2 * g, x) * 3.0, 1.0)
+        (6.0,)
+
+    Raises:
+        Nothing itself; what ``fn`` raises on the backward pass propagates.
+    """
     return x
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x``, declared constant: no derivative flows through it, in any enclosing
     differentiation (JAX's ``stop_gradient``).  ``x`` may be a number, an array or a
     list/tuple/dict/dataclass of them.  This is how to drop a derivative on purpose --
     for example to pass a value to a C function that has no rule::
 
         capstan.gradient(lambda x: x * ext.c_func(capstan.stop_gradient(x)), 2.0)
+
+    Example::
+
+        >>> import capstan
+        >>> capstan.gradient(lambda x: x * capstan.stop_gradient(x), 3.0)
+        (3.0,)
+
+    Raises:
+        Nothing: any value is accepted (non-numbers pass through unchanged).
     """
     return x

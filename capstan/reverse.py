@@ -13,13 +13,14 @@ contents -- so the backward pass always sees the values the forward pass used.
 """
 import operator
 import weakref
+from typing import Any, Callable
 from functools import partial
 
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
 
-from . import fastpaths, losses, structure
+from . import checks, fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
@@ -255,6 +256,8 @@ class ReverseCtx(ADContext):
 
     @primitive(checkpoint)
     def checkpoint_(self, f, *args):
+        if not args:  # ``checkpoint(f)``: the decorator form, whose calls come back here
+            return checkpoint(f)
         vals, parents, found, foreign = self._split(args)
         if not found:
             return overdub(self, f, *args)
@@ -475,9 +478,12 @@ class _Run:
 
 
 def _like(c, leaf):
-    """Cotangent ``c`` as the type of its input ``leaf`` (float for float...)."""
+    """Cotangent ``c`` as the type of its input ``leaf`` (float for float, float32 for
+    float32...)."""
     if type(c) is Tagged or type(leaf) is Tagged:  # (inside an enclosing differentiation)
         return route(enclosing(c, leaf), like_leaf, c, leaf)
+    if not isinstance(leaf, (float, complex)) and hasattr(leaf, "dtype"):
+        c = checks.match_dtype(c, leaf)
     if type(leaf) is float:
         return float(np.real(c))
     if type(leaf) is complex:
@@ -492,36 +498,70 @@ def _like(c, leaf):
     return c
 
 
-def gradient(f, *args):
+def gradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     """Gradient of the real scalar function ``f`` with respect to each argument: a
-    tuple of one gradient per argument, shaped like it (``None`` where nothing flows)."""
+    tuple of one gradient per argument, shaped like it (``None`` where nothing flows).
+
+    Example::
+
+        >>> import math, capstan
+        >>> capstan.gradient(lambda x, y: x * math.sin(y), 2.0, 0.0)
+        (0.0, 2.0)
+
+    Raises:
+        TypeError: no point given (``gradient(f)``: use ``capstan.grad(f)`` for a
+            function), the point given by keyword, ``f`` not callable, or no argument
+            can carry a derivative (``gradient(f, 3)``: pass ``3.0``).
+        ValueError: ``f`` does not return a real scalar.
+        capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
+    """
+    checks.point_given("gradient", args, kwargs)
+    checks.check_callable("gradient", f)
+    checks.require_differentiable("gradient", args)
     with borrowed(ReverseCtx) as ctx:
         return _gradient(_Run(f, args, "gradient", ctx), args)
 
 
-def _gradient(run, args):
+def _gradient(run, args, fname="gradient"):
     leaves = run.out_leaves
     y = run.y
     if len(leaves) != 1 or leaves[0] is not y:
-        raise ValueError("capstan.gradient: f must return a real scalar, got %s; use "
+        raise ValueError("capstan.%s: f must return a real scalar, got %s; use "
                          "capstan.jacobian(f, x) or capstan.pullback(f, *args) for other outputs"
-                         % type(y).__name__)
+                         % (fname, type(y).__name__))
     value = y._value if run.ctx.owns(y) else y
     if np.ndim(value) != 0:
-        raise ValueError("capstan.gradient: f must return a real scalar, got an array of shape %s; "
-                         "use capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (np.shape(value),))
+        raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; "
+                         "use capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
     if np.iscomplexobj(value):
-        raise ValueError("capstan.gradient: f returned a complex number; gradients are defined for "
-                         "real-valued functions (use capstan.pullback for complex outputs)")
+        raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
+                         "real-valued functions (use capstan.pullback for complex outputs)" % fname)
     n = run.ctx.node(y)
     if n is None:
         return tuple(None for _ in args)
     return run.back({n: 1.0})
 
 
-def pullback(f, *args):
+def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``(f(*args), back)``: ``back(dy)`` returns the tuple of argument cotangents for
-    output cotangent ``dy`` (shaped like the output); ``back`` may be called many times."""
+    output cotangent ``dy`` (shaped like the output); ``back`` may be called many times.
+
+    Example::
+
+        >>> import capstan
+        >>> y, back = capstan.pullback(lambda x: [x * x, 3.0 * x], 2.0)
+        >>> y, back([1.0, 1.0])
+        ([4.0, 6.0], (7.0,))
+
+    Raises:
+        TypeError: as :func:`gradient` (no point, a keyword point, ``f`` not callable,
+            no argument that can carry a derivative).
+        ValueError: ``dy`` does not have the structure or shapes of the output.
+        capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
+    """
+    checks.point_given("pullback", args, kwargs)
+    checks.check_callable("pullback", f)
+    checks.require_differentiable("pullback", args)
     run = _Run(f, args, "pullback")
     y = run.primal()
     run.ctx.cleanup()
@@ -550,6 +590,7 @@ def reverse_jacobian(f, x, recorded=None):
     ``(y, back)`` of a pullback already taken)."""
     structure.check_leaf(x, "jacobian")
     y, back = recorded or pullback(f, x)
+    checks.check_single_output(y)
     ya = route(enclosing(y), as_array, y)
     shape = np.shape(ya)
     size = int(np.prod(shape))

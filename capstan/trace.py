@@ -17,6 +17,7 @@ import argparse
 import ast
 import html
 import importlib
+import json
 import os
 import shutil
 import subprocess
@@ -174,9 +175,15 @@ def _dot_escape(text):
 
 
 def _parse_arg(text):
+    """A command-line argument as a Python literal (``3.0``, ``[1, 2]``, ``None``), else as
+    JSON (``null``, ``true``, ``{"a": 1}``), else as the string itself."""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        return json.loads(text)
+    except ValueError:
         return text
 
 

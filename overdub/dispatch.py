@@ -717,6 +717,9 @@ def _strip_internal_frames(exc):
 def overdub(ctx, f, /, *args, **kwargs):
     """Run ``f(*args, **kwargs)`` inside ``ctx``: prehook, then the matching
     primitive or ``recurse``, then posthook; return the result."""
+    if isinstance(ctx, type) and issubclass(ctx, Context):
+        raise TypeError("overdub(ctx, f, ...): ctx is the context class %s itself; pass an instance: "
+                        "overdub(%s(), f, ...)" % (ctx.__name__, ctx.__name__))
     if not isinstance(ctx, Context):
         raise TypeError("overdub(ctx, f, ...): ctx must be an overdub.Context instance, got %r"
                         % type(ctx).__name__)

@@ -66,8 +66,9 @@ def test_D_real_closed_form(f, df, x):
     assert got == pytest.approx(fd(f, x), rel=1e-6)
 
 
-def test_D_int_point_is_promoted():
-    assert D(lambda x: x * x, 3) == 6.0
+def test_D_int_point_is_refused_with_the_float_to_pass():
+    with pytest.raises(TypeError, match=r"capstan.D: x cannot carry a derivative: got int 3; pass 3.0"):
+        D(lambda x: x * x, 3)
 
 
 def test_D_constant_function_is_zero():
@@ -248,7 +249,9 @@ def test_jvp_complex():
 def test_jvp_int_primal_has_no_tangent():
     y, t = jvp(lambda x, n: x ** n, (2.0, 3), (1.0, None))
     assert y == 8.0 and t == 12.0
-    y, t = jvp(lambda n: n * 2, (3,), (1,))
+    with pytest.raises(TypeError, match="capstan.jvp: no primal can carry a derivative: got int 3"):
+        jvp(lambda n: n * 2, (3,), (1,))
+    y, t = jvp(lambda x, n: n * 2, (2.0, 3), (1.0, None))
     assert y == 6 and t == 0.0  # numbers that do not depend on a differentiated input: zero
     y, t = jvp(lambda x: (x, "label", None), (2.0,), (1.0,))
     assert y == (2.0, "label", None) and t == (1.0, None, None)  # non-numbers: no tangent

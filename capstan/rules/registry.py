@@ -66,6 +66,9 @@ def defvjp(f, rule=None, *per_argument):
     for r in rules:
         if r is not None and not callable(r):
             raise TypeError("defvjp(%s, rule): rule must be callable, got %r" % (_name(f), r))
+    from ..checks import autograd_style_vjp, vjp_rule_error  # (the usual autograd mix-up)
+    if any(r is not None and autograd_style_vjp(f, r) for r in rules):
+        raise vjp_rule_error(_name(f))
     VJP[f] = rules if per_argument else rule
     _changed(f)
     return rule

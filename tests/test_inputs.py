@@ -1,0 +1,103 @@
+"""One rule for inputs across every entry point: what cannot carry a derivative, the
+dtype of what comes back, and error messages that name the function the user called."""
+import numpy as np
+import pytest
+
+import capstan
+import overdub
+
+square = lambda x: x * x  # noqa: E731
+total = lambda x: float(np.sum(x * 1.0))  # noqa: E731
+
+ENTRY_POINTS = {
+    "D": lambda x: capstan.D(square, x),
+    "jvp": lambda x: capstan.jvp(square, (x,), (x,)),
+    "gradient": lambda x: capstan.gradient(total, x),
+    "pullback": lambda x: capstan.pullback(square, x),
+    "jacobian": lambda x: capstan.jacobian(square, x),
+    "hessian": lambda x: capstan.hessian(total, x),
+    "grad": lambda x: capstan.grad(total)(x),
+    "value_and_grad": lambda x: capstan.value_and_grad(total)(x),
+    "jacfwd": lambda x: capstan.jacfwd(square)(x),
+    "jacrev": lambda x: capstan.jacrev(square)(x),
+}
+
+BAD = [
+    (3, r"got int 3; pass 3.0 instead of 3"),
+    (True, r"got bool True; booleans are never differentiable"),
+    ("ab", r"got str 'ab'; strings have no derivative"),
+    (np.array([1, 2]), r"got a NumPy array of dtype int64; pass x.astype\(float\)"),
+    (np.int32(4), r"got a NumPy scalar of dtype int32"),
+    ([1, 2], r"got int 1; pass 1.0 instead of 1"),
+]
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
+@pytest.mark.parametrize("x, says", BAD, ids=[repr(b[0]) for b in BAD])
+def test_no_differentiable_input_is_a_type_error_everywhere(name, x, says):
+    with pytest.raises(TypeError, match=r"capstan\.%s: .*can(not)? carry a derivative: %s" % (name, says)):
+        ENTRY_POINTS[name](x)
+
+
+def test_non_float_arguments_beside_a_float_one_keep_none():
+    assert capstan.gradient(lambda x, n, s: x ** n * len(s), 2.0, 3, "ab") == (24.0, None, None)
+    assert capstan.gradient(lambda x: 3.0, 2.0) == (None,)  # a float nothing flows from
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_gradient_dtype_follows_input(dtype):
+    x = np.array([1.0, 2.0], dtype=dtype)
+    (g,) = capstan.gradient(lambda v: np.sum(v * v), x)
+    assert g.dtype == dtype
+    np.testing.assert_array_equal(g, [2.0, 4.0])
+    (g,) = capstan.gradient(lambda v: v * v, dtype(3.0))
+    assert type(g) is dtype and g == 6.0
+    assert capstan.grad(lambda v: np.sum(v * v))(x).dtype == dtype
+    assert capstan.hessian(lambda v: np.sum(v ** 3), x).dtype == dtype
+    assert capstan.jacobian(lambda v: v * v, x).dtype == dtype
+    assert capstan.jacobian(lambda v: v * v, x, mode="reverse").dtype == dtype
+
+
+def test_python_float_stays_float():
+    (g,) = capstan.gradient(lambda v: v * np.float32(2.0), 3.0)
+    assert type(g) is float and g == 2.0
+
+
+@pytest.mark.parametrize("name", ["gradient", "pullback", "jacobian", "hessian"])
+def test_no_point_says_what_to_do(name):
+    fn = getattr(capstan, name)
+    with pytest.raises(TypeError, match=r"capstan\.%s\(f.*\) needs the point to differentiate at.*use "
+                                        r"capstan\." % name) as info:
+        fn(square)
+    assert "codegen" not in str(info.value)
+    with pytest.raises(TypeError, match=r"capstan\.%s\(f.*\) takes the point positionally" % name):
+        fn(square, x=1.0)
+
+
+def test_errors_name_the_entry_point():
+    with pytest.raises(ValueError, match=r"^capstan\.hessian: f must return a real scalar"):
+        capstan.hessian(lambda v: v * v, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"^capstan\.gradient: f must return a real scalar"):
+        capstan.gradient(lambda v: v * v, np.array([1.0, 2.0]))
+
+
+def test_overdub_with_the_context_class_says_to_instantiate():
+    class Log(overdub.Context):
+        pass
+
+    with pytest.raises(TypeError, match=r"ctx is the context class Log itself; pass an instance: "
+                                        r"overdub\(Log\(\), f, \.\.\.\)"):
+        overdub.overdub(Log, square, 2.0)
+
+
+def test_autograd_style_defvjp_is_explained():
+    def cube(x):
+        return x ** 3
+
+    for rule in (lambda ans, x: lambda g: g * 3 * x ** 2,   # named like autograd's
+                 lambda a, x: lambda g: g * 3 * x ** 2):    # one parameter too few
+        with pytest.raises(TypeError, match=r"autograd-style.*defvjp\(f, lambda g, ans, x: g \* ans\)"):
+            capstan.defvjp(cube, rule)
+    # capstan's own form is accepted and used
+    capstan.defvjp(cube, lambda g, ans, x: (g * 3 * x ** 2,))
+    assert capstan.gradient(cube, 2.0) == (12.0,)
