@@ -77,6 +77,27 @@ def is_generic_getattribute(attr):
     return attr in _GENERIC_GETATTRIBUTE
 
 
+def lookup_slot(tp, name):
+    """``lookup`` for a special method that CPython's slot would call: a name the class
+    sets to something that cannot be called (``__iadd__ = None``) is still called by
+    CPython, and fails; the stand-in returned fails the same way."""
+    for klass in tp.__mro__:
+        d = klass.__dict__
+        if name in d:
+            value = d[name]
+            if value is None or not (callable(value) or hasattr(type(value), "__get__")):
+                return _not_callable(value)
+            return value
+    return None
+
+
+def _not_callable(value):
+    def method(*args):
+        raise TypeError("'%s' object is not callable" % type(value).__name__)
+
+    return method
+
+
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` in ``tp``'s MRO, without binding."""
     if type(tp) is type:
@@ -205,8 +226,8 @@ class Steps:
         ta, tb = type(a), type(b)
         if ta is Tagged or tb is Tagged:
             return self.fallback(opfn, (a, b), {})
-        ma = lookup(ta, name)
-        mb = lookup(tb, rname) if tb is not ta else None
+        ma = lookup_slot(ta, name)
+        mb = lookup_slot(tb, rname) if tb is not ta else None
         if not (is_py(ma) or is_py(mb)) or (not is_py(ma) and issubclass(ta, _SEQUENCES)):
             return opfn(a, b)
         return self.binary_rules(a, b, ta, tb, ma, mb, rname, sym)
@@ -253,9 +274,9 @@ class Steps:
                 return opfn(a, b)
             if ta is Tagged or tb is Tagged:
                 return self.fallback(opfn, (a, b), {})
-            mi = lookup(ta, iname)
-            ma = lookup(ta, name)
-            mb = lookup(tb, rname) if tb is not ta else None
+            mi = lookup_slot(ta, iname)
+            ma = lookup_slot(ta, name)
+            mb = lookup_slot(tb, rname) if tb is not ta else None
             if not (is_py(mi) or is_py(ma) or is_py(mb)) or (
                     not is_py(mi) and not is_py(ma) and issubclass(ta, _SEQUENCES)):
                 return opfn(a, b)

@@ -654,3 +654,27 @@ def test_classes_made_by_calls_name_the_callers_module():
 def test_getframe_counts_no_context_code():
     for ctx_type in CONTEXTS:  # the caller of caller_names is the code that called overdub
         assert (lambda: overdub.overdub(ctx_type(), caller_names))() == ("caller_names", "<lambda>")
+
+
+# ----------------------------------------------------------------------------- special methods set to None
+def test_special_methods_set_to_none_are_called_and_fail_as_in_cpython():
+    class NoInPlace:
+        __iadd__ = None
+
+        def __add__(self, other):
+            return "add"
+
+    class NoAdd:
+        __add__ = None
+
+        def __radd__(self, other):
+            return "radd"
+
+    def augmented():
+        x = NoInPlace()
+        x += 1
+        return x
+
+    assert check(lambda: augmented)[0] == "raised"
+    assert check(lambda: lambda: NoAdd() + 1)[0] == "raised"
+    assert check(lambda: lambda: 1 + NoAdd()) == ("ok", "radd")
