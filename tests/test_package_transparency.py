@@ -30,9 +30,9 @@ def run_harness(target, tmp_path):
     return results[target], proc.stdout
 
 
+# mpmath comes with sympy, which the test extra installs
 @pytest.mark.parametrize("module", ["mpmath.tests.test_division", "mpmath.tests.test_str"])
 def test_package_module_outcomes_match_plain_run(module, tmp_path):
-    pytest.importorskip("mpmath")
     result, table = run_harness(module, tmp_path)
     assert result["ending"] == "ok", result["ending"]
     for ctx in CONTEXTS:
