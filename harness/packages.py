@@ -140,17 +140,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     modules = args.modules or (FAST if args.fast else [m for ms in SUITES.values() for m in ms])
     contexts = [c for c in args.contexts.split(",") if c]
+    title = f"packages on CPython {sys.version.split()[0]}"
     results = {}
     for module in modules:
         records, ending = run_module(module, contexts, args.budget)
         results[module] = report.compare(records, contexts, ending)
         print(report.module_line(module, results[module], contexts), file=sys.stderr, flush=True)
-    title = f"packages on CPython {sys.version.split()[0]}"
+        if args.json:
+            report.dump(args.json, title, contexts, results)
     print(report.render(results, contexts, title))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"title": title, "python": sys.version, "contexts": contexts,
-                       "results": results}, f, indent=1)
     return 0 if all(r["divergences"] == [] and r["ending"] == "ok" for r in results.values()) else 1
 
 

@@ -192,6 +192,15 @@ def render(results, contexts, title):
     return "\n".join(lines)
 
 
+def dump(path, title, contexts, results):
+    """Write a harness run (re-rendered by ``python -m harness.report PATH``)."""
+    import json
+    import sys
+    with open(path, "w") as f:
+        json.dump({"title": title, "python": sys.version, "contexts": contexts,
+                   "results": results}, f, indent=1)
+
+
 def main(argv=None):
     """Re-render a harness's ``--json`` file, classifying its divergences afresh."""
     import json
