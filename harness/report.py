@@ -92,10 +92,10 @@ def compare(records, contexts, ending):
 # and the traceback's last frame; "src" is the source of the test method, which tells
 # what the test observes (frames, tracing, weak references, code objects...).
 CAUSES = [
-    ("hang or crash", "what", r"^(Killed|HarnessTimeout):"),
-    ("internal error in overdub", "last", r'/overdub/[^"]*", line \d+'),
+    ("hang, crash or per-test timeout", "what", r"^(Killed|HarnessTimeout):"),
     ("recursion depth", "what", r"RecursionError|maximum recursion depth"),
     ("keyword clashes", "what", r"multiple values for (keyword )?argument|unexpected keyword argument"),
+    ("internal error in overdub", "last", r'/overdub/[^"]*", line \d+'),
     ("pickling of wrapped callbacks", "what", r"(?i)pickl|copyreg"),
     ("routed code visible (gi_code, __code__, names)", "what", r"gi_code|cr_code|ag_code|__code__|co_\w+|code object|__name__|__qualname__"),
     ("machinery frames visible: settrace", "src", r"settrace|setprofile|f_trace|sys\.monitoring|gettrace"),
@@ -202,16 +202,21 @@ def dump(path, title, contexts, results):
 
 
 def main(argv=None):
-    """Re-render a harness's ``--json`` file, classifying its divergences afresh."""
+    """Re-render harness ``--json`` files as one table (e.g. the halves of a run made in
+    two processes), classifying the divergences afresh."""
     import json
     import sys
-    path = (argv or sys.argv[1:])[0]
-    with open(path) as f:
-        data = json.load(f)
-    for result in data["results"].values():
+    results, contexts, titles = {}, None, []
+    for path in argv or sys.argv[1:]:
+        with open(path) as f:
+            data = json.load(f)
+        contexts = contexts or data["contexts"]
+        titles.append(data.get("title", path))
+        results.update(data["results"])
+    for result in results.values():
         for d in result["divergences"]:
             d["cause"] = classify(d["id"], {"exc": d["routed"].split(" ", 1)[-1], **d})
-    print(render(data["results"], data["contexts"], data.get("title", path)))
+    print(render(results, contexts, " + ".join(dict.fromkeys(titles))))
 
 
 if __name__ == "__main__":
