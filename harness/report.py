@@ -89,10 +89,11 @@ def compare(records, contexts, ending):
 
 # Causes, tried in order.  Each pattern is searched in the text of one field of the
 # routed outcome: "what" is the exception type, its message (the doctest report included)
-# and the traceback's last frame; "src" is the source of the test method, which tells
+# and the traceback's last frame; "tb" the whole traceback; "src" is the source of the test method, which tells
 # what the test observes (frames, tracing, weak references, code objects...).
 CAUSES = [
     ("hang, crash or per-test timeout", "what", r"^(Killed|HarnessTimeout):"),
+    ("__code__ replaced during a run not seen (self-recursion)", "tb", r"__code__ = |_lazy_compile\("),
     ("recursion depth", "what", r"RecursionError|maximum recursion depth"),
     ("keyword clashes", "what", r"multiple values for (keyword )?argument|unexpected keyword argument"),
     ("internal error in overdub", "last", r'/overdub/[^"]*", line \d+'),
@@ -121,6 +122,7 @@ def classify(test, record):
         "what": f"{record.get('exc')}: {record.get('detail') or record.get('msg', '')}\n"
                 f"{_last_frame(record.get('tb', ''))}",
         "last": _last_frame(record.get("tb", "")),
+        "tb": record.get("tb", ""),
         "src": record.get("src", ""),
     }
     for name, field, pattern in CAUSES:
