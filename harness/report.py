@@ -91,22 +91,33 @@ def compare(records, contexts, ending):
 # routed outcome: "what" is the exception type, its message (the doctest report included)
 # and the traceback's last frame; "tb" the whole traceback; "src" is the source of the test method, which tells
 # what the test observes (frames, tracing, weak references, code objects...).
+FRAMES = "machinery frames visible: tracebacks, f_back, frames"
+ROUTED_CODE = "routed code visible (gi_code, __code__, names)"
 CAUSES = [
     ("hang, crash or per-test timeout", "what", r"^(Killed|HarnessTimeout):"),
-    ("__code__ replaced during a run not seen (self-recursion)", "tb", r"__code__ = |_lazy_compile\("),
+    ("__code__ replaced during a run not seen (self-recursion)", "tb",
+     r"__code__ = |_lazy_compile\("),
     ("recursion depth", "what", r"RecursionError|maximum recursion depth"),
-    ("keyword clashes", "what", r"multiple values for (keyword )?argument|unexpected keyword argument"),
+    ("keyword clashes", "what",
+     r"multiple values for (keyword )?argument|unexpected keyword argument"),
     ("internal error in overdub", "last", r'/overdub/[^"]*", line \d+'),
     ("pickling of wrapped callbacks", "what", r"(?i)pickl|copyreg"),
-    ("routed code visible (gi_code, __code__, names)", "what", r"gi_code|cr_code|ag_code|__code__|co_\w+|code object|__name__|__qualname__"),
-    ("machinery frames visible: settrace", "src", r"settrace|setprofile|f_trace|sys\.monitoring|gettrace"),
-    ("machinery frames visible: warnings stacklevel", "src", r"assertWarns|catch_warnings|check_warnings|stacklevel"),
-    ("machinery frames visible: tracebacks, f_back, frames", "src", r"f_back|_getframe|tb_next|tb_frame|tb_lineno|traceback|extract_stack|currentframe|inspect\.stack|f_locals|f_lineno|__module__|getframeinfo"),
-    ("machinery frames visible: tracebacks, f_back, frames", "what", r"dispatch\.py|/overdub/|_plain_call|default_fallback"),
-    ("lifetimes (weakref, gc)", "src", r"weakref|gc\.collect|gc_collect|getrefcount|__del__|\bref\(|finaliz|gc\.get_referrers"),
+    (ROUTED_CODE, "what",
+     r"gi_code|cr_code|ag_code|__code__|\bco_\w+|code object|__name__|__qualname__"),
+    ("machinery frames visible: settrace", "src",
+     r"settrace|setprofile|f_trace|sys\.monitoring|gettrace"),
+    ("machinery frames visible: warnings stacklevel", "src",
+     r"assertWarns|catch_warnings|check_warnings|stacklevel"),
+    (FRAMES, "src",
+     r"f_back|_getframe|tb_next|tb_frame|tb_lineno|traceback|extract_stack|currentframe"
+     r"|inspect\.stack|f_locals|f_lineno|__module__|getframeinfo"),
+    (FRAMES, "what",
+     r"dispatch\.py|/overdub/|_plain_call|default_fallback|'call', 'meth'|'slot'"),
+    ("lifetimes (weakref, gc)", "src",
+     r"weakref|gc\.collect|gc_collect|getrefcount|__del__|\bref\(|finaliz|gc\.get_referrers"),
     ("patched builtins", "src", r"\bbuiltins\b|__builtins__"),
     ("operator protocol (dunder set to None)", "src", r"__\w+__ = None"),
-    ("routed code visible (gi_code, __code__, names)", "src", r"gi_code|cr_code|ag_code|__code__|co_code|dis\.|gi_frame|cr_frame"),
+    (ROUTED_CODE, "src", r"gi_code|cr_code|ag_code|__code__|co_code|dis\.|gi_frame|cr_frame"),
 ]
 
 
