@@ -89,8 +89,9 @@ def compare(records, contexts, ending):
 
 # Causes, tried in order.  Each pattern is searched in the text of one field of the
 # routed outcome: "what" is the exception type, its message (the doctest report included)
-# and the traceback's last frame; "tb" the whole traceback; "src" is the source of the test method, which tells
-# what the test observes (frames, tracing, weak references, code objects...).
+# and the traceback's last frame; "last" that frame alone; "tb" the whole traceback;
+# "src" the source of the test method, which tells what the test observes (frames,
+# tracing, weak references, code objects...).
 FRAMES = "machinery frames visible: tracebacks, f_back, frames"
 ROUTED_CODE = "routed code visible (gi_code, __code__, names)"
 CAUSES = [
