@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import unittest
 
 from harness import report
@@ -86,7 +85,7 @@ class Recorder(unittest.TestResult):
             etype, value, tb = err
             record["exc"] = etype.__name__
             record["msg"] = report.first_line(value)
-            record["tb"] = "".join(traceback.format_exception(etype, value, tb))[-4000:]
+            record["tb"] = report.format_tb(value)
             record["detail"] = str(value)[:2000]
             record["src"] = self.source
 

@@ -16,7 +16,6 @@ import inspect
 import json
 import signal
 import time
-import traceback
 
 import pytest
 
@@ -126,7 +125,7 @@ class Recorder:
             rep.overdub_error = {
                 "exc": type(exc).__name__, "msg": report.first_line(exc),
                 "detail": str(exc)[:2000],
-                "tb": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+                "tb": report.format_tb(exc),
                 "src": _source(item)}
         return rep
 

@@ -20,6 +20,14 @@ def first_line(exc):
     return text[0][:300] if text else ""
 
 
+def format_tb(exc):
+    """An exception's traceback as text, its chained causes included: the start (where a
+    chain begins with the exception that caused the rest) and the end are kept."""
+    import traceback
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return text if len(text) <= 7000 else text[:3000] + "\n[...]\n" + text[-4000:]
+
+
 def base_run(run):
     """The context a run name stands for ("plain-again" is plain)."""
     return "plain" if run.startswith("plain") else run
