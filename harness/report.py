@@ -121,7 +121,7 @@ CAUSES = [
      r"f_back|_getframe|tb_next|tb_frame|tb_lineno|traceback|extract_stack|currentframe"
      r"|inspect\.stack|f_locals|f_lineno|__module__|getframeinfo"),
     (FRAMES, "what",
-     r"dispatch\.py|/overdub/|_plain_call|default_fallback|'call', 'meth'|'slot'"),
+     r"dispatch\.py|/overdub/|_plain_call|default_fallback|'(call|meth|slot)'|__module__"),
     ("lifetimes (weakref, gc)", "src",
      r"weakref|gc\.collect|gc_collect|getrefcount|__del__|\bref\(|finaliz|gc\.get_referrers"),
     ("patched builtins", "src", r"\bbuiltins\b|__builtins__"),
