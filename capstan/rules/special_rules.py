@@ -41,6 +41,15 @@ def refused(f, argument, why):
     return partial
 
 
+def _trigamma(ans, x, **kw):
+    """The derivative of digamma: ``polygamma(1, x)``, which SciPy has for real ``x`` only."""
+    if np.iscomplexobj(x):
+        from ..adcontext import NoRuleError
+        raise NoRuleError("capstan: scipy.special.digamma has no derivative at complex points "
+                          "(SciPy's polygamma is real-only); differentiate it at real points")
+    return sc.polygamma(1, x)
+
+
 def _order(f, name="v"):
     return refused(f, name, "the derivative in the order has no closed form")
 
@@ -109,7 +118,7 @@ def _register():
     defderiv(sc.loggamma, lambda ans, x, **kw: sc.digamma(x))
     defderiv(sc.rgamma, lambda ans, x, **kw: -ans * sc.digamma(x))
     for psi in {sc.digamma, sc.psi}:
-        defderiv(psi, lambda ans, x, **kw: sc.polygamma(1, x))
+        defderiv(psi, _trigamma)
     defderiv(sc.polygamma, _parameter(sc.polygamma, "n"), lambda ans, n, x, **kw: sc.polygamma(n + 1, x))
     defderiv(sc.beta, lambda ans, a, b, **kw: ans * (sc.digamma(a) - sc.digamma(a + b)),
              lambda ans, a, b, **kw: ans * (sc.digamma(b) - sc.digamma(a + b)))
