@@ -311,9 +311,16 @@ class ADContext(Context):
         return rebuild(plain)
 
     @primitive(getattr, Tagged)
+    @primitive(getattr, np.ndarray)
     def getattr_(self, o, name, *default):
-        """``x.real``, ``x.T`` (rules); ``x.sum(...)`` becomes ``type(x).sum(x, ...)``."""
-        value = o._value
+        """``x.real``, ``x.T`` (rules); ``x.sum(...)`` becomes ``type(x).sum(x, ...)`` -- for
+        differentiated values and for plain arrays holding differentiated values alike."""
+        if type(o) is not Tagged:
+            if not self.shadows or self.shadow(o) is None:
+                return getattr(o, name, *default)
+            value = o
+        else:
+            value = o._value
         rule = ATTRIBUTES.get(name)
         if rule is not None and hasattr(value, name):
             return self.apply(rule, (o,), {})
@@ -417,7 +424,8 @@ class ADContext(Context):
         op, args = _spelled_out(f, args)
         if op is not None:  # a.__setitem__(i, x), np.ndarray.__mul__(a, b): the operator itself
             return overdub(self, op, *args, **kwargs)
-        reduction = _UFUNC_REDUCTIONS.get((getattr(f, "__self__", None), getattr(f, "__name__", None)))
+        owner = getattr(f, "__self__", None)
+        reduction = _UFUNC_REDUCTIONS.get((owner, f.__name__)) if type(owner) is np.ufunc else None
         if reduction is not None and args:  # np.add.reduce(a, axis) is np.sum(a, axis)...
             kwargs = dict(kwargs)
             axis = args[1] if len(args) > 1 else kwargs.pop("axis", 0)

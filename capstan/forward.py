@@ -67,7 +67,7 @@ class ForwardCtx(ADContext):
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans)
                 p = run(partials[i], ans, *vals, **kwargs)
-                d = ti if type(p) is float and p == 1.0 else run(operator.mul, p, ti)
+                d = ti if type(p) is float and p == 1.0 else run(registry.strong_mul, p, ti)
                 t = d if t is None else run(operator.add, t, d)
         else:
             entry = _JVP.get(f)

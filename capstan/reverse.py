@@ -379,7 +379,7 @@ def _step(rec, g, run):
                 c = run(unbroadcast, g, rec.vals[i])
                 out.append(c if d == 1 else run(operator.mul, c, d))
             else:
-                out.append(run(unbroadcast, run(operator.mul, g, run(conj, d)), rec.vals[i]))
+                out.append(run(unbroadcast, run(registry.strong_mul, g, run(conj, d)), rec.vals[i]))
         return out
     if kind == GETITEM:
         shape, dtype, k = rec.kwargs

@@ -42,8 +42,33 @@ def _reference(case_id):
     return case, reference(case)
 
 
-@pytest.mark.parametrize("mode", runner.MODES)
-@pytest.mark.parametrize("case_id", [c.id for c in CASES])
+#: Silent wrong results that are known, diagnosed and not fixed yet: each fails strictly
+#: (a fix makes its xfail fail, and the entry must then go).  They are open work, listed in
+#: the issue note; the list may only shrink.
+KNOWN_WRONG = {
+    # reverse mode: an in-place write into a view that a rule returned (np.moveaxis of an FFT
+    # result, then Xf[1:6] *= 2) loses part of the cotangent; forward mode is right
+    ("scipy.signal:hilbert envelope", "reverse"): "in-place write into a rule's view (reverse)",
+    ("scipy.signal:csd", "reverse"): "in-place write into a rule's view (reverse)",
+    ("scipy.signal:periodogram", "reverse"): "in-place write into a rule's view (reverse)",
+    ("scipy.signal:welch", "reverse"): "in-place write into a rule's view (reverse)",
+    ("scipy.signal:oaconvolve", "reverse"): "in-place add into split views of a rule's result (reverse)",
+    ("scipy.signal:resample", "reverse"): "in-place write into a rule's view (reverse)",
+    # reverse mode: PPoly built from differentiated data; the gradient of the data is None
+    ("scipy.interpolate:Akima1DInterpolator data", "reverse"): "spline coefficients from data (reverse)",
+    ("scipy.interpolate:CubicHermiteSpline dydx", "reverse"): "spline coefficients from data (reverse)",
+}
+
+
+def _params():
+    for c in CASES:
+        for mode in runner.MODES:
+            why = KNOWN_WRONG.get((c.id, mode))
+            marks = [pytest.mark.xfail(strict=True, reason="known silent wrong: " + why)] if why else []
+            yield pytest.param(c.id, mode, marks=marks, id="%s-%s" % (c.id, mode))
+
+
+@pytest.mark.parametrize("case_id,mode", list(_params()))
 def test_survey(case_id, mode):
     try:
         case, ref = _reference(case_id)

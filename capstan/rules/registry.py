@@ -171,3 +171,14 @@ def positional(f, args, kwargs):
     except (TypeError, ValueError):
         return None
     return bound.args, bound.kwargs
+
+
+def strong_mul(a, b):
+    """``a * b`` where an exactly zero factor wins over an infinite or NaN one (a partial
+    times a tangent or cotangent): an element that does not depend on the input
+    contributes nothing, even where the function's derivative is undefined
+    (``np.nansum(np.where(x > 1, np.nan, x) ** 2)``)."""
+    r = a * b
+    if type(r) is np.ndarray and r.dtype.kind in "fc" and not np.isfinite(r).all():
+        r = np.where((a == 0) | (b == 0), 0, r)
+    return r

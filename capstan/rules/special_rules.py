@@ -352,6 +352,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """``scipy.special.logsumexp`` of differentiable operations: the log of the
     (``b``-weighted) sum of exponentials, shifted by the plain maximum."""
     a = np.asarray(a)
+    if b is not None:
+        b = np.asarray(b)  # (weights given as a list)
     m = _shift(a, axis, b)
     e = np.exp(a - m)
     if b is not None:

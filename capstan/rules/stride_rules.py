@@ -246,3 +246,14 @@ def _polymul(a1, a2):
 
 defimpl(np.convolve, _convolve)
 defimpl(np.polymul, _polymul)
+
+
+def _ndenumerate(arr):
+    """``np.ndenumerate``: ``(index, element)`` pairs in C order, the elements read by
+    subscript (so that they keep their derivatives)."""
+    a = np.asarray(arr)
+    for index in np.ndindex(*np.shape(a)):
+        yield index, a[index]
+
+
+defimpl(np.ndenumerate, _ndenumerate)
