@@ -81,8 +81,8 @@ def lookup_slot(tp, name):
     """``lookup`` for a special method that CPython's slot would call: a name the class
     sets to something that cannot be called (``__iadd__ = None``) is still called by
     CPython, and fails; the stand-in returned fails the same way."""
-    for klass in tp.__mro__:
-        d = klass.__dict__
+    for klass in mro(tp):
+        d = type_dict(klass)
         if name in d:
             value = d[name]
             if value is None or not (callable(value) or hasattr(type(value), "__get__")):

@@ -70,6 +70,7 @@ EXCLUDED = {
     statistics_rules.exact_sum: "takes a list of numbers (an iterable read into a list): test_new_rules",
     statistics_rules.exact_sumprod: "takes lists of numbers (iterables read into lists): test_new_rules",
     stride_rules.flat_of: "returns NumPy's flat iterator, not an array: its reads are in test_new_rules",
+    np.ndenumerate: "an iterator of (index, element) pairs: its elements are subscripts (getitem's rules)",
 }
 
 
