@@ -58,7 +58,7 @@ class ReverseCtx(ADContext):
         super().__init__()
         self.tape = []
         self.readers = {}  # id(array) -> records holding that array (snapshotted before writes)
-        self.holders = {}  # id(memory root) -> weakref to the tagged array that owns it
+        self.holders = {}  # id(memory root) -> (weakref to its tagged owner, the root, its node)
         self.views = {}  # id(memory root) -> weakrefs to tagged arrays viewing it
 
     def reset(self):
@@ -153,7 +153,7 @@ class ReverseCtx(ADContext):
         raw = untagged(t._value)
         if type(raw) is np.ndarray:
             if raw.base is None:
-                self.holders[id(raw)] = weakref.ref(t)
+                self.holders[id(raw)] = (weakref.ref(t), raw, t._meta)
             else:
                 self.views.setdefault(id(root_of(raw)), []).append(weakref.ref(t))
         return t
@@ -175,20 +175,25 @@ class ReverseCtx(ADContext):
 
     def holder(self, root):
         """``(node, tagged owner or None)`` of the memory ``root`` (node ``None``: untracked)."""
-        ref = self.holders.get(id(root))
-        if ref is not None:
-            t = ref()
+        held = self.holders.get(id(root))
+        if held is not None and held[1] is root:
+            t = held[0]()
             if t is not None and self.owns(t) and untagged(t._value) is root:
                 return t._meta, t
         entry = self.shadows.get(id(root))
         if entry is not None and entry[0] is root:
             return entry[1], None
+        if held is not None and held[1] is root:  # the owner died (a temporary whose views live
+            return held[2], None                   # on: np.moveaxis(v * 1.0, 0, -1)): its last node
         return None, None
 
     def _moved(self, root, owner, n, foreign):
         """The memory ``root`` now holds node ``n``: its owner and live views follow."""
         if owner is not None:
             retag(owner, self, n)
+            held = self.holders.get(id(root))
+            if held is not None and held[1] is root:
+                self.holders[id(root)] = (held[0], root, n)
         else:
             self.shadows[id(root)] = (root, n, foreign)
         live = []

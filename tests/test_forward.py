@@ -616,11 +616,16 @@ def test_defjvp_decorator_registers_a_rule():
         (dx,) = tangents
         return (dx * 2.0 ** -ans[1], None)  # mantissa m = x / 2**e; the exponent is an int
 
-    assert callable(frexp_jvp)
-    y, t = jvp(lambda x: math.frexp(x)[0] * 2.0, (3.0,), (1.0,))
-    assert y == 1.5 and t == 2.0 * 2.0 ** -2
-    _, t = jvp(lambda x: math.frexp(x)[1] * x, (3.0,), (1.0,))
-    assert t == 2.0  # the int exponent carries no tangent; d(e*x) = e
+    try:
+        assert callable(frexp_jvp)
+        y, t = jvp(lambda x: math.frexp(x)[0] * 2.0, (3.0,), (1.0,))
+        assert y == 1.5 and t == 2.0 * 2.0 ** -2
+        _, t = jvp(lambda x: math.frexp(x)[1] * x, (3.0,), (1.0,))
+        assert t == 2.0  # the int exponent carries no tangent; d(e*x) = e
+    finally:  # (rules are global: leave math.frexp refused for the tests that follow)
+        del capstan.rules.registry.JVP[math.frexp]
+    with pytest.raises(capstan.NoRuleError, match="math.frexp"):
+        jvp(lambda x: math.frexp(x)[0], (3.0,), (1.0,))
 
 
 def test_polar_is_differentiated_through_its_python_equivalent():

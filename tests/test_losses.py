@@ -245,3 +245,18 @@ def test_escape_hook_sees_protocols_used_by_c_code():
     out = overdub.overdub(ctx, run, overdub.tag(2.0, ctx, "m"))
     assert out == (4.0, "2", "2.0")
     assert seen == ["__float__", "__float__", "__format__"]
+
+
+def test_writes_through_views_of_a_temporary_keep_its_derivative():
+    # the array np.moveaxis views is a temporary: its tagged owner dies before the write
+    w = np.array([0.5, -1.0, 2.0, 0.25])
+
+    def f(v):
+        view = np.moveaxis(v * 1.0, 0, -1)
+        view[1:3] *= 2.0
+        return np.sum(w * view)
+
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    (g,) = gradient(f, x)
+    np.testing.assert_allclose(g, w * [1.0, 2.0, 2.0, 1.0])
+    np.testing.assert_allclose(jvp(f, (x,), (np.ones(4),))[1], np.sum(w * [1.0, 2.0, 2.0, 1.0]))

@@ -46,14 +46,6 @@ def _reference(case_id):
 #: (a fix makes its xfail fail, and the entry must then go).  They are open work, listed in
 #: the issue note; the list may only shrink.
 KNOWN_WRONG = {
-    # reverse mode: an in-place write into a view that a rule returned (np.moveaxis of an FFT
-    # result, then Xf[1:6] *= 2) loses part of the cotangent; forward mode is right
-    ("scipy.signal:hilbert envelope", "reverse"): "in-place write into a rule's view (reverse)",
-    ("scipy.signal:csd", "reverse"): "in-place write into a rule's view (reverse)",
-    ("scipy.signal:periodogram", "reverse"): "in-place write into a rule's view (reverse)",
-    ("scipy.signal:welch", "reverse"): "in-place write into a rule's view (reverse)",
-    ("scipy.signal:oaconvolve", "reverse"): "in-place add into split views of a rule's result (reverse)",
-    ("scipy.signal:resample", "reverse"): "in-place write into a rule's view (reverse)",
     # reverse mode: PPoly built from differentiated data; the gradient of the data is None
     ("scipy.interpolate:Akima1DInterpolator data", "reverse"): "spline coefficients from data (reverse)",
     ("scipy.interpolate:CubicHermiteSpline dydx", "reverse"): "spline coefficients from data (reverse)",
