@@ -432,7 +432,10 @@ class ADContext(Context):
             return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
         watch = losses.WriteWatch(f, args, kwargs)
         result = self._plain_top(f, args, kwargs)
-        if watch.wrote():
+        if watch.wrote() or (result is None and watch.arrays):
+            # (a C function given arrays that returns nothing worked by writing into them --
+            # perhaps the very values an uninitialised array already held, which no
+            # comparison can see: np.empty(...) reusing freed memory)
             raise losses.refuse(self, losses.wrote(f, self.mode))
         if not derivative_free(result):
             raise losses.refuse(self, no_rule(f, self.mode))

@@ -46,11 +46,6 @@ def _reference(case_id):
 #: (a fix makes its xfail fail, and the entry must then go).  They are open work, listed in
 #: the issue note; the list may only shrink.
 KNOWN_WRONG = {
-    # a spline evaluated by C (_ppoly.evaluate writing into `out`) is refused in a fresh process,
-    # but after one refused run of the same code a later pullback returns None: state left
-    # behind by the refused run (not yet found)
-    ("scipy.interpolate:Akima1DInterpolator data", "reverse"): "None after an earlier refused run",
-    ("scipy.interpolate:CubicHermiteSpline dydx", "reverse"): "None after an earlier refused run",
 }
 
 
