@@ -432,10 +432,10 @@ class ADContext(Context):
             return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
         watch = losses.WriteWatch(f, args, kwargs)
         result = self._plain_top(f, args, kwargs)
-        if watch.wrote() or (result is None and watch.arrays):
-            # (a C function given arrays that returns nothing worked by writing into them --
-            # perhaps the very values an uninitialised array already held, which no
-            # comparison can see: np.empty(...) reusing freed memory)
+        if watch.wrote() or (result is None and self._has_buffer(args, kwargs)):
+            # (a C function given differentiated values and a plain array that returns nothing
+            # worked by writing into it -- perhaps the very values an uninitialised array
+            # already held, which no comparison can see: np.empty(...) reusing freed memory)
             raise losses.refuse(self, losses.wrote(f, self.mode))
         if not derivative_free(result):
             raise losses.refuse(self, no_rule(f, self.mode))
@@ -495,6 +495,13 @@ class ADContext(Context):
             tv = type(v)
             if (tv is Tagged and v._tagkey is self._tagkey) or (
                     (tv is dict or tv is list or tv is tuple) and depth < 8 and self._in_tree(v, depth + 1)):
+                return True
+        return False
+
+    def _has_buffer(self, args, kwargs):
+        """Whether a plain writable array (an output buffer, maybe) is among the arguments."""
+        for a in (*args, *kwargs.values()):
+            if type(a) is np.ndarray and a.flags.writeable and a.size and self.shadow(a) is None:
                 return True
         return False
 
