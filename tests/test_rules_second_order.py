@@ -72,6 +72,8 @@ EXCLUDED = {
     stride_rules.flat_of: "returns NumPy's flat iterator, not an array: its reads are in test_new_rules",
     np.ndenumerate: "an iterator of (index, element) pairs: its elements are subscripts (getitem's rules)",
 }
+if hasattr(math, "sumprod"):  # (3.12+)
+    EXCLUDED[math.sumprod] = "takes iterables of numbers (read into lists): checked in test_new_rules"
 
 
 #: entries whose higher derivatives need a rule capstan does not have: each combination
