@@ -36,6 +36,7 @@ import sys
 import numpy as np
 
 from overdub import Tagged, overdub
+from overdub.tagging import PLAIN_PROTOCOLS
 
 __all__ = ["NoRuleError", "no_rule", "escape", "derivative_free", "check_finished"]
 
@@ -226,8 +227,6 @@ def escape(ctx, protocol, x, *args):
 
 
 def _plain(protocol, value, args):
-    from overdub.tagging import PLAIN_PROTOCOLS
-
     return PLAIN_PROTOCOLS[protocol](value, *args)
 
 

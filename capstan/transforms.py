@@ -231,16 +231,7 @@ def jacfwd(f: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -
             ``argnums``; ``f`` not callable.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
-    checks.check_callable("jacfwd", f, "f, argnums=0, has_aux=False")
-    _check_argnums("jacfwd", argnums)
-
-    @functools.wraps(f)
-    def jacfwd_f(*args: Any, **kwargs: Any) -> Any:
-        single, chosen, fixed = _prepare("jacfwd", f, argnums, args, kwargs)
-        J, aux = forward_jacobian_tree("jacfwd", fixed, chosen, has_aux, single)
-        return (J, aux) if has_aux else J
-
-    return jacfwd_f
+    return _jacobian_transform("jacfwd", forward_jacobian_tree, f, argnums, has_aux)
 
 
 def jacrev(f: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -260,16 +251,22 @@ def jacrev(f: Callable[..., Any], argnums: ArgNums = 0, has_aux: bool = False) -
         TypeError: as :func:`jacfwd`.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
-    checks.check_callable("jacrev", f, "f, argnums=0, has_aux=False")
-    _check_argnums("jacrev", argnums)
+    return _jacobian_transform("jacrev", reverse_jacobian_tree, f, argnums, has_aux)
+
+
+def _jacobian_transform(fname: str, tree_jacobian: Callable[..., Any], f: Callable[..., Any],
+                        argnums: ArgNums, has_aux: bool) -> Callable[..., Any]:
+    """``jacfwd``/``jacrev``: ``f`` wrapped to return its Jacobian by ``tree_jacobian``."""
+    checks.check_callable(fname, f, "f, argnums=0, has_aux=False")
+    _check_argnums(fname, argnums)
 
     @functools.wraps(f)
-    def jacrev_f(*args: Any, **kwargs: Any) -> Any:
-        single, chosen, fixed = _prepare("jacrev", f, argnums, args, kwargs)
-        J, aux = reverse_jacobian_tree("jacrev", fixed, chosen, has_aux, single)
+    def jacobian_f(*args: Any, **kwargs: Any) -> Any:
+        single, chosen, fixed = _prepare(fname, f, argnums, args, kwargs)
+        J, aux = tree_jacobian(fname, fixed, chosen, has_aux, single)
         return (J, aux) if has_aux else J
 
-    return jacrev_f
+    return jacobian_f
 
 
 def _output_leaves(fname: str, y: Any) -> tuple[list[Any], Callable[[Any], Any]]:
