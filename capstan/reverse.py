@@ -298,7 +298,10 @@ def backward(tape, seeds):
     for n, g in seeds.items():
         cts[n] = g if cts[n] is None else cts[n] + g
     owned = set()  # ids of cotangent buffers made here (safe to add into in place)
+    reads = {}  # node -> (read, [positions], [cotangents]) of its float elements read, not added yet
     for i in range(len(tape) - 1, -1, -1):
+        if reads and i in reads:  # every read of node i comes after it on the tape: all seen
+            _add_reads(cts, owned, i, *reads.pop(i))
         g = cts[i]
         if g is None:
             continue
@@ -318,7 +321,16 @@ def backward(tape, seeds):
             continue
         foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
         if rec.kind == GETITEM and foreign is None:  # a read: add into the parent's buffer
-            _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
+            read = rec.kwargs
+            if type(read[2]) is int and (type(g) is float or type(g) is _F64) and read[1].kind == "f":
+                p = rec.parents[0]
+                pending = reads.get(p)
+                if pending is None:
+                    pending = reads[p] = (read, [], [])
+                pending[1].append(read[2])
+                pending[2].append(g)
+            else:
+                _scatter_into(cts, owned, rec.parents[0], read, g)
             continue
         run = plain_call if foreign is None else partial(overdub, foreign)
         for p, c in zip(rec.parents, _step(rec, g, run)):
@@ -331,6 +343,22 @@ def backward(tape, seeds):
             else:
                 cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
     return cts
+
+
+_F64 = np.float64
+
+
+def _add_reads(cts, owned, p, read, positions, cotangents):
+    """``cts[p] += `` the cotangents of single float elements read from node ``p``, all at
+    once (an element-read loop costs a list append per read on the reverse pass)."""
+    buf = cts[p]
+    if buf is None or id(buf) not in owned:
+        new = np.zeros(read[0], dtype=np.result_type(read[1], np.float64))
+        if buf is not None:
+            new += buf
+        cts[p] = buf = new
+        owned.add(id(new))
+    np.add.at(buf, positions, cotangents)
 
 
 def _scatter_into(cts, owned, p, read, g):

@@ -115,9 +115,15 @@ def _template(code, pass_, ctx_type, inline_prehook):
 class Runtime:
     """The callables that one context instance's rewritten code calls."""
 
-    def __init__(self, ctx, spec):
+    def __init__(self, ctx, spec, outer=None):
         self.ctx = ctx
         self.spec = spec
+        # nested inside another context's run (``overdub`` called from code that context
+        # routes): the context's own methods run routed through the outer run
+        self.outer = outer
+        self.outer_call = outer.call if outer is not None else None
+        self.prehook, self.posthook = self.bound("prehook"), self.bound("posthook")
+        self.canrecurse, self.fallback = self.bound("canrecurse"), self.bound("fallback")
         self.fcache = {}
         self.kept = {}  # the entries of fcache for builtins, which survive a run's end
         self.codes = CodeCache()
@@ -138,6 +144,32 @@ class Runtime:
         self._build_ops()
         self.steps.function_changed = function_changed
         _runtimes.add(self)
+
+    def user(self, fn):
+        """How this runtime calls ``fn``, a function of the context's class that takes
+        the context first (a hook, a primitive): directly, or -- when the context runs
+        nested inside another context's run -- routed through that run.  As Cassette
+        overdubs a nested ``overdub`` call, the outer context then sees, and for instance
+        differentiates, what the inner context's hooks and primitives compute."""
+        call = self.outer_call
+        if call is None or type(fn) is not FunctionType or lookaside.is_internal(fn.__code__):
+            return fn
+
+        def routed(*args, **kwargs):
+            return call(fn, *args, **kwargs)
+
+        routed.__name__ = fn.__name__
+        routed.__qualname__ = fn.__qualname__
+        return routed
+
+    def bound(self, name):
+        """The context's method ``name``, bound to it, as this runtime calls it."""
+        method = getattr(self.ctx, name)
+        fn = getattr(method, "__func__", None)
+        if self.outer_call is None or fn is None or method.__self__ is not self.ctx:
+            return method
+        routed = self.user(fn)
+        return method if routed is fn else MethodType(routed, self.ctx)
 
     def forget_callees(self):
         """Drop what was resolved during this run (builtins excepted): a callee is resolved
@@ -164,7 +196,10 @@ class Runtime:
         entry = codegen.OP_BY_FN.get(fn)
         if entry is None:
             return None
-        step = self.ops[fn] = getattr(self.steps, entry[1])(*entry[2])
+        step = getattr(self.steps, entry[1])(*entry[2])
+        if self.outer_call is not None:
+            step = _outer_computes_natives(step, fn, self.outer_call)
+        self.ops[fn] = step
         return step
 
     def _inline_prehook(self, key):
@@ -177,6 +212,11 @@ class Runtime:
                 and codegen.OP_SLOTS[key][0] not in spec.primitives)
 
     def _guard_set(self, key):
+        if self.outer is not None:  # builtin operands run natively only if neither context looks
+            outer = self.outer
+            if outer._inline_prehook(key):  # (its prehook is called by its own code only)
+                return frozenset()
+            return semantics.TypeSet(self._compute_guard_set(key) & outer._guard_set(key))
         memo = (id(self.spec), key, len(semantics.NATIVE))
         hit = _guards.get(memo)
         if hit is None or hit[0] is not self.spec:
@@ -211,7 +251,7 @@ class Runtime:
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
         spec, ctx = self.spec, self.ctx
         make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
-        return make(self.fcache, self.resolve, ctx.prehook, ctx.posthook, self._method_of,
+        return make(self.fcache, self.resolve, self.prehook, self.posthook, self._method_of,
                     lambda o, n: self._getattr_slot(o, n), ModuleType)
 
     def _op_slot(self, fn, step, params, args, fast, with_prehook=True):
@@ -220,7 +260,7 @@ class Runtime:
         spec, ctx = self.spec, self.ctx
         names = args.split(", ")
         env = {"fn": fn, "step": step, "NATIVE": semantics.NATIVE, "ctx": ctx,
-               "prehook": ctx.prehook, "posthook": ctx.posthook,
+               "prehook": self.prehook, "posthook": self.posthook,
                "ATTRS": self.steps.attr_info, "ALL": semantics.ALL_NAMES}
         if fast is not None:
             guard, stmt = fast
@@ -230,9 +270,9 @@ class Runtime:
         rules = spec.primitives.get(fn, ())
         if (len(rules) == 1 and not rules[0][0] and params == args and not spec.prehook
                 and not spec.posthook and spec.wildcard is None):
-            return MethodType(rules[0][1], ctx)  # the primitive itself: no frame in between
+            return MethodType(self.user(rules[0][1]), ctx)  # the primitive itself: no frame between
         if spec.wildcard is not None:
-            env["w"] = spec.wildcard
+            env["w"] = self.user(spec.wildcard)
             plain = "r = w(ctx, fn, %s)" % args
         elif spec.canrecurse:
             env["g"] = self._resolve(fn)
@@ -242,7 +282,7 @@ class Runtime:
             env.update(cenv)
             chain = []
             for i, cond in enumerate(conds):
-                env["m%d" % i] = rules[i][1]
+                env["m%d" % i] = self.user(rules[i][1])
                 chain.append("%s %s:\n{i}    r = m%d(ctx, %s)"
                              % ("if" if i == 0 else "elif", cond, i, args))
             plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("{i}", "{i}    ")
@@ -271,7 +311,7 @@ class Runtime:
             self.ops[key] = fn
             return fn
         if key[0] == "pre":
-            fn = self.ctx.prehook if self._inline_prehook(key[1:]) else None
+            fn = self.prehook if self._inline_prehook(key[1:]) else None
             self.ops[key] = fn
             return fn
         if key == ("notcontains",):
@@ -287,9 +327,11 @@ class Runtime:
                                           or spec.canrecurse):
                 # the rewritten code has run builtin operands natively already: the total
                 # primitive takes everything else, with no dispatch step in between
-                fn = self.ops[key] = MethodType(total, self.ctx)
+                fn = self.ops[key] = MethodType(self.user(total), self.ctx)
                 return fn
             inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
+            if self.outer is not None:
+                fast = None  # (the step hands builtin operands to the outer run)
             fn = self._op_slot(op, self.step_for(op), params, args, fast, with_prehook=not inline)
         self.ops[key] = fn
         return fn
@@ -342,19 +384,19 @@ class Runtime:
         if hashable and spec.totals:
             total = spec.totals.get(f)
             if total is not None:
-                return MethodType(total, self.ctx)  # it takes every call of f itself
+                return MethodType(self.user(total), self.ctx)  # it takes every call of f itself
         if hashable and spec.primitives:
             rules = spec.primitives.get(f)
             if rules:
                 return self._primitive_dispatch(rules, self._target(f))
         if spec.wildcard is not None:
-            wildcard, ctx = spec.wildcard, self.ctx
+            wildcard, ctx = self.user(spec.wildcard), self.ctx
             return lambda *a, **k: wildcard(ctx, f, *a, **k)
         if spec.canrecurse:
-            ctx, target, fall = self.ctx, self._target(f), self._fallback_for(f)
+            can, target, fall = self.canrecurse, self._target(f), self._fallback_for(f)
 
             def decide(*a, **k):
-                return target(*a, **k) if ctx.canrecurse(f, *a, **k) else fall(*a, **k)
+                return target(*a, **k) if can(f, *a, **k) else fall(*a, **k)
 
             return decide
         return self._target(f)
@@ -370,7 +412,7 @@ class Runtime:
             lines.append("        return m%d(ctx, *args, **kwargs)" % i)
         lines.append("    return target(*args, **kwargs)")
         env.update(ctx=self.ctx, target=target)
-        env.update(("m%d" % i, r[1]) for i, r in enumerate(rules))
+        env.update(("m%d" % i, self.user(r[1])) for i, r in enumerate(rules))
         return codegen.compile_function("\n".join(lines), "dispatch", env)
 
     def _target(self, f):
@@ -378,7 +420,8 @@ class Runtime:
         tf = type(f)
         if tf is FunctionType:
             if lookaside.is_internal(f.__code__):
-                return f
+                nested = _NESTING.get(f)
+                return f if nested is None else partial(nested, self)
             return self._rewritten(f)
         if tf is MethodType:
             func, obj = f.__func__, f.__self__
@@ -486,8 +529,14 @@ class Runtime:
         if reader is not None:  # called plainly they would read the dispatcher's frame
             return reader
         if self.spec.fallback:
+            fall = self.fallback
+            return lambda *a, **k: fall(f, *a, **k)
+        call = self.outer_call
+        if call is not None:  # nested: what this context calls plainly, the outer one routes
             ctx = self.ctx
-            return lambda *a, **k: ctx.fallback(f, *a, **k)
+            if is_structural(f):
+                return lambda *a, **k: call(f, *a, **k)
+            return lambda *a, **k: _plain_call(f, ctx._tagkey, a, k, call)
         if not self.checking or is_structural(f):
             return f
         ctx = self.ctx
@@ -495,12 +544,26 @@ class Runtime:
 
     def fallback_call(self, f, args, kwargs):
         if self.spec.fallback:
-            return self.ctx.fallback(f, *args, **kwargs)
-        return _plain_call(f, self.ctx._tagkey, args, kwargs)
+            return self.fallback(f, *args, **kwargs)
+        return _plain_call(f, self.ctx._tagkey, args, kwargs, self.outer_call)
 
 
 
 _guards = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)
+
+
+def _outer_computes_natives(step, fn, call):
+    """A nested runtime's step for operator ``fn``: what it would compute natively
+    (every operand of a builtin type) is a call of ``fn`` the outer run routes."""
+    native = semantics.NATIVE
+
+    def nested_step(*args):
+        for a in args:
+            if type(a) not in native:
+                return step(*args)
+        return call(fn, *args)
+
+    return nested_step
 
 
 def _natives_matching(argtypes, i):
@@ -555,9 +618,10 @@ def _unbound(f):
     return semantics.lookup(type(owner), f.__name__)
 
 
-def _plain_call(f, key, args, kwargs):
+def _plain_call(f, key, args, kwargs, call=None):
     """Call ``f`` with this context's tags removed; a value still tagged by another
-    context hands the call to that context (nested contexts)."""
+    context hands the call to that context (nested contexts).  ``call``: the run this
+    context is nested in, which routes the call instead."""
     new = None
     foreign = None
     for i, a in enumerate(args):
@@ -593,6 +657,8 @@ def _plain_call(f, key, args, kwargs):
                     foreign = v._ctx
     if new is not None:
         args = new
+    if call is not None:
+        return call(f, *args, **kwargs)
     if foreign is not None:
         return overdub(foreign, f, *args, **kwargs)
     return f(*args, **kwargs)
@@ -714,9 +780,7 @@ def _strip_internal_frames(exc):
     return head
 
 
-def overdub(ctx, f, /, *args, **kwargs):
-    """Run ``f(*args, **kwargs)`` inside ``ctx``: prehook, then the matching
-    primitive or ``recurse``, then posthook; return the result."""
+def _check_overdub(ctx, f):
     if isinstance(ctx, type) and issubclass(ctx, Context):
         raise TypeError("overdub(ctx, f, ...): ctx is the context class %s itself; pass an instance: "
                         "overdub(%s(), f, ...)" % (ctx.__name__, ctx.__name__))
@@ -724,6 +788,12 @@ def overdub(ctx, f, /, *args, **kwargs):
         raise TypeError("overdub(ctx, f, ...): ctx must be an overdub.Context instance, got %r"
                         % type(ctx).__name__)
     _check_callable(f, "overdub")
+
+
+def overdub(ctx, f, /, *args, **kwargs):
+    """Run ``f(*args, **kwargs)`` inside ``ctx``: prehook, then the matching
+    primitive or ``recurse``, then posthook; return the result."""
+    _check_overdub(ctx, f)
     if (spec_of(type(ctx)).empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags")
             and not _any_tagged(args, kwargs)):
         return f(*args, **kwargs)  # nothing to observe or change: plain Python
@@ -743,8 +813,8 @@ def recurse(ctx, f, /, *args, **kwargs):
     rt = _runtime(ctx, "recurse")
     rt.depth += 1
     try:
-        if rt.spec.canrecurse and not ctx.canrecurse(f, *args, **kwargs):
-            return ctx.fallback(f, *args, **kwargs)
+        if rt.spec.canrecurse and not rt.canrecurse(f, *args, **kwargs):
+            return rt.fallback(f, *args, **kwargs)
         return rt._target(f)(*args, **kwargs)
     finally:
         _leave(rt)
@@ -752,14 +822,79 @@ def recurse(ctx, f, /, *args, **kwargs):
 
 def fallback(ctx, f, /, *args, **kwargs):
     """Call ``f`` plainly as ``ctx`` would (its ``fallback`` method)."""
-    _runtime(ctx, "fallback")
-    return ctx.fallback(f, *args, **kwargs)
+    return _runtime(ctx, "fallback").fallback(f, *args, **kwargs)
 
 
 def canrecurse(ctx, f, /, *args, **kwargs):
     """Whether ``recurse(ctx, f, ...)`` would step into ``f``'s body."""
-    _runtime(ctx, "canrecurse")
-    return ctx.canrecurse(f, *args, **kwargs)
+    return _runtime(ctx, "canrecurse").canrecurse(f, *args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- nested contexts
+# ``overdub(inner, f, ...)`` called from code that an outer context routes runs ``inner``
+# nested in the outer run: while it runs, ``inner`` uses a runtime whose hooks, primitives
+# and plain calls go through the outer context (``Runtime.user``), as Cassette overdubs a
+# nested ``overdub``.  Without it the inner context's primitives would compute plainly on
+# values the outer context tagged, and an outer derivative, trace or count would be lost.
+def _nested_runtime(ctx, outer, fname):
+    """``ctx``'s runtime nested in the run of ``outer`` (made once per pair)."""
+    rt = _runtime(ctx, fname)
+    if rt.outer is outer:
+        return rt
+    held = ctx.__dict__.get("_overdub_nested")
+    if held is not None and held.outer is outer and held.spec is rt.spec:
+        return held
+    held = ctx.__dict__["_overdub_nested"] = Runtime(ctx, rt.spec, outer)
+    return held
+
+
+class _Nested:
+    """``ctx`` uses its nested runtime ``rt`` while the block runs (its tagged values,
+    handed back to it from plain code, find it there)."""
+
+    __slots__ = ("ctx", "rt", "before")
+
+    def __init__(self, ctx, rt):
+        self.ctx, self.rt = ctx, rt
+
+    def __enter__(self):
+        self.before = self.ctx._runtime
+        self.ctx._runtime = self.rt
+        self.rt.depth += 1
+        return self.rt
+
+    def __exit__(self, *exc):
+        self.ctx._runtime = self.before
+        _leave(self.rt)
+
+
+def _nested_overdub(outer, ctx, f, /, *args, **kwargs):
+    _check_overdub(ctx, f)
+    if spec_of(type(ctx)).empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags"):
+        return outer.call(f, *args, **kwargs)  # nothing to change: the outer context runs it
+    with _Nested(ctx, _nested_runtime(ctx, outer, "overdub")) as rt:
+        return rt.call(f, *args, **kwargs)
+
+
+def _nested_recurse(outer, ctx, f, /, *args, **kwargs):
+    with _Nested(ctx, _nested_runtime(ctx, outer, "recurse")) as rt:
+        if rt.spec.canrecurse and not rt.canrecurse(f, *args, **kwargs):
+            return rt.fallback(f, *args, **kwargs)
+        return rt._target(f)(*args, **kwargs)
+
+
+def _nested_fallback(outer, ctx, f, /, *args, **kwargs):
+    with _Nested(ctx, _nested_runtime(ctx, outer, "fallback")) as rt:
+        return rt.fallback(f, *args, **kwargs)
+
+
+def _nested_canrecurse(outer, ctx, f, /, *args, **kwargs):
+    with _Nested(ctx, _nested_runtime(ctx, outer, "canrecurse")) as rt:
+        return rt.canrecurse(f, *args, **kwargs)
+
+
+_NESTING = {overdub: _nested_overdub, recurse: _nested_recurse, fallback: _nested_fallback,
+            canrecurse: _nested_canrecurse}
 
 
 def default_canrecurse(ctx, f, args):
@@ -808,7 +943,7 @@ def default_fallback(ctx, f, args, kwargs):
                 function_changed()
                 return r
         return f(*args, **kwargs)
-    return _plain_call(f, ctx._tagkey, args, kwargs)
+    return _plain_call(f, ctx._tagkey, args, kwargs, _runtime(ctx, "fallback").outer_call)
 
 
 def is_structural(f):

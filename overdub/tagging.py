@@ -58,10 +58,19 @@ def _escape(name):
         ctx = self._ctx
         if ctx._tagkey is not self._tagkey:  # left over from a finished run: a plain value
             return plain(self._value, *args)
-        return ctx.escape(name, self, *args)
+        return _escape_hook(ctx)(name, self, *args)
 
     method.__name__ = name
     return method
+
+
+def _escape_hook(ctx):
+    """``ctx.escape``, routed through the outer context when ``ctx`` runs nested in
+    another context's run (its runtime says so)."""
+    rt = ctx._runtime
+    if rt is not None and rt.outer_call is not None:
+        return rt.bound("escape")
+    return ctx.escape
 
 
 def _strip_dead_all(args):
@@ -116,7 +125,7 @@ class Tagged:
             raise AttributeError(name) from None
         if ctx._tagkey is not self._tagkey:
             return getattr(self._value, name)
-        return ctx.escape("__getattr__", self, name)
+        return _escape_hook(ctx)("__getattr__", self, name)
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions called on a tagged value by code the context does not route
