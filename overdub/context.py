@@ -120,6 +120,7 @@ class Context(metaclass=_ContextType):
         (Cassette's ``similarcontext``); ``pass_`` defaults to this one's."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_overdub_nested", None)  # (a runtime is made per instance)
         new.metadata = metadata
         new.pass_ = self.pass_ if pass_ is None else pass_
         new._runtime = None

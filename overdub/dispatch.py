@@ -842,7 +842,7 @@ def _nested_runtime(ctx, outer, fname):
     if rt.outer is outer:
         return rt
     held = ctx.__dict__.get("_overdub_nested")
-    if held is not None and held.outer is outer and held.spec is rt.spec:
+    if held is not None and held.ctx is ctx and held.outer is outer and held.spec is rt.spec:
         return held
     held = ctx.__dict__["_overdub_nested"] = Runtime(ctx, rt.spec, outer)
     return held

@@ -214,6 +214,44 @@ def test_inner_fallback_override_is_routed():
     assert _close(got, math.cos(1.0))
 
 
+class NestedTrace(Context):
+    """Cassette's nested trace: a wildcard that recurses with a ``similar`` context."""
+
+    @primitive()
+    def any_call(self, f, /, *args, **kwargs):
+        sub = []
+        self.metadata.append((getattr(f, "__name__", "?"), sub))
+        if overdub.canrecurse(self, f, *args, **kwargs):
+            return overdub.recurse(self.similar(metadata=sub), f, *args, **kwargs)
+        return overdub.fallback(self, f, *args, **kwargs)
+
+
+def _double(x):
+    return x * 2
+
+
+def _traced(x):
+    return math.sin(x) + _double(x)
+
+
+def test_a_nested_trace_is_the_same_inside_another_context():
+    alone = NestedTrace([])
+    overdub.overdub(alone, _traced, 1.0)
+    inside, log = NestedTrace([]), Log([])
+    assert overdub.overdub(log, lambda: overdub.overdub(inside, _traced, 1.0)) == _traced(1.0)
+    assert inside.metadata == alone.metadata
+    assert alone.metadata[0][0] == "_traced" and ("_double", [("mul", [])]) in alone.metadata[0][1]
+    assert "similar" in log.metadata and "recurse" in log.metadata
+
+
+def test_overdub_of_overdub():
+    """Cassette's "overdubbing overdub itself": the outer context runs the inner run."""
+    log, inner = Log([]), CosSquared()
+    assert overdub.overdub(log, overdub.overdub, inner, lambda y: math.sin(y) * 2.0, 0.5) == \
+        2.0 * math.cos(0.5) ** 2
+    assert log.metadata[0] == "overdub" and "cos" in log.metadata
+
+
 # ----------------------------------------------------------------------------- canrecurse
 class WithAdd:
     def __add__(self, other):
