@@ -8,7 +8,8 @@ Workloads (one process, side by side, ratios to plain on this interpreter):
   (b) operator-heavy: a Horner polynomial loop over floats
   (c) NumPy-heavy: few calls on 10^6-element arrays
   (d) first call of json.dumps on a nested structure (rewrite cost) vs later calls
-Columns: an empty context, a counting prehook, a primitive on operator.mul (b), and
+Columns: an empty context, a counting prehook, a wildcard primitive (canrecurse ->
+recurse, else fallback: the Cassette idiom), a primitive on operator.mul (b), and
 counters built on sys.setprofile / sys.settrace / sys.monitoring (a).
 """
 import gc
@@ -145,6 +146,14 @@ class Count(overdub.Context):
         self.metadata += 1
 
 
+class Wildcard(overdub.Context):
+    @overdub.primitive()
+    def every_call(self, f, /, *args, **kwargs):
+        if overdub.canrecurse(self, f, *args, **kwargs):
+            return overdub.recurse(self, f, *args, **kwargs)
+        return overdub.fallback(self, f, *args, **kwargs)
+
+
 class MulPrimitive(overdub.Context):
     @overdub.primitive(operator.mul)
     def mul(self, a, b):
@@ -224,9 +233,11 @@ def rows():
             out.append((label, name, t, t / base, result == expected))
 
     empty, count, mul = Empty(), Count(metadata=0), MulPrimitive()  # contexts are reused
+    wild = Wildcard()
     columns_a = [
         ("empty context", lambda: overdub.overdub(empty, call_heavy)),
         ("counting prehook", lambda: overdub.overdub(count, call_heavy)),
+        ("wildcard primitive", lambda: overdub.overdub(wild, call_heavy)),
         ("the same prehook calls inlined by hand (floor)", call_heavy_hand_hooked),
         ("sys.setprofile counter", with_profile_counter(call_heavy)),
         ("sys.settrace counter", with_trace_counter(call_heavy)),
@@ -237,6 +248,7 @@ def rows():
     bench("(b) operator-heavy", operator_heavy, [
         ("empty context", lambda: overdub.overdub(empty, operator_heavy)),
         ("counting prehook", lambda: overdub.overdub(count, operator_heavy)),
+        ("wildcard primitive", lambda: overdub.overdub(wild, operator_heavy)),
         ("primitive on operator.mul", lambda: overdub.overdub(mul, operator_heavy)),
         ("primitive on operator.mul, new context each call",
          lambda: overdub.overdub(MulPrimitive(), operator_heavy)),
@@ -244,6 +256,7 @@ def rows():
     bench("(c) NumPy-heavy", numpy_heavy, [
         ("empty context", lambda: overdub.overdub(empty, numpy_heavy)),
         ("counting prehook", lambda: overdub.overdub(count, numpy_heavy)),
+        ("wildcard primitive", lambda: overdub.overdub(wild, numpy_heavy)),
         ("primitive on operator.mul", lambda: overdub.overdub(mul, numpy_heavy)),
     ])
 

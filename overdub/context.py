@@ -21,6 +21,11 @@ from .tagging import PLAIN_PROTOCOLS
 __all__ = ["Context", "context", "primitive"]
 
 
+#: the dispatcher's default ``canrecurse`` and ``fallback``; it fills this in when imported
+#: (the context module imports nothing of the dispatcher's)
+DEFAULTS = {}
+
+
 class _Wildcard:
     def __repr__(self):
         return "<any function>"
@@ -86,7 +91,9 @@ class _ContextType(type):
 
 def _forget_specs(cls):
     for klass in [cls, *_all_subclasses(cls)]:
-        if "_overdub_spec_" in klass.__dict__:
+        spec = klass.__dict__.get("_overdub_spec_")
+        if spec is not None:
+            spec.stale = True  # (runtimes made from it notice)
             type.__delattr__(klass, "_overdub_spec_")
 
 
@@ -142,15 +149,11 @@ class Context(metaclass=_ContextType):
 
     def canrecurse(self, f, /, *args, **kwargs):
         """Whether ``recurse`` steps into ``f``'s body (default: it has one)."""
-        from .dispatch import default_canrecurse
-
-        return default_canrecurse(self, f, args)
+        return DEFAULTS["canrecurse"](self, f, args)
 
     def fallback(self, f, /, *args, **kwargs):
         """Call ``f`` plainly, with this context's tags removed from the arguments."""
-        from .dispatch import default_fallback
-
-        return default_fallback(self, f, args, kwargs)
+        return DEFAULTS["fallback"](self, f, args, kwargs)
 
     def escape(self, protocol, x, /, *args):
         """A value this context tagged is leaving for code the context does not see: C
@@ -182,10 +185,11 @@ class Spec:
     """What a context type overrides; recomputed when the class changes."""
 
     __slots__ = ("key", "prehook", "posthook", "canrecurse", "fallback", "primitives", "wildcard",
-                 "empty", "totals")
+                 "empty", "totals", "stale")
 
     def __init__(self, cls, key):
         self.key = key
+        self.stale = False
         for name in _HOOKS:
             setattr(self, name, getattr(cls, name) is not getattr(Context, name))
         table = {}

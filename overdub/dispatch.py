@@ -21,7 +21,7 @@ from types import (BuiltinFunctionType, FunctionType, GetSetDescriptorType, Meth
                    MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
-from .context import Context, spec_of
+from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .passes import PassError
 from .tagging import Tagged
 
@@ -117,6 +117,7 @@ class Runtime:
 
     def __init__(self, ctx, spec, outer=None):
         self.ctx = ctx
+        self.ctx_type = type(ctx)
         self.spec = spec
         # nested inside another context's run (``overdub`` called from code that context
         # routes): the context's own methods run routed through the outer run
@@ -126,6 +127,7 @@ class Runtime:
         self.canrecurse, self.fallback = self.bound("canrecurse"), self.bound("fallback")
         self.fcache = {}
         self.kept = {}  # the entries of fcache for builtins, which survive a run's end
+        self.fallback_kinds = {}  # builtin -> how the default fallback calls it
         self.codes = CodeCache()
         self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
         self.depth = 0
@@ -740,6 +742,12 @@ _PASSTHROUGH = {list.append, list.extend, list.insert, list.pop, list.copy, list
 
 # ----------------------------------------------------------------------------- public API
 def _runtime(ctx, fname):
+    try:  # (the common case: the runtime made last time is still valid)
+        rt = ctx._runtime
+        if rt.ctx is ctx and type(ctx) is rt.ctx_type and not rt.spec.stale:
+            return rt
+    except AttributeError:
+        pass
     if not isinstance(ctx, Context):
         raise TypeError("%s(ctx, f, ...): ctx must be an overdub.Context instance, got %r"
                         % (fname, type(ctx).__name__))
@@ -822,12 +830,18 @@ def recurse(ctx, f, /, *args, **kwargs):
 
 def fallback(ctx, f, /, *args, **kwargs):
     """Call ``f`` plainly as ``ctx`` would (its ``fallback`` method)."""
-    return _runtime(ctx, "fallback").fallback(f, *args, **kwargs)
+    rt = _runtime(ctx, "fallback")
+    if rt.spec.fallback:
+        return rt.fallback(f, *args, **kwargs)
+    return _default_fallback(rt, f, args, kwargs)
 
 
 def canrecurse(ctx, f, /, *args, **kwargs):
     """Whether ``recurse(ctx, f, ...)`` would step into ``f``'s body."""
-    return _runtime(ctx, "canrecurse").canrecurse(f, *args, **kwargs)
+    rt = _runtime(ctx, "canrecurse")
+    if rt.spec.canrecurse:
+        return rt.canrecurse(f, *args, **kwargs)
+    return _default_canrecurse(rt, f, args)
 
 
 # ----------------------------------------------------------------------------- nested contexts
@@ -901,12 +915,15 @@ def default_canrecurse(ctx, f, args):
     """The default ``Context.canrecurse``: ``recurse`` would run Python code for ``f``
     (its body, a stepped-into operator or class, or a lookaside) -- the same order of
     questions as ``Runtime._target``."""
+    return _default_canrecurse(_runtime(ctx, "canrecurse"), f, args)
+
+
+def _default_canrecurse(rt, f, args):
     tf = type(f)
     if tf is FunctionType:
         return not lookaside.is_internal(f.__code__)
     if tf is MethodType or tf is staticmethod:
-        return default_canrecurse(ctx, f.__func__, args)
-    rt = _runtime(ctx, "canrecurse")
+        return _default_canrecurse(rt, f.__func__, args)
     try:
         operator_entry = codegen.OP_BY_FN.get(f)
     except TypeError:  # unhashable
@@ -918,7 +935,7 @@ def default_canrecurse(ctx, f, args):
     if issubclass(tf, type):
         return rt.steps.instantiate(f) is not None
     if tf is partial:
-        return default_canrecurse(ctx, f.func, args)
+        return _default_canrecurse(rt, f.func, args)
     return type(semantics.lookup(tf, "__call__")) is FunctionType
 
 
@@ -926,14 +943,48 @@ def default_fallback(ctx, f, args, kwargs):
     """The default ``Context.fallback``: a plain call with ``ctx``'s tags removed
     (builtins that read their caller's frame read the user's; structural builtins
     such as ``list.append`` get the tagged values themselves)."""
-    args = lookaside.class_args(f, args)
-    reader = _frame_reader(_runtime(ctx, "fallback"), f)
+    return _default_fallback(_runtime(ctx, "fallback"), f, args, kwargs)
+
+
+# how the default fallback calls f (or the stand-in for a builtin that reads its caller's frame)
+_PLAIN, _AS_IS, _STRUCTURAL, _ATTRIBUTE_WRITE = "plain", "as is", "structural", "attribute write"
+
+
+def _fallback_kind(rt, f):
+    """How the default fallback calls ``f`` (remembered per run for builtins)."""
+    try:
+        kind = rt.fallback_kinds.get(f)
+    except TypeError:  # unhashable
+        kind, f_hashable = None, False
+    else:
+        f_hashable = True
+        if kind is not None:
+            return kind
+    reader = _frame_reader(rt, f)
     if reader is not None:
-        f = reader
+        kind = reader
     elif type(f) is FunctionType and lookaside.is_internal(f.__code__):
-        return f(*args, **kwargs)  # machinery (overdub.metadata...) takes tagged values as they are
+        kind = _AS_IS  # machinery (overdub.metadata...) takes tagged values as they are
     elif is_structural(f):
-        if (f is setattr or f is delattr) and len(args) >= 2:
+        kind = _ATTRIBUTE_WRITE if (f is setattr or f is delattr) else _STRUCTURAL
+    else:
+        kind = _PLAIN
+    if f_hashable and _is_builtin(f) and len(rt.fallback_kinds) < _CACHE_LIMIT:
+        rt.fallback_kinds[f] = kind
+    return kind
+
+
+def _default_fallback(rt, f, args, kwargs):
+    args = lookaside.class_args(f, args)
+    kind = _fallback_kind(rt, f)
+    if kind is _PLAIN:
+        return _plain_call(f, rt.ctx._tagkey, args, kwargs, rt.outer_call)
+    if kind is _AS_IS or kind is _STRUCTURAL:
+        return f(*args, **kwargs)
+    if kind is not _ATTRIBUTE_WRITE:
+        f = kind  # (a builtin that reads its caller's frame, reading the user's)
+    else:
+        if len(args) >= 2:
             obj = args[0]
             if type(obj) is Tagged:
                 # a tagged object's attributes are the object's own (the value stays tagged)
@@ -943,7 +994,7 @@ def default_fallback(ctx, f, args, kwargs):
                 function_changed()
                 return r
         return f(*args, **kwargs)
-    return _plain_call(f, ctx._tagkey, args, kwargs, _runtime(ctx, "fallback").outer_call)
+    return _plain_call(f, rt.ctx._tagkey, args, kwargs, rt.outer_call)
 
 
 def is_structural(f):
@@ -961,3 +1012,6 @@ def _frame_reader(rt, f):
         return rt.table.get(f)
     except TypeError:
         return None
+
+
+CONTEXT_DEFAULTS.update(canrecurse=default_canrecurse, fallback=default_fallback)

@@ -56,7 +56,7 @@ CALLBACKS = {
 
 
 _machinery = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]  # file prefixes contexts never route
-_machinery_codes = weakref.WeakSet()
+_machinery_codes = {}  # id(code) -> weak reference to a code object declared opaque
 
 
 def is_internal(code):
@@ -66,10 +66,23 @@ def is_internal(code):
     inside = _machinery_files.get(name)
     if inside is None:  # (file names may be spelled through symlinks or "..": compare real paths)
         inside = _machinery_files[name] = os.path.realpath(name).startswith(_machinery[0])
-    return inside or code in _machinery_codes
+    if inside:
+        return True
+    ref = _machinery_codes.get(id(code))
+    return ref is not None and ref() is code
 
 
 _machinery_files = {}  # co_filename -> whether it lies in the machinery
+
+
+def _remember_opaque(code):
+    key = id(code)
+
+    def forget(ref):
+        if _machinery_codes.get(key) is ref:
+            del _machinery_codes[key]
+
+    _machinery_codes[key] = weakref.ref(code, forget)
 
 
 def opaque(*objs):
@@ -85,7 +98,7 @@ def opaque(*objs):
             _machinery[0] = tuple(sorted(set(_machinery[0]) | {path}))
             _machinery_files.clear()
         elif hasattr(obj, "__code__"):
-            _machinery_codes.add(obj.__code__)
+            _remember_opaque(obj.__code__)
         else:
             raise TypeError("opaque() takes modules and Python functions, got %r" % (obj,))
     return objs[0] if len(objs) == 1 else objs

@@ -100,12 +100,20 @@ def _not_callable(value):
 
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` in ``tp``'s MRO, without binding."""
+    found = _STATIC_LOOKUPS.get((tp, name), _MISSING)
+    if found is not _MISSING:
+        return found
     if type(tp) is type:
         for klass in tp.__mro__:
             d = klass.__dict__
             if name in d:
-                return d[name]
-        return None
+                found = d[name]
+                break
+        else:
+            found = None
+        if not tp.__flags__ & 512 and len(_STATIC_LOOKUPS) < 8192:  # (512: Py_TPFLAGS_HEAPTYPE)
+            _STATIC_LOOKUPS[tp, name] = found  # a C type's attributes never change
+        return found
     for klass in mro(tp):  # (a metaclass may redefine __mro__ or __dict__ for its classes)
         d = type_dict(klass)
         if name in d:
@@ -113,6 +121,8 @@ def lookup(tp, name):
     return None
 
 
+_STATIC_LOOKUPS = {}  # (C type, name) -> what lookup found
+_MISSING = object()
 _TYPE_ATTRS = vars(type)
 _type_mro = _TYPE_ATTRS["__mro__"].__get__
 #: ``klass.__dict__`` as CPython sees it, whatever the metaclass says ``__dict__`` is
@@ -189,6 +199,8 @@ FUNCTION_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 _STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
 
 
+_STEPS_INTO = {}  # (step, its arguments, operand C types...) -> whether it runs Python
+_ATTRIBUTE_STEPS = frozenset({"getattr", "setattr", "delattr"})
 _ARITY = {"unary": 1, "setitem": 3, "setattr": 3, "getattr": (2, 3)}
 _DUNDERS = {"contains": "__contains__", "getitem": "__getitem__", "setitem": "__setitem__",
             "delitem": "__delitem__"}
@@ -505,6 +517,17 @@ class Steps:
         """Whether the ``recurse`` step ``kind`` (a ``Steps`` method name, with its
         arguments ``names``) would run a Python special method for the operands
         ``args`` -- the question ``canrecurse`` asks of an operator function."""
+        if kind in _ATTRIBUTE_STEPS:
+            return self._steps_into(kind, names, args)
+        key = (kind, names, *[type(a) for a in args])
+        found = _STEPS_INTO.get(key)
+        if found is None:
+            found = self._steps_into(kind, names, args)
+            if all(not type_flags(t) & _HEAPTYPE for t in key[2:]) and len(_STEPS_INTO) < 4096:
+                _STEPS_INTO[key] = found  # (C types' special methods never change)
+        return found
+
+    def _steps_into(self, kind, names, args):
         arity = _ARITY.get(kind, 2)
         if len(args) not in (arity if type(arity) is tuple else (arity,)):
             return False  # the builtin itself reports the wrong call
