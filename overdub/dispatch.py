@@ -17,6 +17,7 @@ stepped-into class or operator, or a plain (fallback) call.
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import weakref
 from functools import partial
+from sys import modules as _sys_modules
 from types import (BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
                    MethodType, ModuleType, WrapperDescriptorType)
 
@@ -370,7 +371,8 @@ class Runtime:
         attribute, which lives as long as its class)."""
         g = self._resolve(f, cache)
         if cache and not lasting and _transient(f):
-            if self.weak_keys and g is not f:  # g holds no reference to f: a weak key
+            # g holds no reference to f (a bound C method's fallback may: not cached)
+            if self.weak_keys and g is not f and type(f) is not BuiltinFunctionType:
                 self.fcache[_WeakKey(f, self._drop)] = g
             return g
         if cache:
@@ -695,12 +697,27 @@ class _WeakKey(weakref.ref):
 
 def _transient(f):
     """Whether ``f`` is a callable that plain Python makes per use and frees right after:
-    a bound method, or a function defined inside another function (a closure, a lambda).
+    a bound method (of a Python function, or of a C method bound to an object such as
+    ``gen.send``), or a function defined inside another function (a closure, a lambda).
     Holding it as a cache key would keep it -- and what it references -- alive until
     ``overdub`` returns, so it is cached under a :class:`_WeakKey` (or not at all when
     what it resolves to refers to it)."""
     tf = type(f)
+    if tf is BuiltinFunctionType:  # (of a module: transient when the module is a private copy)
+        owner = f.__self__
+        if owner is None or isinstance(owner, type):
+            return False
+        return not isinstance(owner, ModuleType) or not _imported(owner)
     return tf is MethodType or (tf is FunctionType and f.__code__.co_flags & _CO_NESTED)
+
+
+def _imported(module):
+    """Whether ``module`` is the one ``sys.modules`` holds (not a fresh private copy,
+    which must be free to die)."""
+    try:
+        return _sys_modules.get(module.__name__) is module
+    except (AttributeError, TypeError):
+        return False
 
 
 def _is_builtin(f):
@@ -708,7 +725,7 @@ def _is_builtin(f):
     tf = type(f)
     if tf is BuiltinFunctionType:
         owner = f.__self__
-        return owner is None or isinstance(owner, ModuleType)
+        return owner is None or (isinstance(owner, ModuleType) and _imported(owner))
     if tf is MethodDescriptorType or tf is WrapperDescriptorType:
         return True
     if tf is type:

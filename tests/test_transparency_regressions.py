@@ -678,3 +678,79 @@ def test_special_methods_set_to_none_are_called_and_fail_as_in_cpython():
     assert check(lambda: augmented)[0] == "raised"
     assert check(lambda: lambda: NoAdd() + 1)[0] == "raised"
     assert check(lambda: lambda: 1 + NoAdd()) == ("ok", "radd")
+
+
+# ----------------------------------------------------------------------------- lifetimes
+def generator_in_a_cycle():
+    """test_generators.test_refcycle: a generator that holds itself is finalised by the
+    collector while the run goes on (a bound C method such as ``g.send`` held by a cache
+    kept it alive)."""
+    finalized = []
+
+    def gen():
+        try:
+            g = yield
+            yield 1
+        finally:
+            finalized.append(True)
+
+    g = gen()
+    next(g)
+    g.send(g)
+    send = g.send  # (a bound C method kept in a variable)
+    del g, send
+    gc.collect()
+    return finalized
+
+
+def closures_freed():
+    """test_scope.testLeaks: closures made and called in a loop leave nothing alive."""
+    class Foo:
+        count = 0
+
+        def __init__(self):
+            Foo.count += 1
+
+        def __del__(self):
+            Foo.count -= 1
+
+    def f1():
+        x = Foo()
+
+        def f2():
+            return x
+
+        f2()
+
+    for _ in range(20):
+        f1()
+    gc.collect()
+    return Foo.count
+
+
+@pytest.mark.parametrize("make", CONTEXTS, ids=lambda c: c.__name__)
+def test_objects_die_when_plain_python_lets_them(make):
+    assert generator_in_a_cycle() == [True]
+    assert overdub.overdub(make(), generator_in_a_cycle) == [True]
+    assert overdub.overdub(make(), closures_freed) == 0
+
+
+def private_module_copy_dies():
+    """test_struct: a fresh copy of a C module whose function was called is collected
+    (a module function kept by a cache kept its module alive)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("_struct")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ref = weakref.ref(module)
+    module.calcsize("b")
+    del module
+    gc.collect()
+    return ref() is None
+
+
+@pytest.mark.parametrize("make", CONTEXTS, ids=lambda c: c.__name__)
+def test_a_private_module_copy_dies(make):
+    assert private_module_copy_dies()
+    assert overdub.overdub(make(), private_module_copy_dies)
