@@ -138,6 +138,8 @@ class Runtime:
         self.weak_keys = not (spec.wildcard or spec.canrecurse)
         fcache = self.fcache
         self._drop = lambda key: fcache.pop(key, None)  # a transient callee died
+        self.targets = targets = {}  # f -> what recurse runs for it (this run)
+        self._drop_target = lambda key: targets.pop(key, None)
         semantics.add_numpy_types()
         self.steps = semantics.Steps(None, self.fallback_call)
         self.table = lookaside.FrameReaders(self.route_code).table()
@@ -180,6 +182,26 @@ class Runtime:
         the function holds the same code and defaults (``_rewritten`` checks)."""
         self.fcache.clear()
         self.fcache.update(self.kept)
+        self.targets.clear()
+
+    def target(self, f):
+        """``_target(f)`` (what ``recurse`` runs), remembered for the run like ``resolve``'s
+        answers: a wildcard that recurses asks it on every call."""
+        try:
+            return self.targets[f]
+        except (KeyError, TypeError):
+            pass
+        g = self._target(f)
+        try:
+            if not _transient(f):
+                if len(self.targets) >= _CACHE_LIMIT:
+                    self.targets.clear()
+                self.targets[f] = g
+            elif type(f) is FunctionType and g is not f:  # (a routed twin holds no f)
+                self.targets[_WeakKey(f, self._drop_target)] = g
+        except TypeError:  # unhashable
+            pass
+        return g
 
     # -- slots: what rewritten code calls --------------------------------------------------------
     def _build_ops(self):
@@ -589,6 +611,7 @@ def note_tagging():
             rt.checking = True
             rt.fcache.clear()
             rt.kept.clear()
+            rt.targets.clear()
 
 
 def _strip(x, key):
@@ -626,6 +649,12 @@ def _plain_call(f, key, args, kwargs, call=None):
     """Call ``f`` with this context's tags removed; a value still tagged by another
     context hands the call to that context (nested contexts).  ``call``: the run this
     context is nested in, which routes the call instead."""
+    if not kwargs and call is None:
+        for a in args:
+            if type(a) is Tagged or type(a) is tuple:
+                break
+        else:
+            return f(*args)  # (nothing to strip: the common case)
     new = None
     foreign = None
     for i, a in enumerate(args):
@@ -840,7 +869,7 @@ def recurse(ctx, f, /, *args, **kwargs):
     try:
         if rt.spec.canrecurse and not rt.canrecurse(f, *args, **kwargs):
             return rt.fallback(f, *args, **kwargs)
-        return rt._target(f)(*args, **kwargs)
+        return rt.target(f)(*args, **kwargs)
     finally:
         _leave(rt)
 
@@ -911,7 +940,7 @@ def _nested_recurse(outer, ctx, f, /, *args, **kwargs):
     with _Nested(ctx, _nested_runtime(ctx, outer, "recurse")) as rt:
         if rt.spec.canrecurse and not rt.canrecurse(f, *args, **kwargs):
             return rt.fallback(f, *args, **kwargs)
-        return rt._target(f)(*args, **kwargs)
+        return rt.target(f)(*args, **kwargs)
 
 
 def _nested_fallback(outer, ctx, f, /, *args, **kwargs):
@@ -946,7 +975,11 @@ def _default_canrecurse(rt, f, args):
     except TypeError:  # unhashable
         operator_entry = None
     if operator_entry is not None:  # operator.add(1, 2) runs no Python; on a user class it may
-        return rt.steps.steps_into(operator_entry[1], operator_entry[2], args)
+        native = semantics.NATIVE
+        for a in args:
+            if type(a) not in native:
+                return rt.steps.steps_into(operator_entry[1], operator_entry[2], args)
+        return False
     if rt._builtin_step(f) is not None:
         return True
     if issubclass(tf, type):
