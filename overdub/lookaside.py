@@ -65,7 +65,10 @@ def is_internal(code):
     name = code.co_filename
     inside = _machinery_files.get(name)
     if inside is None:  # (file names may be spelled through symlinks or "..": compare real paths)
-        inside = _machinery_files[name] = os.path.realpath(name).startswith(_machinery[0])
+        # "<string>", "<doctest ...>", "<stdin>" name no file: never resolve them against
+        # the working directory (which may lie inside the machinery)
+        pseudo = name.startswith("<") and name.endswith(">")
+        inside = _machinery_files[name] = not pseudo and os.path.realpath(name).startswith(_machinery[0])
     return inside or code in _machinery_codes
 
 
