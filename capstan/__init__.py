@@ -10,7 +10,8 @@ import overdub
 from overdub import __version__
 
 from . import adcontext, forward, losses, nesting, pool, reverse, structure, tape
-from .adcontext import NoRuleError, register_all
+from .adcontext import register_all
+from .losses import NoRuleError
 from .bit32 import bit32pass
 from .counting import CountCtx
 from .derivatives import hessian, jacobian
@@ -30,7 +31,7 @@ from .transforms import grad, jacfwd, jacrev, value_and_grad
 register_all()
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> type:
     # TraceCtx is imported on first use, so that ``python -m capstan.trace`` runs the
     # module as __main__ without it already being in sys.modules (runpy's warning).
     if name == "TraceCtx":

@@ -659,7 +659,7 @@ for _method, _types in ((list.append, (list, Tagged)), (list.insert, (list, obje
     setattr(ADContext, "_store_%s_%s" % (_method.__objclass__.__name__, _method.__name__), _store)
 
 
-def register_all():
+def register_all() -> None:
     for table in (registry.PARTIALS, registry.JVP, registry.VJP, registry.IMPLS):
         for f in list(table):
             _register(f)

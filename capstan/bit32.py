@@ -12,8 +12,10 @@ Like every pass it rewrites every function body run inside the context (library 
 too); wrap it to restrict it (see docs/tools.md).
 """
 import math
+from typing import Any
 
 import numpy as np
+from bytecode import Bytecode
 
 import overdub
 
@@ -24,7 +26,7 @@ _F32_MIN = float(np.finfo(np.float32).smallest_subnormal) / 2  # below this: rou
 _I32 = np.iinfo(np.int32)
 
 
-def _fits(c):
+def _fits(c: Any) -> bool:
     """Whether ``c`` is a literal that becomes 32-bit (exact types: no bool, no subclasses)."""
     if type(c) is float:
         return not math.isfinite(c) or c == 0.0 or _F32_MIN < abs(c) <= _F32_MAX
@@ -33,7 +35,7 @@ def _fits(c):
     return type(c) is tuple and any(_fits(x) for x in c)
 
 
-def to32(c):
+def to32(c: Any) -> Any:
     """The 32-bit version of a literal (tuples element-wise); others unchanged."""
     if type(c) is float and _fits(c):
         return np.float32(c)
@@ -44,7 +46,7 @@ def to32(c):
     return c
 
 
-def bit32pass(ctx_type, code):
+def bit32pass(ctx_type: type, code: Bytecode) -> Bytecode:
     """The pass: ``(ctx_type, bytecode.Bytecode) -> bytecode.Bytecode``.
 
     ``overdub.replace_match`` only looks at values (constants and names), never at
@@ -52,7 +54,7 @@ def bit32pass(ctx_type, code):
     return overdub.replace_match(to32, _fits, code)
 
 
-def float32pass(ctx_type, code):
+def float32pass(ctx_type: type, code: Bytecode) -> Bytecode:
     """Like ``bit32pass`` for float literals only.  NumPy promotes ``int32`` with
     ``float32`` to ``float64`` (``x32 ** np.int32(3)`` is float64, ``x32 ** 3`` is
     float32), so code that mixes int literals into float32 arrays wants this one."""

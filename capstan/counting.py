@@ -11,6 +11,7 @@ dispatchers (no posthook, no primitive lookup), which is the cheapest way to obs
 every call, operator and attribute access.
 """
 from collections import Counter
+from typing import Any, Callable
 
 from overdub import Context
 
@@ -28,15 +29,16 @@ class CountCtx(Context):
     ``ctx.count`` the total; ``ctx.reset()`` starts again.  Counts add up over runs.
     """
 
-    def __init__(self, metadata=None, pass_=None):
+    def __init__(self, metadata: type | tuple[Any, ...] | list[Any] | None = None,
+                 pass_: Callable[..., Any] | None = None) -> None:
         if isinstance(metadata, list):
             metadata = tuple(metadata)
         if metadata is not None and not _is_types(metadata):
             raise TypeError("CountCtx(metadata): a type, a tuple of types or None, got %r" % (metadata,))
         super().__init__(metadata, pass_)
-        self.calls = Counter()
+        self.calls: Counter[Any] = Counter()
 
-    def prehook(self, f, /, *args, **kwargs):
+    def prehook(self, f: Any, /, *args: Any, **kwargs: Any) -> None:
         types = self.metadata
         if types is not None and not (any(isinstance(a, types) for a in args)
                                       or (kwargs and any(isinstance(v, types) for v in kwargs.values()))):
@@ -47,25 +49,25 @@ class CountCtx(Context):
             self.calls[name_of(f)] += 1
 
     @property
-    def count(self):
+    def count(self) -> int:
         """How many calls were counted."""
         return sum(self.calls.values())
 
     @property
-    def counts(self):
+    def counts(self) -> Counter[str]:
         """Counts by function name (functions of the same name add up)."""
-        out = Counter()
+        out: Counter[str] = Counter()
         for f, n in self.calls.items():
             out[f if isinstance(f, str) else name_of(f)] += n
         return out
 
-    def reset(self):
+    def reset(self) -> None:
         """Forget every count."""
         self.calls.clear()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "CountCtx(%r, count=%d)" % (self.metadata, self.count)
 
 
-def _is_types(t):
+def _is_types(t: Any) -> bool:
     return isinstance(t, type) or (isinstance(t, tuple) and all(_is_types(x) for x in t))

@@ -9,7 +9,7 @@ from .reverse import ReverseCtx, _gradient, _Run, pullback, reverse_jacobian
 from .pool import borrowed
 
 
-def _one_leaf(args, argnums):
+def _one_leaf(args: tuple[Any, ...], argnums: int | tuple[int, ...] | None) -> bool:
     """Whether the call is the original single-array form ``f, x``."""
     return len(args) == 1 and argnums in (None, 0, -1) and structure.flatten(args[0])[0] == [args[0]]
 
@@ -63,7 +63,7 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] |
         return jacobian_at("jacobian", f, args, argnums, mode)
 
 
-def _single_array_jacobian(f, x, mode, chunk):
+def _single_array_jacobian(f: Callable[..., Any], x: Any, mode: str, chunk: int | None) -> Any:
     n = np.size(x)
     if mode == "forward" or (mode == "auto" and (n <= 128 or chunk is not None)):
         return forward_jacobian(f, x, chunk)
@@ -108,7 +108,7 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] | 
     return checks.match_dtype(H, np.asarray(checks.plain(x)))
 
 
-def _grad0(f, v):
+def _grad0(f: Callable[..., Any], v: Any) -> Any:
     with borrowed(ReverseCtx) as ctx:
         g = _gradient(_Run(f, (v,), "hessian", ctx), (v,), "hessian")[0]
     if g is None:

@@ -20,7 +20,8 @@ import numpy as np
 from overdub import Tagged, overdub, primitive, tag
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import INPLACE, ADContext, no_rule, out_argument, raw
+from .adcontext import INPLACE, ADContext, out_argument, raw
+from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
 from .nesting import enclosing, level, route
@@ -35,7 +36,7 @@ class ForwardCtx(ADContext):
 
     mode = "forward"
 
-    def __init__(self, chunk=None):
+    def __init__(self, chunk: int | None = None) -> None:
         super().__init__()
         self.chunk = chunk
 
@@ -301,7 +302,8 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
     with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
-        return _jvp(ctx, f, leaves, tleaves, rebuild)
+        out: tuple[Any, Any] = _jvp(ctx, f, leaves, tleaves, rebuild)
+        return out
 
 
 def _jvp(ctx, f, leaves, tleaves, rebuild):
@@ -323,7 +325,7 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
     return ctx.primal(y), ctx.output_tangent(y)
 
 
-def forward_jacobian(f, x, chunk=None):
+def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) -> Any:
     """Jacobian by forward mode, ``chunk`` input directions per run of ``f``."""
     x = _seed(x, "jacobian")
     outer = enclosing(x)

@@ -16,6 +16,8 @@ A NumPy function that ``xp`` lacks runs on the host, with its arguments moved ba
 not a NumPy call runs routed, so NumPy calls deep inside user functions are replaced too.
 """
 from collections import Counter
+from types import ModuleType
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -25,13 +27,13 @@ from overdub import Context, primitive
 __all__ = ["GPUCtx", "default_xp"]
 
 
-def default_xp():
+def default_xp() -> tuple[ModuleType, bool]:
     """``(cupy, True)`` when CuPy imports and sees a GPU, else ``(numpy, False)``."""
     try:
-        import cupy
+        import cupy  # type: ignore[import-not-found, unused-ignore]
 
         if cupy.cuda.runtime.getDeviceCount() > 0:
-            return cupy, True
+            return cupy, True  # type: ignore[no-any-return, unused-ignore]
     except Exception:  # noqa: BLE001, S110  (no CuPy, no driver, no device: run on NumPy)
         pass
     return np, False
@@ -51,7 +53,8 @@ class GPUCtx(Context):
     ``xp`` lacks, run on the host).
     """
 
-    def __init__(self, metadata=None, pass_=None, *, xp=None, to_host=True):
+    def __init__(self, metadata: Any = None, pass_: Callable[..., Any] | None = None, *,
+                 xp: ModuleType | None = None, to_host: bool = True) -> None:
         super().__init__(metadata, pass_)
         if xp is None:
             xp, self.on_gpu = default_xp()
@@ -59,18 +62,18 @@ class GPUCtx(Context):
             self.on_gpu = getattr(xp, "__name__", "") == "cupy"
         self.xp = xp
         self.to_host = to_host
-        self.substituted = Counter()
-        self.host_calls = Counter()
+        self.substituted: Counter[str] = Counter()
+        self.host_calls: Counter[str] = Counter()
         self.moved = 0
-        self._targets = {}
+        self._targets: dict[Any, tuple[Any, str | None]] = {}
         self._depth = 0
 
     # -- moving arrays -------------------------------------------------------------
-    def is_host(self, x):
+    def is_host(self, x: Any) -> bool:
         """A NumPy array that is not already one of ``xp``'s."""
         return isinstance(x, np.ndarray) and not isinstance(x, self.xp.ndarray)
 
-    def device(self, x):
+    def device(self, x: Any) -> Any:
         """``x`` with its NumPy arrays (also inside lists and tuples) moved to the device."""
         if self.is_host(x):
             self.moved += 1
@@ -79,7 +82,7 @@ class GPUCtx(Context):
             return type(x)(self.device(v) for v in x)
         return x
 
-    def host(self, x):
+    def host(self, x: Any) -> Any:
         """``x`` with its device arrays (also inside tuples, lists, dicts) as NumPy;
         0-d arrays become NumPy scalars, as NumPy's reductions return."""
         xp = self.xp
@@ -93,7 +96,7 @@ class GPUCtx(Context):
         return x
 
     # -- finding the device function ----------------------------------------------
-    def target(self, f):
+    def target(self, f: Any) -> tuple[Any, str | None]:
         """``(g, label)``: ``g`` is the function of ``xp`` that replaces NumPy's ``f``
         (``None`` if ``f`` is not a NumPy function, ``_NOT_FOUND`` if ``xp`` lacks it);
         ``label`` its dotted name (``linalg.norm``).  Cached per ``f``."""
@@ -106,7 +109,7 @@ class GPUCtx(Context):
         found = self._targets[f] = self._lookup(f)
         return found
 
-    def _lookup(self, f):
+    def _lookup(self, f: Any) -> tuple[Any, str | None]:
         name = getattr(f, "__name__", None)
         if isinstance(f, type) or not isinstance(name, str):
             return None, None  # np.float32, np.ndarray...: the same classes on CuPy
@@ -115,7 +118,7 @@ class GPUCtx(Context):
             if owner is not np.ndarray:
                 return None, None
             return getattr(self.xp.ndarray, name, _NOT_FOUND), "ndarray." + name
-        path = []
+        path: list[str] = []
         if not isinstance(f, np.ufunc):
             mod = getattr(f, "__module__", None)
             if not isinstance(mod, str) or not (mod == "numpy" or mod.startswith("numpy.")):
@@ -124,7 +127,7 @@ class GPUCtx(Context):
                 if part.startswith("_"):
                     break
                 path.append(part)
-        obj = self.xp
+        obj: Any = self.xp
         for part in [*path, name]:
             obj = getattr(obj, part, _NOT_FOUND)
             if obj is _NOT_FOUND:
@@ -133,7 +136,7 @@ class GPUCtx(Context):
 
     # -- the dispatch -------------------------------------------------------------------
     @primitive()
-    def _to_device(self, f, /, *args, **kwargs):
+    def _to_device(self, f: Any, /, *args: Any, **kwargs: Any) -> Any:
         top = self._depth == 0
         self._depth += 1
         try:
@@ -145,7 +148,7 @@ class GPUCtx(Context):
             self._depth -= 1
         return self.host(out) if top and self.to_host else out
 
-    def _call(self, f, args, kwargs):
+    def _call(self, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         g, label = self.target(f)
         if g is None:
             if getattr(f, "__module__", None) in _OPERATOR_MODULES and any(map(self.is_host, args)) \
@@ -153,10 +156,10 @@ class GPUCtx(Context):
                 args = tuple(self.device(a) for a in args)  # device_array + host_array
             return overdub.recurse(self, f, *args, **kwargs)
         if g is _NOT_FOUND:
-            self.host_calls[label] += 1
+            self.host_calls[cast(str, label)] += 1  # (a NumPy function has a label)
             return f(*self.host(args), **self.host(kwargs))
-        self.substituted[label] += 1
+        self.substituted[cast(str, label)] += 1
         return g(*[self.device(a) for a in args], **{k: self.device(v) for k, v in kwargs.items()})
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "GPUCtx(xp=%s, on_gpu=%s)" % (getattr(self.xp, "__name__", self.xp), self.on_gpu)

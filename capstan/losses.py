@@ -32,6 +32,7 @@ import array
 import os
 import re
 import sys
+from typing import cast
 
 import numpy as np
 
@@ -206,7 +207,7 @@ _TEXT = frozenset(("__str__", "__repr__", "__format__"))
 RAW_MEMORY = frozenset(("__array_interface__", "__array_struct__", "__array__", "__dlpack__",
                          "__buffer__", "data", "ctypes", "tobytes", "tostring", "tofile", "tolist",
                          "item", "itemset"))
-_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(cast(str, m.__file__))) + os.sep
                       for m in (sys.modules["overdub"], sys.modules[__name__.rpartition(".")[0]]))
 
 

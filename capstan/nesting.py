@@ -1,6 +1,7 @@
 """How many differentiations are active around the current call (per thread), and
 which one a value handed to an entry point belongs to."""
 import threading
+from typing import Any, Callable
 
 import numpy as np
 
@@ -9,10 +10,11 @@ from overdub import Tagged, overdub
 _state = threading.local()
 
 
-def nestlevel():
+def nestlevel() -> int:
     """How many differentiations (``D``, ``jvp``, ``gradient``...) are active around
     this call: 0 outside any, 2 inside a Hessian's inner gradient, and so on."""
-    return getattr(_state, "level", 0)
+    level: int = getattr(_state, "level", 0)
+    return level
 
 
 class level:
@@ -20,22 +22,22 @@ class level:
 
     __slots__ = ("ctx",)
 
-    def __init__(self, ctx=None):
+    def __init__(self, ctx: Any = None) -> None:
         self.ctx = ctx
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         _state.level = getattr(_state, "level", 0) + 1
         stack = getattr(_state, "contexts", None)
         if stack is None:
             stack = _state.contexts = []
         stack.append(self.ctx)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _state.level -= 1
         _state.contexts.pop()
 
 
-def enclosing(*values):
+def enclosing(*values: Any) -> Any:
     """The differentiation that ``values`` (numbers, arrays, and lists, tuples, dicts of
     them) belong to: the innermost active one that tagged one of them or shadows one of
     them (a plain array it wrote differentiated values into); ``None`` for plain values.
@@ -43,7 +45,8 @@ def enclosing(*values):
     The entry points (``jvp``, ``jacobian``...) are machinery, called directly from code
     an enclosing differentiation runs; their own arithmetic on their arguments must be
     handed to that differentiation (:func:`route`), or its derivative is lost."""
-    tagged, arrays = [], []
+    tagged: list[Tagged] = []
+    arrays: list[np.ndarray] = []
     _leaves(values, tagged, arrays, 0)
     if not tagged and not arrays:
         return None
@@ -58,7 +61,7 @@ def enclosing(*values):
     return tagged[-1]._ctx if tagged else None  # (a context capstan did not start)
 
 
-def _leaves(x, tagged, arrays, depth):
+def _leaves(x: Any, tagged: list[Tagged], arrays: list[np.ndarray], depth: int) -> None:
     tx = type(x)
     if tx is Tagged:
         tagged.append(x)
@@ -75,7 +78,7 @@ def _leaves(x, tagged, arrays, depth):
             _leaves(getattr(x, name, None), tagged, arrays, depth + 1)
 
 
-def route(ctx, f, *args, **kwargs):
+def route(ctx: Any, f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``f(*args, **kwargs)``, run inside the enclosing differentiation ``ctx`` if any
     (``f`` must live outside the opaque modules for its body to be routed)."""
     if ctx is None:

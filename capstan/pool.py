@@ -8,6 +8,7 @@ the way in and out, so no value of one run is ever taken for a value of another:
 values that escape a run become plain constants.
 """
 import threading
+from typing import Any
 
 _local = threading.local()
 _KEEP = 4  # idle contexts kept per class and thread
@@ -18,17 +19,17 @@ class borrowed:
 
     __slots__ = ("cls", "ctx")
 
-    def __init__(self, cls):
+    def __init__(self, cls: type) -> None:
         self.cls = cls
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         pools = _local.__dict__.setdefault("pools", {})
         idle = pools.setdefault(self.cls, [])
         ctx = self.ctx = idle.pop() if idle else self.cls()
         ctx.renew_tags()
         return ctx
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         ctx = self.ctx
         ctx.reset()  # (cleans up the run's tagged values while they are still its own)
         ctx.renew_tags()

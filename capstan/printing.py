@@ -14,6 +14,7 @@ The helpers ``name_of`` and ``describe`` are shared with ``CountCtx`` and ``Trac
 import logging
 import sys
 import types
+from typing import IO, Any, Callable, Iterable
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from overdub import Context, primitive
 __all__ = ["PrintCtx", "describe", "module_of", "name_of"]
 
 
-def name_of(f):
+def name_of(f: Any) -> str:
     """A short, stable name for a callable: its qualname without ``<locals>`` prefixes
     (``square``, ``str.upper``, ``Point.norm``), else its name, else its repr."""
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
@@ -32,7 +33,7 @@ def name_of(f):
     return name.rpartition("<locals>.")[2]
 
 
-def module_of(f):
+def module_of(f: Any) -> str:
     """The name of the module a callable comes from ('' when unknown); method
     descriptors (``str.upper``) and bound methods answer for their class or function."""
     for obj in (f, getattr(f, "__func__", None), getattr(f, "__objclass__", None), type(f)):
@@ -42,7 +43,7 @@ def module_of(f):
     return ""
 
 
-def describe(value, limit=60):
+def describe(value: Any, limit: int = 60) -> str:
     """One-line text for a value: modules and functions by name (no addresses, so
     logs are reproducible), big arrays by dtype and shape, the rest by repr, cut at
     ``limit`` characters."""
@@ -62,7 +63,7 @@ def describe(value, limit=60):
     return text
 
 
-def call_text(f, args, kwargs, limit=60):
+def call_text(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any], limit: int = 60) -> str:
     """``name(arg, ..., key=value)`` for a call."""
     parts = [describe(a, limit) for a in args]
     parts += ["%s=%s" % (k, describe(v, limit)) for k, v in kwargs.items()]
@@ -89,15 +90,19 @@ class PrintCtx(Context):
     Indentation counts shown calls only, so a filtered log is still a tree.
     """
 
-    def __init__(self, metadata=None, pass_=None, *, stream=None, logger=None, level=logging.INFO,
-                 modules=(), functions=(), exclude=(), results=False, limit=60, indent="  "):
+    def __init__(self, metadata: Any = None, pass_: Callable[..., Any] | None = None, *,
+                 stream: IO[str] | None = None, logger: logging.Logger | str | None = None,
+                 level: int = logging.INFO, modules: str | types.ModuleType | Iterable[str | types.ModuleType] = (),
+                 functions: Iterable[Any] = (), exclude: Iterable[Any] = (), results: bool = False,
+                 limit: int = 60, indent: str = "  ") -> None:
         super().__init__(metadata, pass_)
-        if isinstance(modules, (str, types.ModuleType)):
-            modules = (modules,)
+        listed: Iterable[str | types.ModuleType] = (
+            (modules,) if isinstance(modules, (str, types.ModuleType)) else modules)
         self.stream = stream
         self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
         self.level = level
-        self.modules = tuple(m.__name__ if isinstance(m, types.ModuleType) else m for m in modules)
+        self.modules: tuple[str, ...] = tuple(m.__name__ if isinstance(m, types.ModuleType) else m
+                                              for m in listed)
         self.functions = tuple(functions)
         self.exclude = tuple(exclude)
         self.results = results
@@ -105,7 +110,7 @@ class PrintCtx(Context):
         self.indent = indent
         self.depth = 0
 
-    def shows(self, f):
+    def shows(self, f: Any) -> bool:
         """Whether a call of ``f`` is printed under the filters."""
         if _member(f, self.exclude):
             return False
@@ -116,7 +121,7 @@ class PrintCtx(Context):
         mod = module_of(f)
         return any(mod == m or mod.startswith(m + ".") for m in self.modules)
 
-    def emit(self, line):
+    def emit(self, line: str) -> None:
         """Write one line to the logger or the stream."""
         if self.logger is not None:
             self.logger.log(self.level, line)
@@ -125,7 +130,7 @@ class PrintCtx(Context):
             stream.write(line + "\n")
 
     @primitive()
-    def _log_call(self, f, /, *args, **kwargs):
+    def _log_call(self, f: Any, /, *args: Any, **kwargs: Any) -> Any:
         if not self.shows(f):
             return overdub.recurse(self, f, *args, **kwargs)
         pad = self.indent * self.depth
@@ -144,7 +149,7 @@ class PrintCtx(Context):
         return out
 
 
-def _member(f, fs):
+def _member(f: Any, fs: Iterable[Any]) -> bool:
     """Whether ``f`` (or the function of a bound method) is one of ``fs``, by identity."""
     inner = getattr(f, "__func__", None)
     return any(f is g or (inner is not None and inner is g) for g in fs)

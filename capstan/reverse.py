@@ -21,7 +21,8 @@ import numpy as np
 from overdub import Tagged, overdub, primitive, retag, tag
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import INPLACE, ADContext, no_rule, out_argument, plain_call
+from .adcontext import INPLACE, ADContext, out_argument, plain_call
+from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
@@ -33,7 +34,7 @@ from .rules.indexing_rules import getitem_back, setitem_back
 from .rules.registry import conj, unbroadcast
 
 _PARTIALS, _VJP = registry.PARTIALS, registry.VJP
-ADJOINTS = {}  # f -> user rule returning (y, pullback)
+ADJOINTS: dict[Any, Any] = {}  # f -> user rule returning (y, pullback)
 
 INPUT, RULE, GETITEM, SETITEM, CUSTOM = range(5)
 
@@ -54,12 +55,12 @@ class ReverseCtx(ADContext):
     mode = "reverse"
     keep_bases = False  # tapes that are replayed keep what arrays held before a write
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.tape = []
-        self.readers = {}  # id(array) -> records holding that array (snapshotted before writes)
-        self.holders = {}  # id(memory root) -> (weakref to its tagged owner, the root, its node)
-        self.views = {}  # id(memory root) -> weakrefs to tagged arrays viewing it
+        self.tape: list[Any] = []
+        self.readers: dict[int, Any] = {}  # id(array) -> records holding that array (snapshotted before writes)
+        self.holders: dict[int, Any] = {}  # id(memory root) -> (weakref to its tagged owner, the root, its node)
+        self.views: dict[int, Any] = {}  # id(memory root) -> weakrefs to tagged arrays viewing it
 
     def reset(self):
         super().reset()
@@ -434,7 +435,7 @@ def _writable(g):
 
 
 # ----------------------------------------------------------------------------- public API
-def adjoint(f):
+def adjoint(f: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering a user reverse rule for ``f``: the decorated function takes
     ``f``'s arguments and returns ``(y, pullback)``; ``pullback(dy)`` returns one
     cotangent per argument (``None`` for none)."""
@@ -454,7 +455,7 @@ def adjoint(f):
 class _Run:
     """One recorded run of ``f``: its tape, inputs and outputs."""
 
-    def __init__(self, f, args, fname, ctx=None):
+    def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], fname: str, ctx: Any = None) -> None:
         if not callable(f):
             raise TypeError("capstan.%s(f, *args): f must be callable, got %r" % (fname, f))
         self.ctx = ctx = ReverseCtx() if ctx is None else ctx
@@ -555,7 +556,7 @@ def gradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...
         return _gradient(_Run(f, args, "gradient", ctx), args)
 
 
-def _gradient(run, args, fname="gradient"):
+def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tuple[Any, ...]:
     leaves = run.out_leaves
     y = run.y
     if len(leaves) != 1 or leaves[0] is not y:
@@ -572,7 +573,8 @@ def _gradient(run, args, fname="gradient"):
     n = run.ctx.node(y)
     if n is None:
         return tuple(None for _ in args)
-    return run.back({n: 1.0})
+    grads: tuple[Any, ...] = run.back({n: 1.0})
+    return grads
 
 
 def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
@@ -618,7 +620,7 @@ def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Cal
     return y, back
 
 
-def reverse_jacobian(f, x, recorded=None):
+def reverse_jacobian(f: Callable[..., Any], x: Any, recorded: Any = None) -> Any:
     """Jacobian by reverse mode: one backward pass per output element (``recorded``: the
     ``(y, back)`` of a pullback already taken)."""
     structure.check_leaf(x, "jacobian")

@@ -2,18 +2,22 @@
 numbers and arrays, taken apart into leaves and put back together."""
 import dataclasses
 import numbers
+from typing import Any, Callable, Iterator
+
+#: puts a leaf or a structure back together from an iterator over new leaves
+Build = Callable[[Iterator[Any]], Any]
 
 import numpy as np
 
 
-def flatten(x):
+def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
-    leaves = []
+    leaves: list[Any] = []
     build = _flatten(x, leaves)
     return leaves, lambda new: build(iter(new))
 
 
-def _flatten(x, leaves):
+def _flatten(x: Any, leaves: list[Any]) -> Build:
     tx = type(x)
     if tx is list or tx is tuple:
         parts = [_flatten(e, leaves) for e in x]
@@ -33,7 +37,7 @@ def _flatten(x, leaves):
     return lambda it: next(it)
 
 
-def is_differentiable(x):
+def is_differentiable(x: Any) -> bool:
     """Whether a leaf can carry a derivative: a real or complex float or float array."""
     if isinstance(x, bool):
         return False
@@ -42,7 +46,7 @@ def is_differentiable(x):
     return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
 
 
-def check_leaf(x, fname, argname="x"):
+def check_leaf(x: Any, fname: str, argname: str = "x") -> None:
     """Reject what cannot be differentiated with a clear ``TypeError``."""
     if isinstance(x, (str, bytes)) or not (is_differentiable(x) or isinstance(x, numbers.Number)
                                            or isinstance(x, np.ndarray)):
@@ -52,7 +56,7 @@ def check_leaf(x, fname, argname="x"):
                         % (fname, argname, type(x).__name__))
 
 
-def zeros_like(x):
+def zeros_like(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return np.zeros_like(x, dtype=x.dtype if x.dtype.kind in "fc" else float)
     if isinstance(x, complex):

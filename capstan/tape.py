@@ -19,6 +19,7 @@ for the new inputs (``on_mismatch="rerecord"``): never a wrong gradient.
 import math
 import operator
 import re
+from typing import Any, Callable
 
 import numpy as np
 
@@ -67,7 +68,7 @@ for _name in [n for n in vars(ReverseCtx) if n.startswith("_fast_")]:
 class Tape:
     """A recorded run of ``f`` (see the module docstring)."""
 
-    def __init__(self, f, args, on_mismatch="error"):
+    def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], on_mismatch: str = "error") -> None:
         if on_mismatch not in ("error", "rerecord"):
             raise ValueError("on_mismatch must be 'error' or 'rerecord', got %r" % (on_mismatch,))
         self.f, self.on_mismatch = f, on_mismatch
@@ -151,17 +152,18 @@ class Tape:
         leaves = [c if n is None else out[n].ans for n, c in zip(self.out_nodes, self.out_consts)]
         return self.run.out_rebuild(leaves)
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         """``f(*args)`` by replaying the tape."""
         return self._output(self._checked(args))
 
-    def gradient(self, *args):
+    def gradient(self, *args: Any) -> tuple[Any, ...]:
         """``capstan.gradient(f, *args)`` by replaying the tape (through generated code,
         made once, when every argument is a number)."""
         fast = self._generated(args)
         if fast is not None:
             try:
-                return fast(*args)[1]
+                grads: tuple[Any, ...] = fast(*args)[1]
+                return grads
             except TapeGuardError:
                 if self.on_mismatch != "rerecord":
                     raise
@@ -172,7 +174,8 @@ class Tape:
             raise ValueError("tape.gradient needs a scalar output that depends on the inputs")
         cts = backward(out, {self.out_nodes[0]: 1.0})
         self.run.ctx.tape = out
-        return self.run.back_from(cts)
+        out_grads: tuple[Any, ...] = self.run.back_from(cts)
+        return out_grads
 
     def _generated(self, args):
         if not all(type(a) is float or type(a) is int for a in args):
@@ -189,13 +192,14 @@ class Tape:
         return self._fast
 
     # -- generated code ------------------------------------------------------------------------
-    def compile(self, numba=False):
+    def compile(self, numba: bool = False) -> Callable[..., Any]:
         """Generated code for a scalar tape: ``fn(*args) -> (value, gradients)``; it checks
         the guards too (raising :class:`TapeGuardError`); ``fn.source`` shows it.  With
         ``numba=True`` (numba installed) a tape of operators and common math functions is
         compiled to machine code by ``numba.njit``: much faster calls, but seconds of
         compilation for long tapes."""
-        return compile_tape(self, numba)
+        fn: Callable[..., Any] = compile_tape(self, numba)
+        return fn
 
 
 def _args(rec, out):
@@ -218,7 +222,7 @@ def _same(a, b):
         return False
 
 
-def record_tape(f, *args, on_mismatch="error"):
+def record_tape(f: Callable[..., Any], *args: Any, on_mismatch: str = "error") -> Tape:
     """Record ``f(*args)`` once as a :class:`Tape` to replay for new inputs."""
     if not callable(f):
         raise TypeError("capstan.record_tape(f, *args): f must be callable, got %r" % (f,))

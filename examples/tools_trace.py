@@ -2,6 +2,9 @@
 DOT plus an SVG picture (Graphviz's when ``dot`` is installed, else a simple one).
 
     python examples/tools_trace.py [OUTPUT.dot]
+
+Without ``OUTPUT.dot`` the two files are written to a temporary folder, shown, and
+removed with it.
 """
 import os
 import sys
@@ -26,6 +29,12 @@ if __name__ == "__main__":
     result = overdub.overdub(ctx, hypot2, 3, 4)
     print("hypot2(3, 4) =", result)
     print(ctx.render())
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.mkdtemp(), "trace.dot")
-    dot, svg = ctx.save(path)
-    print("wrote", dot, "and", svg)
+    if len(sys.argv) > 1:
+        dot, svg = ctx.save(sys.argv[1])
+        print("wrote", dot, "and", svg)
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            dot, svg = ctx.save(os.path.join(folder, "trace.dot"))
+            with open(dot, encoding="utf-8") as fh:
+                print(fh.read(), end="")
+            print("and an SVG picture of %d bytes (pass OUTPUT.dot to keep both)" % os.path.getsize(svg))

@@ -28,9 +28,9 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
     def meth(obj, name, /, {params}):
         tp = type(obj)
         if tp is ModuleType:
-            d = obj.__dict__
-            if name in d:
-                return call(d[name], {args})
+            # a module's attribute is no method: load it as ``mod.f`` is loaded (CPython
+            # compiles ``math.sqrt(x)`` either way, depending on how math came in)
+            return call(getattr_(obj, name), {args})
         else:
             try:
                 f, hasdict = fcache[tp, name]

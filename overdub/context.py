@@ -13,21 +13,29 @@ every call inside ``overdub(ctx, f, ...)``:
 Hooks are always *called* positionally, so declare ``f`` (and ``output``)
 positional-only: user code may pass keyword arguments named ``f``.
 """
-from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
 from types import FunctionType
+from typing import Any, Callable, TypeVar
+
+from bytecode import Bytecode
 
 from .tagging import PLAIN_PROTOCOLS
 
 __all__ = ["Context", "context", "primitive"]
 
+#: a pass: ``(ctx_type, bytecode.Bytecode) -> bytecode.Bytecode``
+Pass = Callable[[type, Bytecode], Bytecode]
+_F = TypeVar("_F", bound=Callable[..., Any])
+_Self = TypeVar("_Self", bound="Context")
+
 
 #: the dispatcher's default ``canrecurse`` and ``fallback``; it fills this in when imported
 #: (the context module imports nothing of the dispatcher's)
-DEFAULTS = {}
+DEFAULTS: dict[str, Any] = {}
 
 
 class _Wildcard:
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<any function>"
 
 
@@ -52,7 +60,7 @@ class primitive:
     care about itself.  It saves a dispatch step per operation in hot loops.
     """
 
-    def __init__(self, *spec, total=False):
+    def __init__(self, *spec: Any, total: bool = False) -> None:
         self.total = bool(total)
         if spec:
             f, *argtypes = spec
@@ -62,16 +70,17 @@ class primitive:
                 if not isinstance(t, (type, tuple)):
                     raise TypeError("@primitive(%s, ...): argument types must be classes, got %r"
                                     % (getattr(f, "__name__", f), t))
-            self.target, self.argtypes = f, tuple(argtypes)
+            self.target: Any = f
+            self.argtypes: tuple[Any, ...] = tuple(argtypes)
         else:
             self.target, self.argtypes = ANY, ()
 
-    def __call__(self, method):
+    def __call__(self, method: _F) -> _F:
         if not callable(method):
             raise TypeError("@primitive must decorate a method, got %r" % (method,))
         marks = getattr(method, "__overdub_primitives__", ())
         try:
-            method.__overdub_primitives__ = marks + ((self.target, self.argtypes, self.total),)
+            setattr(method, "__overdub_primitives__", marks + ((self.target, self.argtypes, self.total),))
         except AttributeError:
             raise TypeError("@primitive cannot mark %r; decorate a plain function" % (method,))
         return method
@@ -80,16 +89,16 @@ class primitive:
 class _ContextType(type):
     """Metaclass that notices when a context class changes after first use."""
 
-    def __setattr__(cls, name, value):
+    def __setattr__(cls, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         _forget_specs(cls)
 
-    def __delattr__(cls, name):
+    def __delattr__(cls, name: str) -> None:
         super().__delattr__(name)
         _forget_specs(cls)
 
 
-def _forget_specs(cls):
+def _forget_specs(cls: type) -> None:
     for klass in [cls, *_all_subclasses(cls)]:
         spec = klass.__dict__.get("_overdub_spec_")
         if spec is not None:
@@ -97,9 +106,10 @@ def _forget_specs(cls):
             type.__delattr__(klass, "_overdub_spec_")
 
 
-def _all_subclasses(cls):
-    out = []
-    for sub in type.__subclasses__(cls):
+def _all_subclasses(cls: type) -> list[type]:
+    out: list[type] = []
+    subs: list[type] = type.__subclasses__(cls)
+    for sub in subs:
         out.append(sub)
         out.extend(_all_subclasses(sub))
     return out
@@ -113,16 +123,16 @@ class Context(metaclass=_ContextType):
     run on every function body before it is routed (see ``overdub.passes``).
     """
 
-    def __init__(self, metadata=None, pass_=None):
+    def __init__(self, metadata: Any = None, pass_: Pass | None = None) -> None:
         if pass_ is not None and not callable(pass_):
             raise TypeError("pass_ must be a callable (ctx_type, bytecode.Bytecode) -> "
                             "bytecode.Bytecode, got %r" % (pass_,))
         self.metadata = metadata
         self.pass_ = pass_
         self._tagkey = object()  # tag identity: shared with similar() contexts only
-        self._runtime = None
+        self._runtime: Any = None
 
-    def similar(self, metadata=None, pass_=None):
+    def similar(self: _Self, metadata: Any = None, pass_: Pass | None = None) -> _Self:
         """A new context of the same type sharing this one's tag identity
         (Cassette's ``similarcontext``); ``pass_`` defaults to this one's."""
         new = object.__new__(type(self))
@@ -133,7 +143,7 @@ class Context(metaclass=_ContextType):
         new._runtime = None
         return new
 
-    def renew_tags(self):
+    def renew_tags(self) -> None:
         """Give this context a fresh tag identity.  Values it tagged so far become plain
         values -- to it and to every other context -- while its compiled machinery is
         kept: a cheap way to reuse one context for many independent runs (an AD system
@@ -141,21 +151,21 @@ class Context(metaclass=_ContextType):
         next one's.  Contexts made by ``similar()`` keep the identity they had."""
         self._tagkey = object()
 
-    def prehook(self, f, /, *args, **kwargs):
+    def prehook(self, f: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Called before every call inside the context.  Override to observe."""
 
-    def posthook(self, output, f, /, *args, **kwargs):
+    def posthook(self, output: Any, f: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Called after every call inside the context with its result."""
 
-    def canrecurse(self, f, /, *args, **kwargs):
+    def canrecurse(self, f: Any, /, *args: Any, **kwargs: Any) -> bool:
         """Whether ``recurse`` steps into ``f``'s body (default: it has one)."""
-        return DEFAULTS["canrecurse"](self, f, args)
+        return bool(DEFAULTS["canrecurse"](self, f, args))
 
-    def fallback(self, f, /, *args, **kwargs):
+    def fallback(self, f: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Call ``f`` plainly, with this context's tags removed from the arguments."""
         return DEFAULTS["fallback"](self, f, args, kwargs)
 
-    def escape(self, protocol, x, /, *args):
+    def escape(self, protocol: str, x: Any, /, *args: Any) -> Any:
         """A value this context tagged is leaving for code the context does not see: C
         code, or Python code called from C, invoked one of its protocols on it
         (``"__float__"``, ``"__index__"``, ``"__bool__"``, ``"__str__"``, ``"__format__"``,
@@ -164,11 +174,11 @@ class Context(metaclass=_ContextType):
         context refuses here the conversions that would drop a derivative."""
         return PLAIN_PROTOCOLS[protocol](x._value, *args)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "%s(metadata=%r)" % (type(self).__name__, self.metadata)
 
 
-def context(cls):
+def context(cls: type) -> type[Context]:
     """Class decorator: turn a plain class into a :class:`Context` subclass."""
     if not isinstance(cls, type):
         raise TypeError("@context decorates a class, got %r" % (cls,))
@@ -187,14 +197,14 @@ class Spec:
     __slots__ = ("key", "prehook", "posthook", "canrecurse", "fallback", "primitives", "wildcard",
                  "empty", "totals", "stale")
 
-    def __init__(self, cls, key):
+    def __init__(self, cls: type, key: Any) -> None:
         self.key = key
         self.stale = False
         for name in _HOOKS:
             setattr(self, name, getattr(cls, name) is not getattr(Context, name))
-        table = {}
-        totals = {}
-        seen = set()
+        table: dict[Any, list[tuple[tuple[Any, ...], Any]]] = {}
+        totals: dict[Any, Any] = {}
+        seen: set[str] = set()
         for klass in cls.__mro__:
             for name, value in vars(klass).items():
                 if name in seen:
@@ -213,7 +223,7 @@ class Spec:
         self.empty = not (any(getattr(self, n) for n in _HOOKS) or table or wild)
 
 
-def _specificity(rule):
+def _specificity(rule: tuple[tuple[Any, ...], Any]) -> tuple[int, int]:
     argtypes = rule[0]
     depth = 0
     for t in argtypes:
@@ -222,15 +232,16 @@ def _specificity(rule):
     return (-len(argtypes), -depth)
 
 
-def spec_of(cls):
+def spec_of(cls: type) -> Spec:
     """The cached :class:`Spec` of a context class (dropped when the class changes)."""
     try:
-        return cls.__dict__["_overdub_spec_"]
+        spec: Spec = cls.__dict__["_overdub_spec_"]
+        return spec
     except KeyError:
         spec = Spec(cls, None)
         type.__setattr__(cls, "_overdub_spec_", spec)
         return spec
 
 
-def is_python_function(f):
+def is_python_function(f: object) -> bool:
     return type(f) is FunctionType

@@ -14,11 +14,12 @@ Per call: ``prehook`` -> ``g = cache[f]`` (``resolve`` on a miss) -> ``g(*args)`
 context" means: a matching primitive, the rewritten body, a lookaside, a
 stepped-into class or operator, or a plain (fallback) call.
 """
-from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
 import weakref
 from functools import partial
 from sys import modules as _sys_modules
-from types import (BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
+from typing import Any, Callable
+from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
                    MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
@@ -29,7 +30,7 @@ from .tagging import Tagged
 __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 
 _CACHE_LIMIT = 4096
-_runtimes = weakref.WeakSet()
+_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
 _tagging_seen = [False]
 
 
@@ -85,7 +86,7 @@ class CodeCache:
 
 
 _templates = CodeCache()  # code -> {(pass_, ctx_type) or None: template code or None}
-unroutable = weakref.WeakValueDictionary()  # qualname -> code that had to run plainly (debugging)
+unroutable: "weakref.WeakValueDictionary[str, CodeType]" = weakref.WeakValueDictionary()  # qualname -> code that had to run plainly (debugging)
 _MISSING = object()
 
 
@@ -575,7 +576,7 @@ class Runtime:
 
 
 
-_guards = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)
+_guards: dict[Any, Any] = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)
 
 
 def _outer_computes_natives(step, fn, call):
@@ -602,7 +603,7 @@ def _natives_matching(argtypes, i):
     return {t for t in semantics.NATIVE if plain and issubclass(t, plain)}
 
 
-def note_tagging():
+def note_tagging() -> None:
     """A context made its first tag: from now on fallbacks must untag (and hand values
     tagged by other contexts over to them), so plain-call shortcuts are dropped."""
     if not _tagging_seen[0]:
@@ -712,7 +713,7 @@ _HEAPTYPE = 1 << 9
 _CO_NESTED = 0x10
 
 
-class _WeakKey(weakref.ref):
+class _WeakKey(weakref.ref):  # type: ignore[type-arg]
     """A cache key standing for a transient callee without keeping it alive: it hashes
     as the callee and equals it, so ``fcache[f]`` finds it; its callback removes the
     entry when the callee dies."""
@@ -775,7 +776,7 @@ def _library_function_types():
     return _LIBRARY_TYPES
 
 
-_LIBRARY_TYPES = set()
+_LIBRARY_TYPES: set[type] = set()
 
 # structural builtins: tagged values pass through them untouched
 _PASSTHROUGH = {list.append, list.extend, list.insert, list.pop, list.copy, list.__setitem__,
@@ -834,7 +835,7 @@ def _strip_internal_frames(exc):
     return head
 
 
-def _check_overdub(ctx, f):
+def _check_overdub(ctx: Any, f: Any) -> None:
     if isinstance(ctx, type) and issubclass(ctx, Context):
         raise TypeError("overdub(ctx, f, ...): ctx is the context class %s itself; pass an instance: "
                         "overdub(%s(), f, ...)" % (ctx.__name__, ctx.__name__))
@@ -844,7 +845,7 @@ def _check_overdub(ctx, f):
     _check_callable(f, "overdub")
 
 
-def overdub(ctx, f, /, *args, **kwargs):
+def overdub(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Run ``f(*args, **kwargs)`` inside ``ctx``: prehook, then the matching
     primitive or ``recurse``, then posthook; return the result."""
     _check_overdub(ctx, f)
@@ -861,7 +862,7 @@ def overdub(ctx, f, /, *args, **kwargs):
         _leave(rt)
 
 
-def recurse(ctx, f, /, *args, **kwargs):
+def recurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Run ``f``'s body with everything inside it routed through ``ctx`` (no hooks
     for ``f`` itself); ``fallback`` where ``f`` has no Python body."""
     rt = _runtime(ctx, "recurse")
@@ -874,7 +875,7 @@ def recurse(ctx, f, /, *args, **kwargs):
         _leave(rt)
 
 
-def fallback(ctx, f, /, *args, **kwargs):
+def fallback(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Call ``f`` plainly as ``ctx`` would (its ``fallback`` method)."""
     rt = _runtime(ctx, "fallback")
     if rt.spec.fallback:
@@ -882,12 +883,12 @@ def fallback(ctx, f, /, *args, **kwargs):
     return _default_fallback(rt, f, args, kwargs)
 
 
-def canrecurse(ctx, f, /, *args, **kwargs):
+def canrecurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> bool:
     """Whether ``recurse(ctx, f, ...)`` would step into ``f``'s body."""
     rt = _runtime(ctx, "canrecurse")
     if rt.spec.canrecurse:
-        return rt.canrecurse(f, *args, **kwargs)
-    return _default_canrecurse(rt, f, args)
+        return bool(rt.canrecurse(f, *args, **kwargs))
+    return bool(_default_canrecurse(rt, f, args))
 
 
 # ----------------------------------------------------------------------------- nested contexts
@@ -957,11 +958,11 @@ _NESTING = {overdub: _nested_overdub, recurse: _nested_recurse, fallback: _neste
             canrecurse: _nested_canrecurse}
 
 
-def default_canrecurse(ctx, f, args):
+def default_canrecurse(ctx: Context, f: Any, args: tuple[Any, ...]) -> bool:
     """The default ``Context.canrecurse``: ``recurse`` would run Python code for ``f``
     (its body, a stepped-into operator or class, or a lookaside) -- the same order of
     questions as ``Runtime._target``."""
-    return _default_canrecurse(_runtime(ctx, "canrecurse"), f, args)
+    return bool(_default_canrecurse(_runtime(ctx, "canrecurse"), f, args))
 
 
 def _default_canrecurse(rt, f, args):
@@ -978,7 +979,7 @@ def _default_canrecurse(rt, f, args):
         native = semantics.NATIVE
         for a in args:
             if type(a) not in native:
-                return rt.steps.steps_into(operator_entry[1], operator_entry[2], args)
+                return bool(rt.steps.steps_into(operator_entry[1], operator_entry[2], args))
         return False
     if rt._builtin_step(f) is not None:
         return True
@@ -989,7 +990,7 @@ def _default_canrecurse(rt, f, args):
     return type(semantics.lookup(tf, "__call__")) is FunctionType
 
 
-def default_fallback(ctx, f, args, kwargs):
+def default_fallback(ctx: Context, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The default ``Context.fallback``: a plain call with ``ctx``'s tags removed
     (builtins that read their caller's frame read the user's; structural builtins
     such as ``list.append`` get the tagged values themselves)."""
@@ -1047,7 +1048,7 @@ def _default_fallback(rt, f, args, kwargs):
     return _plain_call(f, rt.ctx._tagkey, args, kwargs, rt.outer_call)
 
 
-def is_structural(f):
+def is_structural(f: object) -> bool:
     """Whether ``f`` is a builtin that stores, moves or compares its arguments without
     computing on them (containers, iteration, ``min``/``max``, ``getattr``...): tagged
     values pass through it untouched."""

@@ -16,7 +16,7 @@ Two kinds of C functions would escape the context if called plainly:
 Adding a callback taker is one table entry:
 ``CALLBACKS[fn] = (positions, keywords, arity)``.
 """
-from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
 import builtins
 import functools
 import itertools
@@ -25,7 +25,8 @@ import os
 import re
 import sys
 import weakref
-from types import ModuleType
+from types import CodeType, ModuleType
+from typing import Any, cast
 
 from . import _compat
 
@@ -55,27 +56,30 @@ CALLBACKS = {
 }
 
 
-_machinery = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]  # file prefixes contexts never route
-_machinery_codes = {}  # id(code) -> weak reference to a code object declared opaque
+_machinery: list[tuple[str, ...]] = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]  # file prefixes contexts never route
+_machinery_codes: dict[int, Any] = {}  # id(code) -> weak reference to a code object declared opaque
 
 
-def is_internal(code):
+def is_internal(code: CodeType) -> bool:
     """Whether a code object belongs to overdub's own machinery (or to code declared
     with :func:`opaque`)."""
     name = code.co_filename
     inside = _machinery_files.get(name)
     if inside is None:  # (file names may be spelled through symlinks or "..": compare real paths)
-        inside = _machinery_files[name] = os.path.realpath(name).startswith(_machinery[0])
+        # "<string>", "<doctest ...>", "<stdin>" name no file: never resolve them against
+        # the working directory (which may lie inside the machinery)
+        pseudo = name.startswith("<") and name.endswith(">")
+        inside = _machinery_files[name] = not pseudo and os.path.realpath(name).startswith(_machinery[0])
     if inside:
         return True
     ref = _machinery_codes.get(id(code))
     return ref is not None and ref() is code
 
 
-_machinery_files = {}  # co_filename -> whether it lies in the machinery
+_machinery_files: dict[str, bool] = {}  # co_filename -> whether it lies in the machinery
 
 
-def _remember_opaque(code):
+def _remember_opaque(code: CodeType) -> None:
     key = id(code)
 
     def forget(ref):
@@ -85,14 +89,14 @@ def _remember_opaque(code):
     _machinery_codes[key] = weakref.ref(code, forget)
 
 
-def opaque(*objs):
+def opaque(*objs: Any) -> Any:
     """Declare modules, packages or functions to be *machinery* that contexts call
     directly, with their arguments untouched (tagged values included), without
     routing their bodies -- as overdub's own functions are.  For libraries built on
     overdub, such as an AD system whose ``D`` may be called inside another context."""
     for obj in objs:
         if isinstance(obj, ModuleType):
-            path = os.path.realpath(obj.__file__)
+            path = os.path.realpath(cast(str, obj.__file__))
             if getattr(obj, "__path__", None) is not None:
                 path = os.path.dirname(path) + os.sep
             _machinery[0] = tuple(sorted(set(_machinery[0]) | {path}))
@@ -105,7 +109,7 @@ def opaque(*objs):
 
 
 #: code objects produced by the rewriter (their frames are the user's frames)
-ROUTED = weakref.WeakSet()
+ROUTED: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
 
 
 def user_frame(skip=0):

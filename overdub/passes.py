@@ -6,7 +6,10 @@ function body and pass (the result is cached with the rewritten code), so it
 should be a pure function of its input.  ``replace_match`` covers the common
 case of rewriting constants and other instruction arguments.
 """
-from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+from types import CodeType
+from typing import Any, Callable
+
 from bytecode import Bytecode, Instr
 
 __all__ = ["replace_match", "PassError"]
@@ -16,7 +19,8 @@ class PassError(ValueError):
     """A user pass raised or returned something that is not valid bytecode."""
 
 
-def replace_match(replacer, predicate, code):
+def replace_match(replacer: Callable[[Any], Any], predicate: Callable[[Any], object],
+                  code: Bytecode) -> Bytecode:
     """Replace every instruction argument ``a`` (constants included) for which
     ``predicate(a)`` is true by ``replacer(a)``; returns ``code``.
 
@@ -45,11 +49,12 @@ _NAMED = {"LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR", "LOAD_METHOD"}
 _CONSTANT = {"LOAD_CONST", "RETURN_CONST"}
 
 
-def _describe(pass_):
-    return getattr(pass_, "__qualname__", None) or repr(pass_)
+def _describe(pass_: Any) -> str:
+    return str(getattr(pass_, "__qualname__", None) or repr(pass_))
 
 
-def run_pass(pass_, ctx_type, bc, code):
+def run_pass(pass_: Callable[[type, Bytecode], Bytecode], ctx_type: type, bc: Bytecode,
+             code: CodeType) -> Bytecode:
     """Run ``pass_`` on ``bc`` (the body of ``code``) and check what comes back."""
     where = "%s (%s, line %d)" % (code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
                                   code.co_filename, code.co_firstlineno)

@@ -16,14 +16,18 @@ value's class is reported as ``__class__``); ``type(t)`` answers ``float``
 inside the context.
 """
 import operator
+from typing import TYPE_CHECKING, Any, Callable
 
-from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+
+if TYPE_CHECKING:
+    from .context import Context
 
 __all__ = ["Tagged", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged"]
 
 
-def _owner_dispatch(op):
-    def method(self, *args):
+def _owner_dispatch(op: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: "Tagged", *args: Any) -> Any:
         from .dispatch import overdub
 
         return overdub(self._ctx, op, self, *args)
@@ -32,8 +36,8 @@ def _owner_dispatch(op):
     return method
 
 
-def _owner_reflected(op):
-    def method(self, other):
+def _owner_reflected(op: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: "Tagged", other: Any) -> Any:
         from .dispatch import overdub
 
         return overdub(self._ctx, op, other, self)
@@ -42,7 +46,7 @@ def _owner_reflected(op):
 
 
 #: what each protocol does with a plain value (the default of ``Context.escape``)
-PLAIN_PROTOCOLS = {
+PLAIN_PROTOCOLS: dict[str, Callable[..., Any]] = {
     "__float__": float, "__complex__": complex, "__int__": int, "__index__": operator.index,
     "__bool__": bool, "__hash__": hash, "__len__": len, "__str__": str, "__repr__": repr,
     "__format__": format, "__getattr__": getattr,
@@ -51,10 +55,10 @@ PLAIN_PROTOCOLS = {
 }
 
 
-def _escape(name):
+def _escape(name: str) -> Callable[..., Any]:
     plain = PLAIN_PROTOCOLS[name]
 
-    def method(self, *args):
+    def method(self: "Tagged", *args: Any) -> Any:
         ctx = self._ctx
         if ctx._tagkey is not self._tagkey:  # left over from a finished run: a plain value
             return plain(self._value, *args)
@@ -64,7 +68,7 @@ def _escape(name):
     return method
 
 
-def _escape_hook(ctx):
+def _escape_hook(ctx: Any) -> Any:
     """``ctx.escape``, routed through the outer context when ``ctx`` runs nested in
     another context's run (its runtime says so)."""
     rt = ctx._runtime
@@ -73,7 +77,7 @@ def _escape_hook(ctx):
     return ctx.escape
 
 
-def _strip_dead_all(args):
+def _strip_dead_all(args: Any) -> list[Any]:
     out = []
     for a in args:
         while type(a) is Tagged and a._ctx._tagkey is not a._tagkey:
@@ -87,14 +91,14 @@ class Tagged:
 
     __slots__ = ("_value", "_meta", "_tagkey", "_ctx", "__weakref__")
 
-    def __init__(self, value, meta, ctx):
+    def __init__(self, value: Any, meta: Any, ctx: "Context") -> None:
         self._value = value
         self._meta = meta
         self._tagkey = ctx._tagkey
         self._ctx = ctx
 
-    @property
-    def __class__(self):  # isinstance(t, float) holds for a tagged float, even in plain code
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(t, float) holds for a tagged float, even in plain code
         value = self._value
         while type(value) is Tagged:  # tagged by several (nested) contexts
             value = value._value
@@ -118,7 +122,7 @@ class Tagged:
     __reduce__ = _escape("__reduce__")
     __reduce_ex__ = _escape("__reduce_ex__")
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             ctx = object.__getattribute__(self, "_ctx")
         except AttributeError:  # (a half-built object: unpickling, copy)
@@ -127,7 +131,7 @@ class Tagged:
             return getattr(self._value, name)
         return _escape_hook(ctx)("__getattr__", self, name)
 
-    def __array_function__(self, func, types, args, kwargs):
+    def __array_function__(self, func: Callable[..., Any], types: Any, args: Any, kwargs: Any) -> Any:
         """NumPy functions called on a tagged value by code the context does not route
         are handed to the owner, as operators are."""
         ctx = self._ctx
@@ -137,7 +141,7 @@ class Tagged:
 
         return overdub(ctx, func, *args, **kwargs)
 
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method != "__call__":
             return NotImplemented
         ctx = self._ctx
@@ -171,7 +175,7 @@ for _name in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow"
 del _name, _op
 
 
-def _check_ctx(ctx, fname):
+def _check_ctx(ctx: object, fname: str) -> None:
     from .context import Context
 
     if not isinstance(ctx, Context):
@@ -179,7 +183,7 @@ def _check_ctx(ctx, fname):
                         % (fname, type(ctx).__name__))
 
 
-def tag(value, ctx, metadata=None):
+def tag(value: Any, ctx: "Context", metadata: Any = None) -> Any:
     """Return ``value`` tagged by ``ctx`` with ``metadata`` (re-tagging replaces it)."""
     _check_ctx(ctx, "tag")
     if type(value) is Tagged and value._tagkey is ctx._tagkey:
@@ -192,7 +196,7 @@ def tag(value, ctx, metadata=None):
     return Tagged(value, metadata, ctx)
 
 
-def retag(x, ctx, metadata):
+def retag(x: Any, ctx: "Context", metadata: Any) -> Any:
     """Replace, in place, the metadata ``ctx`` attached to the tagged value ``x``:
     every reference to ``x`` sees the new metadata (for mutable values such as arrays
     written in place).  ``x`` must be tagged by ``ctx``."""
@@ -203,20 +207,20 @@ def retag(x, ctx, metadata):
     return x
 
 
-def untag(x, ctx):
+def untag(x: Any, ctx: "Context") -> Any:
     """The value under ``ctx``'s tag, or ``x`` itself when ``ctx`` did not tag it."""
     if type(x) is Tagged and x._tagkey is ctx._tagkey:
         return x._value
     return x
 
 
-def istagged(x, ctx):
+def istagged(x: Any, ctx: "Context") -> bool:
     """Whether ``x`` carries a tag of ``ctx`` (or of a context ``similar`` to it)."""
     _check_ctx(ctx, "istagged")
     return type(x) is Tagged and x._tagkey is ctx._tagkey
 
 
-def metadata(x, ctx):
+def metadata(x: Any, ctx: "Context") -> Any:
     """The metadata ``ctx`` attached to ``x``; ``None`` when ``x`` has none."""
     _check_ctx(ctx, "metadata")
     if type(x) is Tagged and x._tagkey is ctx._tagkey:
@@ -224,6 +228,6 @@ def metadata(x, ctx):
     return None
 
 
-def hasmetadata(x, ctx):
+def hasmetadata(x: Any, ctx: "Context") -> bool:
     """Whether ``ctx`` tagged ``x`` with metadata other than ``None``."""
     return metadata(x, ctx) is not None

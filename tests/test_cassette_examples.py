@@ -13,8 +13,6 @@ import dataclasses
 import math
 import operator
 import os
-import subprocess
-import sys
 import traceback
 from math import sin as aliased_sin
 
@@ -22,6 +20,8 @@ import pytest
 
 import overdub
 from overdub import Context, Tagged, primitive
+
+from example_runs import run_example
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -685,13 +685,6 @@ def test_kwargs_reach_primitives_and_recurse_as_a_dict():
 
 
 # ----------------------------------------------------------------------------- example scripts
-def run_example(name):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
 def test_example_demo():
     out = run_example("demo.py")
     assert "counts: {'range': 1, 'str': 10}" in out

@@ -1,8 +1,9 @@
 """The README's commands, the examples and the benchmark's smoke mode work."""
 import os
 import re
-import subprocess
 import sys
+
+from example_runs import run_example
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -14,13 +15,6 @@ def test_readme_opens_with_the_two_commands():
     assert blocks[1] == 'python3 -m pip install ".[test]" && python3 -m pytest -q'
     with open(os.path.join(ROOT, ".ci", "run")) as fh:
         assert "README.md" in fh.read()  # CI runs README's command verbatim
-
-
-def run_example(name):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def test_demo_runs_and_shows_each_feature():
@@ -94,3 +88,25 @@ def test_readme_python_blocks_run():
     import capstan
     assert namespace["tape"].gradient(3.0) == capstan.gradient(namespace["legacy"], 3.0)
     assert capstan.D(namespace["legacy"], 2.0) == 12.0 + math.cos(2.0)
+
+
+def test_every_example_runs_in_a_private_folder():
+    """Each script of examples/ is run by some test through ``example_runs.run_example``,
+    which fails when a script leaves files in its working or temporary directory."""
+    tests = os.path.join(ROOT, "tests")
+    sources = ""
+    for name in sorted(os.listdir(tests)):
+        if name.startswith("test_") and name.endswith(".py"):
+            with open(os.path.join(tests, name), encoding="utf-8") as fh:
+                sources += fh.read()
+    assert not re.search(r"^def run_example\(", sources, re.M)  # one runner, the checking one
+    examples = sorted(n for n in os.listdir(os.path.join(ROOT, "examples")) if n.endswith(".py"))
+    assert len(examples) >= 16
+    unrun = [n for n in examples if 'run_example("%s"' % n not in sources]
+    assert not unrun, unrun
+
+
+def test_trace_example_without_an_output_file_cleans_up():
+    out = run_example("tools_trace.py")
+    assert "hypot2(3, 4) = 25\n" in out and '  n0 [label="hypot2(3, 4) -> 25"];\n' in out
+    assert "and an SVG picture of" in out

@@ -20,6 +20,8 @@ from capstan.gpu import GPUCtx
 from capstan.printing import PrintCtx, describe, name_of
 from capstan.trace import TraceCtx
 
+from example_runs import run_example
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -245,18 +247,21 @@ def test_trace_dot_and_svg(tmp_path):
     overdub.overdub(ctx, hypot2, 3, 4)
     assert ctx.to_dot() == (
         "digraph trace {\n"
-        '  node [shape=box, fontname="monospace"];\n'
+        "  rankdir=LR;\n"
+        "  ranksep=0.25;\n"
+        "  nodesep=0.08;\n"
+        '  node [shape=box, fontname="monospace", fontsize=10, height=0.25, margin="0.06,0.02"];\n'
         '  n0 [label="hypot2(3, 4) -> 25"];\n'
         '  n1 [label="square(3) -> 9"];\n'
+        '  n2 [label="square(4) -> 16"];\n'
+        '  n3 [label="add(9, 16) -> 25"];\n'
+        '  n4 [label="mul(3, 3) -> 9"];\n'
+        '  n5 [label="mul(4, 4) -> 16"];\n'
         "  n0 -> n1;\n"
-        '  n2 [label="mul(3, 3) -> 9"];\n'
-        "  n1 -> n2;\n"
-        '  n3 [label="square(4) -> 16"];\n'
+        "  n0 -> n2;\n"
         "  n0 -> n3;\n"
-        '  n4 [label="mul(4, 4) -> 16"];\n'
-        "  n3 -> n4;\n"
-        '  n5 [label="add(9, 16) -> 25"];\n'
-        "  n0 -> n5;\n"
+        "  n1 -> n4;\n"
+        "  n2 -> n5;\n"
         "}\n")
     dot, svg = ctx.save(str(tmp_path / "t.dot"))
     with open(dot) as fh:
@@ -477,13 +482,6 @@ def test_bit32_where_literals_meet_numpy_alone():
 
 
 # ------------------------------------------------------------------------------ examples
-def run_example(name, *args):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name), *args],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
 def test_example_tools_print():
     out = run_example("tools_print.py")
     assert out.startswith("every call:\n" + HYPOT_LOG + "only this module's functions, with results:\n")

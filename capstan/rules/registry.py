@@ -1,14 +1,15 @@
 """The rule tables and the functions that fill them (see ``capstan.rules``)."""
 import inspect
+from typing import Any, Callable
 
 import numpy as np
 
-PARTIALS = {}  # f -> tuple of partial-derivative functions, one per positional argument
-JVP = {}  # f -> (rule, batched): forward rule; batched rules accept tangents with leading axes
-VJP = {}  # f -> reverse rule
-NONDIFF = set()  # functions whose results carry no derivative
-IMPLS = {}  # f -> Python function differentiated in f's place (C functions of iterables)
-_listeners = []  # called with f whenever a table entry for f changes
+PARTIALS: dict[Any, Any] = {}  # f -> tuple of partial-derivative functions, one per positional argument
+JVP: dict[Any, Any] = {}  # f -> (rule, batched): forward rule; batched rules accept tangents with leading axes
+VJP: dict[Any, Any] = {}  # f -> reverse rule
+NONDIFF: set[Any] = set()  # functions whose results carry no derivative
+IMPLS: dict[Any, Any] = {}  # f -> Python function differentiated in f's place (C functions of iterables)
+_listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
 
 
 def on_change(callback):
@@ -26,7 +27,7 @@ def _check(f, what):
         raise TypeError("%s(f, ...): f must be a callable, got %r" % (what, f))
 
 
-def defderiv(f, *partials):
+def defderiv(f: Callable[..., Any], *partials: Callable[..., Any] | None) -> None:
     """Register the partial derivatives of scalar/elementwise ``f``, one per positional
     argument: ``partials[i](ans, *args, **kwargs)``; ``None`` for an argument that
     carries no derivative.  Serves forward and reverse mode."""
@@ -39,7 +40,8 @@ def defderiv(f, *partials):
     _changed(f)
 
 
-def defjvp(f, rule=None, *, batched=False):
+def defjvp(f: Callable[..., Any], rule: Callable[..., Any] | None = None, *,
+           batched: bool = False) -> Callable[..., Any]:
     """Register a forward rule ``rule(tangents, ans, *args, **kwargs) -> tangent``.
     Usable as a decorator: ``@defjvp(f)``.  ``batched=True`` promises the rule also
     works when every tangent has extra leading axes (chunked Jacobians)."""
@@ -53,7 +55,8 @@ def defjvp(f, rule=None, *, batched=False):
     return rule
 
 
-def defvjp(f, rule=None, *per_argument):
+def defvjp(f: Callable[..., Any], rule: Callable[..., Any] | None = None,
+           *per_argument: Callable[..., Any] | None) -> Any:
     """Register a reverse rule ``rule(cotangent, ans, *args, **kwargs)`` returning one
     cotangent per positional argument (``None`` where none flows).  Usable as a
     decorator: ``@defvjp(f)``.  ``defvjp(f, rule_0, rule_1, ...)`` registers one rule per
@@ -84,7 +87,7 @@ def vjp_of(f):
                                              for r in rule[:len(args)]) + (None,) * (len(args) - len(rule))
 
 
-def deflinear(f, transpose=None):
+def deflinear(f: Callable[..., Any], transpose: Callable[..., Any] | None = None) -> None:
     """``f`` is linear in its first argument (the others are fixed parameters): its
     tangent is ``f(tangent, *rest)``; ``transpose(cotangent, ans, *args, **kwargs)``
     gives the cotangent of the first argument for reverse mode."""
@@ -94,7 +97,7 @@ def deflinear(f, transpose=None):
                + (None,) * (len(args) - 1))
 
 
-def defimpl(f, impl):
+def defimpl(f: Callable[..., Any], impl: Callable[..., Any]) -> None:
     """Differentiate calls of ``f`` by running ``impl`` (a Python equivalent) in its
     place -- for C functions that take iterables of numbers, such as ``math.fsum``."""
     _check(f, "defimpl")
@@ -103,7 +106,7 @@ def defimpl(f, impl):
     _changed(f)
 
 
-def nondifferentiable(*fs):
+def nondifferentiable(*fs: Callable[..., Any]) -> None:
     """Declare functions whose results carry no derivative (piecewise constant,
     integer- or boolean-valued)."""
     for f in fs:

@@ -34,3 +34,73 @@ def segment(x: float) -> float:
 
 
 total: Any = segment(3.0)
+
+
+# overdub: contexts, primitives, hooks, tags and passes
+import io  # noqa: E402
+import operator  # noqa: E402
+
+import bytecode  # noqa: E402
+
+import overdub  # noqa: E402
+from overdub import Context, Tagged, primitive  # noqa: E402
+
+
+class Calls(Context):
+    @primitive(math.sin)
+    def sin(self, x: float) -> float:
+        return math.cos(x)
+
+    @primitive(operator.mul, Tagged)
+    def mul(self, a: Any, b: Any) -> Any:
+        return overdub.recurse(self, operator.mul, a, b)
+
+    def prehook(self, f: Any, /, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def halve_floats(ctx_type: type, code: bytecode.Bytecode) -> bytecode.Bytecode:
+    return overdub.replace_match(lambda c: c / 2, lambda c: type(c) is float, code)
+
+
+calls = Calls(metadata=[], pass_=halve_floats)
+twin: Calls = calls.similar(metadata=None)
+ran: Any = overdub.overdub(calls, f, 1.0)
+inside: bool = overdub.canrecurse(calls, f, 1.0)
+plain: Any = overdub.fallback(calls, math.sin, 1.0)
+t = overdub.tag(1.0, calls, "meta")
+untagged: Any = overdub.untag(t, calls)
+meta: Any = overdub.metadata(t, calls)
+flags: tuple[bool, bool] = (overdub.istagged(t, calls), overdub.hasmetadata(t, calls))
+
+
+class Plain:
+    pass
+
+
+made: type[Context] = overdub.context(Plain)  # (mypy reads a class decorator's result as the class)
+
+# capstan's tools and rule registration
+log = capstan.PrintCtx(stream=io.StringIO(), modules=("math",), results=True)
+counter = capstan.CountCtx((int, str))
+n_calls: int = counter.count
+tracer = capstan.TraceCtx(hide=(getattr,))
+picture: str = tracer.to_dot(max_depth=3, max_children=4)
+on_device = capstan.GPUCtx(xp=np)
+literals = Calls(pass_=capstan.bit32pass)
+depth: int = capstan.nestlevel()
+
+
+def cube(x: float) -> float:
+    return x ** 3
+
+
+@capstan.adjoint(cube)
+def cube_adjoint(x: float) -> tuple[float, Callable[[float], tuple[float]]]:
+    return x ** 3, lambda g: (3 * x * x * g,)
+
+
+capstan.defvjp(cube, lambda g, ans, x: (3 * x * x * g,))
+capstan.defderiv(cube, lambda ans, x: 3 * x * x)
+tape = capstan.record_tape(f, 1.0)
+replayed: tuple[Any, ...] = tape.gradient(2.0)
