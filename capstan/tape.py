@@ -30,6 +30,7 @@ from .rules import registry
 
 GUARD = 99
 _UNTRIED = object()
+_DECISIONS = {"__bool__": bool, "__index__": operator.index, "__int__": int}
 
 
 class TapeGuardError(RuntimeError):
@@ -53,6 +54,15 @@ class TapeCtx(ReverseCtx):
         vals, parents, found, _ = self._split(args)
         if found:
             self._guard(f, vals, parents, kwargs, result)
+        return result
+
+    def escape(self, protocol, x, /, *args):
+        """``if x:``, ``not x``, ``x and y`` ask a differentiated value for its truth (and
+        ``operator.index`` for an integer) outside any routed call: a decision on the
+        value, so a guard like a comparison's."""
+        result = ReverseCtx.escape(self, protocol, x, *args)
+        if protocol in _DECISIONS and x._tagkey is self._tagkey:
+            self._guard(_DECISIONS[protocol], [x._value], [x._meta], {}, result)
         return result
 
     def _guard(self, f, vals, parents, kwargs, result):
