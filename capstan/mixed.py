@@ -37,10 +37,11 @@ import functools
 import math
 import operator
 import types
+import weakref
 
 import numpy as np
 
-from overdub import Tagged, opaque, primitive, recurse
+from overdub import Tagged, opaque, overdub, primitive, recurse
 
 from . import nesting
 from .adcontext import ADContext, NoRuleError
@@ -586,3 +587,66 @@ def _differentiated(x, active, depth):
     if depth < 4 and tx is dict:
         return any(_differentiated(e, active, depth + 1) for e in list(x.values())[:1000])
     return False
+
+
+# ----------------------------------------------------------------------------- np.vectorize, np.frompyfunc
+_FOR_VECTORIZE = weakref.WeakKeyDictionary()  # np.vectorize object -> its Elementwise (paths kept)
+_FROMPYFUNC_LIMIT = 256  # ufuncs made by np.frompyfunc under differentiation that get a rule
+_frompyfunc_made = []
+
+
+def _vectorize_call(ctx, vec, *args, **kwargs):
+    """``np.vectorize(kernel)(...)`` inside a differentiation: given differentiated
+    values, :func:`elementwise` (the same recorded paths); else NumPy's own code."""
+    if not ctx._differentiated(args, kwargs):
+        return recurse(ctx, np.vectorize.__call__, vec, *args, **kwargs)
+    name = "np.vectorize(%s)" % _name(vec.pyfunc)
+    if vec.signature is not None:
+        raise NoRuleError("capstan: %s with signature= has no derivative rule for differentiated "
+                          "arguments (a generalized ufunc); write the kernel over arrays, or use "
+                          "a scalar kernel without signature=" % name)
+    otype = None
+    if vec.otypes:
+        kinds = {np.dtype(t).kind for t in vec.otypes}
+        if len(vec.otypes) != 1 or kinds != {"f"}:
+            raise TypeError("capstan: %s with otypes=%r on differentiated arguments: only one "
+                            "floating output type carries a derivative" % (name, vec.otypes))
+        otype = np.dtype(vec.otypes[0])
+    for key, v in kwargs.items():
+        if key in vec.excluded:
+            continue
+        if ctx._differentiated((v,), {}) or np.ndim(_plain(v)):
+            raise TypeError("capstan: %s: pass the array %s= positionally (or exclude it) when "
+                            "differentiating" % (name, key))
+    op = _FOR_VECTORIZE.get(vec)
+    excluded = {i for i in vec.excluded if type(i) is int}
+    if op is None or op.kernel is not vec.pyfunc or op.excluded != excluded:
+        op = _FOR_VECTORIZE[vec] = Elementwise(vec.pyfunc, excluded)
+    out = overdub(ctx, op, *args, **kwargs)
+    if otype is not None and otype != np.float64:
+        out = overdub(ctx, np.asarray, out, otype)
+    return out
+
+
+def _frompyfunc(ctx, func, nin, nout, **kwargs):
+    """``np.frompyfunc(kernel, nin, 1)`` made inside a differentiation: the ufunc NumPy
+    makes, given a rule that applies the kernel by :func:`elementwise` to differentiated
+    values (a float array in place of NumPy's array of objects)."""
+    ufunc = np.frompyfunc(func, nin, nout, **kwargs)
+    if nout == 1 and len(_frompyfunc_made) < _FROMPYFUNC_LIMIT:
+        op = Elementwise(func)
+
+        def apply_kernel(*args, **kw):
+            if kw:
+                raise TypeError("capstan: np.frompyfunc(%s, ...)(..., %s=...) on differentiated "
+                                "values has no rule; call it with the arguments only"
+                                % (_name(func), next(iter(kw))))
+            return op(*args)
+
+        defimpl(ufunc, apply_kernel)
+        _frompyfunc_made.append(ufunc)
+    return ufunc
+
+
+for _method, _target in ((_vectorize_call, np.vectorize.__call__), (_frompyfunc, np.frompyfunc)):
+    setattr(ADContext, "_mixed_" + _method.__name__, primitive(_target)(_method))
