@@ -68,6 +68,8 @@ class Elementwise:
         functools.update_wrapper(self, kernel, updated=())
 
     def __call__(self, *args, **kwargs):
+        if nesting.nestlevel():
+            _check_call(self, args, kwargs)
         return _apply(self, kwargs, *args)
 
     def __repr__(self):
@@ -245,21 +247,9 @@ def _plan(op, kwargs, args):
     enclosing differentiation's tags are removed here, the paths do not depend on them).
 
     Returns a :class:`Plan`."""
-    if nesting.nestlevel():
-        _check_pure(op)
     plain_args = [_plain(a) for a in args]
     excluded = {i for i in range(len(args)) if i in op.excluded}
     shape = np.broadcast_shapes(*[np.shape(a) for i, a in enumerate(plain_args) if i not in excluded])
-    active = [c for c in getattr(nesting._state, "contexts", ()) if c is not None]
-    for i in excluded:
-        if _differentiated(args[i], active, 0):
-            raise TypeError("capstan.elementwise(%s): argument %d is excluded from broadcasting "
-                            "and cannot carry a derivative" % (_name(op.kernel), i))
-    for name, v in kwargs.items():
-        if _differentiated(v, active, 0):
-            raise TypeError("capstan.elementwise(%s): pass the differentiated value %s= "
-                            "positionally (keyword arguments are passed through whole)"
-                            % (_name(op.kernel), name))
     flat, ints = [], set()
     for i, a in enumerate(plain_args):
         if i in excluded:
@@ -458,6 +448,10 @@ class Path:
     def sweep(self, inputs):
         """The value and the partials wrt each input: the replay, then a reverse sweep
         with the rule table's partial derivatives."""
+        with np.errstate(divide="ignore", invalid="ignore"):  # (as the kernel's scalar rules:
+            return self._sweep(inputs)                       # an infinite partial, no warning)
+
+    def _sweep(self, inputs):
         vals, _, _ = self._forward(inputs, False)
         if self.out is None:
             return float(self.out_const), [0.0] * len(inputs)
@@ -532,6 +526,24 @@ ARRAY_FORMS = _array_forms()
 
 
 # ----------------------------------------------------------------------------- purity
+@opaque
+def _check_call(op, args, kwargs):
+    """Inside a differentiation, before the arguments lose their tags: the kernel reads
+    no differentiated value on the side, and none is passed where it cannot carry its
+    derivative (an excluded argument, a keyword argument)."""
+    _check_pure(op)
+    active = [c for c in getattr(nesting._state, "contexts", ()) if c is not None]
+    for i, a in enumerate(args):
+        if i in op.excluded and _differentiated(a, active, 0):
+            raise TypeError("capstan.elementwise(%s): argument %d is excluded from broadcasting "
+                            "and cannot carry a derivative" % (_name(op.kernel), i))
+    for name, v in kwargs.items():
+        if _differentiated(v, active, 0):
+            raise TypeError("capstan.elementwise(%s): pass the differentiated value %s= "
+                            "positionally (keyword arguments are passed through whole)"
+                            % (_name(op.kernel), name))
+
+
 def _check_pure(op):
     """Refuse a kernel that reads a value being differentiated from a closure cell, a
     default or a global: the replay would use it as a constant and drop its derivative."""
