@@ -602,7 +602,25 @@ def _differentiated(x, active, depth):
 
 
 # ----------------------------------------------------------------------------- np.vectorize, np.frompyfunc
-_FOR_VECTORIZE = weakref.WeakKeyDictionary()  # np.vectorize object -> its Elementwise (paths kept)
+_FOR_KERNEL = weakref.WeakKeyDictionary()  # kernel -> {excluded: Elementwise} (recorded paths kept)
+_FOR_BUILTIN = {}  # the same for kernels without weak references (builtins: they live on)
+
+
+def _for_kernel(kernel, excluded=frozenset()):
+    """The :class:`Elementwise` that ``np.vectorize(kernel)`` and ``np.frompyfunc(kernel,
+    ...)`` use: one per kernel, so that its paths are recorded once, not once per call of
+    ``np.vectorize``."""
+    try:
+        table = _FOR_KERNEL.setdefault(kernel, {})
+    except TypeError:
+        try:
+            table = _FOR_BUILTIN.setdefault(kernel, {})
+        except TypeError:  # (an unhashable callable: nothing kept)
+            return Elementwise(kernel, excluded)
+    op = table.get(excluded)
+    if op is None:
+        op = table[excluded] = Elementwise(kernel, excluded)
+    return op
 _FROMPYFUNC_LIMIT = 256  # ufuncs made by np.frompyfunc under differentiation that get a rule
 _frompyfunc_made = []
 
@@ -630,10 +648,7 @@ def _vectorize_call(ctx, vec, *args, **kwargs):
         if ctx._differentiated((v,), {}) or np.ndim(_plain(v)):
             raise TypeError("capstan: %s: pass the array %s= positionally (or exclude it) when "
                             "differentiating" % (name, key))
-    op = _FOR_VECTORIZE.get(vec)
-    excluded = {i for i in vec.excluded if type(i) is int}
-    if op is None or op.kernel is not vec.pyfunc or op.excluded != excluded:
-        op = _FOR_VECTORIZE[vec] = Elementwise(vec.pyfunc, excluded)
+    op = _for_kernel(vec.pyfunc, frozenset(i for i in vec.excluded if type(i) is int))
     out = overdub(ctx, op, *args, **kwargs)
     if otype is not None and otype != np.float64:
         out = overdub(ctx, np.asarray, out, otype)
@@ -646,7 +661,7 @@ def _frompyfunc(ctx, func, nin, nout, **kwargs):
     values (a float array in place of NumPy's array of objects)."""
     ufunc = np.frompyfunc(func, nin, nout, **kwargs)
     if nout == 1 and len(_frompyfunc_made) < _FROMPYFUNC_LIMIT:
-        op = Elementwise(func)
+        op = _for_kernel(func)
 
         def apply_kernel(*args, **kw):
             if kw:
