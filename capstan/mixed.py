@@ -429,7 +429,7 @@ class Path:
             args = [c if p is None else vals[p] for p, c in zip(parents, consts)]
             if kind == RULE:
                 vals[n] = r = f(*args)
-                if guards:
+                if guards and f not in _AS_PYTHON:
                     finite = finite & np.isfinite(r)
             elif guards:
                 follows = follows & (f(*args) == expected)
@@ -513,6 +513,12 @@ def _array_forms():
             forms[getattr(math, name)] = (getattr(special, name), registry.PARTIALS[getattr(special, name)])
     return forms
 
+
+#: array forms that leave the finite numbers exactly where Python's float operation does
+#: (overflow to inf, NaN in, NaN out); after the others (math functions, division,
+#: powers) a non-finite element may be one where the kernel raises or differs: it runs alone
+_AS_PYTHON = {operator.add, operator.sub, operator.mul, operator.iadd, operator.isub, operator.imul,
+              operator.neg, operator.pos, np.abs}
 
 #: the guards' array forms: each gives, per element, what the recorded decision saw
 ARRAY_CHECKS = {operator.lt: operator.lt, operator.le: operator.le, operator.gt: operator.gt,
