@@ -661,6 +661,14 @@ def _vectorize_call(ctx, vec, *args, **kwargs):
     return out
 
 
+def _vectorize_init(ctx, vec, *args, **kwargs):
+    """``np.vectorize(kernel, ...)`` made inside a differentiation: NumPy's constructor
+    run plainly (it only stores its options; routing it cost more than the kernel)."""
+    if ctx._differentiated(args, kwargs):
+        return recurse(ctx, np.vectorize.__init__, vec, *args, **kwargs)
+    return np.vectorize.__init__(vec, *args, **kwargs)
+
+
 def _frompyfunc(ctx, func, nin, nout, **kwargs):
     """``np.frompyfunc(kernel, nin, 1)`` made inside a differentiation: the ufunc NumPy
     makes, given a rule that applies the kernel by :func:`elementwise` to differentiated
@@ -681,5 +689,6 @@ def _frompyfunc(ctx, func, nin, nout, **kwargs):
     return ufunc
 
 
-for _method, _target in ((_vectorize_call, np.vectorize.__call__), (_frompyfunc, np.frompyfunc)):
+for _method, _target in ((_vectorize_call, np.vectorize.__call__), (_vectorize_init, np.vectorize.__init__),
+                         (_frompyfunc, np.frompyfunc)):
     setattr(ADContext, "_mixed_" + _method.__name__, primitive(_target)(_method))
