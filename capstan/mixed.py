@@ -52,6 +52,7 @@ from .tape import GUARD, record_tape
 
 #: most control paths recorded per kernel; elements beyond them run one by one
 MAX_PATHS = 16
+_KEYS_KEPT = 32  # sets of excluded/keyword argument values whose paths a kernel keeps
 
 
 class Elementwise:
@@ -271,6 +272,8 @@ def _plan(op, kwargs, args):
         key = consts
     except TypeError:
         key = None
+    if key is not None and key not in op.paths and len(op.paths) >= _KEYS_KEPT:
+        op.paths.clear()  # (excluded arguments that change on every call)
     paths = op.paths.setdefault(key, []) if key is not None else []
     fixed = {i: plain_args[i] for i in excluded}
     groups, value_parts = [], []
@@ -290,7 +293,11 @@ def _plan(op, kwargs, args):
         path = paths[tried]
         tried += 1
         sub = [a if a is None or np.ndim(a) == 0 else a[remaining] for a in flat]
-        follows, finite, values = path.check(sub, len(remaining))
+        try:
+            follows, finite, values = path.check(sub, len(remaining))
+        except Exception:  # (an array form that does not take these arguments: math.hypot(a, b, c))
+            paths.remove(path)
+            break
         if fresh and not (follows[0] and finite[0]):
             # (a NaN, or NumPy's function disagreeing with math's right at a branch): the
             # element the path was recorded at runs alone, the others may still follow
@@ -401,12 +408,15 @@ class Path:
                 return None
             if rec.kind == RULE:
                 entry = ARRAY_FORMS.get(rec.f)
+                if entry is None and type(rec.f) is np.ufunc and rec.f in registry.PARTIALS:
+                    entry = (rec.f, registry.PARTIALS[rec.f])  # (NumPy's functions on scalars)
                 if entry is None:
                     return None
                 steps.append((RULE, entry[0], entry[1], tuple(rec.parents), tuple(rec.vals), None))
             elif rec.kind == GUARD:
                 check = ARRAY_CHECKS.get(rec.f)
-                if check is None or len(rec.parents) != len(rec.vals):
+                if check is None or len(rec.parents) != len(rec.vals) or (
+                        rec.f is round and len(rec.vals) != 1):  # (round(x, n): decimal, not NumPy's)
                     return None
                 steps.append((GUARD, check, None, tuple(rec.parents), tuple(rec.vals), rec.ans))
             else:
@@ -493,7 +503,7 @@ def _array_forms():
               operator.itruediv, operator.ipow, operator.imod, pow):
         forms[f] = (f, registry.PARTIALS[f])
     forms[float] = (operator.pos, registry.PARTIALS[operator.pos])
-    forms[abs] = forms[operator.abs] = (np.abs, (_abs_partial,))
+    forms[abs] = forms[operator.abs] = forms[np.abs] = (np.abs, (_abs_partial,))
     forms[math.log] = (_log, registry.PARTIALS[math.log])
     names = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
              "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "pow": "power"}

@@ -371,3 +371,31 @@ def test_recent_math_functions_replay():
     np.testing.assert_allclose(capstan.gradient(lambda v: np.sum(k(v)), x)[0],
                                scalar_gradients(lambda t: math.cbrt(t) + math.exp2(t), x)[0], rtol=1e-13)
     assert all(path is not None for path, _ in mixed._plan(k, {}, (x,)).groups)
+
+
+def test_numpy_functions_on_scalars_and_other_arities():
+    def with_numpy(t):
+        return np.exp(-t * t) + np.maximum(t, 0.0) + np.abs(t) + math.hypot(t, 1.0, 2.0)
+
+    k = capstan.elementwise(with_numpy)
+    x = points(9)
+    np.testing.assert_allclose(k(x), np.vectorize(with_numpy)(x), rtol=1e-14)
+    np.testing.assert_allclose(capstan.gradient(lambda v: np.sum(k(v)), x)[0],
+                               scalar_gradients(with_numpy, x)[0], rtol=1e-13, atol=1e-14)
+    replayed = capstan.elementwise(lambda t: np.exp(-t * t) + np.maximum(t, 0.0) + np.abs(t))
+    assert all(path is not None for path, _ in mixed._plan(replayed, {}, (x,)).groups)
+
+    def rounded(t):
+        return t * round(t, 1) + t * round(t)
+
+    x = np.array([0.14, 0.15, 0.25, 2.5, 3.5, -1.45])
+    np.testing.assert_allclose(capstan.elementwise(rounded)(x), np.vectorize(rounded)(x), rtol=1e-15)
+    np.testing.assert_allclose(capstan.gradient(lambda v: np.sum(capstan.elementwise(rounded)(v)), x)[0],
+                               scalar_gradients(rounded, x)[0], rtol=1e-15)
+
+
+def test_kernel_must_return_one_real_number():
+    with pytest.raises(TypeError, match="one real number"):
+        capstan.elementwise(lambda t: t > 0)(np.array([1.0, -1.0]))
+    with pytest.raises(TypeError, match="one real number"):
+        capstan.elementwise(lambda t: t ** 0.5)(np.array([1.0, -1.0]))  # (complex for -1.0)
