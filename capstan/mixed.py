@@ -292,7 +292,8 @@ def _plan(op, kwargs, args):
             break
         path = paths[tried]
         tried += 1
-        sub = [a if a is None or np.ndim(a) == 0 else a[remaining] for a in flat]
+        every = len(remaining) == size
+        sub = [a if a is None or np.ndim(a) == 0 or every else a[remaining] for a in flat]
         try:
             follows, finite, values = path.check(sub, len(remaining))
         except Exception:  # (an array form that does not take these arguments: math.hypot(a, b, c))
@@ -584,16 +585,22 @@ def _check_pure(op):
                 pass
         seen += [("a default argument", v) for v in kernel.__defaults__ or ()]
         seen += [("a default argument", v) for v in (kernel.__kwdefaults__ or {}).values()]
-        names = set()
-        _global_names(code, names)
+        names = _GLOBAL_NAMES.get(code)
+        if names is None:
+            names = set()
+            _global_names(code, names)
+            names = _GLOBAL_NAMES[code] = sorted(names)
         g = kernel.__globals__
-        seen += [("the global %r" % n, g[n]) for n in sorted(names) if n in g]
+        seen += [("the global %r" % n, g[n]) for n in names if n in g]
     active = [c for c in getattr(nesting._state, "contexts", ()) if c is not None]
     for what, value in seen:
         if _differentiated(value, active, 0):
             raise TypeError("capstan.elementwise: the kernel %s reads %s, which holds a value "
                             "being differentiated; pass it to the kernel as an argument instead "
                             "(its derivative would be lost)" % (_name(op.kernel), what))
+
+
+_GLOBAL_NAMES = weakref.WeakKeyDictionary()  # code object -> the global names it (and its inner code) reads
 
 
 def _global_names(code, names):
