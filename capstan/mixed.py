@@ -207,9 +207,12 @@ def _one_by_one(op, kwargs, sub, plan, count):
                 full[i] = x
             return kernel(*full)
 
-        y, back = pullback(at_element, *[elems[i] for i in floats])
+        if floats:
+            y, back = pullback(at_element, *[elems[i] for i in floats])
+            grads = back(1.0)
+        else:  # (only integers: nothing to differentiate)
+            y, grads = kernel(*elems), ()
         _check_result(op, y)
-        grads = back(1.0)
         values.append(y)
         for i, g in zip(floats, grads):
             partials[i].append(0.0 if g is None else g)
@@ -266,12 +269,11 @@ def _plan(op, kwargs, args):
         arr = arr.astype(float, copy=False)
         flat.append(arr[()] if arr.ndim == 0 else np.broadcast_to(arr, shape).reshape(-1))
     size = int(np.prod(shape)) if shape else 1
-    consts = tuple((i, plain_args[i]) for i in sorted(excluded)) + tuple(sorted(kwargs.items()))
-    try:
-        hash(consts)
-        key = consts
-    except TypeError:
-        key = None
+    seen = _fingerprint(op.kernel, 0)
+    consts = (tuple(_frozen(plain_args[i], 0) for i in sorted(excluded)),
+              tuple((k, _frozen(v, 0)) for k, v in sorted(kwargs.items())), seen)
+    key = None if _UNCACHABLE in consts[0] or _UNCACHABLE in (v for _, v in consts[1]) \
+        or seen is _UNCACHABLE else consts
     if key is not None and key not in op.paths and len(op.paths) >= _KEYS_KEPT:
         op.paths.clear()  # (excluded arguments that change on every call)
     paths = op.paths.setdefault(key, []) if key is not None else []
@@ -347,6 +349,68 @@ class Plan:
     def __init__(self, flat, ints, shape, groups, values):
         self.flat, self.ints, self.shape = flat, ints, shape
         self.groups, self.values = groups, values
+
+
+_UNCACHABLE = object()
+
+
+def _frozen(v, depth):
+    """A hashable stand-in for the value ``v`` that a recorded path may have taken as a
+    constant, equal exactly when the value is (with its type); ``_UNCACHABLE`` for what
+    cannot be compared cheaply (user objects, large containers): then paths are recorded
+    anew on every call -- slower, never stale."""
+    tv = type(v)
+    if v is None or tv in (bool, int, float, complex, str, bytes):
+        return (tv, v)
+    if tv is Tagged:  # (a differentiated value: refused elsewhere, never kept)
+        return _UNCACHABLE
+    if isinstance(v, (types.ModuleType, type, types.BuiltinFunctionType)) or tv is np.ufunc:
+        return ("id", id(v))
+    if tv is types.FunctionType:
+        return _fingerprint(v, depth + 1)
+    if depth < 3 and (tv is tuple or tv is list) and len(v) <= 1000:
+        parts = tuple(_frozen(e, depth + 1) for e in v)
+        return _UNCACHABLE if _UNCACHABLE in parts else (tv, parts)
+    if depth < 3 and tv is dict and len(v) <= 1000:
+        parts = tuple((_frozen(k, depth + 1), _frozen(e, depth + 1)) for k, e in v.items())
+        return _UNCACHABLE if any(_UNCACHABLE in p for p in parts) else (tv, parts)
+    if tv is np.ndarray and v.dtype.kind in "biufc":
+        return (tv, v.shape, v.dtype.str, hash(v.tobytes()))
+    if isinstance(v, np.generic):
+        return (tv, v.item())
+    return _UNCACHABLE
+
+
+def _fingerprint(f, depth):
+    """What a function reads besides its arguments -- its closure cells, defaults and the
+    globals its code names (and, a few levels deep, those of the functions among them) --
+    as a hashable value: recorded paths are kept only while it stays the same."""
+    if isinstance(f, functools.partial):
+        return _frozen((f.func, f.args, f.keywords), depth)
+    if type(f) is not types.FunctionType:
+        return _frozen(f, depth) if depth == 0 and not callable(f) else ("id", id(f))
+    if depth > 3:
+        return ("id", id(f))
+    code = f.__code__
+    names = _GLOBAL_NAMES.get(code)
+    if names is None:
+        found = set()
+        _global_names(code, found)
+        names = _GLOBAL_NAMES[code] = sorted(found)
+    g = f.__globals__
+    cells = []
+    for cell in f.__closure__ or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:
+            cells.append(None)
+    parts = (id(code),
+             tuple(_frozen(e, depth + 1) for e in cells),
+             tuple(_frozen(e, depth + 1) for e in f.__defaults__ or ()),
+             tuple(_frozen(e, depth + 1) for e in (f.__kwdefaults__ or {}).values()),
+             tuple((n, _frozen(g[n], depth + 1)) for n in names if n in g))
+    flat = parts[1] + parts[2] + parts[3] + tuple(v for _, v in parts[4])
+    return _UNCACHABLE if _UNCACHABLE in flat else parts
 
 
 def _plain(x):
@@ -587,9 +651,9 @@ def _check_pure(op):
         seen += [("a default argument", v) for v in (kernel.__kwdefaults__ or {}).values()]
         names = _GLOBAL_NAMES.get(code)
         if names is None:
-            names = set()
-            _global_names(code, names)
-            names = _GLOBAL_NAMES[code] = sorted(names)
+            found = set()
+            _global_names(code, found)
+            names = _GLOBAL_NAMES[code] = sorted(found)
         g = kernel.__globals__
         seen += [("the global %r" % n, g[n]) for n in names if n in g]
     active = [c for c in getattr(nesting._state, "contexts", ()) if c is not None]
@@ -627,12 +691,23 @@ def _differentiated(x, active, depth):
 # ----------------------------------------------------------------------------- np.vectorize, np.frompyfunc
 _FOR_KERNEL = weakref.WeakKeyDictionary()  # kernel -> {excluded: Elementwise} (recorded paths kept)
 _FOR_BUILTIN = {}  # the same for kernels without weak references (builtins: they live on)
+_BY_CODE = weakref.WeakKeyDictionary()  # code -> {(excluded, fingerprint): Elementwise}
 
 
 def _for_kernel(kernel, excluded=frozenset()):
     """The :class:`Elementwise` that ``np.vectorize(kernel)`` and ``np.frompyfunc(kernel,
     ...)`` use: one per kernel, so that its paths are recorded once, not once per call of
     ``np.vectorize``."""
+    if type(kernel) is types.FunctionType:  # (a lambda made anew on each call shares its
+        fingerprint = _fingerprint(kernel, 0)  # paths with the last one: same code, same values)
+        if fingerprint is not _UNCACHABLE:
+            table = _BY_CODE.setdefault(kernel.__code__, {})
+            op = table.get((excluded, fingerprint))
+            if op is None:
+                if len(table) >= _KEYS_KEPT:
+                    table.clear()
+                op = table[excluded, fingerprint] = Elementwise(kernel, excluded)
+            return op
     try:
         table = _FOR_KERNEL.setdefault(kernel, {})
     except TypeError:

@@ -399,3 +399,40 @@ def test_kernel_must_return_one_real_number():
         capstan.elementwise(lambda t: t > 0)(np.array([1.0, -1.0]))
     with pytest.raises(TypeError, match="one real number"):
         capstan.elementwise(lambda t: t ** 0.5)(np.array([1.0, -1.0]))  # (complex for -1.0)
+
+
+def test_paths_follow_what_the_kernel_reads_besides_its_arguments():
+    """A recorded path holds the kernel's globals and closure values as constants: when
+    they change, the paths are recorded again (never stale values)."""
+    global SCALE
+    k = capstan.elementwise(lambda t: t * SCALE if t > 0 else -t)
+    x = np.array([1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(k(x), [2.0, 2.0, 6.0])
+    try:
+        SCALE = 5.0
+        np.testing.assert_array_equal(k(x), [5.0, 2.0, 15.0])
+        np.testing.assert_array_equal(capstan.gradient(lambda v: np.sum(k(v)), x)[0], [5.0, -1.0, 5.0])
+    finally:
+        SCALE = 2.0
+    table = [1.0, 2.0]
+    k = capstan.elementwise(lambda t: t * table[0] + table[1])
+    np.testing.assert_array_equal(k(x), x + 2.0)
+    table[1] = 7.0  # (a list changed in place)
+    np.testing.assert_array_equal(k(x), x + 7.0)
+    arr = np.array([1.0])
+    k = capstan.elementwise(lambda t: t * arr[0])
+    np.testing.assert_array_equal(k(x), x)
+    arr[0] = 3.0
+    np.testing.assert_array_equal(k(x), 3 * x)
+
+
+def test_np_vectorize_of_a_lambda_made_on_each_call_reuses_its_paths():
+    def f(v, c):
+        return np.sum(np.vectorize(lambda t: t * c if t > 0 else t * t)(v))
+
+    x = np.array([1.0, -2.0, 3.0])
+    for c in (2.0, 2.0, 3.0):
+        np.testing.assert_array_equal(capstan.gradient(lambda v: f(v, c), x)[0], [c, -4.0, c])
+    ops = [op for table in mixed._BY_CODE.values() for op in table.values()
+           if getattr(op.kernel, "__qualname__", "").startswith("test_np_vectorize_of_a_lambda")]
+    assert len(ops) == 2  # one per closure value of c, shared by the calls
