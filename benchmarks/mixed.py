@@ -169,7 +169,8 @@ def measure(n=N):
 
     plain = median_time(lambda: sum(kernel(t) for t in xs))
     rows.append(("plain Python loop (value)", plain, ""))
-    rows.append(("np.vectorize(kernel)(x).sum() (value)", median_time(lambda: np.vectorize(kernel)(x).sum()), ""))
+    rows.append(("np.vectorize(kernel)(x).sum() (value)",
+                 median_time(lambda: np.vectorize(kernel)(x).sum()), ""))
     k = capstan.elementwise(kernel)
     rows.append(("capstan.elementwise(kernel)(x).sum() (value)", median_time(lambda: k(x).sum()), ""))
     rows.append(("hand-written value and derivative loop",
@@ -192,7 +193,8 @@ def measure(n=N):
     per = median_time(lambda: [capstan.gradient(kernel, t) for t in sub], quick=True) * n / len(sub)
     rows.append(("capstan.gradient(kernel, t) per element (loop)", per, "measured on n/10, scaled"))
     loop = lambda: capstan.gradient(lambda zs: sum(kernel(t) for t in zs), sub)  # noqa: E731
-    rows.append(("capstan.gradient of sum(kernel(t) for t in list)", median_time(loop, quick=True) * n / len(sub),
+    rows.append(("capstan.gradient of sum(kernel(t) for t in list)",
+                 median_time(loop, quick=True) * n / len(sub),
                  "measured on n/10, scaled"))
 
     ag = autograd_row(x, ref)

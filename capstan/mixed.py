@@ -230,17 +230,20 @@ def _element(x, integer=False):
 
 
 def _bound(op, kwargs):
+    """The kernel with its keyword arguments bound."""
     kernel = op.kernel
     return functools.partial(kernel, **kwargs) if kwargs else kernel
 
 
 def _check_result(op, y):
+    """Refuse a kernel result that is not one real number."""
     if isinstance(y, bool) or not isinstance(y, (int, float, np.integer, np.floating)):
         raise TypeError("capstan.elementwise: the kernel %s must return one real number per "
                         "element, got %r" % (_name(op.kernel), y))
 
 
 def _name(f):
+    """A function's name for error messages."""
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
 
 
@@ -285,8 +288,8 @@ def _plan(op, kwargs, args):
     while len(remaining):
         fresh = tried == len(paths)
         if fresh and len(paths) < MAX_PATHS:
-            path = _record(op, kwargs, fixed, [None if a is None else (a if np.ndim(a) == 0 else a[remaining[0]])
-                                                for a in flat])
+            first = [None if a is None else (a if np.ndim(a) == 0 else a[remaining[0]]) for a in flat]
+            path = _record(op, kwargs, fixed, first)
             if path is None:
                 break
             paths.append(path)
@@ -432,7 +435,7 @@ def _record(op, kwargs, fixed, elems):
         tape = record_tape(at_element, *[float(elems[i]) for i in free])
     except Exception:  # the kernel's own error, or no rule: the plain run will say which
         return None
-    return Path.compile(tape, free, len(elems))
+    return Path.compile(tape, free)
 
 
 def _with_fixed(kernel, fixed, nargs):
@@ -462,7 +465,10 @@ class Path:
         self.fresh = True
 
     @classmethod
-    def compile(cls, tape, free, nargs):
+    def compile(cls, tape, free):
+        """The path of a recorded ``tape`` whose inputs are the arguments at positions
+        ``free``; ``None`` when a step has no array form (then its elements run one by
+        one)."""
         steps = []
         slot = iter(free)
         for rec in tape.records:
@@ -494,6 +500,8 @@ class Path:
         return cls(steps, out, const)
 
     def _forward(self, inputs, guards):
+        """Every step's value over the arrays ``inputs``; with ``guards``, also which
+        elements follow the recorded decisions and which stay finite."""
         vals = [None] * len(self.steps)
         follows = True
         finite = True
@@ -527,6 +535,7 @@ class Path:
             return self._sweep(inputs)                       # an infinite partial, no warning)
 
     def _sweep(self, inputs):
+        """(The body of :meth:`sweep`.)"""
         vals, _, _ = self._forward(inputs, False)
         if self.out is None:
             return float(self.out_const), [0.0] * len(inputs)

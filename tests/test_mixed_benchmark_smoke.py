@@ -12,7 +12,8 @@ def test_mixed_benchmark_quick_rows():
     saved = sys.argv
     sys.argv = ["mixed.py", "--quick"]
     try:
-        spec = importlib.util.spec_from_file_location("mixed_smoke", os.path.join(ROOT, "benchmarks", "mixed.py"))
+        path = os.path.join(ROOT, "benchmarks", "mixed.py")
+        spec = importlib.util.spec_from_file_location("mixed_smoke", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
