@@ -44,7 +44,7 @@ import numpy as np
 from overdub import Tagged, opaque, overdub, primitive, recurse
 
 from . import nesting
-from .adcontext import ADContext, NoRuleError
+from .adcontext import INPLACE, ADContext, NoRuleError
 from .reverse import INPUT, RULE, adjoint, pullback
 from .rules import operator_rules, registry
 from .rules.registry import defimpl, defjvp, strong_mul, unbroadcast
@@ -557,7 +557,10 @@ class Path:
         for n, (kind, i, *_) in enumerate(self.steps):
             if kind == INPUT:
                 out[i] = 0.0 if cts[n] is None else cts[n]
-        return vals[self.out], out
+        value = vals[self.out]
+        if self.steps[self.out][0] == INPUT:  # (the kernel returns its argument: a new array,
+            value = value * 1.0               # not a view of the caller's)
+        return value, out
 
 
 def _log(x, base=math.e):
@@ -573,9 +576,11 @@ def _array_forms():
     """Recorded function -> (its array form, the partials of the array form)."""
     forms = {}
     for f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.mod,
-              operator.neg, operator.pos, operator.iadd, operator.isub, operator.imul,
-              operator.itruediv, operator.ipow, operator.imod, pow):
+              operator.neg, operator.pos, pow):
         forms[f] = (f, registry.PARTIALS[f])
+    for f, plain in INPLACE.items():  # (y += t on a float: on arrays it would overwrite a
+        if plain in forms:             # value the sweep still needs, so the plain operator)
+            forms[f] = forms[plain]
     forms[float] = (operator.pos, registry.PARTIALS[operator.pos])
     forms[abs] = forms[operator.abs] = forms[np.abs] = (np.abs, (_abs_partial,))
     forms[math.log] = (_log, registry.PARTIALS[math.log])
@@ -601,8 +606,7 @@ def _array_forms():
 #: array forms that leave the finite numbers exactly where Python's float operation does
 #: (overflow to inf, NaN in, NaN out); after the others (math functions, division,
 #: powers) a non-finite element may be one where the kernel raises or differs: it runs alone
-_AS_PYTHON = {operator.add, operator.sub, operator.mul, operator.iadd, operator.isub, operator.imul,
-              operator.neg, operator.pos, np.abs}
+_AS_PYTHON = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, np.abs}
 
 #: the guards' array forms: each gives, per element, what the recorded decision saw
 ARRAY_CHECKS = {operator.lt: operator.lt, operator.le: operator.le, operator.gt: operator.gt,

@@ -438,3 +438,26 @@ def test_np_vectorize_of_a_lambda_made_on_each_call_reuses_its_paths():
     ops = [op for table in mixed._BY_CODE.values() for op in table.values()
            if getattr(op.kernel, "__qualname__", "").startswith("test_np_vectorize_of_a_lambda")]
     assert len(ops) == 2  # one per closure value of c, shared by the calls
+
+
+def test_augmented_assignments_in_the_kernel():
+    """``y += t`` on a float records an in-place operator: replayed over arrays it must not
+    overwrite a value the sweep still reads (once a silently wrong gradient)."""
+    def k(t, u):
+        y = t * 1.0
+        y += u
+        y *= t
+        y -= u / 2.0
+        y /= 1.0 + t * t
+        y **= 2
+        return y
+
+    x, u = points(9), np.linspace(-1.0, 1.0, 9)
+    e = capstan.elementwise(k)
+    x0 = x.copy()
+    np.testing.assert_allclose(e(x, u), np.vectorize(k)(x, u), rtol=1e-14)
+    gx, gu = capstan.gradient(lambda a, b: np.sum(e(a, b)), x, u)
+    rx, ru = scalar_gradients(k, x, u)
+    np.testing.assert_allclose(gx, rx, rtol=1e-13)
+    np.testing.assert_allclose(gu, ru, rtol=1e-13)
+    np.testing.assert_array_equal(x, x0)  # (the arguments are left alone)
