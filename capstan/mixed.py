@@ -48,7 +48,7 @@ from .adcontext import INPLACE, ADContext, NoRuleError
 from .reverse import INPUT, RULE, adjoint, pullback
 from .rules import operator_rules, registry
 from .rules.registry import defimpl, defjvp, strong_mul, unbroadcast
-from .tape import GUARD, record_tape
+from .tape import GUARD, Raised, record_tape
 
 #: most control paths recorded per kernel; elements beyond them run one by one
 MAX_PATHS = 16
@@ -486,7 +486,7 @@ class Path:
                 steps.append((RULE, entry[0], entry[1], tuple(rec.parents), tuple(rec.vals), None))
             elif rec.kind == GUARD:
                 check = ARRAY_CHECKS.get(rec.f)
-                if check is None or len(rec.parents) != len(rec.vals) or (
+                if check is None or type(rec.ans) is Raised or len(rec.parents) != len(rec.vals) or (
                         rec.f is round and len(rec.vals) != 1):  # (round(x, n): decimal, not NumPy's)
                     return None
                 steps.append((GUARD, check, None, tuple(rec.parents), tuple(rec.vals), rec.ans))

@@ -37,17 +37,42 @@ class TapeGuardError(RuntimeError):
     """A replayed tape would take another path through ``f`` for these inputs."""
 
 
+class Raised:
+    """A guard's outcome when the call raised (an exception of type ``type``): a replay
+    follows the same path only if the call raises it again."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, type_):
+        self.type = type_
+
+    def __eq__(self, other):
+        return type(other) is Raised and other.type is self.type
+
+    def __hash__(self):
+        return hash(self.type)
+
+    def __repr__(self):
+        return "Raised(%s)" % self.type.__name__
+
+
 class TapeCtx(ReverseCtx):
     """Reverse mode that records replayable steps and guards (no inline shortcuts)."""
 
     keep_bases = True
 
     def apply(self, f, args, kwargs):
-        if f in registry.NONDIFF:
+        try:
+            if f in registry.NONDIFF:
+                vals, parents, found, _ = self._split(args)
+                if found:
+                    return self._guard(f, vals, parents, kwargs, Context.fallback(self, f, *vals, **kwargs))
+            return ReverseCtx.apply(self, f, args, kwargs)
+        except Exception as exc:  # (math.sqrt(-1.0) in a try: the except branch depends on the value)
             vals, parents, found, _ = self._split(args)
             if found:
-                return self._guard(f, vals, parents, kwargs, Context.fallback(self, f, *vals, **kwargs))
-        return ReverseCtx.apply(self, f, args, kwargs)
+                self._guard(f, vals, parents, kwargs, Raised(type(exc)))
+            raise
 
     def fallback(self, f, /, *args, **kwargs):
         result = ReverseCtx.fallback(self, f, *args, **kwargs)
@@ -138,6 +163,15 @@ class Tape:
                 arr = np.array(out[nc].ans if nc is not None else base, copy=True)
                 arr[rec.kwargs[1]] = out[nv].ans if nv is not None else const_v
                 ans = arr
+            elif kind == GUARD and type(rec.ans) is Raised:
+                try:
+                    rec.f(*args_, **rec.kwargs)
+                except rec.ans.type:
+                    ans = rec.ans
+                except Exception:  # noqa: BLE001 -- another error: another path
+                    return None
+                else:
+                    return None
             elif kind == GUARD:
                 ans = rec.f(*args_, **rec.kwargs)
                 if not _same(ans, rec.ans):
@@ -256,6 +290,10 @@ def compile_tape(tape, use_numba=None):
             else:
                 env["c%d_%d" % (n, i)] = rec.vals[i]
                 args.append("c%d_%d" % (n, i))
+        if rec.kind == GUARD and type(rec.ans) is Raised:
+            raise TypeError("tape.compile(): the recorded run caught an exception (%s) raised on a "
+                            "differentiated value; replay it with tape.gradient instead"
+                            % rec.ans.type.__name__)
         guard = fastpaths.COMPARE.get(rec.f) if rec.kind == GUARD and not rec.kwargs else None
         if guard is not None and len(args) == 2 and type(rec.ans) is bool:
             fwd.append("if (%s) is not %s: raise TapeGuardError('the tape would take another branch')"

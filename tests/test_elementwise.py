@@ -461,3 +461,24 @@ def test_augmented_assignments_in_the_kernel():
     np.testing.assert_allclose(gx, rx, rtol=1e-13)
     np.testing.assert_allclose(gu, ru, rtol=1e-13)
     np.testing.assert_array_equal(x, x0)  # (the arguments are left alone)
+
+
+def test_kernels_that_catch_exceptions():
+    def safe_sqrt(t):
+        try:
+            return math.sqrt(t)
+        except ValueError:
+            return 0.0
+
+    def safe_inverse(t):
+        try:
+            return 1.0 / t
+        except ZeroDivisionError:
+            return 0.0
+
+    for kernel, x in ((safe_sqrt, np.array([-1.0, 4.0, 9.0, -3.0])),  # (recorded first where
+                      (safe_inverse, np.array([0.0, 4.0, -2.0, 0.0]))):  # the call raises)
+        k = capstan.elementwise(kernel)
+        np.testing.assert_array_equal(k(x), [kernel(t) for t in x.tolist()])
+        np.testing.assert_array_equal(capstan.gradient(lambda v: np.sum(k(v)), x)[0],
+                                      scalar_gradients(kernel, x)[0])

@@ -95,6 +95,24 @@ def test_guard_on_truth_of_a_value():
         record_tape(g, 0.5, 2.0)(0.0, 2.0)
 
 
+def test_guard_on_a_caught_exception():
+    """An exception the function catches is a decision on the value: the tape recorded
+    at a value where math.sqrt raised must not replay the except branch elsewhere."""
+    def f(x):
+        try:
+            return math.sqrt(x)
+        except ValueError:
+            return 0.0
+
+    tape = record_tape(f, -1.0)
+    assert tape(-2.0) == 0.0
+    with pytest.raises(TapeGuardError):
+        tape(4.0)
+    with pytest.raises(TypeError, match="caught an exception"):
+        tape.compile()
+    assert record_tape(f, -1.0, on_mismatch="rerecord").gradient(4.0) == (0.25,)
+
+
 def test_array_writes_replay():
     x = np.array([1.0, 2.0, 3.0, 4.0])
     tape = record_tape(cumulative, x)
