@@ -482,3 +482,25 @@ def test_kernels_that_catch_exceptions():
         np.testing.assert_array_equal(k(x), [kernel(t) for t in x.tolist()])
         np.testing.assert_array_equal(capstan.gradient(lambda v: np.sum(k(v)), x)[0],
                                       scalar_gradients(kernel, x)[0])
+
+
+def test_nesting_through_elements_run_one_by_one():
+    """math.gamma has no array form here: every element runs the kernel itself (its
+    derivative by capstan.pullback), inside the enclosing forward mode of hessian."""
+    def kernel(t, u):
+        return math.gamma(t) * u + t * u * u
+
+    k = capstan.elementwise(kernel)
+    assert all(path is None for path, _ in mixed._plan(k, {}, (np.array([1.5]), 2.0)).groups)
+
+    def f(v):
+        return np.sum(k(v[:3], v[3:]))
+
+    def f_loop(v):
+        return sum(kernel(v[i], v[3 + i]) for i in range(3))
+
+    v = np.array([1.5, 2.5, 3.2, 0.5, -1.0, 2.0])
+    np.testing.assert_allclose(capstan.gradient(f, v)[0], capstan.gradient(f_loop, v)[0], rtol=1e-13)
+    np.testing.assert_allclose(capstan.hessian(f, v), capstan.hessian(f_loop, v), rtol=1e-12, atol=1e-12)
+    _, t = capstan.jvp(f, (v,), (np.ones(6),))
+    assert t == pytest.approx(float(np.sum(capstan.gradient(f_loop, v)[0])), rel=1e-13)
