@@ -26,6 +26,7 @@ from .rules import placement_rules, sorting_rules, statistics_rules, stride_rule
 from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  (SciPy, decompositions, FFT)
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
+from .mixed import elementwise  # (after the rule tables: it reads them)
 from .transforms import grad, jacfwd, jacrev, value_and_grad
 
 register_all()
@@ -45,6 +46,7 @@ overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, ta
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "grad", "value_and_grad", "jacfwd", "jacrev",
            "stop_gradient",
+           "elementwise",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
            "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
            "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass"]

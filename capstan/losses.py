@@ -59,6 +59,10 @@ _FIX = ("Register a rule, for example:\n"
 
 
 def _fix(f):
+    if type(f) is np.ufunc and f.__name__.endswith(" (vectorized)"):  # (np.frompyfunc's ufuncs)
+        return ("A ufunc made by np.frompyfunc outside the differentiated function hides its "
+                "Python function from capstan: make it inside, or use np.vectorize(kernel) or "
+                "capstan.elementwise(kernel), which differentiate the kernel.")
     return _FIX.format(name=qualified_name(f), short=getattr(f, "__name__", "f"))
 
 

@@ -31,10 +31,30 @@ from .rules import registry
 
 GUARD = 99
 _UNTRIED = object()
+_DECISIONS = {"__bool__": bool, "__index__": operator.index, "__int__": int}
 
 
 class TapeGuardError(RuntimeError):
     """A replayed tape would take another path through ``f`` for these inputs."""
+
+
+class Raised:
+    """A guard's outcome when the call raised (an exception of type ``type``): a replay
+    follows the same path only if the call raises it again."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, type_):
+        self.type = type_
+
+    def __eq__(self, other):
+        return type(other) is Raised and other.type is self.type
+
+    def __hash__(self):
+        return hash(self.type)
+
+    def __repr__(self):
+        return "Raised(%s)" % self.type.__name__
 
 
 class TapeCtx(ReverseCtx):
@@ -43,17 +63,32 @@ class TapeCtx(ReverseCtx):
     keep_bases = True
 
     def apply(self, f, args, kwargs):
-        if f in registry.NONDIFF:
+        try:
+            if f in registry.NONDIFF:
+                vals, parents, found, _ = self._split(args)
+                if found:
+                    return self._guard(f, vals, parents, kwargs, Context.fallback(self, f, *vals, **kwargs))
+            return ReverseCtx.apply(self, f, args, kwargs)
+        except Exception as exc:  # (math.sqrt(-1.0) in a try: the except branch depends on the value)
             vals, parents, found, _ = self._split(args)
             if found:
-                return self._guard(f, vals, parents, kwargs, Context.fallback(self, f, *vals, **kwargs))
-        return ReverseCtx.apply(self, f, args, kwargs)
+                self._guard(f, vals, parents, kwargs, Raised(type(exc)))
+            raise
 
     def fallback(self, f, /, *args, **kwargs):
         result = ReverseCtx.fallback(self, f, *args, **kwargs)
         vals, parents, found, _ = self._split(args)
         if found:
             self._guard(f, vals, parents, kwargs, result)
+        return result
+
+    def escape(self, protocol, x, /, *args):
+        """``if x:``, ``not x``, ``x and y`` ask a differentiated value for its truth (and
+        ``operator.index`` for an integer) outside any routed call: a decision on the
+        value, so a guard like a comparison's."""
+        result = ReverseCtx.escape(self, protocol, x, *args)
+        if protocol in _DECISIONS and x._tagkey is self._tagkey:
+            self._guard(_DECISIONS[protocol], [x._value], [x._meta], {}, result)
         return result
 
     def _guard(self, f, vals, parents, kwargs, result):
@@ -129,6 +164,15 @@ class Tape:
                 arr = np.array(out[nc].ans if nc is not None else base, copy=True)
                 arr[rec.kwargs[1]] = out[nv].ans if nv is not None else const_v
                 ans = arr
+            elif kind == GUARD and type(rec.ans) is Raised:
+                try:
+                    rec.f(*args_, **rec.kwargs)
+                except rec.ans.type:
+                    ans = rec.ans
+                except Exception:  # noqa: BLE001 -- another error: another path
+                    return None
+                else:
+                    return None
             elif kind == GUARD:
                 ans = rec.f(*args_, **rec.kwargs)
                 if not _same(ans, rec.ans):
@@ -250,6 +294,10 @@ def compile_tape(tape, use_numba=None):
             else:
                 env["c%d_%d" % (n, i)] = rec.vals[i]
                 args.append("c%d_%d" % (n, i))
+        if rec.kind == GUARD and type(rec.ans) is Raised:
+            raise TypeError("tape.compile(): the recorded run caught an exception (%s) raised on a "
+                            "differentiated value; replay it with tape.gradient instead"
+                            % rec.ans.type.__name__)
         guard = fastpaths.COMPARE.get(rec.f) if rec.kind == GUARD and not rec.kwargs else None
         if guard is not None and len(args) == 2 and type(rec.ans) is bool:
             fwd.append("if (%s) is not %s: raise TapeGuardError('the tape would take another branch')"

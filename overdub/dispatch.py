@@ -414,8 +414,10 @@ class Runtime:
                 return MethodType(self.user(total), self.ctx)  # it takes every call of f itself
         if hashable and spec.primitives:
             rules = spec.primitives.get(f)
-            if rules:
-                return self._primitive_dispatch(rules, self._target(f))
+            if rules:  # (a rule without conditions takes every call: f's body is never
+                # stepped into, so it is not rewritten either)
+                always = any(not argtypes for argtypes, _ in rules)
+                return self._primitive_dispatch(rules, None if always else self._target(f))
         if spec.wildcard is not None:
             wildcard, ctx = self.user(spec.wildcard), self.ctx
             return lambda *a, **k: wildcard(ctx, f, *a, **k)

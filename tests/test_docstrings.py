@@ -8,7 +8,8 @@ import capstan
 
 DOCUMENTED = [capstan.grad, capstan.value_and_grad, capstan.jacfwd, capstan.jacrev, capstan.gradient,
               capstan.pullback, capstan.D, capstan.jvp, capstan.jacobian, capstan.hessian,
-              capstan.checkpoint, capstan.stop_gradient, capstan.hook]
+              capstan.checkpoint, capstan.stop_gradient, capstan.hook,
+              capstan.elementwise]
 
 
 @pytest.mark.parametrize("fn", DOCUMENTED, ids=lambda f: f.__name__)

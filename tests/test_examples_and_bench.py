@@ -49,6 +49,14 @@ def test_ad_examples():
     assert "matches the closed form: True" in pycall or "(skipped)" in pycall
 
 
+def test_elementwise_kernel_example():
+    out = run_example("elementwise_kernel.py")
+    assert "paths recorded: 2" in out
+    assert "force matches the per-element gradients: True" in out
+    assert "np.vectorize gives the same force: True" in out
+    assert "tangent stiffness is diagonal and matches: True" in out
+
+
 def test_nested_trace_example_prints_the_call_tree():
     out = run_example("nested_trace.py").splitlines()
     assert out == ["hypot2(3, 4) = 25", "  square(3,) = 9", "    mul(3, 3) = 9",

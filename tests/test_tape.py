@@ -73,6 +73,46 @@ def test_guard_on_int_conversion():
         tape.gradient(3.5)
 
 
+def test_guard_on_truth_of_a_value():
+    """``if x:`` and ``x and y`` decide on the value without a comparison: guarded too,
+    in the replay and in the generated code (once a tape replayed x = 0.0 as if true)."""
+    def f(x):
+        return x * x if x else 1.0
+
+    def g(x, y):
+        return x and y
+
+    tape = record_tape(f, 0.5, on_mismatch="rerecord")
+    assert tape(0.0) == f(0.0) == 1.0
+    assert tape.gradient(3.0) == (6.0,)  # (recorded again: the branch of x != 0)
+    strict = record_tape(f, 0.5)
+    with pytest.raises(TapeGuardError):
+        strict(0.0)
+    with pytest.raises(TapeGuardError):
+        strict.compile()(0.0)
+    assert strict.compile()(2.0) == (4.0, (4.0,))
+    with pytest.raises(TapeGuardError):
+        record_tape(g, 0.5, 2.0)(0.0, 2.0)
+
+
+def test_guard_on_a_caught_exception():
+    """An exception the function catches is a decision on the value: the tape recorded
+    at a value where math.sqrt raised must not replay the except branch elsewhere."""
+    def f(x):
+        try:
+            return math.sqrt(x)
+        except ValueError:
+            return 0.0
+
+    tape = record_tape(f, -1.0)
+    assert tape(-2.0) == 0.0
+    with pytest.raises(TapeGuardError):
+        tape(4.0)
+    with pytest.raises(TypeError, match="caught an exception"):
+        tape.compile()
+    assert record_tape(f, -1.0, on_mismatch="rerecord").gradient(4.0) == (0.25,)
+
+
 def test_array_writes_replay():
     x = np.array([1.0, 2.0, 3.0, 4.0])
     tape = record_tape(cumulative, x)

@@ -143,7 +143,8 @@ def no_object_arrays(ans):
     if type(ans) is np.ndarray and ans.dtype.kind == "O":
         raise TypeError("capstan: a differentiated array cannot become an array of Python objects "
                         "(dtype=object, as np.vectorize and np.frompyfunc make): its derivative would "
-                        "be lost; write the elementwise function with NumPy operations instead")
+                        "be lost; write the elementwise function with NumPy operations, or apply the "
+                        "scalar function with capstan.elementwise(f)")
 
 
 def conj(x):
