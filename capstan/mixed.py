@@ -38,13 +38,15 @@ import math
 import operator
 import types
 import weakref
+from typing import Any
 
 import numpy as np
 
 from overdub import Tagged, opaque, overdub, primitive, recurse
 
 from . import nesting
-from .adcontext import INPLACE, ADContext, NoRuleError
+from .adcontext import INPLACE, ADContext
+from .losses import NoRuleError
 from .reverse import INPUT, RULE, adjoint, pullback
 from .rules import operator_rules, registry
 from .rules.registry import defimpl, defjvp, strong_mul, unbroadcast
@@ -77,7 +79,7 @@ class Elementwise:
         return "capstan.elementwise(%s)" % _name(self.kernel)
 
 
-def elementwise(kernel=None, *, excluded=()):
+def elementwise(kernel: Any = None, *, excluded: Any = ()) -> Any:
     """``kernel`` applied elementwise to arrays, broadcasting like a ufunc, as one node
     of a differentiation: ``capstan.elementwise(kernel)(x, 2.0)``, or as a decorator
     (``@capstan.elementwise``).
@@ -594,7 +596,7 @@ def _array_forms():
             forms[f] = (g, registry.PARTIALS[g])
     forms[math.hypot] = (np.hypot, registry.PARTIALS[np.hypot])  # (two arguments: else no array form)
     try:
-        from scipy import special
+        from scipy import special  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - scipy is a test dependency
         special = None
     for name in ("erf", "erfc"):
@@ -677,7 +679,7 @@ def _check_pure(op):
                             "(its derivative would be lost)" % (_name(op.kernel), what))
 
 
-_GLOBAL_NAMES = weakref.WeakKeyDictionary()  # code object -> the global names it (and its inner code) reads
+_GLOBAL_NAMES: Any = weakref.WeakKeyDictionary()  # code object -> the global names it (and its inner code) reads
 
 
 def _global_names(code, names):
@@ -702,9 +704,9 @@ def _differentiated(x, active, depth):
 
 
 # ----------------------------------------------------------------------------- np.vectorize, np.frompyfunc
-_FOR_KERNEL = weakref.WeakKeyDictionary()  # kernel -> {excluded: Elementwise} (recorded paths kept)
-_FOR_BUILTIN = {}  # the same for kernels without weak references (builtins: they live on)
-_BY_CODE = weakref.WeakKeyDictionary()  # code -> {(excluded, fingerprint): Elementwise}
+_FOR_KERNEL: Any = weakref.WeakKeyDictionary()  # kernel -> {excluded: Elementwise} (recorded paths kept)
+_FOR_BUILTIN: dict[Any, Any] = {}  # the same for kernels without weak references (builtins: they live on)
+_BY_CODE: Any = weakref.WeakKeyDictionary()  # code -> {(excluded, fingerprint): Elementwise}
 
 
 def _for_kernel(kernel, excluded=frozenset()):
@@ -733,7 +735,7 @@ def _for_kernel(kernel, excluded=frozenset()):
         op = table[excluded] = Elementwise(kernel, excluded)
     return op
 _FROMPYFUNC_LIMIT = 256  # ufuncs made by np.frompyfunc under differentiation that get a rule
-_frompyfunc_made = []
+_frompyfunc_made: list[Any] = []
 
 
 def _vectorize_call(ctx, vec, *args, **kwargs):

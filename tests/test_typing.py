@@ -25,7 +25,7 @@ PUBLIC_MODULES = [
     "capstan/markers.py", "capstan/transforms.py", "capstan/checks.py", "capstan/nesting.py",
     "capstan/printing.py", "capstan/counting.py", "capstan/trace.py", "capstan/gpu.py",
     "capstan/bit32.py", "capstan/tape.py", "capstan/losses.py", "capstan/rules/__init__.py",
-    "capstan/rules/registry.py", "capstan/structure.py", "capstan/pool.py",
+    "capstan/rules/registry.py", "capstan/structure.py", "capstan/pool.py", "capstan/mixed.py",
 ]
 
 
