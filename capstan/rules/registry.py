@@ -8,6 +8,7 @@ JVP = {}  # f -> (rule, batched): forward rule; batched rules accept tangents wi
 VJP = {}  # f -> reverse rule
 NONDIFF = set()  # functions whose results carry no derivative
 IMPLS = {}  # f -> Python function differentiated in f's place (C functions of iterables)
+SOLVERS = {}  # f -> handler(ctx, f, args, kwargs): solvers whose callbacks may close over derivatives
 _listeners = []  # called with f whenever a table entry for f changes
 
 
@@ -100,6 +101,17 @@ def defimpl(f, impl):
     _check(f, "defimpl")
     _check(impl, "defimpl")
     IMPLS[f] = impl
+    _changed(f)
+
+
+def defsolver(f, handler):
+    """Take over every call of ``f`` made inside a differentiation, differentiated
+    arguments or not: ``handler(ctx, f, args, kwargs)`` computes the result.  For solvers
+    and quadratures whose callback may close over a differentiated value (the call
+    itself then carries none), see ``capstan.rules.solver_rules``."""
+    _check(f, "defsolver")
+    _check(handler, "defsolver")
+    SOLVERS[f] = handler
     _changed(f)
 
 

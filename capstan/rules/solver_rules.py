@@ -1,0 +1,688 @@
+"""Rules for SciPy's solvers: root finders, quadrature and ODE integrators.
+
+These functions call back into user code from C or Fortran (``brentq``, ``quad``,
+``odeint``) or iterate to a tolerance (``solve_ivp``), and the callback may *close
+over* a differentiated value: ``brentq(lambda t: t * t - p, 0, 3)`` is called with no
+differentiated argument at all.  So each entry here is a *solver rule*
+(``defsolver``): it takes over every call of the function inside a differentiation,
+finds the differentiated values the call depends on -- in its arguments, in the
+callback's ``args=``, in the callback's closure, defaults, bound object or
+``functools.partial`` -- and then
+
+1. solves plainly: the same SciPy call on plain values (the callback's closure
+   stripped of its derivatives), so C code never sees a differentiated value and the
+   result's value is exactly what SciPy returns;
+2. adds a zero-valued *correction* computed inside the differentiation, whose
+   derivative is the solution's:
+
+   * **roots** (``brentq``, ``bisect``, ``brenth``, ``ridder``, ``toms748``,
+     ``newton``, ``root_scalar``, ``fsolve``, ``root``): Newton steps from the plain
+     root ``x*``, ``x - F(x, p) / F_x(x, p)``.  One step's derivative at ``x*`` is the
+     implicit function theorem's ``-F_p / F_x``; each step doubles the order of
+     derivatives it gets right, so nested differentiation (Hessians) takes
+     ``ceil(log2(levels + 1))`` steps.  Nothing is differentiated through the
+     solver's iterations.
+   * **quadrature** (``quad``, ``quad_vec``): the integral as a Gauss-Legendre sum on
+     the subintervals SciPy's adaptive rule ended with, with the nodes mapped from
+     the (possibly differentiated) limits: differentiating it differentiates under the
+     integral sign, and the limits' derivative (``f(b) db - f(a) da``) comes with it.
+     Infinite ranges use SciPy's own variable change ``x = a + (1 - t) / t``.
+   * **ODEs** (``solve_ivp``, ``odeint``): the linearised equation ``u' = J u + f_p dp``
+     (``u`` the solution's derivative, ``J = df/dy`` along the plain solution) solved
+     on the plain solution's own steps by Gauss collocation (order 6), starting from
+     the initial value's derivative.  The forcing ``f_p dp`` is the callback itself
+     evaluated inside the differentiation at the collocation nodes, so forward mode
+     gets forward sensitivities and reverse mode an adjoint (the transposed
+     recurrence), for any number of parameters.
+
+Refused with a clear :class:`capstan.NoRuleError`: weighted and ``points=``
+quadrature, differentiated time spans and events of ODEs, dense output of a
+differentiated ODE solution (pass ``t_eval``), second-order derivatives of ODE
+solutions, and solver failures.  See docs/capstan-scipy.md ("Solvers").
+"""
+import functools
+import inspect
+import math
+import operator
+import types
+import warnings
+
+import numpy as np
+
+from overdub import Tagged, overdub
+
+from .registry import defsolver
+
+try:
+    from scipy import integrate as _integrate
+    from scipy import optimize as _optimize
+except ImportError:  # pragma: no cover - scipy is optional
+    _integrate = _optimize = None
+
+
+def _no_rule(message):
+    from ..losses import NoRuleError
+    return NoRuleError("capstan: " + message)
+
+
+# ----------------------------------------------------------------------------- what a call depends on
+def _collect(x, found, depth=0, seen=None):
+    """Append to ``found`` the differentiated values (tagged numbers and arrays) reachable
+    from ``x``: containers, a function's closure, defaults and bound object,
+    ``functools.partial`` arguments, an object's attributes (a few levels deep)."""
+    tx = type(x)
+    if tx is Tagged:
+        found.append(x)
+        return
+    if tx is np.ndarray:
+        if x.dtype.kind in "fc":
+            found.append(x)  # (a plain array may hold differentiated values: shadowed)
+        return
+    if x is None or depth > 8 or isinstance(x, (int, float, complex, str, bytes, type, types.ModuleType,
+                                                  np.generic)):
+        return
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return
+    seen.add(id(x))
+    if tx is list or tx is tuple or isinstance(x, tuple):
+        for e in x:
+            _collect(e, found, depth + 1, seen)
+    elif isinstance(x, dict):
+        for e in x.values():
+            _collect(e, found, depth + 1, seen)
+    elif tx is types.FunctionType:
+        for cell in x.__closure__ or ():
+            try:
+                _collect(cell.cell_contents, found, depth + 1, seen)
+            except ValueError:  # (an empty cell)
+                pass
+        _collect(x.__defaults__, found, depth + 1, seen)
+        _collect(x.__kwdefaults__, found, depth + 1, seen)
+    elif tx is types.MethodType:
+        _collect(x.__self__, found, depth + 1, seen)
+        _collect(x.__func__, found, depth + 1, seen)
+    elif tx is functools.partial:
+        _collect((x.func, x.args, x.keywords), found, depth + 1, seen)
+    else:
+        attributes = getattr(x, "__dict__", None)
+        if type(attributes) is dict:
+            _collect(attributes, found, depth + 1, seen)
+        call = getattr(type(x), "__call__", None)
+        if type(call) is types.FunctionType:
+            _collect(call, found, depth + 1, seen)
+
+
+def _owner(*values):
+    """The innermost active differentiation that the values reachable from ``values``
+    belong to (``None``: the call depends on no differentiated value)."""
+    from ..nesting import enclosing
+    found = []
+    _collect(values, found)
+    return enclosing(*found) if found else None
+
+
+def _tagged(x):
+    found = []
+    _collect(x, found)
+    return any(type(v) is Tagged for v in found)
+
+
+def _levels(*values):
+    """How many differentiations the tagged values reachable from ``values`` belong to."""
+    found, keys = [], set()
+    _collect(values, found)
+    stack = [v for v in found if type(v) is Tagged]
+    while stack:
+        v = stack.pop()
+        keys.add(id(v._tagkey))
+        for part in (v._value, v._meta):
+            if type(part) is Tagged:
+                stack.append(part)
+    return len(keys)
+
+
+def _plain(x, depth=0):
+    """``x`` with every tag removed (containers rebuilt, one level of objects deep)."""
+    tx = type(x)
+    if tx is Tagged:
+        while type(x) is Tagged:
+            x = x._value
+        return x
+    if depth > 6:
+        return x
+    if tx is list or tx is tuple:
+        return tx(_plain(e, depth + 1) for e in x)
+    if tx is dict:
+        return {k: _plain(v, depth + 1) for k, v in x.items()}
+    return x
+
+
+def _stripped(f, depth=0):
+    """A copy of function ``f`` whose closure cells and defaults hold plain values in
+    place of differentiated ones (cells without them are shared, so ``nonlocal``
+    counters keep working); ``None`` when the values are out of reach."""
+    if not _tagged(f):
+        return f
+    if depth > 3:
+        return None
+    if type(f) is functools.partial:
+        inner = _stripped(f.func, depth + 1)
+        if inner is None:
+            return None
+        out = functools.partial(inner, *_plain(f.args), **_plain(f.keywords))
+        return None if _tagged(out) else out
+    if type(f) is not types.FunctionType:
+        return None
+    cells = []
+    for cell in f.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            cells.append(cell)
+            continue
+        if not _tagged(value):
+            cells.append(cell)
+            continue
+        if callable(value) and type(value) is not Tagged:
+            new = _stripped(value, depth + 1)
+        else:
+            new = _plain(value)
+        if new is None or _tagged(new):
+            return None
+        cells.append(types.CellType(new))
+    defaults = _plain(f.__defaults__)
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, defaults, tuple(cells) or None)
+    g.__kwdefaults__ = _plain(f.__kwdefaults__)
+    g.__qualname__ = f.__qualname__
+    return None if _tagged(g) else g
+
+
+def _plain_callable(ctx, f):
+    """``f`` for the plain solve: ``f`` itself, a copy with its closure stripped, or
+    (when the differentiated values are out of reach) ``f`` run inside the
+    differentiation with its results' tags removed."""
+    if f is None or not callable(f):
+        return f
+    g = _stripped(f)
+    if g is not None:
+        return g
+    return lambda *a, **k: _plain(overdub(ctx, f, *a, **k))
+
+
+def _bind(f, args, kwargs):
+    try:
+        bound = inspect.signature(f).bind(*args, **kwargs)
+    except TypeError:
+        f(*_plain(args), **_plain(kwargs))  # (SciPy's own error for a wrong call)
+        raise
+    bound.apply_defaults()
+    return bound
+
+
+_MINE = object()
+
+
+def _route(ctx, f, args, kwargs, depends):
+    """``_MINE`` when this context is to differentiate the call; else the call's result
+    (plain, when it depends on no differentiated value; or computed by the enclosing
+    differentiation that owns the values)."""
+    owner = _owner(*depends)
+    if owner is ctx:
+        return _MINE
+    if owner is None:
+        return f(*_plain(args), **_plain(kwargs))
+    return overdub(owner, f, *args, **kwargs)
+
+
+def _correction(ctx, helper, *args):
+    """``helper(*args)`` run inside the differentiation: a zero-valued quantity whose
+    derivative is the solution's; refused if its value is not finite (a singular
+    Jacobian at the solution)."""
+    out = overdub(ctx, helper, *args)
+    value = _plain(out)
+    if not np.all(np.isfinite(value)):
+        raise _no_rule("the derivative of the solution is undefined here: the residual's "
+                       "Jacobian with respect to the unknowns is singular at the solution "
+                       "(a double root, or a flat function)")
+    return out
+
+
+def _add(ctx, a, b):
+    return overdub(ctx, operator.add, a, b)
+
+
+def _newton_steps():
+    """Newton steps that get every active order of derivatives right."""
+    from ..nesting import nestlevel
+    levels = nestlevel()
+    return 1 if levels <= 1 else math.ceil(math.log2(levels + 1))
+
+
+# ----------------------------------------------------------------------------- roots
+def _scalar_newton(F, x, fargs, steps, elementwise):
+    """(Run inside the differentiation.)  Newton steps on ``F(x, *fargs) = 0`` from the
+    plain root ``x``; returns ``x_new - stop_gradient(x_new)`` (value zero)."""
+    from ..forward import D, jvp
+    from ..markers import stop_gradient
+    for _ in range(steps):
+        r = F(x, *fargs)
+        if elementwise:
+            slope = jvp(lambda z: F(z, *fargs), (x,), (np.ones(np.shape(x)),))[1]
+        else:
+            slope = D(lambda z: F(z, *fargs), x)
+        x = x - r / slope
+    return x - stop_gradient(x)
+
+
+def _vector_newton(F, x, fargs, steps):
+    """(Run inside the differentiation.)  Newton steps on a system ``F(x) = 0``."""
+    from ..derivatives import jacobian
+    from ..markers import stop_gradient
+    shape = np.shape(x)
+
+    def residual(z):
+        return np.ravel(np.asarray(F(np.reshape(z, shape), *fargs)))
+
+    x = np.ravel(x)
+    for _ in range(steps):
+        x = x - np.linalg.solve(jacobian(residual, x), residual(x))
+    x = np.reshape(x, shape)
+    return x - stop_gradient(x)
+
+
+#: root finder -> (callback's parameter name, starting-point parameters, how results hold the root)
+_ROOTS = {}
+
+
+def _root_rule(ctx, f, args, kwargs):
+    func_name, starts, kind = _ROOTS[f]
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    fargs = a.get("args", ())
+    depends = [v for k, v in a.items() if k not in starts]
+    routed = _route(ctx, f, args, kwargs, depends)
+    if routed is not _MINE:
+        return routed
+    func = a[func_name]
+    if kind == "root" and a.get("jac") is True:  # fun returns (F, J)
+        F = _first(func)
+    else:
+        F = func
+    if kind == "root_scalar" and a.get("fprime") is True:
+        F = _first(func)
+    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+             for k, v in a.items()}
+    out = f(**plain)
+    if not isinstance(fargs, tuple):
+        fargs = (fargs,)
+    steps = _newton_steps()
+    if kind in ("scalar", "newton", "root_scalar"):
+        if kind == "root_scalar":
+            if not out.converged:
+                raise _no_rule("scipy.optimize.root_scalar did not converge (%s); the root has no "
+                               "derivative" % out.flag)
+            root = out.root
+        else:
+            root = out[0] if type(out) is tuple else out
+        elementwise = np.ndim(root) > 0
+        x = _add(ctx, root, _correction(ctx, _scalar_newton, F, root, fargs, steps, elementwise))
+        if kind == "root_scalar":
+            out.root = x
+            ctx.remember(out, "root")
+            return out
+        return (x,) + out[1:] if type(out) is tuple else x
+    if kind == "fsolve":
+        root = out[0] if type(out) is tuple else out
+        _check_root("scipy.optimize.fsolve", plain[func_name], root, plain["args"],
+                    out[3] if type(out) is tuple else "")
+        x = _add(ctx, root, _correction(ctx, _vector_newton, F, root, fargs, steps))
+        return (x,) + out[1:] if type(out) is tuple else x
+    # kind == "root": an OptimizeResult
+    if not out.success:
+        _check_root("scipy.optimize.root", _first(plain["fun"]) if a.get("jac") is True else plain["fun"],
+                    out.x, plain["args"], out.message)
+    out.x = _add(ctx, out.x, _correction(ctx, _vector_newton, F, out.x, fargs, steps))
+    ctx.remember(out, "x")
+    return out
+
+
+def _check_root(name, F, x, fargs, message):
+    """Refuse a system's "root" that is not one: the Newton step from it must be
+    negligible (a solver may report failure at a tolerance tighter than it can reach
+    while its answer is a root to rounding error)."""
+    from ..derivatives import jacobian
+    fargs = fargs if isinstance(fargs, tuple) else (fargs,)
+    shape = np.shape(x)
+
+    def residual(z):
+        return np.ravel(np.asarray(F(np.reshape(z, shape), *fargs), dtype=float))
+
+    flat = np.ravel(np.asarray(x, dtype=float))
+    with np.errstate(all="ignore"):
+        try:
+            step = np.linalg.solve(jacobian(residual, flat), residual(flat))
+        except np.linalg.LinAlgError:
+            step = np.array([np.inf])
+    if not np.all(np.isfinite(step)) or np.linalg.norm(step) > 1.5e-8 * (1 + np.linalg.norm(flat)):
+        raise _no_rule("%s did not find a root (%s); the result has no derivative" % (name, message))
+
+
+def _first(func):
+    return lambda *a: func(*a)[0]
+
+
+# ----------------------------------------------------------------------------- quadrature
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(20)
+
+
+def _gauss(intervals):
+    """Gauss-Legendre nodes and weights on each ``(lo, hi)`` interval, concatenated."""
+    lo, hi = np.asarray(intervals, dtype=float).T
+    half = (hi - lo) / 2
+    nodes = (lo + half)[:, None] + half[:, None] * _NODES
+    return nodes.ravel(), (half[:, None] * _WEIGHTS).ravel()
+
+
+def _quadrature_sum(F, fargs, a, b, kind, u, w):
+    """(Run inside the differentiation.)  The integral as a weighted sum of ``F`` at
+    nodes mapped from the limits: ``kind`` "finite" (``x = a + (b - a) u``), "upper"
+    (``x = a + u``, to infinity), "lower" (``x = b - u``) or "both" (``x = u``)."""
+    total = 0.0
+    if kind == "finite":
+        h = b - a
+        for uk, wk in zip(u, w):
+            total = total + wk * F(a + h * uk, *fargs)
+        return h * total
+    for uk, wk in zip(u, w):
+        x = a + uk if kind == "upper" else (b - uk if kind == "lower" else uk)
+        total = total + wk * F(x, *fargs)
+    return total
+
+
+def _transformed(intervals, kind):
+    """Nodes and weights for the variable change SciPy uses on infinite ranges:
+    ``x = (1 - t) / t``, ``dx = dt / t**2`` (``t`` in the intervals given)."""
+    t, wt = _gauss(intervals)
+    return (1 - np.abs(t)) / t, wt / (t * t)
+
+
+def _quadrature_nodes(a, b, intervals, both_signs):
+    """``(kind, u, w)`` for ``_quadrature_sum`` from the plain limits and the final
+    subintervals (in ``x`` for finite ranges, in ``t`` for infinite ones)."""
+    fa, fb = math.isfinite(a), math.isfinite(b)
+    if fa and fb:
+        if a == b or not len(intervals):
+            u, w = _gauss([(0.0, 1.0)])
+            return "finite", u, w
+        x, wx = _gauss(intervals)
+        return "finite", (x - a) / (b - a), wx / (b - a)
+    u, w = _transformed(intervals, "t")
+    if fa:
+        return "upper", u, w
+    if fb:
+        return "lower", u, w
+    if both_signs:  # (quad's both-infinite rule integrates f(x) + f(-x) over x > 0)
+        return "both", np.concatenate([u, -u]), np.concatenate([w, w])
+    return "both", u, w
+
+
+def _limits_order(f, args, kwargs, bound, names):
+    """For an infinite range given high to low: ``-f(..., b, a, ...)``'s arguments."""
+    a, b = (_plain(bound.arguments[n]) for n in names)
+    if (math.isinf(a) or math.isinf(b)) and a > b:
+        swapped = dict(bound.arguments)
+        swapped[names[0]], swapped[names[1]] = bound.arguments[names[1]], bound.arguments[names[0]]
+        return swapped
+    return None
+
+
+def _quad_rule(ctx, f, args, kwargs):
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    routed = _route(ctx, f, args, kwargs, [a["func"], a["args"], a["a"], a["b"]])
+    if routed is not _MINE:
+        return routed
+    if a["weight"] is not None or a["points"] is not None or a["complex_func"]:
+        raise _no_rule("scipy.integrate.quad with weight=, points= or complex_func=True has no derivative "
+                       "rule; integrate without them (split the range yourself at the points)")
+    swapped = _limits_order(f, args, kwargs, bound, ("a", "b"))
+    if swapped is not None:
+        out = _quad_rule(ctx, f, (), swapped)
+        return (overdub(ctx, operator.neg, out[0]),) + tuple(out[1:])
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    lo, hi = _plain(a["a"]), _plain(a["b"])
+    plain = {k: _plain(v) for k, v in a.items()}
+    plain["func"] = _plain_callable(ctx, a["func"])
+    plain["full_output"] = 1
+    out = f(**plain)
+    info = out[2]
+    if len(out) > 3 and not a["full_output"]:
+        warnings.warn(out[3], _integrate.IntegrationWarning, stacklevel=3)
+    last = info["last"] if isinstance(info, dict) and "last" in info else 0
+    intervals = (np.stack([info["alist"][:last], info["blist"][:last]], axis=1) if last
+                 else np.empty((0, 2)))
+    if not last and not (math.isfinite(lo) and math.isfinite(hi)):
+        intervals = np.array([[0.0, 1.0]])
+    kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs=True)
+    total = overdub(ctx, _quadrature_sum, a["func"], fargs, a["a"], a["b"], kind, u, w)
+    value = _add(ctx, out[0], _correction(ctx, _deviation, total))
+    return (value,) + tuple(out[1:]) if a["full_output"] else (value, out[1])
+
+
+def _deviation(x):
+    """(Run inside the differentiation.)  ``x - stop_gradient(x)``: zero, with ``x``'s derivative."""
+    from ..markers import stop_gradient
+    return x - stop_gradient(x)
+
+
+def _quad_vec_rule(ctx, f, args, kwargs):
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    depends = [a["f"], a["args"], a["a"], a["b"]]
+    routed = _route(ctx, f, args, kwargs, depends)
+    if routed is not _MINE:
+        return routed
+    swapped = _limits_order(f, args, kwargs, bound, ("a", "b"))
+    if swapped is not None:
+        out = _quad_vec_rule(ctx, f, (), swapped)
+        return (overdub(ctx, operator.neg, out[0]),) + tuple(out[1:])
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    lo, hi = _plain(a["a"]), _plain(a["b"])
+    plain = {k: _plain(v) for k, v in a.items()}
+    plain["f"] = _plain_callable(ctx, a["f"])
+    plain["full_output"] = True
+    out = f(**plain)
+    intervals = np.asarray(out[2].intervals, dtype=float).reshape(-1, 2)
+    kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs=False)
+    total = overdub(ctx, _quadrature_sum, a["f"], fargs, a["a"], a["b"], kind, u, w)
+    value = _add(ctx, out[0], _correction(ctx, _deviation, total))
+    return (value,) + tuple(out[1:]) if a["full_output"] else (value, out[1])
+
+
+# ----------------------------------------------------------------------------- ODEs
+def _collocation(stages=3):
+    """Gauss collocation on [0, 1]: nodes ``c``, weights ``b`` and matrix ``A``
+    (``A[i, j]`` = integral of the j-th Lagrange basis polynomial from 0 to ``c[i]``)."""
+    x, wx = np.polynomial.legendre.leggauss(stages)
+    c, b = (x + 1) / 2, wx / 2
+    A = np.empty((stages, stages))
+    for j in range(stages):
+        others = np.delete(c, j)
+        basis = np.polynomial.Polynomial.fromroots(others) / np.prod(c[j] - others)
+        antiderivative = basis.integ()
+        A[:, j] = antiderivative(c) - antiderivative(0.0)
+    return c, b, A
+
+
+_C, _B, _A = _collocation()
+
+
+def _steps_plan(step_times, out_times):
+    """The segments of the sensitivity recurrence: the plain solver's steps, split at
+    the output times (ordered along the integration); and for each output time the
+    number of segments before it."""
+    t0, t1 = step_times[0], step_times[-1]
+    sign = 1.0 if t1 >= t0 else -1.0
+    breaks = np.unique(np.concatenate([np.asarray(step_times, float), np.asarray(out_times, float)]) * sign) * sign
+    counts = [int(np.searchsorted(breaks * sign, t * sign, side="left")) for t in out_times]
+    return breaks, counts
+
+
+def _linearised(jac, y_at, breaks):
+    """Per segment, the plain operators of the collocation step for ``u' = J u + g``:
+    ``u_next = P u + Q g`` (``g`` the forcing at the segment's nodes, stacked), and the
+    nodes ``(s, y(s))``."""
+    n = np.size(y_at(breaks[0]))
+    k = len(_C)
+    eye = np.eye(n)
+    ops, nodes = [], []
+    A_big = np.kron(_A, eye)
+    ones = np.kron(np.ones((k, 1)), eye)
+    for t_a, t_b in zip(breaks[:-1], breaks[1:]):
+        h = t_b - t_a
+        s = t_a + _C * h
+        ys = [np.atleast_1d(np.asarray(y_at(si), dtype=float)) for si in s]
+        J = np.zeros((k * n, k * n))
+        for i, (si, yi) in enumerate(zip(s, ys)):
+            J[i * n:(i + 1) * n, i * n:(i + 1) * n] = jac(si, yi)
+        M = np.eye(k * n) - h * A_big @ J
+        R = np.linalg.solve(M, ones)
+        S = h * np.linalg.solve(M, A_big)
+        B = h * np.kron(_B[None, :], eye)
+        BJ = B @ J
+        ops.append((eye + BJ @ R, BJ @ S + B))
+        nodes.append((s, ys))
+    return ops, nodes
+
+
+def _propagate(G, fargs, dy0, ops, nodes, counts, n, forced):
+    """(Run inside the differentiation.)  The recurrence ``u <- P u + Q g``, where ``g``
+    stacks ``G(s, y(s)) - stop_gradient(...)`` (zero, with the derivative of ``G`` in its
+    differentiated parameters) at each segment's nodes; returns ``u`` at the output
+    times, shape ``(len(counts), n)``."""
+    from ..markers import stop_gradient
+    u = dy0
+    states = [u]
+    for (P, Q), (s, ys) in zip(ops, nodes):
+        if forced:
+            parts = []
+            for si, yi in zip(s, ys):
+                g = np.reshape(G(si, yi, *fargs), (n,))
+                parts.append(g - stop_gradient(g))
+            u = P @ u + Q @ np.concatenate(parts)
+        else:
+            u = P @ u
+        states.append(u)
+    return np.stack([states[c] for c in counts])
+
+
+def _ode_sensitivity(ctx, G, fargs, y0, sol, step_times, out_times):
+    """The derivative part of an ODE solution at ``out_times`` (zero-valued, shape
+    ``(len(out_times), n)``), computed inside the differentiation."""
+    from ..derivatives import jacobian
+    G_plain = _plain_callable(ctx, G)
+    plain_args = _plain(fargs)
+    n = int(np.size(_plain(y0)))
+
+    def jac(s, y):
+        return np.reshape(np.asarray(_plain(jacobian(
+            lambda z: np.ravel(np.asarray(G_plain(s, z, *plain_args))), y)), dtype=float), (n, n))
+
+    breaks, counts = _steps_plan(step_times, out_times)
+    ops, nodes = _linearised(jac, sol, breaks)
+    forced = _owner(G, fargs) is ctx
+    dy0 = overdub(ctx, _deviation, overdub(ctx, np.ravel, overdub(ctx, np.asarray, y0, float)))
+    return _correction(ctx, _propagate, G, fargs, dy0, ops, nodes, counts, n, forced)
+
+
+def _ode_checks(name, ctx, depends, times):
+    if _tagged(times):
+        raise _no_rule("%s with a differentiated time span or output times has no derivative rule; "
+                       "pass the times as plain numbers" % name)
+    if _levels(*depends) > 1:
+        raise _no_rule("%s: derivatives of second order (nested differentiation: hessian, D of D) of "
+                       "ODE solutions are not supported; differentiate once" % name)
+
+
+def _solve_ivp_rule(ctx, f, args, kwargs):
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    fargs = a["args"] if a["args"] is not None else ()
+    if not isinstance(fargs, tuple):
+        fargs = (fargs,)
+    depends = [a["fun"], fargs, a["y0"], a["events"]]
+    routed = _route(ctx, f, args, kwargs, depends + [a["t_span"], a["t_eval"]])
+    if routed is not _MINE:
+        return routed
+    _ode_checks("scipy.integrate.solve_ivp", ctx, depends, (a["t_span"], a["t_eval"]))
+    if a["events"] is not None:
+        raise _no_rule("scipy.integrate.solve_ivp with events= has no derivative rule (event times move "
+                       "with the parameters); solve without events")
+    if a["dense_output"]:
+        raise _no_rule("scipy.integrate.solve_ivp(dense_output=True): the dense solution of a "
+                       "differentiated ODE has no derivative rule; pass the times you need as t_eval=")
+    options = a.get("options", {})
+    plain = dict(fun=_plain_callable(ctx, a["fun"]), t_span=_plain(a["t_span"]), y0=_plain(a["y0"]),
+                 method=a["method"], t_eval=_plain(a["t_eval"]), dense_output=True,
+                 vectorized=a["vectorized"], args=_plain(a["args"]), **_plain(options))
+    out = f(**plain)
+    if out.status < 0:
+        raise _no_rule("scipy.integrate.solve_ivp failed (%s); its result has no derivative" % out.message)
+    delta = _ode_sensitivity(ctx, a["fun"], fargs, a["y0"], out.sol, out.sol.ts, out.t)
+    out.y = _add(ctx, out.y, overdub(ctx, np.transpose, delta))
+    out.sol = None
+    ctx.remember(out, "y")
+    return out
+
+
+def _odeint_rule(ctx, f, args, kwargs):
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    depends = [a["func"], fargs, a["y0"], a["Dfun"]]
+    routed = _route(ctx, f, args, kwargs, depends + [a["t"]])
+    if routed is not _MINE:
+        return routed
+    _ode_checks("scipy.integrate.odeint", ctx, depends, a["t"])
+    plain = {k: _plain(v) for k, v in a.items()}
+    plain["func"] = _plain_callable(ctx, a["func"])
+    plain["Dfun"] = _plain_callable(ctx, a["Dfun"])
+    out = f(**plain)
+    t = np.asarray(plain["t"], dtype=float)
+    func, tfirst = a["func"], a["tfirst"]
+    G = func if tfirst else _swapped(func)
+    G_plain = plain["func"] if tfirst else _swapped(plain["func"])
+    rtol = plain["rtol"] if plain["rtol"] is not None else 1.49012e-8
+    atol = plain["atol"] if plain["atol"] is not None else 1.49012e-8
+    dense = _integrate.solve_ivp(G_plain, (t[0], t[-1]), np.ravel(plain["y0"]), method="LSODA",
+                                 dense_output=True, rtol=rtol, atol=atol, args=_plain(fargs) or None)
+    if dense.status < 0:
+        raise _no_rule("scipy.integrate.odeint: the solution could not be retraced for its derivative (%s)"
+                       % dense.message)
+    delta = _ode_sensitivity(ctx, G, fargs, a["y0"], dense.sol, dense.sol.ts, t)
+    y = out[0] if type(out) is tuple else out
+    y = _add(ctx, y, delta)
+    return (y,) + out[1:] if type(out) is tuple else y
+
+
+def _swapped(func):
+    """``func(y, t, *args)`` as ``G(t, y, *args)``."""
+    return lambda t, y, *rest: func(y, t, *rest)
+
+
+# ----------------------------------------------------------------------------- table
+if _optimize is not None:
+    for _solver in (_optimize.brentq, _optimize.bisect, _optimize.brenth, _optimize.ridder,
+                    _optimize.toms748):
+        _ROOTS[_solver] = ("f", {"a", "b"}, "scalar")
+    _ROOTS[_optimize.newton] = ("func", {"x0", "x1"}, "newton")
+    _ROOTS[_optimize.root_scalar] = ("f", {"bracket", "x0", "x1"}, "root_scalar")
+    _ROOTS[_optimize.fsolve] = ("func", {"x0"}, "fsolve")
+    _ROOTS[_optimize.root] = ("fun", {"x0"}, "root")
+    for _solver in _ROOTS:
+        defsolver(_solver, _root_rule)
+    defsolver(_integrate.quad, _quad_rule)
+    defsolver(_integrate.quad_vec, _quad_vec_rule)
+    defsolver(_integrate.solve_ivp, _solve_ivp_rule)
+    defsolver(_integrate.odeint, _odeint_rule)
