@@ -515,7 +515,13 @@ def _collocation(stages=3):
     return c, b, A
 
 
-_C, _B, _A = _collocation()
+_COLLOCATIONS = {3: _collocation(3), 4: _collocation(4)}
+
+
+def _stages(method):
+    """Collocation stages for the sensitivity recurrence: order 6, or 8 beside DOP853's
+    long steps (the derivative then keeps the solution's accuracy)."""
+    return _COLLOCATIONS[4 if method == "DOP853" else 3]
 
 
 def _steps_plan(step_times, out_times):
@@ -529,71 +535,84 @@ def _steps_plan(step_times, out_times):
     return breaks, counts
 
 
-def _linearised(jac, y_at, breaks):
-    """Per segment, the plain operators of the collocation step for ``u' = J u + g``:
-    ``u_next = P u + Q g`` (``g`` the forcing at the segment's nodes, stacked), and the
-    nodes ``(s, y(s))``."""
-    n = np.size(y_at(breaks[0]))
+def _linearised(jac, y_at, breaks, counts, n, method):
+    """The plain part of the sensitivity recurrence.  On each segment, Gauss collocation
+    of ``u' = J u + g`` gives ``u_next = P u + Q g`` (``g``: the forcing at the segment's
+    nodes, stacked); unrolled, the derivative at output ``c`` is
+    ``Phi[c] @ u0 + W[c] @ g_all``.  Returns ``(Phi, W, node times, node states)``."""
+    _C, _B, _A = _stages(method)
     k = len(_C)
+    h = np.diff(breaks)
+    s = breaks[:-1, None] + h[:, None] * _C  # (segments, k)
+    ys = np.asarray(y_at(s.ravel()), dtype=float).reshape(n, -1).T  # (segments * k, n)
+    jacs = np.stack([jac(si, yi) for si, yi in zip(s.ravel(), ys)]).reshape(len(h), k, n, n)
     eye = np.eye(n)
-    ops, nodes = [], []
+    big = np.zeros((len(h), k * n, k * n))
+    for i in range(k):
+        big[:, i * n:(i + 1) * n, i * n:(i + 1) * n] = jacs[:, i]
     A_big = np.kron(_A, eye)
-    ones = np.kron(np.ones((k, 1)), eye)
-    for t_a, t_b in zip(breaks[:-1], breaks[1:]):
-        h = t_b - t_a
-        s = t_a + _C * h
-        ys = [np.atleast_1d(np.asarray(y_at(si), dtype=float)) for si in s]
-        J = np.zeros((k * n, k * n))
-        for i, (si, yi) in enumerate(zip(s, ys)):
-            J[i * n:(i + 1) * n, i * n:(i + 1) * n] = jac(si, yi)
-        M = np.eye(k * n) - h * A_big @ J
-        R = np.linalg.solve(M, ones)
-        S = h * np.linalg.solve(M, A_big)
-        B = h * np.kron(_B[None, :], eye)
-        BJ = B @ J
-        ops.append((eye + BJ @ R, BJ @ S + B))
-        nodes.append((s, ys))
-    return ops, nodes
+    M = np.eye(k * n) - h[:, None, None] * (A_big @ big)
+    R = np.linalg.solve(M, np.broadcast_to(np.kron(np.ones((k, 1)), eye), M.shape[:-1] + (n,)))
+    S = h[:, None, None] * np.linalg.solve(M, np.broadcast_to(A_big, M.shape))
+    B = h[:, None, None] * np.kron(_B[None, :], eye)
+    BJ = B @ big
+    P = eye + BJ @ R  # (segments, n, n)
+    Q = BJ @ S + B  # (segments, n, k n)
+    Phi = np.empty((len(counts), n, n))
+    W = np.zeros((len(counts), n, len(h), k * n))
+    for c, count in enumerate(counts):
+        acc = eye
+        for j in range(count - 1, -1, -1):
+            W[c, :, j] = acc @ Q[j]
+            acc = acc @ P[j]
+        Phi[c] = acc
+    return Phi, W.reshape(len(counts), n, -1), s.ravel(), ys
 
 
-def _propagate(G, fargs, dy0, ops, nodes, counts, n, forced):
-    """(Run inside the differentiation.)  The recurrence ``u <- P u + Q g``, where ``g``
-    stacks ``G(s, y(s)) - stop_gradient(...)`` (zero, with the derivative of ``G`` in its
-    differentiated parameters) at each segment's nodes; returns ``u`` at the output
-    times, shape ``(len(counts), n)``."""
+def _forcing(G, fargs, s, ys, n):
+    """(Run inside the differentiation.)  ``G(s, y(s)) - stop_gradient(...)`` at every
+    node, stacked: zero, with the derivative of ``G`` in its differentiated parameters."""
     from ..markers import stop_gradient
-    u = dy0
-    states = [u]
-    for (P, Q), (s, ys) in zip(ops, nodes):
-        if forced:
-            parts = []
-            for si, yi in zip(s, ys):
-                g = np.reshape(G(si, yi, *fargs), (n,))
-                parts.append(g - stop_gradient(g))
-            u = P @ u + Q @ np.concatenate(parts)
-        else:
-            u = P @ u
-        states.append(u)
-    return np.stack([states[c] for c in counts])
+    parts = [np.reshape(np.asarray(G(si, yi, *fargs)), (n,)) for si, yi in zip(s, ys)]  # (asarray: a list)
+    g = np.concatenate(parts)
+    return g - stop_gradient(g)
 
 
-def _ode_sensitivity(ctx, G, fargs, y0, sol, step_times, out_times):
+def _ode_sensitivity(ctx, G, fargs, y0, sol, step_times, out_times, user_jac=None, method=None):
     """The derivative part of an ODE solution at ``out_times`` (zero-valued, shape
-    ``(len(out_times), n)``), computed inside the differentiation."""
+    ``(len(out_times), n)``), computed inside the differentiation.  ``user_jac(t, y)``:
+    the user's plain Jacobian, if given (then no Jacobian is differentiated)."""
     from ..derivatives import jacobian
     G_plain = _plain_callable(ctx, G)
     plain_args = _plain(fargs)
     n = int(np.size(_plain(y0)))
 
     def jac(s, y):
+        if user_jac is not None:
+            return np.reshape(np.asarray(user_jac(s, y), dtype=float), (n, n))
         return np.reshape(np.asarray(_plain(jacobian(
             lambda z: np.ravel(np.asarray(G_plain(s, z, *plain_args))), y)), dtype=float), (n, n))
 
     breaks, counts = _steps_plan(step_times, out_times)
-    ops, nodes = _linearised(jac, sol, breaks)
-    forced = _owner(G, fargs) is ctx
-    dy0 = overdub(ctx, _deviation, overdub(ctx, np.ravel, overdub(ctx, np.asarray, y0, float)))
-    return _correction(ctx, _propagate, G, fargs, dy0, ops, nodes, counts, n, forced)
+    Phi, W, s, ys = _linearised(jac, sol, breaks, counts, n, method)
+    u0 = overdub(ctx, _deviation, overdub(ctx, np.ravel, overdub(ctx, np.asarray, y0, float)))
+    delta = overdub(ctx, np.matmul, Phi, u0)
+    if _owner(G, fargs) is ctx and len(s):
+        g = _correction(ctx, _forcing, G, fargs, s, ys, n)
+        delta = _add(ctx, delta, overdub(ctx, np.matmul, W, g))
+    return _correction(ctx, _deviation, delta)
+
+
+def _user_jacobian(jac, fargs):
+    """The user's ODE Jacobian option as ``J(t, y)`` (a callable with the ODE's
+    ``args``, or a constant matrix); ``None`` if absent or sparse."""
+    if jac is None:
+        return None
+    if callable(jac):
+        return lambda t, y: jac(t, y, *fargs)
+    if isinstance(jac, np.ndarray) or isinstance(jac, (list, tuple)):
+        return lambda t, y: jac
+    return None
 
 
 def _ode_checks(name, ctx, depends, times):
@@ -629,7 +648,9 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     out = f(**plain)
     if out.status < 0:
         raise _no_rule("scipy.integrate.solve_ivp failed (%s); its result has no derivative" % out.message)
-    delta = _ode_sensitivity(ctx, a["fun"], fargs, a["y0"], out.sol, out.sol.ts, out.t)
+    user_jac = _user_jacobian(plain.get("jac"), _plain(fargs))
+    delta = _ode_sensitivity(ctx, a["fun"], fargs, a["y0"], out.sol, out.sol.ts, out.t, user_jac,
+                             a["method"])
     out.y = _add(ctx, out.y, overdub(ctx, np.transpose, delta))
     out.sol = None
     ctx.remember(out, "y")
@@ -660,10 +681,19 @@ def _odeint_rule(ctx, f, args, kwargs):
     if dense.status < 0:
         raise _no_rule("scipy.integrate.odeint: the solution could not be retraced for its derivative (%s)"
                        % dense.message)
-    delta = _ode_sensitivity(ctx, G, fargs, a["y0"], dense.sol, dense.sol.ts, t)
+    user_jac = None
+    if plain["Dfun"] is not None:
+        Dfun, by_column = plain["Dfun"], plain["col_deriv"]
+        user_jac = (lambda s, y: _transposed_if(Dfun(y, s, *_plain(fargs)), by_column)) if not tfirst else (
+            lambda s, y: _transposed_if(Dfun(s, y, *_plain(fargs)), by_column))
+    delta = _ode_sensitivity(ctx, G, fargs, a["y0"], dense.sol, dense.sol.ts, t, user_jac)
     y = out[0] if type(out) is tuple else out
     y = _add(ctx, y, delta)
     return (y,) + out[1:] if type(out) is tuple else y
+
+
+def _transposed_if(J, by_column):
+    return np.transpose(J) if by_column else J
 
 
 def _swapped(func):
