@@ -260,12 +260,15 @@ def _newton_steps():
 
 
 # ----------------------------------------------------------------------------- roots
-def _scalar_newton(F, x, fargs, steps, elementwise):
+def _scalar_newton(F, x, fargs, steps, elementwise, slope):
     """(Run inside the differentiation.)  Newton steps on ``F(x, *fargs) = 0`` from the
-    plain root ``x``; returns ``x_new - stop_gradient(x_new)`` (value zero)."""
+    plain root ``x``, the first with ``slope``, the plain derivative at the plain root
+    (first-order derivatives need no more), the next ones with the derivative
+    differentiated in turn; returns ``x_new - stop_gradient(x_new)`` (value zero)."""
     from ..forward import D, jvp
     from ..markers import stop_gradient
-    for _ in range(steps):
+    x = x - F(x, *fargs) / slope
+    for _ in range(steps - 1):
         r = F(x, *fargs)
         if elementwise:
             slope = jvp(lambda z: F(z, *fargs), (x,), (np.ones(np.shape(x)),))[1]
@@ -275,8 +278,19 @@ def _scalar_newton(F, x, fargs, steps, elementwise):
     return x - stop_gradient(x)
 
 
-def _vector_newton(F, x, fargs, steps):
-    """(Run inside the differentiation.)  Newton steps on a system ``F(x) = 0``."""
+def _plain_slope(F, x, fargs):
+    """The plain derivative of scalar or elementwise ``F`` at ``x``."""
+    from ..forward import D, jvp
+    if np.ndim(x) > 0:
+        return np.asarray(jvp(lambda z: F(z, *fargs), (np.asarray(x, dtype=float),),
+                              (np.ones(np.shape(x)),))[1], dtype=float)
+    return float(D(lambda z: F(z, *fargs), float(x)))
+
+
+def _vector_newton(F, x, fargs, steps, J):
+    """(Run inside the differentiation.)  Newton steps on a system ``F(x) = 0``; the
+    first with ``J``, the plain Jacobian at the plain root (first-order derivatives need
+    no more), the next ones with the Jacobian differentiated in turn."""
     from ..derivatives import jacobian
     from ..markers import stop_gradient
     shape = np.shape(x)
@@ -285,7 +299,8 @@ def _vector_newton(F, x, fargs, steps):
         return np.ravel(np.asarray(F(np.reshape(z, shape), *fargs)))
 
     x = np.ravel(x)
-    for _ in range(steps):
+    x = x - np.linalg.solve(J, residual(x))
+    for _ in range(steps - 1):
         x = x - np.linalg.solve(jacobian(residual, x), residual(x))
     x = np.reshape(x, shape)
     return x - stop_gradient(x)
@@ -326,7 +341,9 @@ def _root_rule(ctx, f, args, kwargs):
         else:
             root = out[0] if type(out) is tuple else out
         elementwise = np.ndim(root) > 0
-        x = _add(ctx, root, _correction(ctx, _scalar_newton, F, root, fargs, steps, elementwise))
+        F_plain = _first(plain[func_name]) if F is not func else plain[func_name]
+        slope = _plain_slope(F_plain, root, _plain(fargs))
+        x = _add(ctx, root, _correction(ctx, _scalar_newton, F, root, fargs, steps, elementwise, slope))
         if kind == "root_scalar":
             out.root = x
             ctx.remember(out, "root")
@@ -334,23 +351,23 @@ def _root_rule(ctx, f, args, kwargs):
         return (x,) + out[1:] if type(out) is tuple else x
     if kind == "fsolve":
         root = out[0] if type(out) is tuple else out
-        _check_root("scipy.optimize.fsolve", plain[func_name], root, plain["args"],
-                    out[3] if type(out) is tuple else "")
-        x = _add(ctx, root, _correction(ctx, _vector_newton, F, root, fargs, steps))
+        J = _check_root("scipy.optimize.fsolve", plain[func_name], root, plain["args"],
+                        out[3] if type(out) is tuple else "")
+        x = _add(ctx, root, _correction(ctx, _vector_newton, F, root, fargs, steps, J))
         return (x,) + out[1:] if type(out) is tuple else x
     # kind == "root": an OptimizeResult
-    if not out.success:
-        _check_root("scipy.optimize.root", _first(plain["fun"]) if a.get("jac") is True else plain["fun"],
+    J = _check_root("scipy.optimize.root", _first(plain["fun"]) if a.get("jac") is True else plain["fun"],
                     out.x, plain["args"], out.message)
-    out.x = _add(ctx, out.x, _correction(ctx, _vector_newton, F, out.x, fargs, steps))
+    out.x = _add(ctx, out.x, _correction(ctx, _vector_newton, F, out.x, fargs, steps, J))
     ctx.remember(out, "x")
     return out
 
 
-def _check_root(name, F, x, fargs, message):
-    """Refuse a system's "root" that is not one: the Newton step from it must be
-    negligible (a solver may report failure at a tolerance tighter than it can reach
-    while its answer is a root to rounding error)."""
+def _check_root(name, F, x, fargs, message, limit=1e-6):
+    """Refuse a system's "root" that is not one: the Newton step from it must be small
+    (a solver may report failure at a tolerance tighter than it can reach while its
+    answer is a root to rounding error).  The derivative is as accurate as the root:
+    its error is of the order of that step."""
     from ..derivatives import jacobian
     fargs = fargs if isinstance(fargs, tuple) else (fargs,)
     shape = np.shape(x)
@@ -359,17 +376,80 @@ def _check_root(name, F, x, fargs, message):
         return np.ravel(np.asarray(F(np.reshape(z, shape), *fargs), dtype=float))
 
     flat = np.ravel(np.asarray(x, dtype=float))
+    J = np.reshape(np.asarray(jacobian(residual, flat), dtype=float), (flat.size, flat.size))
     with np.errstate(all="ignore"):
         try:
-            step = np.linalg.solve(jacobian(residual, flat), residual(flat))
+            step = np.linalg.solve(J, residual(flat))
         except np.linalg.LinAlgError:
             step = np.array([np.inf])
-    if not np.all(np.isfinite(step)) or np.linalg.norm(step) > 1.5e-8 * (1 + np.linalg.norm(flat)):
-        raise _no_rule("%s did not find a root (%s); the result has no derivative" % (name, message))
+    size = np.linalg.norm(step)
+    if not np.all(np.isfinite(step)) or size > limit * (1 + np.linalg.norm(flat)):
+        raise _no_rule("%s: its result is not a solution to the accuracy a derivative needs (%s; a "
+                       "Newton step from it has length %.3g); tighten the solver's tolerance"
+                       % (name, message, size))
+    return J
 
 
 def _first(func):
     return lambda *a: func(*a)[0]
+
+
+# ----------------------------------------------------------------------------- minimisers
+def _gradient_of(F, scalar):
+    """The residual of the optimality condition: ``F``'s derivative in its first argument."""
+    from ..derivatives import jacobian
+    from ..forward import D
+
+    if scalar:
+        return lambda x, *fargs: D(lambda z: F(z, *fargs), x)
+    # (forward mode: the Newton step differentiates this again, forward over forward)
+    return lambda x, *fargs: jacobian(lambda z: F(z, *fargs), x)
+
+
+def _minimize_rule(ctx, f, args, kwargs):
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    scalar = f is _optimize.minimize_scalar
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    starts = {"x0", "bracket", "bounds", "callback", "options", "tol", "method"}
+    depends = [v for k, v in a.items() if k not in starts]
+    routed = _route(ctx, f, args, kwargs, depends)
+    if routed is not _MINE:
+        return routed
+    name = "scipy.optimize." + f.__name__
+    if scalar and a["bounds"] is not None or not scalar and (
+            a["bounds"] is not None or a["constraints"] not in ((), [], None)):
+        raise _no_rule("%s with bounds or constraints has no derivative rule (a minimiser on a bound "
+                       "does not satisfy the optimality condition the rule differentiates); minimise "
+                       "without them" % name)
+    fun = a["fun"]
+    F = _first(fun) if not scalar and a["jac"] is True else fun
+    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+             for k, v in a.items()}
+    out = f(**plain)
+    F_plain = _first(plain["fun"]) if not scalar and a["jac"] is True else plain["fun"]
+    residual = _gradient_of(F, scalar)
+    J = _check_root(name, _gradient_of(F_plain, scalar), out.x, _plain(fargs), getattr(out, "message", ""),
+                    limit=1e-3)
+    steps = _newton_steps()
+    x_plain = out.x
+    if scalar:
+        if steps > 1:
+            raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
+                           "supported; differentiate once" % name)
+        x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, 1, False,
+                                           float(np.ravel(J)[0])))
+    elif steps > 1:
+        raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
+                       "supported; differentiate once" % name)
+    else:
+        x = _add(ctx, x_plain, _correction(ctx, _vector_newton, residual, x_plain, fargs, 1, J))
+    value = overdub(ctx, F, x, *fargs)  # (its derivative: the envelope theorem's F_p at x*)
+    out.x = x
+    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value))
+    ctx.remember(out, "x")
+    ctx.remember(out, "fun")
+    return out
 
 
 # ----------------------------------------------------------------------------- quadrature
@@ -712,6 +792,8 @@ if _optimize is not None:
     _ROOTS[_optimize.root] = ("fun", {"x0"}, "root")
     for _solver in _ROOTS:
         defsolver(_solver, _root_rule)
+    defsolver(_optimize.minimize, _minimize_rule)
+    defsolver(_optimize.minimize_scalar, _minimize_rule)
     defsolver(_integrate.quad, _quad_rule)
     defsolver(_integrate.quad_vec, _quad_vec_rule)
     defsolver(_integrate.solve_ivp, _solve_ivp_rule)
