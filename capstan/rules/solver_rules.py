@@ -495,8 +495,8 @@ def _quadrature_nodes(a, b, intervals, both_signs):
         if a == b or not len(intervals):
             u, w = _gauss([(0.0, 1.0)])
             return "finite", u, w
-        x, wx = _gauss(intervals)
-        return "finite", (x - a) / (b - a), wx / (b - a)
+        x, wx = _gauss(intervals)  # (intervals oriented either way: weights taken positive)
+        return "finite", (x - a) / (b - a), np.abs(wx) / abs(b - a)
     u, w = _transformed(intervals, "t")
     if fa:
         return "upper", u, w
@@ -724,7 +724,9 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     options = a.get("options", {})
     plain = dict(fun=_plain_callable(ctx, a["fun"]), t_span=_plain(a["t_span"]), y0=_plain(a["y0"]),
                  method=a["method"], t_eval=_plain(a["t_eval"]), dense_output=True,
-                 vectorized=a["vectorized"], args=_plain(a["args"]), **_plain(options))
+                 vectorized=a["vectorized"], args=_plain(a["args"]),
+                 **{k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+                    for k, v in options.items()})
     out = f(**plain)
     if out.status < 0:
         raise _no_rule("scipy.integrate.solve_ivp failed (%s); its result has no derivative" % out.message)
