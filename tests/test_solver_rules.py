@@ -243,6 +243,18 @@ def test_solve_ivp_three_states_four_parameters():
     assert np.isclose(np.sum(w * jv), back(w)[0] @ v, rtol=1e-9)
 
 
+@pytest.mark.parametrize("rhs", [
+    lambda t, y, p: [p * math.sin(y[0]) - 0.3 * y[0]],  # one state at a time only (math.sin)
+    lambda t, y, p: -p * y / np.sum(y),  # runs on all nodes at once, but mixes them: not batched
+    lambda t, y, p: -p * y * (1 + 0.1 * np.cos(t)),  # batches
+], ids=["scalar-only", "mixing", "batching"])
+def test_solve_ivp_callback_shapes(rhs):
+    def f(p):
+        return integrate.solve_ivp(rhs, (0.0, 1.5), [0.8], args=(p,), t_eval=[0.5, 1.5], **TIGHT).y[0]
+
+    check(f, X, central(f, X), rtol=1e-6, atol=1e-9)
+
+
 def test_odeint_forms():
     times = [0.0, 0.5, 1.0]
     check(lambda p: integrate.odeint(lambda y, t: -p * y, 1.0, times, **TIGHT)[:, 0], X,

@@ -615,17 +615,25 @@ def _steps_plan(step_times, out_times):
     return breaks, counts
 
 
-def _linearised(jac, y_at, breaks, counts, n, method):
-    """The plain part of the sensitivity recurrence.  On each segment, Gauss collocation
-    of ``u' = J u + g`` gives ``u_next = P u + Q g`` (``g``: the forcing at the segment's
-    nodes, stacked); unrolled, the derivative at output ``c`` is
-    ``Phi[c] @ u0 + W[c] @ g_all``.  Returns ``(Phi, W, node times, node states)``."""
+def _nodes(breaks, method, sol, n):
+    """Collocation nodes of every segment: times ``(segments * k,)`` and plain states
+    ``(segments * k, n)`` from the plain solution's dense output."""
+    _C = _stages(method)[0]
+    h = np.diff(breaks)
+    s = (breaks[:-1, None] + h[:, None] * _C).ravel()
+    ys = np.asarray(sol(s), dtype=float).reshape(n, -1).T if len(s) else np.empty((0, n))
+    return s, ys
+
+
+def _linearised(jacs, breaks, counts, n, method):
+    """The plain part of the sensitivity recurrence, from the Jacobians ``jacs`` at the
+    nodes.  On each segment, Gauss collocation of ``u' = J u + g`` gives
+    ``u_next = P u + Q g`` (``g``: the forcing at the segment's nodes, stacked); unrolled,
+    the derivative at output ``c`` is ``Phi[c] @ u0 + W[c] @ g_all``."""
     _C, _B, _A = _stages(method)
     k = len(_C)
     h = np.diff(breaks)
-    s = breaks[:-1, None] + h[:, None] * _C  # (segments, k)
-    ys = np.asarray(y_at(s.ravel()), dtype=float).reshape(n, -1).T  # (segments * k, n)
-    jacs = np.stack([jac(si, yi) for si, yi in zip(s.ravel(), ys)]).reshape(len(h), k, n, n)
+    jacs = np.reshape(jacs, (len(h), k, n, n))
     eye = np.eye(n)
     big = np.zeros((len(h), k * n, k * n))
     for i in range(k):
@@ -646,39 +654,76 @@ def _linearised(jac, y_at, breaks, counts, n, method):
             W[c, :, j] = acc @ Q[j]
             acc = acc @ P[j]
         Phi[c] = acc
-    return Phi, W.reshape(len(counts), n, -1), s.ravel(), ys
+    return Phi, W.reshape(len(counts), n, -1)
 
 
-def _forcing(G, fargs, s, ys, n):
+def _batches(G, s, ys, fargs, n):
+    """Whether ``G(s, Y)`` evaluated once on all nodes (``s`` an array, ``Y`` of shape
+    ``(n, nodes)``) gives each node's own ``G(s_k, y_k)``, checked on a few nodes: then
+    the forcing and the Jacobians take one call instead of one per node."""
+    if len(s) < 4:
+        return False
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            together = np.asarray(G(s, ys.T, *fargs), dtype=float)
+            if together.shape != (n, len(s)):
+                return False
+            picks = np.unique(np.linspace(0, len(s) - 1, 6).astype(int))
+            alone = np.stack([np.reshape(np.asarray(G(s[k], ys[k], *fargs), dtype=float), (n,))
+                              for k in picks], axis=1)
+    except Exception:  # noqa: BLE001  (a callback written for one state at a time)
+        return False
+    return bool(np.allclose(together[:, picks], alone, rtol=1e-12, atol=1e-300))
+
+
+def _forcing(G, fargs, s, ys, n, batched):
     """(Run inside the differentiation.)  ``G(s, y(s)) - stop_gradient(...)`` at every
-    node, stacked: zero, with the derivative of ``G`` in its differentiated parameters."""
+    node, stacked node by node: zero, with the derivative of ``G`` in its differentiated
+    parameters."""
     from ..markers import stop_gradient
-    parts = [np.reshape(np.asarray(G(si, yi, *fargs)), (n,)) for si, yi in zip(s, ys)]  # (asarray: a list)
-    g = np.concatenate(parts)
+    if batched:
+        g = np.ravel(np.transpose(np.asarray(G(s, np.transpose(ys), *fargs))))
+    else:
+        parts = [np.reshape(np.asarray(G(si, yi, *fargs)), (n,)) for si, yi in zip(s, ys)]  # (asarray: a list)
+        g = np.concatenate(parts)
     return g - stop_gradient(g)
+
+
+def _node_jacobians(G_plain, user_jac, s, ys, plain_args, n, batched):
+    """Plain Jacobians ``dG/dy`` at the nodes, ``(nodes, n, n)``: the user's, or by forward
+    mode (``n`` runs on all nodes at once when ``G`` batches, else one per node)."""
+    from ..derivatives import jacobian
+    from ..forward import jvp
+    if user_jac is not None:
+        return np.stack([np.reshape(np.asarray(user_jac(si, yi), dtype=float), (n, n))
+                         for si, yi in zip(s, ys)])
+    if batched:
+        columns = [np.asarray(_plain(jvp(lambda Y: np.asarray(G_plain(s, Y, *plain_args)), (ys.T,),
+                                         (np.outer(np.eye(n)[i], np.ones(len(s))),))[1]), dtype=float)
+                   for i in range(n)]  # column i of every node's Jacobian: (n, nodes)
+        return np.transpose(np.stack(columns), (2, 1, 0))
+    return np.stack([np.reshape(np.asarray(_plain(jacobian(
+        lambda z: np.ravel(np.asarray(G_plain(si, z, *plain_args))), yi)), dtype=float), (n, n))
+        for si, yi in zip(s, ys)])
 
 
 def _ode_sensitivity(ctx, G, fargs, y0, sol, step_times, out_times, user_jac=None, method=None):
     """The derivative part of an ODE solution at ``out_times`` (zero-valued, shape
     ``(len(out_times), n)``), computed inside the differentiation.  ``user_jac(t, y)``:
     the user's plain Jacobian, if given (then no Jacobian is differentiated)."""
-    from ..derivatives import jacobian
     G_plain = _plain_callable(ctx, G)
     plain_args = _plain(fargs)
     n = int(np.size(_plain(y0)))
-
-    def jac(s, y):
-        if user_jac is not None:
-            return np.reshape(np.asarray(user_jac(s, y), dtype=float), (n, n))
-        return np.reshape(np.asarray(_plain(jacobian(
-            lambda z: np.ravel(np.asarray(G_plain(s, z, *plain_args))), y)), dtype=float), (n, n))
-
     breaks, counts = _steps_plan(step_times, out_times)
-    Phi, W, s, ys = _linearised(jac, sol, breaks, counts, n, method)
+    s, ys = _nodes(breaks, method, sol, n)
+    batched = _batches(G_plain, s, ys, plain_args, n)
+    Phi, W = _linearised(_node_jacobians(G_plain, user_jac, s, ys, plain_args, n, batched),
+                         breaks, counts, n, method)
     u0 = overdub(ctx, _deviation, overdub(ctx, np.ravel, overdub(ctx, np.asarray, y0, float)))
     delta = overdub(ctx, np.matmul, Phi, u0)
     if _owner(G, fargs) is ctx and len(s):
-        g = _correction(ctx, _forcing, G, fargs, s, ys, n)
+        g = _correction(ctx, _forcing, G, fargs, s, ys, n, batched)
         delta = _add(ctx, delta, overdub(ctx, np.matmul, W, g))
     return _correction(ctx, _deviation, delta)
 
