@@ -298,6 +298,33 @@ def test_minimize_argmin_and_minimum():
           X, 2 / (2 + 12 * xs ** 2), rtol=1e-7)
 
 
+def test_scalar_minimisers_fixed_point_and_least_squares():
+    quartic = lambda p: (lambda t: (t - p) ** 2 + t ** 4)  # noqa: E731
+    xs = optimize.golden(quartic(X), tol=1e-12)
+    check(lambda p: optimize.golden(quartic(p), tol=1e-12), X, 2 / (2 + 12 * xs ** 2), rtol=1e-7)
+    check(lambda p: optimize.brent(quartic(p), full_output=True)[1], X, -2 * (xs - X), rtol=1e-6)
+    fixed = lambda p: optimize.fixed_point(lambda t: 0.5 * np.cos(t) + p, 0.5, xtol=1e-13)  # noqa: E731
+    check(fixed, X, 1 / (1 + 0.5 * math.sin(fixed(X))), rtol=1e-9)
+    c = np.array([0.5, -0.2, 0.8])
+    check(lambda p: optimize.least_squares(lambda t: t - p * c, np.zeros(3)).x, X, c)
+
+    def residuals(t, p):  # a nonlinear fit: one residual more than unknowns
+        return np.array([t[0] ** 2 - p, t[0] * t[1] - 1.0, t[1] - 0.3 * p])
+
+    def fit(p):
+        out = optimize.least_squares(residuals, np.ones(2), args=(p,), xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return np.concatenate([out.x, [out.cost], out.fun])
+
+    def optimality(t, p):  # J^T r = 0, solved tightly for the reference
+        return np.array([[2 * t[0], t[1], 0.0], [0.0, t[0], 1.0]]) @ residuals(t, p)
+
+    x_of = lambda p: optimize.fsolve(optimality, [0.9, 0.6], args=(p,), xtol=1e-12)  # noqa: E731
+    dx, x, r = central(x_of, X), x_of(X), residuals(x_of(X), X)
+    jac = np.array([[2 * x[0], 0.0], [x[1], x[0]], [0.0, 1.0]])
+    r_p = np.array([-1.0, 0.0, -0.3])
+    check(fit, X, np.concatenate([dx, [r @ r_p], jac @ dx + r_p]), rtol=1e-6, atol=1e-8)
+
+
 def test_minimize_with_bounds_is_refused():
     with pytest.raises(capstan.NoRuleError, match="bounds"):
         capstan.D(lambda p: optimize.minimize(lambda t: np.sum((t - p) ** 2), np.zeros(2),

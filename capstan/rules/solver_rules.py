@@ -406,50 +406,136 @@ def _gradient_of(F, scalar):
     return lambda x, *fargs: jacobian(lambda z: F(z, *fargs), x)
 
 
+def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message):
+    """The minimiser ``x_plain`` of ``F(., *fargs)`` made differentiable (a Newton step on
+    the optimality condition, first order only), and ``F`` there: ``(x, F(x))``."""
+    scalar = np.ndim(x_plain) == 0
+    if _newton_steps() > 1:
+        raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
+                       "supported; differentiate once" % name)
+    J = _check_root(name, _gradient_of(F_plain, scalar), x_plain, _plain(fargs), message, limit=1e-3)
+    residual = _gradient_of(F, scalar)
+    if scalar:
+        x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, 1, False,
+                                           float(np.ravel(J)[0])))
+    else:
+        x = _add(ctx, x_plain, _correction(ctx, _vector_newton, residual, x_plain, fargs, 1, J))
+    return x, overdub(ctx, F, x, *fargs)  # (F's derivative there: the envelope theorem's F_p)
+
+
+_BOUNDED = ("%s with bounds or constraints has no derivative rule (a minimiser on a bound does not "
+            "satisfy the optimality condition the rule differentiates); minimise without them")
+
+
 def _minimize_rule(ctx, f, args, kwargs):
     bound = _bind(f, args, kwargs)
     a = bound.arguments
     scalar = f is _optimize.minimize_scalar
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
     starts = {"x0", "bracket", "bounds", "callback", "options", "tol", "method"}
-    depends = [v for k, v in a.items() if k not in starts]
-    routed = _route(ctx, f, args, kwargs, depends)
+    routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
     if routed is not _MINE:
         return routed
     name = "scipy.optimize." + f.__name__
-    if scalar and a["bounds"] is not None or not scalar and (
-            a["bounds"] is not None or a["constraints"] not in ((), [], None)):
-        raise _no_rule("%s with bounds or constraints has no derivative rule (a minimiser on a bound "
-                       "does not satisfy the optimality condition the rule differentiates); minimise "
-                       "without them" % name)
+    if a["bounds"] is not None or not scalar and a["constraints"] not in ((), [], None):
+        raise _no_rule(_BOUNDED % name)
     fun = a["fun"]
-    F = _first(fun) if not scalar and a["jac"] is True else fun
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items()}
     out = f(**plain)
-    F_plain = _first(plain["fun"]) if not scalar and a["jac"] is True else plain["fun"]
-    residual = _gradient_of(F, scalar)
-    J = _check_root(name, _gradient_of(F_plain, scalar), out.x, _plain(fargs), getattr(out, "message", ""),
-                    limit=1e-3)
-    steps = _newton_steps()
-    x_plain = out.x
-    if scalar:
-        if steps > 1:
-            raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
-                           "supported; differentiate once" % name)
-        x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, 1, False,
-                                           float(np.ravel(J)[0])))
-    elif steps > 1:
-        raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
-                       "supported; differentiate once" % name)
-    else:
-        x = _add(ctx, x_plain, _correction(ctx, _vector_newton, residual, x_plain, fargs, 1, J))
-    value = overdub(ctx, F, x, *fargs)  # (its derivative: the envelope theorem's F_p at x*)
+    first = not scalar and a["jac"] is True  # (fun returns (F, gradient))
+    x, value = _minimiser(ctx, name, _first(fun) if first else fun,
+                          _first(plain["fun"]) if first else plain["fun"], out.x, fargs,
+                          getattr(out, "message", ""))
     out.x = x
     out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value))
     ctx.remember(out, "x")
     ctx.remember(out, "fun")
     return out
+
+
+def _bracketed_minimum_rule(ctx, f, args, kwargs):
+    """``golden`` and ``brent``: the minimiser (and with ``full_output``, the minimum)."""
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    routed = _route(ctx, f, args, kwargs, [a["func"], fargs])
+    if routed is not _MINE:
+        return routed
+    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+             for k, v in a.items()}
+    out = f(**plain)
+    x_plain = out[0] if type(out) is tuple else out
+    x, value = _minimiser(ctx, "scipy.optimize." + f.__name__, a["func"], plain["func"], x_plain, fargs, "")
+    if type(out) is tuple:
+        return (x, _add(ctx, out[1], _correction(ctx, _deviation, value))) + out[2:]
+    return x
+
+
+def _least_squares_rule(ctx, f, args, kwargs):
+    """``least_squares`` with the plain loss and no bounds: the minimiser of half the sum
+    of squared residuals; ``.x``, ``.cost`` and ``.fun`` (the residuals there) differentiable."""
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    extra = a["kwargs"] or {}
+    starts = {"x0", "bounds", "callback", "x_scale", "diff_step", "tr_options", "jac_sparsity"}
+    routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
+    if routed is not _MINE:
+        return routed
+    name = "scipy.optimize.least_squares"
+    lo, hi = (np.asarray(_plain(b), dtype=float) for b in _plain(a["bounds"]))
+    if np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)):
+        raise _no_rule(_BOUNDED % name)
+    if a["loss"] != "linear":
+        raise _no_rule("%s with loss=%r has no derivative rule; use loss='linear'" % (name, a["loss"]))
+    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+             for k, v in a.items()}
+    out = f(**plain)
+    fun, fun_plain, plain_extra = a["fun"], plain["fun"], _plain(extra)
+
+    def cost(x, *rest):
+        r = np.asarray(fun(x, *rest, **extra))
+        return 0.5 * np.sum(r * r)
+
+    def cost_plain(x, *rest):
+        r = np.asarray(fun_plain(x, *rest, **plain_extra))
+        return 0.5 * np.sum(r * r)
+
+    x, value = _minimiser(ctx, name, cost, cost_plain, out.x, fargs, out.message)
+    out.x = x
+    out.cost = _add(ctx, out.cost, _correction(ctx, _deviation, value))
+    residuals = overdub(ctx, _residuals, fun, x, fargs, extra)
+    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, residuals))
+    for field in ("x", "cost", "fun"):
+        ctx.remember(out, field)
+    return out
+
+
+def _residuals(fun, x, fargs, extra):
+    """(Run inside the differentiation.)  The residual vector at ``x``."""
+    return np.ravel(np.asarray(fun(x, *fargs, **extra)))
+
+
+def _fixed_point_rule(ctx, f, args, kwargs):
+    """``fixed_point``: the root of ``x - func(x, *args)`` (elementwise, as SciPy's)."""
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    routed = _route(ctx, f, args, kwargs, [a["func"], fargs])
+    if routed is not _MINE:
+        return routed
+    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+             for k, v in a.items()}
+    out = f(**plain)
+    func, func_plain = a["func"], plain["func"]
+    F = lambda x, *rest: x - func(x, *rest)  # noqa: E731
+    F_plain = lambda x, *rest: x - func_plain(x, *rest)  # noqa: E731
+    root = out[()] if type(out) is np.ndarray and out.ndim == 0 else out
+    slope = _plain_slope(F_plain, root, _plain(fargs))
+    x = _add(ctx, root, _correction(ctx, _scalar_newton, F, root, fargs, _newton_steps(), np.ndim(root) > 0,
+                                    slope))
+    return overdub(ctx, np.asarray, x) if type(out) is np.ndarray else x
 
 
 # ----------------------------------------------------------------------------- quadrature
@@ -840,6 +926,10 @@ if _optimize is not None:
     for _solver in _ROOTS:
         defsolver(_solver, _root_rule)
     defsolver(_optimize.minimize, _minimize_rule)
+    defsolver(_optimize.golden, _bracketed_minimum_rule)
+    defsolver(_optimize.brent, _bracketed_minimum_rule)
+    defsolver(_optimize.least_squares, _least_squares_rule)
+    defsolver(_optimize.fixed_point, _fixed_point_rule)
     defsolver(_optimize.minimize_scalar, _minimize_rule)
     defsolver(_integrate.quad, _quad_rule)
     defsolver(_integrate.quad_vec, _quad_vec_rule)
