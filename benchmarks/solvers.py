@@ -34,15 +34,22 @@ def rhs(t, y, a, b, c, d):
                      c * y[1] ** 2 - d * y[2]])
 
 
+def rhs_scalar(t, y, a, b, c, d):
+    """``rhs`` written for one state at a time (``math.pow`` takes no arrays): the rule
+    then evaluates it once per collocation node instead of once for all of them."""
+    square = math.pow(y[1], 2)
+    return np.array([-a * y[0] + b * y[1] * y[2], a * y[0] - b * y[1] * y[2] - c * square, c * square - d * y[2]])
+
+
 def rhs_jac(t, y, a, b, c, d):
     """``rhs``'s Jacobian in the state, written by hand."""
     return np.array([[-a, b * y[2], b * y[1]], [a, -b * y[2] - 2 * c * y[1], -b * y[1]],
                      [0.0, 2 * c * y[1], -d]])
 
 
-def ode_final(p, **kw):
+def ode_final(p, f=rhs, **kw):
     """The state at t = 10, by RK45 at rtol 1e-8."""
-    return integrate.solve_ivp(rhs, (0.0, 10.0), Y0, t_eval=[10.0], args=tuple(p), rtol=1e-8, atol=1e-10,
+    return integrate.solve_ivp(f, (0.0, 10.0), Y0, t_eval=[10.0], args=tuple(p), rtol=1e-8, atol=1e-10,
                                **kw).y[:, -1]
 
 
@@ -64,6 +71,7 @@ def central(f, x, h=1e-6):
 def workloads():
     grad_loss = lambda: capstan.gradient(ode_loss, P)[0]  # noqa: E731
     grad_loss_jac = lambda: capstan.gradient(lambda p: ode_loss(p, jac=rhs_jac), P)[0]  # noqa: E731
+    grad_scalar = lambda: capstan.gradient(lambda p: ode_loss(p, f=rhs_scalar), P)[0]  # noqa: E731
     jac_fwd = lambda: capstan.jacfwd(lambda p: ode_final(p, jac=rhs_jac))(P)  # noqa: E731
     root = lambda p: optimize.brentq(lambda t: t ** 3 + t - p, 0.0, 3.0)  # noqa: E731
     integral = lambda p: integrate.quad(lambda t: math.exp(-p * t * t), 0.0, 2.0)[0]  # noqa: E731
@@ -73,6 +81,8 @@ def workloads():
          lambda: (grad_loss(), central(ode_loss, P), 1e-5), 3.0),
         ("solve_ivp, same, with jac=", lambda: ode_loss(P, jac=rhs_jac), grad_loss_jac,
          lambda: (grad_loss_jac(), central(ode_loss, P), 1e-5), 3.0),
+        ("solve_ivp, same, callback for one state at a time", lambda: ode_loss(P, f=rhs_scalar), grad_scalar,
+         lambda: (grad_scalar(), central(ode_loss, P), 1e-5), None),
         ("solve_ivp, same, with jac=: jacfwd of y(10)", lambda: ode_final(P, jac=rhs_jac), jac_fwd,
          lambda: (jac_fwd(), central(ode_final, P), 1e-5), None),
         ("odeint, decay, closure: gradient", lambda: odeint_final(0.7), lambda: capstan.gradient(odeint_final, 0.7),
