@@ -255,6 +255,21 @@ def test_solve_ivp_callback_shapes(rhs):
     check(f, X, central(f, X), rtol=1e-6, atol=1e-9)
 
 
+def test_solve_ivp_dense_output():
+    """sol(t) of a differentiated solve: the derivative at any time in the span, one time or
+    several; kept past the differentiation, the plain values."""
+    kept = []
+
+    def f(p):
+        out = integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], dense_output=True, **TIGHT)
+        kept.append(out.sol)
+        return out.sol(0.5)[0] + out.sol([0.25, 0.75])[0].sum()
+
+    times = np.array([0.5, 0.25, 0.75])
+    check(f, X, -np.sum(times * np.exp(-X * times)), rtol=1e-7)
+    assert np.allclose(kept[-1](0.5), [math.exp(-0.5 * X)], rtol=1e-8)
+
+
 def test_odeint_forms():
     times = [0.0, 0.5, 1.0]
     check(lambda p: integrate.odeint(lambda y, t: -p * y, 1.0, times, **TIGHT)[:, 0], X,
@@ -269,7 +284,7 @@ def test_odeint_forms():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda p: integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], dense_output=True).y, "t_eval"),
+    (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [p], dense_output=True).sol(p), "plain number"),
     (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, p), [1.0]).y, "time span"),
     (lambda p: integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], events=lambda t, y: y[0] - 0.5).y,
      "events"),

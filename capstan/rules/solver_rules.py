@@ -36,9 +36,8 @@ callback's ``args=``, in the callback's closure, defaults, bound object or
      recurrence), for any number of parameters.
 
 Refused with a clear :class:`capstan.NoRuleError`: weighted and ``points=``
-quadrature, differentiated time spans and events of ODEs, dense output of a
-differentiated ODE solution (pass ``t_eval``), second-order derivatives of ODE
-solutions, and solver failures.  See docs/capstan-scipy.md ("Solvers").
+quadrature, differentiated time spans and events of ODEs, second-order derivatives of
+ODE solutions and minimisers, and solver failures.  See docs/capstan-scipy.md ("Solvers").
 """
 import functools
 import inspect
@@ -849,9 +848,6 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     if a["events"] is not None:
         raise _no_rule("scipy.integrate.solve_ivp with events= has no derivative rule (event times move "
                        "with the parameters); solve without events")
-    if a["dense_output"]:
-        raise _no_rule("scipy.integrate.solve_ivp(dense_output=True): the dense solution of a "
-                       "differentiated ODE has no derivative rule; pass the times you need as t_eval=")
     options = a.get("options", {})
     plain = dict(fun=_plain_callable(ctx, a["fun"]), t_span=_plain(a["t_span"]), y0=_plain(a["y0"]),
                  method=a["method"], t_eval=_plain(a["t_eval"]), dense_output=True,
@@ -865,9 +861,46 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     delta = _ode_sensitivity(ctx, a["fun"], fargs, a["y0"], out.sol, out.sol.ts, out.t, user_jac,
                              a["method"])
     out.y = _add(ctx, out.y, overdub(ctx, np.transpose, delta))
-    out.sol = None
+    out.sol = (_DenseSolution(ctx, out.sol, a["fun"], fargs, a["y0"], user_jac, a["method"])
+               if a["dense_output"] else None)
     ctx.remember(out, "y")
     return out
+
+
+class _DenseSolution:
+    """``solve_ivp(..., dense_output=True).sol`` of a differentiated solve: ``sol(t)`` is
+    the plain dense output plus the sensitivity at ``t`` (computed when called, inside the
+    differentiation that made it; after it has ended, the plain values)."""
+
+    def __init__(self, ctx, plain, G, fargs, y0, user_jac, method):
+        self.ctx, self.tagkey, self.plain = ctx, ctx._tagkey, plain
+        self.G, self.fargs, self.y0, self.user_jac, self.method = G, fargs, y0, user_jac, method
+        self.t_min, self.t_max = plain.t_min, plain.t_max
+
+    def __call__(self, t):
+        return self.plain(_plain(t))  # (inside a differentiation, _dense_rule runs instead)
+
+
+def _dense_rule(ctx, f, args, kwargs):
+    from ..nesting import _state
+    dense, t = args[0], args[1] if len(args) > 1 else kwargs.get("t")
+    made = dense.ctx
+    if made._tagkey is not dense.tagkey or not any(c is made for c in getattr(_state, "contexts", ())):
+        return dense.plain(_plain(t))  # (the differentiation that made it has ended)
+    if made is not ctx:
+        return overdub(made, f, *args, **kwargs)
+    if _tagged(t):
+        raise _no_rule("the dense output of scipy.integrate.solve_ivp at a differentiated time has no "
+                       "derivative rule; pass the time as a plain number")
+    times = np.atleast_1d(np.asarray(_plain(t), dtype=float))
+    if np.any(times < dense.t_min) or np.any(times > dense.t_max):
+        raise _no_rule("the dense output of scipy.integrate.solve_ivp outside the time span has no "
+                       "derivative rule (it extrapolates)")
+    values = dense.plain(times)
+    delta = _ode_sensitivity(ctx, dense.G, dense.fargs, dense.y0, dense.plain, dense.plain.ts, times,
+                             dense.user_jac, dense.method)
+    out = _add(ctx, values, overdub(ctx, np.transpose, delta))
+    return out if np.ndim(_plain(t)) else overdub(ctx, operator.getitem, out, (slice(None), 0))
 
 
 def _odeint_rule(ctx, f, args, kwargs):
@@ -935,3 +968,4 @@ if _optimize is not None:
     defsolver(_integrate.quad_vec, _quad_vec_rule)
     defsolver(_integrate.solve_ivp, _solve_ivp_rule)
     defsolver(_integrate.odeint, _odeint_rule)
+    defsolver(_DenseSolution.__call__, _dense_rule)
