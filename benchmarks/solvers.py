@@ -38,7 +38,8 @@ def rhs_scalar(t, y, a, b, c, d):
     """``rhs`` written for one state at a time (``math.pow`` takes no arrays): the rule
     then evaluates it once per collocation node instead of once for all of them."""
     square = math.pow(y[1], 2)
-    return np.array([-a * y[0] + b * y[1] * y[2], a * y[0] - b * y[1] * y[2] - c * square, c * square - d * y[2]])
+    return np.array([-a * y[0] + b * y[1] * y[2], a * y[0] - b * y[1] * y[2] - c * square,
+                     c * square - d * y[2]])
 
 
 def rhs_jac(t, y, a, b, c, d):
@@ -85,7 +86,8 @@ def workloads():
          lambda: (grad_scalar(), central(ode_loss, P), 1e-5), None),
         ("solve_ivp, same, with jac=: jacfwd of y(10)", lambda: ode_final(P, jac=rhs_jac), jac_fwd,
          lambda: (jac_fwd(), central(ode_final, P), 1e-5), None),
-        ("odeint, decay, closure: gradient", lambda: odeint_final(0.7), lambda: capstan.gradient(odeint_final, 0.7),
+        ("odeint, decay, closure: gradient", lambda: odeint_final(0.7),
+         lambda: capstan.gradient(odeint_final, 0.7),
          lambda: (capstan.gradient(odeint_final, 0.7)[0], central(odeint_final, 0.7), 1e-5), None),
         ("brentq, closure: gradient of the root", lambda: root(0.7), lambda: capstan.gradient(root, 0.7),
          lambda: (capstan.gradient(root, 0.7)[0], central(root, 0.7), 1e-7), None),
@@ -117,7 +119,8 @@ def main(argv):
         t_plain = median_time(plain, quick)
         t_derivative = median_time(derivative, quick)
         ratio = t_derivative / t_plain
-        note = "" if target is None else " (target ≤ %g×: %s)" % (target, "met" if ratio <= target else "missed")
+        met = "met" if target is not None and ratio <= target else "missed"
+        note = "" if target is None else " (target ≤ %g×: %s)" % (target, met)
         print("| %s | %s | %s | %s%s |" % (name, fmt_time(t_plain), fmt_time(t_derivative), fmt_ratio(ratio),
                                           note))
 

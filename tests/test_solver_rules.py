@@ -56,7 +56,8 @@ def test_brentq_value_is_scipys_own():
 def test_newton_forms():
     cube = 1 / (3 * X ** (2 / 3))
     check(lambda p: optimize.newton(lambda t: t ** 3 - p, 1.0, tol=1e-14), X, cube)
-    check(lambda p: optimize.newton(lambda t: t ** 3 - p, 1.0, fprime=lambda t: 3 * t * t, tol=1e-14), X, cube)
+    check(lambda p: optimize.newton(lambda t: t ** 3 - p, 1.0, fprime=lambda t: 3 * t * t, tol=1e-14),
+          X, cube)
     check(lambda p: optimize.newton(lambda t, a: t ** 3 - a, 1.0, args=(p,), tol=1e-14), X, cube)
 
 
@@ -168,7 +169,8 @@ def test_quad_full_output_and_second_order():
 
 
 def test_quad_vec_and_dblquad():
-    check(lambda p: integrate.quad_vec(lambda t: p * t ** np.arange(3.0), 0, 1)[0], X, 1 / np.arange(1.0, 4.0))
+    check(lambda p: integrate.quad_vec(lambda t: p * t ** np.arange(3.0), 0, 1)[0], X,
+          1 / np.arange(1.0, 4.0))
     check(lambda p: integrate.quad_vec(lambda t: np.exp(-p * t) * np.ones(2), 0, np.inf)[0], X,
           -np.ones(2) / X ** 2)
     check(lambda b: integrate.quad_vec(lambda t: np.array([t, 1.0]), 0, b)[0], X, [X, 1.0])
@@ -194,7 +196,8 @@ def test_solve_ivp_exponential_decay(method):
 
 
 def test_solve_ivp_args_and_initial_value():
-    check(lambda p: integrate.solve_ivp(lambda t, y, a: -a * y, (0.0, 1.0), [1.0], args=(p,), **TIGHT).y[0, -1],
+    check(lambda p: integrate.solve_ivp(lambda t, y, a: -a * y, (0.0, 1.0), [1.0], args=(p,),
+                                        **TIGHT).y[0, -1],
           X, -math.exp(-X), rtol=1e-7)
     check(lambda y0: integrate.solve_ivp(lambda t, y: -0.5 * y, (0.0, 1.0), [y0], **TIGHT).y[0, -1],
           X, math.exp(-0.5), rtol=1e-7)
@@ -284,12 +287,14 @@ def test_odeint_forms():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [p], dense_output=True).sol(p), "plain number"),
+    (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [p], dense_output=True).sol(p),
+     "plain number"),
     (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, p), [1.0]).y, "time span"),
     (lambda p: integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], events=lambda t, y: y[0] - 0.5).y,
      "events"),
     (lambda p: capstan.D(lambda q: decay_ivp(p * q), 1.0), "second order"),
-    (lambda p: capstan.D(lambda q: optimize.minimize_scalar(lambda t: (t - p * q) ** 2).x, 1.0), "second-order"),
+    (lambda p: capstan.D(lambda q: optimize.minimize_scalar(lambda t: (t - p * q) ** 2).x, 1.0),
+     "second-order"),
 ])
 def test_ode_refusals(call, match):
     with pytest.raises(capstan.NoRuleError, match=match):

@@ -48,7 +48,7 @@ import warnings
 
 import numpy as np
 
-from overdub import Tagged, overdub
+from overdub import Context, Tagged, overdub
 
 from .registry import defsolver
 
@@ -78,7 +78,7 @@ def _collect(x, found, depth=0, seen=None):
             found.append(x)  # (a plain array may hold differentiated values: shadowed)
         return
     if x is None or depth > 8 or isinstance(x, (int, float, complex, str, bytes, type, types.ModuleType,
-                                                  np.generic)):
+                                                  np.generic, Context)):
         return
     seen = set() if seen is None else seen
     if id(x) in seen:
@@ -104,7 +104,10 @@ def _collect(x, found, depth=0, seen=None):
     elif tx is functools.partial:
         _collect((x.func, x.args, x.keywords), found, depth + 1, seen)
     else:
-        attributes = getattr(x, "__dict__", None)
+        try:
+            attributes = object.__getattribute__(x, "__dict__")
+        except Exception:  # noqa: BLE001  (no __dict__: a C object, slots)
+            attributes = None
         if type(attributes) is dict:
             _collect(attributes, found, depth + 1, seen)
         call = getattr(type(x), "__call__", None)
@@ -210,6 +213,7 @@ def _plain_callable(ctx, f):
 
 
 def _bind(f, args, kwargs):
+    """The call's arguments by name, defaults filled in (a wrong call raises SciPy's error)."""
     try:
         bound = inspect.signature(f).bind(*args, **kwargs)
     except TypeError:
@@ -234,20 +238,22 @@ def _route(ctx, f, args, kwargs, depends):
     return overdub(owner, f, *args, **kwargs)
 
 
-def _correction(ctx, helper, *args):
+_SINGULAR = ("the derivative of the solution is undefined here: the residual's Jacobian with "
+             "respect to the unknowns is singular at the solution (a double root, or a flat function)")
+_NOT_FINITE = "the derivative is not finite: the callback is not finite where the rule evaluates it"
+
+
+def _correction(ctx, helper, *args, why=_SINGULAR):
     """``helper(*args)`` run inside the differentiation: a zero-valued quantity whose
-    derivative is the solution's; refused if its value is not finite (a singular
-    Jacobian at the solution)."""
+    derivative is the solution's; refused (saying ``why``) if its value is not finite."""
     out = overdub(ctx, helper, *args)
-    value = _plain(out)
-    if not np.all(np.isfinite(value)):
-        raise _no_rule("the derivative of the solution is undefined here: the residual's "
-                       "Jacobian with respect to the unknowns is singular at the solution "
-                       "(a double root, or a flat function)")
+    if not np.all(np.isfinite(_plain(out))):
+        raise _no_rule(why)
     return out
 
 
 def _add(ctx, a, b):
+    """``a + b`` inside the differentiation."""
     return overdub(ctx, operator.add, a, b)
 
 
@@ -447,7 +453,7 @@ def _minimize_rule(ctx, f, args, kwargs):
                           _first(plain["fun"]) if first else plain["fun"], out.x, fargs,
                           getattr(out, "message", ""))
     out.x = x
-    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value))
+    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
     ctx.remember(out, "x")
     ctx.remember(out, "fun")
     return out
@@ -467,7 +473,7 @@ def _bracketed_minimum_rule(ctx, f, args, kwargs):
     x_plain = out[0] if type(out) is tuple else out
     x, value = _minimiser(ctx, "scipy.optimize." + f.__name__, a["func"], plain["func"], x_plain, fargs, "")
     if type(out) is tuple:
-        return (x, _add(ctx, out[1], _correction(ctx, _deviation, value))) + out[2:]
+        return (x, _add(ctx, out[1], _correction(ctx, _deviation, value, why=_NOT_FINITE))) + out[2:]
     return x
 
 
@@ -503,9 +509,9 @@ def _least_squares_rule(ctx, f, args, kwargs):
 
     x, value = _minimiser(ctx, name, cost, cost_plain, out.x, fargs, out.message)
     out.x = x
-    out.cost = _add(ctx, out.cost, _correction(ctx, _deviation, value))
+    out.cost = _add(ctx, out.cost, _correction(ctx, _deviation, value, why=_NOT_FINITE))
     residuals = overdub(ctx, _residuals, fun, x, fargs, extra)
-    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, residuals))
+    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, residuals, why=_NOT_FINITE))
     for field in ("x", "cost", "fun"):
         ctx.remember(out, field)
     return out
@@ -631,7 +637,7 @@ def _quad_rule(ctx, f, args, kwargs):
         intervals = np.array([[0.0, 1.0]])
     kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs=True)
     total = overdub(ctx, _quadrature_sum, a["func"], fargs, a["a"], a["b"], kind, u, w)
-    value = _add(ctx, out[0], _correction(ctx, _deviation, total))
+    value = _add(ctx, out[0], _correction(ctx, _deviation, total, why=_NOT_FINITE))
     return (value,) + tuple(out[1:]) if a["full_output"] else (value, out[1])
 
 
@@ -661,7 +667,7 @@ def _quad_vec_rule(ctx, f, args, kwargs):
     intervals = np.asarray(out[2].intervals, dtype=float).reshape(-1, 2)
     kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs=False)
     total = overdub(ctx, _quadrature_sum, a["f"], fargs, a["a"], a["b"], kind, u, w)
-    value = _add(ctx, out[0], _correction(ctx, _deviation, total))
+    value = _add(ctx, out[0], _correction(ctx, _deviation, total, why=_NOT_FINITE))
     return (value,) + tuple(out[1:]) if a["full_output"] else (value, out[1])
 
 
@@ -695,7 +701,8 @@ def _steps_plan(step_times, out_times):
     number of segments before it."""
     t0, t1 = step_times[0], step_times[-1]
     sign = 1.0 if t1 >= t0 else -1.0
-    breaks = np.unique(np.concatenate([np.asarray(step_times, float), np.asarray(out_times, float)]) * sign) * sign
+    every = np.concatenate([np.asarray(step_times, float), np.asarray(out_times, float)])
+    breaks = np.unique(every * sign) * sign
     counts = [int(np.searchsorted(breaks * sign, t * sign, side="left")) for t in out_times]
     return breaks, counts
 
@@ -770,7 +777,8 @@ def _forcing(G, fargs, s, ys, n, batched):
     if batched:
         g = np.ravel(np.transpose(np.asarray(G(s, np.transpose(ys), *fargs))))
     else:
-        parts = [np.reshape(np.asarray(G(si, yi, *fargs)), (n,)) for si, yi in zip(s, ys)]  # (asarray: a list)
+        # (asarray first: the callback may return a list)
+        parts = [np.reshape(np.asarray(G(si, yi, *fargs)), (n,)) for si, yi in zip(s, ys)]
         g = np.concatenate(parts)
     return g - stop_gradient(g)
 
@@ -808,9 +816,9 @@ def _ode_sensitivity(ctx, G, fargs, y0, sol, step_times, out_times, user_jac=Non
     u0 = overdub(ctx, _deviation, overdub(ctx, np.ravel, overdub(ctx, np.asarray, y0, float)))
     delta = overdub(ctx, np.matmul, Phi, u0)
     if _owner(G, fargs) is ctx and len(s):
-        g = _correction(ctx, _forcing, G, fargs, s, ys, n, batched)
+        g = _correction(ctx, _forcing, G, fargs, s, ys, n, batched, why=_NOT_FINITE)
         delta = _add(ctx, delta, overdub(ctx, np.matmul, W, g))
-    return _correction(ctx, _deviation, delta)
+    return _correction(ctx, _deviation, delta, why=_NOT_FINITE)
 
 
 def _user_jacobian(jac, fargs):
