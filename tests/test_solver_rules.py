@@ -345,6 +345,29 @@ def test_scalar_minimisers_fixed_point_and_least_squares():
     check(fit, X, np.concatenate([dx, [r @ r_p], jac @ dx + r_p]), rtol=1e-6, atol=1e-8)
 
 
+def test_curve_fit_in_ydata_and_closure():
+    """popt and pcov of a straight-line fit in ydata against the least-squares closed forms
+    (pcov = inv(A^T A) |r|^2 / dof); popt of a nonlinear fit in a closed-over scale."""
+    xdata, ydata = np.arange(5.0), np.array([0.9, 2.2, 2.8, 4.1, 5.2])
+    A = np.stack([xdata, np.ones(5)], axis=1)
+
+    def fit(y):
+        popt, pcov = optimize.curve_fit(lambda t, a, b: a * t + b, xdata, y)
+        return np.concatenate([popt, pcov.ravel()])
+
+    r = A @ np.linalg.lstsq(A, ydata, rcond=None)[0] - ydata
+    dr = A @ np.linalg.pinv(A) - np.eye(5)
+    want = np.concatenate([np.linalg.pinv(A), np.linalg.inv(A.T @ A).reshape(4, 1) * (2 * r @ dr / 3)])
+    np.testing.assert_allclose(capstan.jacobian(fit, ydata), want, atol=1e-9)
+    np.testing.assert_allclose(capstan.jacobian(fit, ydata, mode="reverse"), want, atol=1e-9)
+
+    def rate(k):
+        return optimize.curve_fit(lambda t, a: k * np.exp(-a * t), xdata, 2.0 * np.exp(-0.3 * xdata),
+                                  p0=[0.2])[0][0]
+
+    check(rate, 2.0, central(rate, 2.0, 1e-4), rtol=1e-5)
+
+
 def test_minimize_with_bounds_is_refused():
     with pytest.raises(capstan.NoRuleError, match="bounds"):
         capstan.D(lambda p: optimize.minimize(lambda t: np.sum((t - p) ** 2), np.zeros(2),

@@ -517,6 +517,64 @@ def _least_squares_rule(ctx, f, args, kwargs):
     return out
 
 
+def _curve_fit_rule(ctx, f, args, kwargs):
+    """``curve_fit`` without bounds: ``popt`` minimises half the weighted sum of squares,
+    differentiable in ``ydata``, ``xdata``, ``sigma`` and the model's closure; ``pcov`` is
+    ``inv(J^T J)`` (scaled by the residual variance unless ``absolute_sigma``) at the
+    differentiable ``popt``, with SciPy's value."""
+    bound = _bind(f, args, kwargs)
+    a = bound.arguments
+    options = a.get("kwargs", {})
+    starts = {"p0", "bounds", "method", "check_finite", "nan_policy", "full_output", "kwargs", "jac"}
+    routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
+    if routed is not _MINE:
+        return routed
+    name = "scipy.optimize.curve_fit"
+    lo, hi = (np.asarray(_plain(b), dtype=float) for b in _plain(a["bounds"]))
+    if np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)):
+        raise _no_rule(_BOUNDED % name)
+    if a["sigma"] is not None and np.ndim(_plain(a["sigma"])) > 1:
+        raise _no_rule("%s with a covariance matrix as sigma has no derivative rule; pass standard "
+                       "deviations (a 1-d sigma)" % name)
+    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+             for k, v in a.items() if k != "kwargs"}
+    out = f(**plain, **{k: _plain(v) for k, v in options.items()})
+    model, xdata, ydata, sigma = a["f"], a["xdata"], a["ydata"], a["sigma"]
+    weights = 1.0 if sigma is None else sigma
+    plain_model, plain_x, plain_y = plain["f"], plain["xdata"], plain["ydata"]
+    plain_weights = 1.0 if sigma is None else plain["sigma"]
+
+    def cost(q):
+        r = (np.asarray(model(xdata, *q)) - ydata) / weights
+        return 0.5 * np.sum(r * r)
+
+    def cost_plain(q):
+        r = (np.asarray(plain_model(plain_x, *q)) - plain_y) / plain_weights
+        return 0.5 * np.sum(r * r)
+
+    popt_plain, pcov_plain = out[0], out[1]
+    popt, _ = _minimiser(ctx, name, cost, cost_plain, popt_plain, (), "")
+    dof = np.size(_plain(ydata)) - np.size(popt_plain)
+    if dof > 0 and np.all(np.isfinite(pcov_plain)):
+        cov = overdub(ctx, _covariance, model, xdata, ydata, weights, popt, dof, a["absolute_sigma"])
+        pcov = _add(ctx, pcov_plain, _correction(ctx, _deviation, cov, why=_NOT_FINITE))
+    else:
+        pcov = pcov_plain  # (no residual degrees of freedom: SciPy's infinite covariance)
+    return (popt, pcov) + tuple(out[2:])
+
+
+def _covariance(model, xdata, ydata, weights, popt, dof, absolute):
+    """(Run inside the differentiation.)  ``inv(J^T J)``, times the residual variance
+    unless ``absolute``, for the weighted residuals at ``popt``."""
+    from ..derivatives import jacobian
+    J = jacobian(lambda q: np.ravel(np.asarray(model(xdata, *q)) / weights), popt)
+    cov = np.linalg.inv(J.T @ J)
+    if absolute:
+        return cov
+    r = np.ravel((np.asarray(model(xdata, *popt)) - ydata) / weights)
+    return cov * (np.sum(r * r) / dof)
+
+
 def _residuals(fun, x, fargs, extra):
     """(Run inside the differentiation.)  The residual vector at ``x``."""
     return np.ravel(np.asarray(fun(x, *fargs, **extra)))
@@ -970,6 +1028,7 @@ if _optimize is not None:
     defsolver(_optimize.golden, _bracketed_minimum_rule)
     defsolver(_optimize.brent, _bracketed_minimum_rule)
     defsolver(_optimize.least_squares, _least_squares_rule)
+    defsolver(_optimize.curve_fit, _curve_fit_rule)
     defsolver(_optimize.fixed_point, _fixed_point_rule)
     defsolver(_optimize.minimize_scalar, _minimize_rule)
     defsolver(_integrate.quad, _quad_rule)
