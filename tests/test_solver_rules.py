@@ -301,6 +301,15 @@ def test_ode_refusals(call, match):
         capstan.D(call, X)
 
 
+@pytest.mark.parametrize("call, match", [
+    (lambda p: integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0 + 0j]).y[0, -1].real, "complex ODE"),
+    (lambda p: optimize.newton(lambda z: z * z + p, 1j).imag, "complex root"),
+])
+def test_complex_refusals(call, match):
+    with pytest.raises(capstan.NoRuleError, match=match):
+        capstan.D(call, X)
+
+
 # ----------------------------------------------------------------------------- minimisers
 def test_minimize_argmin_and_minimum():
     c = np.array([0.5, -0.2])

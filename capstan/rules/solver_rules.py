@@ -345,6 +345,8 @@ def _root_rule(ctx, f, args, kwargs):
             root = out.root
         else:
             root = out[0] if type(out) is tuple else out
+        if np.iscomplexobj(root):
+            raise _no_rule("%s of a complex root has no derivative rule" % _qualified(f))
         elementwise = np.ndim(root) > 0
         F_plain = _first(plain[func_name]) if F is not func else plain[func_name]
         slope = _plain_slope(F_plain, root, _plain(fargs))
@@ -891,10 +893,18 @@ def _user_jacobian(jac, fargs):
     return None
 
 
+def _qualified(f):
+    return "%s.%s" % (f.__module__.replace("._minpack_py", "").replace("._zeros_py", "")
+                      .replace("._root_scalar", ""), f.__name__)
+
+
 def _ode_checks(name, ctx, depends, times):
     if _tagged(times):
         raise _no_rule("%s with a differentiated time span or output times has no derivative rule; "
                        "pass the times as plain numbers" % name)
+    if any(np.iscomplexobj(_plain(v)) for v in depends if isinstance(_plain(v), (complex, np.ndarray, list))):
+        raise _no_rule("%s of a complex ODE has no derivative rule; write it as a real system of twice the "
+                       "size" % name)
     if _levels(*depends) > 1:
         raise _no_rule("%s: derivatives of second order (nested differentiation: hessian, D of D) of "
                        "ODE solutions are not supported; differentiate once" % name)
