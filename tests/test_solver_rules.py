@@ -377,7 +377,29 @@ def test_curve_fit_in_ydata_and_closure():
     check(rate, 2.0, central(rate, 2.0, 1e-4), rtol=1e-5)
 
 
-def test_minimize_with_bounds_is_refused():
-    with pytest.raises(capstan.NoRuleError, match="bounds"):
-        capstan.D(lambda p: optimize.minimize(lambda t: np.sum((t - p) ** 2), np.zeros(2),
-                                              bounds=[(0, 1), (0, 1)]).x[0], X)
+def test_bounds_clear_of_the_minimiser_and_on_it():
+    """Bounds that are not active leave the derivative of the unconstrained minimiser; a
+    minimiser on (or next to) a bound is refused, whatever the method."""
+    def inside(p, upper):
+        return optimize.minimize(lambda t: np.sum((t - p) ** 2), np.zeros(2), method="L-BFGS-B",
+                                 bounds=[(0, upper), (None, upper)], options={"gtol": 1e-12}).x
+
+    check(lambda p: inside(p, 1.0), X, [1.0, 1.0], rtol=1e-6)
+    check(lambda p: optimize.minimize_scalar(lambda t: (t - p) ** 2 + t ** 4, bounds=(-2, 2),
+                                             method="bounded", options={"xatol": 1e-10}).fun, X,
+          -2 * (optimize.minimize_scalar(lambda t: (t - X) ** 2 + t ** 4).x - X), rtol=1e-6)
+    on_bound = [lambda p: inside(p, 0.5)[0],
+                lambda p: optimize.minimize_scalar(lambda t: (t - p) ** 2, bounds=(0, 0.5),
+                                                   method="bounded").x,
+                lambda p: optimize.least_squares(lambda t: t - p, [0.1], bounds=(0, 0.5)).x[0],
+                lambda p: optimize.curve_fit(lambda t, a: a * t, np.arange(3.0), p * np.arange(3.0),
+                                             bounds=(0, 0.5))[0][0]]
+    for f in on_bound:
+        with pytest.raises(capstan.NoRuleError, match="bound"):
+            capstan.D(f, X)
+
+
+def test_constraints_are_refused():
+    with pytest.raises(capstan.NoRuleError, match="constraints"):
+        capstan.D(lambda p: optimize.minimize(lambda t: np.sum((t - p) ** 2), np.zeros(2), constraints=[
+            {"type": "eq", "fun": lambda t: t[0] - t[1]}]).x[0], X)

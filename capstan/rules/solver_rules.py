@@ -50,6 +50,7 @@ import numpy as np
 
 from overdub import Context, Tagged, overdub
 
+from ..losses import NoRuleError as _NoRuleError
 from .registry import defsolver
 
 try:
@@ -60,8 +61,7 @@ except ImportError:  # pragma: no cover - scipy is optional
 
 
 def _no_rule(message):
-    from ..losses import NoRuleError
-    return NoRuleError("capstan: " + message)
+    return _NoRuleError("capstan: " + message)
 
 
 # ----------------------------------------------------------------------------- what a call depends on
@@ -370,7 +370,7 @@ def _root_rule(ctx, f, args, kwargs):
     return out
 
 
-def _check_root(name, F, x, fargs, message, limit=1e-6):
+def _check_root(name, F, x, fargs, message, limit=1e-6, with_step=False):
     """Refuse a system's "root" that is not one: the Newton step from it must be small
     (a solver may report failure at a tolerance tighter than it can reach while its
     answer is a root to rounding error).  The derivative is as accurate as the root:
@@ -394,7 +394,7 @@ def _check_root(name, F, x, fargs, message, limit=1e-6):
         raise _no_rule("%s: its result is not a solution to the accuracy a derivative needs (%s; a "
                        "Newton step from it has length %.3g); tighten the solver's tolerance"
                        % (name, message, size))
-    return J
+    return (J, size) if with_step else J
 
 
 def _first(func):
@@ -413,14 +413,30 @@ def _gradient_of(F, scalar):
     return lambda x, *fargs: jacobian(lambda z: F(z, *fargs), x)
 
 
-def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message):
+def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message, bounds=None):
     """The minimiser ``x_plain`` of ``F(., *fargs)`` made differentiable (a Newton step on
-    the optimality condition, first order only), and ``F`` there: ``(x, F(x))``."""
+    the optimality condition, first order only), and ``F`` there: ``(x, F(x))``.  With
+    ``bounds`` ``(lower, upper)``: refused unless the minimiser is clear of them (on a
+    bound the optimality condition does not hold)."""
     scalar = np.ndim(x_plain) == 0
     if _newton_steps() > 1:
         raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
                        "supported; differentiate once" % name)
-    J = _check_root(name, _gradient_of(F_plain, scalar), x_plain, _plain(fargs), message, limit=1e-3)
+    clearance = np.inf
+    x_flat = np.ravel(np.asarray(x_plain, dtype=float))
+    scale = 1 + np.max(np.abs(x_flat))
+    if bounds is not None:
+        lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), x_flat.shape) for b in bounds)
+        clearance = np.min(np.minimum(x_flat - lower, upper - x_flat))
+    try:
+        J, step = _check_root(name, _gradient_of(F_plain, scalar), x_plain, _plain(fargs), message,
+                              limit=1e-3, with_step=True)
+    except _NoRuleError:
+        if clearance <= 1e-4 * scale:  # (not a stationary point because it is on a bound)
+            raise _no_rule(_BOUNDED % name) from None
+        raise
+    if clearance <= 10 * step + 1e-8 * scale:
+        raise _no_rule(_BOUNDED % name)
     residual = _gradient_of(F, scalar)
     if scalar:
         x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, 1, False,
@@ -430,8 +446,25 @@ def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message):
     return x, overdub(ctx, F, x, *fargs)  # (F's derivative there: the envelope theorem's F_p)
 
 
-_BOUNDED = ("%s with bounds or constraints has no derivative rule (a minimiser on a bound does not "
-            "satisfy the optimality condition the rule differentiates); minimise without them")
+_BOUNDED = ("%s: the minimiser is on (or next to) a bound, where the optimality condition the rule "
+            "differentiates does not hold; its derivative there has no rule")
+_CONSTRAINED = ("%s with constraints has no derivative rule (the optimality condition of a constrained "
+                "minimiser has multipliers); minimise without them")
+
+
+def _bounds_of(bounds, scalar_pair=False):
+    """``(lower, upper)`` from ``minimize``'s bounds (a ``Bounds`` or ``(min, max)`` pairs,
+    ``None`` for no bound) or, with ``scalar_pair``, from a ``(lower, upper)`` pair of
+    numbers or arrays (``minimize_scalar``, ``least_squares``, ``curve_fit``)."""
+    if bounds is None:
+        return None
+    bounds = _plain(bounds)
+    if hasattr(bounds, "lb") and hasattr(bounds, "ub"):
+        return bounds.lb, bounds.ub
+    if scalar_pair:
+        return tuple(np.asarray(b, dtype=float) for b in bounds)
+    pairs = [(-np.inf if lo is None else lo, np.inf if hi is None else hi) for lo, hi in bounds]
+    return tuple(np.asarray(side, dtype=float) for side in zip(*pairs))
 
 
 def _minimize_rule(ctx, f, args, kwargs):
@@ -444,8 +477,8 @@ def _minimize_rule(ctx, f, args, kwargs):
     if routed is not _MINE:
         return routed
     name = "scipy.optimize." + f.__name__
-    if a["bounds"] is not None or not scalar and a["constraints"] not in ((), [], None):
-        raise _no_rule(_BOUNDED % name)
+    if not scalar and a["constraints"] not in ((), [], None):
+        raise _no_rule(_CONSTRAINED % name)
     fun = a["fun"]
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items()}
@@ -453,7 +486,7 @@ def _minimize_rule(ctx, f, args, kwargs):
     first = not scalar and a["jac"] is True  # (fun returns (F, gradient))
     x, value = _minimiser(ctx, name, _first(fun) if first else fun,
                           _first(plain["fun"]) if first else plain["fun"], out.x, fargs,
-                          getattr(out, "message", ""))
+                          getattr(out, "message", ""), _bounds_of(a["bounds"], scalar_pair=scalar))
     out.x = x
     out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
     ctx.remember(out, "x")
@@ -480,8 +513,9 @@ def _bracketed_minimum_rule(ctx, f, args, kwargs):
 
 
 def _least_squares_rule(ctx, f, args, kwargs):
-    """``least_squares`` with the plain loss and no bounds: the minimiser of half the sum
-    of squared residuals; ``.x``, ``.cost`` and ``.fun`` (the residuals there) differentiable."""
+    """``least_squares`` with the plain loss: the minimiser of half the sum of squared
+    residuals (clear of its bounds); ``.x``, ``.cost`` and ``.fun`` (the residuals there)
+    differentiable."""
     bound = _bind(f, args, kwargs)
     a = bound.arguments
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
@@ -491,9 +525,6 @@ def _least_squares_rule(ctx, f, args, kwargs):
     if routed is not _MINE:
         return routed
     name = "scipy.optimize.least_squares"
-    lo, hi = (np.asarray(_plain(b), dtype=float) for b in _plain(a["bounds"]))
-    if np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)):
-        raise _no_rule(_BOUNDED % name)
     if a["loss"] != "linear":
         raise _no_rule("%s with loss=%r has no derivative rule; use loss='linear'" % (name, a["loss"]))
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
@@ -509,7 +540,8 @@ def _least_squares_rule(ctx, f, args, kwargs):
         r = np.asarray(fun_plain(x, *rest, **plain_extra))
         return 0.5 * np.sum(r * r)
 
-    x, value = _minimiser(ctx, name, cost, cost_plain, out.x, fargs, out.message)
+    x, value = _minimiser(ctx, name, cost, cost_plain, out.x, fargs, out.message,
+                          _bounds_of(a["bounds"], scalar_pair=True))
     out.x = x
     out.cost = _add(ctx, out.cost, _correction(ctx, _deviation, value, why=_NOT_FINITE))
     residuals = overdub(ctx, _residuals, fun, x, fargs, extra)
@@ -520,7 +552,7 @@ def _least_squares_rule(ctx, f, args, kwargs):
 
 
 def _curve_fit_rule(ctx, f, args, kwargs):
-    """``curve_fit`` without bounds: ``popt`` minimises half the weighted sum of squares,
+    """``curve_fit`` (``popt`` clear of its bounds): ``popt`` minimises half the weighted sum of squares,
     differentiable in ``ydata``, ``xdata``, ``sigma`` and the model's closure; ``pcov`` is
     ``inv(J^T J)`` (scaled by the residual variance unless ``absolute_sigma``) at the
     differentiable ``popt``, with SciPy's value."""
@@ -532,9 +564,6 @@ def _curve_fit_rule(ctx, f, args, kwargs):
     if routed is not _MINE:
         return routed
     name = "scipy.optimize.curve_fit"
-    lo, hi = (np.asarray(_plain(b), dtype=float) for b in _plain(a["bounds"]))
-    if np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)):
-        raise _no_rule(_BOUNDED % name)
     if a["sigma"] is not None and np.ndim(_plain(a["sigma"])) > 1:
         raise _no_rule("%s with a covariance matrix as sigma has no derivative rule; pass standard "
                        "deviations (a 1-d sigma)" % name)
@@ -555,7 +584,8 @@ def _curve_fit_rule(ctx, f, args, kwargs):
         return 0.5 * np.sum(r * r)
 
     popt_plain, pcov_plain = out[0], out[1]
-    popt, _ = _minimiser(ctx, name, cost, cost_plain, popt_plain, (), "")
+    popt, _ = _minimiser(ctx, name, cost, cost_plain, popt_plain, (), "",
+                         _bounds_of(a["bounds"], scalar_pair=True))
     dof = np.size(_plain(ydata)) - np.size(popt_plain)
     if dof > 0 and np.all(np.isfinite(pcov_plain)):
         cov = overdub(ctx, _covariance, model, xdata, ydata, weights, popt, dof, a["absolute_sigma"])
