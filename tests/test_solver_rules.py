@@ -399,6 +399,22 @@ def test_bounds_clear_of_the_minimiser_and_on_it():
             capstan.D(f, X)
 
 
+def test_linear_least_squares():
+    """lsq_linear and nnls in b (the pseudo-inverse) and in A; nnls with an active bound refused."""
+    A, b = np.array([[1.0, 0.2], [0.3, 1.0], [0.5, 0.5]]), np.array([0.3, 0.7, 1.1])
+    for f in (lambda v: optimize.lsq_linear(A, v).x, lambda v: optimize.nnls(A, v)[0]):
+        np.testing.assert_allclose(capstan.jacobian(f, b), np.linalg.pinv(A), atol=1e-9)
+        np.testing.assert_allclose(capstan.jacobian(f, b, mode="reverse"), np.linalg.pinv(A), atol=1e-9)
+    in_A = lambda s: optimize.lsq_linear(A * s, b).x  # noqa: E731   x = pinv(A) b / s
+    check(in_A, 1.3, -np.linalg.pinv(A) @ b / 1.3 ** 2, rtol=1e-8)
+    norm = lambda v: optimize.nnls(A, v)[1]  # noqa: E731
+    r = A @ np.linalg.pinv(A) @ b - b
+    want = -(r - A @ np.linalg.pinv(A) @ r) / np.linalg.norm(r)
+    np.testing.assert_allclose(capstan.gradient(norm, b)[0], want, atol=1e-9)
+    with pytest.raises(capstan.NoRuleError, match="bound"):
+        capstan.D(lambda p: optimize.nnls(A, b * np.array([1.0, -5.0, 1.0]) * p)[0][0], 1.0)
+
+
 def test_constraints_are_refused():
     with pytest.raises(capstan.NoRuleError, match="constraints"):
         capstan.D(lambda p: optimize.minimize(lambda t: np.sum((t - p) ** 2), np.zeros(2), constraints=[

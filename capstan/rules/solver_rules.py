@@ -213,14 +213,24 @@ def _plain_callable(ctx, f):
 
 
 def _bind(f, args, kwargs):
-    """The call's arguments by name, defaults filled in (a wrong call raises SciPy's error)."""
+    """``(the call's arguments by name with defaults filled in, the names given)``; a
+    wrong call raises SciPy's own error."""
     try:
         bound = inspect.signature(f).bind(*args, **kwargs)
     except TypeError:
         f(*_plain(args), **_plain(kwargs))  # (SciPy's own error for a wrong call)
         raise
+    given = set(bound.arguments)
     bound.apply_defaults()
-    return bound
+    return bound, given
+
+
+def _call(f, given, plain, **forced):
+    """The plain solve: ``f`` with the arguments the caller gave (their plain versions in
+    ``plain``) and ``forced`` ones -- defaults are left to ``f`` (some are sentinels)."""
+    call = {k: v for k, v in plain.items() if k in given}
+    call.update(forced)
+    return f(**call)
 
 
 _MINE = object()
@@ -317,7 +327,7 @@ _ROOTS = {}
 
 def _root_rule(ctx, f, args, kwargs):
     func_name, starts, kind = _ROOTS[f]
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     fargs = a.get("args", ())
     depends = [v for k, v in a.items() if k not in starts]
@@ -333,7 +343,7 @@ def _root_rule(ctx, f, args, kwargs):
         F = _first(func)
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items()}
-    out = f(**plain)
+    out = _call(f, given, plain)
     if not isinstance(fargs, tuple):
         fargs = (fargs,)
     steps = _newton_steps()
@@ -468,7 +478,7 @@ def _bounds_of(bounds, scalar_pair=False):
 
 
 def _minimize_rule(ctx, f, args, kwargs):
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     scalar = f is _optimize.minimize_scalar
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
@@ -482,7 +492,7 @@ def _minimize_rule(ctx, f, args, kwargs):
     fun = a["fun"]
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items()}
-    out = f(**plain)
+    out = _call(f, given, plain)
     first = not scalar and a["jac"] is True  # (fun returns (F, gradient))
     x, value = _minimiser(ctx, name, _first(fun) if first else fun,
                           _first(plain["fun"]) if first else plain["fun"], out.x, fargs,
@@ -496,7 +506,7 @@ def _minimize_rule(ctx, f, args, kwargs):
 
 def _bracketed_minimum_rule(ctx, f, args, kwargs):
     """``golden`` and ``brent``: the minimiser (and with ``full_output``, the minimum)."""
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
     routed = _route(ctx, f, args, kwargs, [a["func"], fargs])
@@ -504,7 +514,7 @@ def _bracketed_minimum_rule(ctx, f, args, kwargs):
         return routed
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items()}
-    out = f(**plain)
+    out = _call(f, given, plain)
     x_plain = out[0] if type(out) is tuple else out
     x, value = _minimiser(ctx, "scipy.optimize." + f.__name__, a["func"], plain["func"], x_plain, fargs, "")
     if type(out) is tuple:
@@ -516,7 +526,7 @@ def _least_squares_rule(ctx, f, args, kwargs):
     """``least_squares`` with the plain loss: the minimiser of half the sum of squared
     residuals (clear of its bounds); ``.x``, ``.cost`` and ``.fun`` (the residuals there)
     differentiable."""
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
     extra = a["kwargs"] or {}
@@ -529,7 +539,7 @@ def _least_squares_rule(ctx, f, args, kwargs):
         raise _no_rule("%s with loss=%r has no derivative rule; use loss='linear'" % (name, a["loss"]))
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items()}
-    out = f(**plain)
+    out = _call(f, given, plain)
     fun, fun_plain, plain_extra = a["fun"], plain["fun"], _plain(extra)
 
     def cost(x, *rest):
@@ -556,7 +566,7 @@ def _curve_fit_rule(ctx, f, args, kwargs):
     differentiable in ``ydata``, ``xdata``, ``sigma`` and the model's closure; ``pcov`` is
     ``inv(J^T J)`` (scaled by the residual variance unless ``absolute_sigma``) at the
     differentiable ``popt``, with SciPy's value."""
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     options = a.get("kwargs", {})
     starts = {"p0", "bounds", "method", "check_finite", "nan_policy", "full_output", "kwargs", "jac"}
@@ -569,7 +579,7 @@ def _curve_fit_rule(ctx, f, args, kwargs):
                        "deviations (a 1-d sigma)" % name)
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items() if k != "kwargs"}
-    out = f(**plain, **{k: _plain(v) for k, v in options.items()})
+    out = _call(f, given, plain, **{k: _plain(v) for k, v in options.items()})
     model, xdata, ydata, sigma = a["f"], a["xdata"], a["ydata"], a["sigma"]
     weights = 1.0 if sigma is None else sigma
     plain_model, plain_x, plain_y = plain["f"], plain["xdata"], plain["ydata"]
@@ -607,6 +617,40 @@ def _covariance(model, xdata, ydata, weights, popt, dof, absolute):
     return cov * (np.sum(r * r) / dof)
 
 
+def _linear_least_squares_rule(ctx, f, args, kwargs):
+    """``lsq_linear`` and ``nnls``: the minimiser of ``|A x - b|^2 / 2`` clear of its bounds
+    (``nnls``: of zero), differentiable in ``A`` and ``b``; ``lsq_linear``'s ``.cost`` and
+    ``.fun``, ``nnls``'s residual norm, at the differentiable minimiser."""
+    bound, given = _bind(f, args, kwargs)
+    a = bound.arguments
+    routed = _route(ctx, f, args, kwargs, [a["A"], a["b"]])
+    if routed is not _MINE:
+        return routed
+    A, b = a["A"], a["b"]
+    if _tagged(A) and not isinstance(_plain(A), np.ndarray) or np.ndim(_plain(b)) != 1:
+        raise _no_rule("scipy.optimize.%s: a differentiated A must be a dense array, and b a vector"
+                       % f.__name__)
+    plain = {k: _plain(v) for k, v in a.items()}
+    out = _call(f, given, plain)
+    nnls = f is _optimize.nnls
+    x_plain = out[0] if nnls else out.x
+    bounds = (0.0, np.inf) if nnls else _bounds_of(a["bounds"], scalar_pair=True)
+    cost = lambda x: 0.5 * np.sum((A @ x - b) ** 2)  # noqa: E731
+    A_plain, b_plain = plain["A"], plain["b"]
+    cost_plain = lambda x: 0.5 * np.sum((A_plain @ x - b_plain) ** 2)  # noqa: E731
+    x, value = _minimiser(ctx, "scipy.optimize." + f.__name__, cost, cost_plain, x_plain, (), "", bounds)
+    residuals = overdub(ctx, _residuals, lambda z: A @ z - b, x, (), {})
+    if nnls:
+        norm = overdub(ctx, np.linalg.norm, residuals)
+        return (x, _add(ctx, out[1], _correction(ctx, _deviation, norm, why=_NOT_FINITE)))
+    out.x = x
+    out.cost = _add(ctx, out.cost, _correction(ctx, _deviation, value, why=_NOT_FINITE))
+    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, residuals, why=_NOT_FINITE))
+    for field in ("x", "cost", "fun"):
+        ctx.remember(out, field)
+    return out
+
+
 def _residuals(fun, x, fargs, extra):
     """(Run inside the differentiation.)  The residual vector at ``x``."""
     return np.ravel(np.asarray(fun(x, *fargs, **extra)))
@@ -614,7 +658,7 @@ def _residuals(fun, x, fargs, extra):
 
 def _fixed_point_rule(ctx, f, args, kwargs):
     """``fixed_point``: the root of ``x - func(x, *args)`` (elementwise, as SciPy's)."""
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
     routed = _route(ctx, f, args, kwargs, [a["func"], fargs])
@@ -622,7 +666,7 @@ def _fixed_point_rule(ctx, f, args, kwargs):
         return routed
     plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
              for k, v in a.items()}
-    out = f(**plain)
+    out = _call(f, given, plain)
     func, func_plain = a["func"], plain["func"]
     F = lambda x, *rest: x - func(x, *rest)  # noqa: E731
     F_plain = lambda x, *rest: x - func_plain(x, *rest)  # noqa: E731
@@ -699,7 +743,7 @@ def _limits_order(f, args, kwargs, bound, names):
 
 
 def _quad_rule(ctx, f, args, kwargs):
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     routed = _route(ctx, f, args, kwargs, [a["func"], a["args"], a["a"], a["b"]])
     if routed is not _MINE:
@@ -715,8 +759,7 @@ def _quad_rule(ctx, f, args, kwargs):
     lo, hi = _plain(a["a"]), _plain(a["b"])
     plain = {k: _plain(v) for k, v in a.items()}
     plain["func"] = _plain_callable(ctx, a["func"])
-    plain["full_output"] = 1
-    out = f(**plain)
+    out = _call(f, given, plain, full_output=1)
     info = out[2]
     if len(out) > 3 and not a["full_output"]:
         warnings.warn(out[3], _integrate.IntegrationWarning, stacklevel=3)
@@ -738,7 +781,7 @@ def _deviation(x):
 
 
 def _quad_vec_rule(ctx, f, args, kwargs):
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     depends = [a["f"], a["args"], a["a"], a["b"]]
     routed = _route(ctx, f, args, kwargs, depends)
@@ -752,8 +795,7 @@ def _quad_vec_rule(ctx, f, args, kwargs):
     lo, hi = _plain(a["a"]), _plain(a["b"])
     plain = {k: _plain(v) for k, v in a.items()}
     plain["f"] = _plain_callable(ctx, a["f"])
-    plain["full_output"] = True
-    out = f(**plain)
+    out = _call(f, given, plain, full_output=True)
     intervals = np.asarray(out[2].intervals, dtype=float).reshape(-1, 2)
     kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs=False)
     total = overdub(ctx, _quadrature_sum, a["f"], fargs, a["a"], a["b"], kind, u, w)
@@ -941,7 +983,7 @@ def _ode_checks(name, ctx, depends, times):
 
 
 def _solve_ivp_rule(ctx, f, args, kwargs):
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     fargs = a["args"] if a["args"] is not None else ()
     if not isinstance(fargs, tuple):
@@ -1010,7 +1052,7 @@ def _dense_rule(ctx, f, args, kwargs):
 
 
 def _odeint_rule(ctx, f, args, kwargs):
-    bound = _bind(f, args, kwargs)
+    bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
     depends = [a["func"], fargs, a["y0"], a["Dfun"]]
@@ -1021,7 +1063,7 @@ def _odeint_rule(ctx, f, args, kwargs):
     plain = {k: _plain(v) for k, v in a.items()}
     plain["func"] = _plain_callable(ctx, a["func"])
     plain["Dfun"] = _plain_callable(ctx, a["Dfun"])
-    out = f(**plain)
+    out = _call(f, given, plain)
     t = np.asarray(plain["t"], dtype=float)
     func, tfirst = a["func"], a["tfirst"]
     G = func if tfirst else _swapped(func)
@@ -1069,6 +1111,8 @@ if _optimize is not None:
     defsolver(_optimize.brent, _bracketed_minimum_rule)
     defsolver(_optimize.least_squares, _least_squares_rule)
     defsolver(_optimize.curve_fit, _curve_fit_rule)
+    defsolver(_optimize.lsq_linear, _linear_least_squares_rule)
+    defsolver(_optimize.nnls, _linear_least_squares_rule)
     defsolver(_optimize.fixed_point, _fixed_point_rule)
     defsolver(_optimize.minimize_scalar, _minimize_rule)
     defsolver(_integrate.quad, _quad_rule)
