@@ -310,6 +310,14 @@ def test_complex_refusals(call, match):
         capstan.D(call, X)
 
 
+def test_kept_tape_is_refused():
+    """A kept tape replays its steps for new inputs; the plain solve is none of them."""
+    with pytest.raises(capstan.NoRuleError, match="kept tape"):
+        capstan.record_tape(lambda p: optimize.brentq(lambda t: t * t - p, 0.0, 3.0), X)
+    with pytest.raises(capstan.NoRuleError, match="kept tape"):
+        capstan.record_tape(lambda p: integrate.quad(lambda t: p * t, 0.0, 1.0)[0], X)
+
+
 # ----------------------------------------------------------------------------- minimisers
 def test_minimize_argmin_and_minimum():
     c = np.array([0.5, -0.2])

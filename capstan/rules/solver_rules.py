@@ -966,8 +966,12 @@ def _user_jacobian(jac, fargs):
 
 
 def _qualified(f):
-    return "%s.%s" % (f.__module__.replace("._minpack_py", "").replace("._zeros_py", "")
-                      .replace("._root_scalar", ""), f.__name__)
+    """``scipy.optimize.newton`` for SciPy's solvers (their modules are private)."""
+    module = getattr(f, "__module__", None) or ""
+    for public in ("scipy.integrate", "scipy.optimize"):
+        if module.startswith(public):
+            return "%s.%s" % (public, f.__name__)
+    return getattr(f, "__qualname__", repr(f))
 
 
 def _ode_checks(name, ctx, depends, times):
@@ -1096,6 +1100,21 @@ def _swapped(func):
 
 
 # ----------------------------------------------------------------------------- table
+def _not_on_a_kept_tape(rule):
+    """``rule``, refusing inside ``record_tape``: a kept tape replays the recorded steps for
+    new inputs, and the plain solve is no step of it (the replay would return the old
+    solution)."""
+    def guarded(ctx, f, args, kwargs):
+        if getattr(ctx, "keep_bases", False) and _owner(*args, *kwargs.values()) is not None:
+            raise _no_rule("%s cannot be recorded on a kept tape (capstan.record_tape): a replay for "
+                           "new inputs would not solve again; differentiate it with capstan.gradient "
+                           "or capstan.jvp instead" % _qualified(f))
+        return rule(ctx, f, args, kwargs)
+
+    guarded.__name__ = guarded.__qualname__ = rule.__name__
+    return guarded
+
+
 if _optimize is not None:
     for _solver in (_optimize.brentq, _optimize.bisect, _optimize.brenth, _optimize.ridder,
                     _optimize.toms748):
@@ -1105,18 +1124,18 @@ if _optimize is not None:
     _ROOTS[_optimize.fsolve] = ("func", {"x0"}, "fsolve")
     _ROOTS[_optimize.root] = ("fun", {"x0"}, "root")
     for _solver in _ROOTS:
-        defsolver(_solver, _root_rule)
-    defsolver(_optimize.minimize, _minimize_rule)
-    defsolver(_optimize.golden, _bracketed_minimum_rule)
-    defsolver(_optimize.brent, _bracketed_minimum_rule)
-    defsolver(_optimize.least_squares, _least_squares_rule)
-    defsolver(_optimize.curve_fit, _curve_fit_rule)
-    defsolver(_optimize.lsq_linear, _linear_least_squares_rule)
-    defsolver(_optimize.nnls, _linear_least_squares_rule)
-    defsolver(_optimize.fixed_point, _fixed_point_rule)
-    defsolver(_optimize.minimize_scalar, _minimize_rule)
-    defsolver(_integrate.quad, _quad_rule)
-    defsolver(_integrate.quad_vec, _quad_vec_rule)
-    defsolver(_integrate.solve_ivp, _solve_ivp_rule)
-    defsolver(_integrate.odeint, _odeint_rule)
-    defsolver(_DenseSolution.__call__, _dense_rule)
+        defsolver(_solver, _not_on_a_kept_tape(_root_rule))
+    defsolver(_optimize.minimize, _not_on_a_kept_tape(_minimize_rule))
+    defsolver(_optimize.golden, _not_on_a_kept_tape(_bracketed_minimum_rule))
+    defsolver(_optimize.brent, _not_on_a_kept_tape(_bracketed_minimum_rule))
+    defsolver(_optimize.least_squares, _not_on_a_kept_tape(_least_squares_rule))
+    defsolver(_optimize.curve_fit, _not_on_a_kept_tape(_curve_fit_rule))
+    defsolver(_optimize.lsq_linear, _not_on_a_kept_tape(_linear_least_squares_rule))
+    defsolver(_optimize.nnls, _not_on_a_kept_tape(_linear_least_squares_rule))
+    defsolver(_optimize.fixed_point, _not_on_a_kept_tape(_fixed_point_rule))
+    defsolver(_optimize.minimize_scalar, _not_on_a_kept_tape(_minimize_rule))
+    defsolver(_integrate.quad, _not_on_a_kept_tape(_quad_rule))
+    defsolver(_integrate.quad_vec, _not_on_a_kept_tape(_quad_vec_rule))
+    defsolver(_integrate.solve_ivp, _not_on_a_kept_tape(_solve_ivp_rule))
+    defsolver(_integrate.odeint, _not_on_a_kept_tape(_odeint_rule))
+    defsolver(_DenseSolution.__call__, _not_on_a_kept_tape(_dense_rule))
