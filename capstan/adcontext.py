@@ -242,6 +242,9 @@ class ADContext(Context):
     def apply(self, f, args, kwargs):
         """A call of ``f`` (which has a rule) with these arguments: the parts both modes
         share, then the mode's ``compute``."""
+        solver = registry.SOLVERS.get(f)
+        if solver is not None:  # (taken over even when no argument is differentiated: closures)
+            return solver(self, f, args, kwargs)
         impl = registry.IMPLS.get(f)
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
@@ -660,7 +663,7 @@ for _method, _types in ((list.append, (list, Tagged)), (list.insert, (list, obje
 
 
 def register_all() -> None:
-    for table in (registry.PARTIALS, registry.JVP, registry.VJP, registry.IMPLS):
+    for table in (registry.PARTIALS, registry.JVP, registry.VJP, registry.IMPLS, registry.SOLVERS):
         for f in list(table):
             _register(f)
 

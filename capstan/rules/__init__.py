@@ -18,6 +18,11 @@ Forward and reverse mode read the same tables.  Three kinds of entry:
     (``math.fsum``, which takes an iterable).
 ``nondifferentiable(*fs)``
     functions whose results carry no derivative (``np.sign``, ``math.floor``...).
+``defsolver(f, handler)``
+    every call of ``f`` inside a differentiation is handed to
+    ``handler(ctx, f, args, kwargs)``, differentiated arguments or not: for solvers whose
+    callback may close over a differentiated value (``brentq``, ``quad``, ``solve_ivp``:
+    see ``solver_rules``).
 
 Rules run on plain values.  When a value is tagged by an enclosing
 differentiation (nested ``D`` or ``hessian``), the rule body runs inside that
@@ -29,11 +34,13 @@ from .registry import (
                        JVP,
                        NONDIFF,
                        PARTIALS,
+                       SOLVERS,
                        VJP,
                        defderiv,
                        defimpl,
                        defjvp,
                        deflinear,
+                       defsolver,
                        defvjp,
                        nondifferentiable,
                        unbroadcast,
@@ -42,3 +49,4 @@ from .registry import (
 
 __all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
            "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS"]
+__all__ += ["defsolver", "SOLVERS"]

@@ -9,6 +9,7 @@ JVP: dict[Any, Any] = {}  # f -> (rule, batched): forward rule; batched rules ac
 VJP: dict[Any, Any] = {}  # f -> reverse rule
 NONDIFF: set[Any] = set()  # functions whose results carry no derivative
 IMPLS: dict[Any, Any] = {}  # f -> Python function differentiated in f's place (C functions of iterables)
+SOLVERS: dict[Any, Any] = {}  # f -> handler(ctx, f, args, kwargs): solvers whose callbacks may close over derivatives
 _listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
 
 
@@ -103,6 +104,17 @@ def defimpl(f: Callable[..., Any], impl: Callable[..., Any]) -> None:
     _check(f, "defimpl")
     _check(impl, "defimpl")
     IMPLS[f] = impl
+    _changed(f)
+
+
+def defsolver(f: Callable[..., Any], handler: Callable[..., Any]) -> None:
+    """Take over every call of ``f`` made inside a differentiation, differentiated
+    arguments or not: ``handler(ctx, f, args, kwargs)`` computes the result.  For solvers
+    and quadratures whose callback may close over a differentiated value (the call
+    itself then carries none), see ``capstan.rules.solver_rules``."""
+    _check(f, "defsolver")
+    _check(handler, "defsolver")
+    SOLVERS[f] = handler
     _changed(f)
 
 
