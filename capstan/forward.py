@@ -59,6 +59,11 @@ class ForwardCtx(ADContext):
                 same = returned_argument(ans, vals, tans)
                 if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                     return args[same]
+        if _takes_arrays(f) and any(type(ti) is list for ti in tans):
+            vals, tans = list(vals), list(tans)
+            for i, ti in enumerate(tans):
+                if type(ti) is list:
+                    vals[i], tans[i] = _as_array_argument(vals[i], ti, self.chunk, run)
         partials = _PARTIALS.get(f)
         if partials is not None:
             t = None
@@ -199,6 +204,36 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
+
+
+def _takes_arrays(f):
+    """Whether ``f`` reads a list or tuple argument as an array (NumPy's functions and
+    ufuncs do: ``np.sin([1.0, x])``, ``np.reshape([1.0, x], ...)``)."""
+    if type(f) is np.ufunc:
+        return True
+    module = getattr(f, "__module__", None)
+    return type(module) is str and (module == "numpy" or module.startswith("numpy."))
+
+
+def _as_array_argument(value, tangents, chunk, run):
+    """``(value, tangent)`` of a list or tuple argument that NumPy reads as an array, as
+    arrays: the elements' tangents (``None`` for constants, which get zeros) stacked after
+    the chunk axis.  Left as they are when the elements do not form a regular numeric
+    array (``np.concatenate`` of parts of different lengths)."""
+    try:
+        plain = np.asarray([raw(v) for v in value])
+    except (ValueError, TypeError):
+        return value, tangents
+    if plain.dtype.kind not in "biufc" or plain.shape[:1] != (len(tangents),):
+        return value, tangents
+    dtype = np.result_type(plain.dtype, np.float64)
+    lead = () if chunk is None else (chunk,)
+    parts = [np.zeros(lead + plain.shape[1:], dtype) if t is None else t for t in tangents]
+    if any(type(v) is Tagged for v in value):  # (values an enclosing differentiation carries)
+        array = run(np.array, list(value))
+    else:
+        array = plain
+    return array, run(np.stack, parts, axis=len(lead))
 
 
 def _lead(t, value):

@@ -27,7 +27,7 @@ from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook
-from .nesting import enclosing, level, route
+from .nesting import enclosing, level, nestlevel, route
 from .pool import borrowed
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
@@ -321,6 +321,10 @@ def backward(tape, seeds):
         if rec.kind == INPUT:
             continue
         foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
+        if foreign is None and type(g) is np.ndarray and nestlevel():
+            # a plain array an enclosing differentiation wrote derivatives into (it shadows
+            # it): the cotangent carries that derivative, so the rule runs inside it
+            foreign = enclosing(g)
         if rec.kind == GETITEM and foreign is None:  # a read: add into the parent's buffer
             read = rec.kwargs
             if type(read[2]) is int and (type(g) is float or type(g) is _F64) and read[1].kind == "f":
