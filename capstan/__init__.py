@@ -26,6 +26,8 @@ from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .transforms import grad, jacfwd, jacrev, value_and_grad
+from . import sparsity
+from .sparsity import hessian_sparsity, jacobian_sparsity
 
 register_all()
 
@@ -40,10 +42,12 @@ def __getattr__(name):
     raise AttributeError("module 'capstan' has no attribute %r" % (name,))
 
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
+overdub.opaque(sparsity)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "grad", "value_and_grad", "jacfwd", "jacrev",
            "stop_gradient",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
            "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
-           "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass"]
+           "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass",
+           "jacobian_sparsity", "hessian_sparsity"]

@@ -29,10 +29,13 @@ from .registry import (
                        JVP,
                        NONDIFF,
                        PARTIALS,
+                       PATTERN,
+                       SECOND,
                        VJP,
                        defderiv,
                        defimpl,
                        defjvp,
+                       defpattern,
                        deflinear,
                        defvjp,
                        nondifferentiable,
@@ -41,4 +44,5 @@ from .registry import (
 )
 
 __all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
-           "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS"]
+           "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS",
+           "defpattern", "PATTERN", "SECOND"]

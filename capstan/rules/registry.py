@@ -8,6 +8,8 @@ JVP = {}  # f -> (rule, batched): forward rule; batched rules accept tangents wi
 VJP = {}  # f -> reverse rule
 NONDIFF = set()  # functions whose results carry no derivative
 IMPLS = {}  # f -> Python function differentiated in f's place (C functions of iterables)
+PATTERN = {}  # f -> how index sets flow through f, for sparsity detection (see pattern_rules)
+SECOND = {}  # f -> pairs of argument positions whose second derivative may be nonzero
 _listeners = []  # called with f whenever a table entry for f changes
 
 
@@ -92,6 +94,28 @@ def deflinear(f, transpose=None):
     if transpose is not None:
         defvjp(f, lambda g, ans, *args, **kw: (transpose(g, ans, *args, **kw),)
                + (None,) * (len(args) - 1))
+
+
+_PATTERN_KINDS = ("moves", "same", "reduce", "along", "matmul")
+
+
+def defpattern(f, kind=None, *, second=None):
+    """Tell sparsity detection how ``f``'s result depends on its arguments: ``kind`` is
+    one of ``"moves"``, ``"same"``, ``"reduce"``, ``"along"``, ``"matmul"`` (see
+    ``capstan.rules.pattern_rules``), or ``None`` for an elementwise ``defderiv`` entry;
+    ``second`` lists the pairs ``(i, j)`` of argument positions whose second derivative
+    may be nonzero (``()`` for a linear ``f``; ``None``: all of them)."""
+    _check(f, "defpattern")
+    if kind is not None and kind not in _PATTERN_KINDS:
+        raise ValueError("defpattern(%s, kind): kind must be one of %s or None, got %r"
+                         % (_name(f), ", ".join(_PATTERN_KINDS), kind))
+    if kind is not None:
+        PATTERN[f] = kind
+    if second is None:
+        SECOND.pop(f, None)
+    else:
+        pairs = tuple((int(i), int(j)) for i, j in second)
+        SECOND[f] = pairs
 
 
 def defimpl(f, impl):
