@@ -26,7 +26,9 @@ from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .transforms import grad, jacfwd, jacrev, value_and_grad
-from . import sparsity
+from . import coloring as _coloring_module, sparse, sparsity
+from .coloring import coloring
+from .sparse import hvp, prepare_sparse_hessian, prepare_sparse_jacobian, sparse_hessian, sparse_jacobian
 from .sparsity import hessian_sparsity, jacobian_sparsity
 
 register_all()
@@ -42,7 +44,7 @@ def __getattr__(name):
     raise AttributeError("module 'capstan' has no attribute %r" % (name,))
 
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
-overdub.opaque(sparsity)
+overdub.opaque(sparsity, sparse, _coloring_module)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "grad", "value_and_grad", "jacfwd", "jacrev",
@@ -50,4 +52,5 @@ __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
            "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
            "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass",
-           "jacobian_sparsity", "hessian_sparsity"]
+           "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
+           "prepare_sparse_jacobian", "prepare_sparse_hessian", "coloring", "hvp"]

@@ -78,6 +78,17 @@ def identity_rows(n):
     return Rows(np.arange(n + 1, dtype=_I), np.arange(n, dtype=_I), n)
 
 
+def sorted_unique(a):
+    """``np.unique(a)`` by sorting (NumPy 2's hashing ``unique`` is slower on int keys)."""
+    a = np.sort(a, kind="stable" if len(a) < 64 else "quicksort")
+    if len(a) < 2:
+        return a
+    keep = np.empty(len(a), bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def _from_keys(keys, m, n):
     """Rows from sorted unique keys ``row * n + column``."""
     rows = keys // n
@@ -111,7 +122,7 @@ def scatter(R, src, dst, m):
     if not len(G.indices):
         return empty_rows(m, R.n)
     keys = np.repeat(dst, np.diff(G.indptr)) * R.n + G.indices
-    return _from_keys(np.unique(keys), m, R.n)
+    return _from_keys(sorted_unique(keys), m, R.n)
 
 
 def union(parts):
@@ -121,7 +132,7 @@ def union(parts):
     if all(p is first or (np.array_equal(p.indptr, first.indptr) and np.array_equal(p.indices, first.indices))
            for p in parts[1:]):
         return first
-    return _from_keys(np.unique(np.concatenate([_keys(p) for p in parts])), first.m, first.n)
+    return _from_keys(sorted_unique(np.concatenate([_keys(p) for p in parts])), first.m, first.n)
 
 
 def vstack(parts, n):
@@ -168,7 +179,7 @@ def repeated(mask, m, n):
 
 def _union_row(R):
     """One set: the union of all of ``R``'s."""
-    cols = np.unique(R.indices)
+    cols = sorted_unique(R.indices)
     return Rows(np.array([0, len(cols)], _I), cols, R.n)
 
 
