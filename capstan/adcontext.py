@@ -399,6 +399,8 @@ class ADContext(Context):
                     raise losses.in_function(self, err, f) from None
         if isinstance(f, type) and issubclass(f, BaseException):
             return f(*args, **kwargs)  # exceptions keep their arguments as they are
+        if f in _INSPECTING:  # (they read types and dtypes, never values: no write to watch for)
+            return self._plain(f, args, kwargs)
         if not self._differentiated(args, kwargs):
             result = self._plain(f, args, kwargs)
             if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
@@ -519,6 +521,8 @@ class ADContext(Context):
 
 
 _WHOLE = object()
+#: C functions that only inspect the types and dtypes of their arguments
+_INSPECTING = {type, isinstance, np.result_type, np.can_cast, np.promote_types}
 #: C functions that store their arguments as they are (tagged values included)
 STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_left,
            bisect.insort_right, collections.deque.append, collections.deque.appendleft,

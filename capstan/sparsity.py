@@ -79,8 +79,9 @@ def identity_rows(n):
 
 
 def sorted_unique(a):
-    """``np.unique(a)`` by sorting (NumPy 2's hashing ``unique`` is slower on int keys)."""
-    a = np.sort(a, kind="stable" if len(a) < 64 else "quicksort")
+    """``np.unique(a)`` by sorting (NumPy 2's hashing ``unique`` is slower on int keys; a
+    stable sort merges the sorted runs a union is made of in linear time)."""
+    a = np.sort(a, kind="stable")
     if len(a) < 2:
         return a
     keep = np.empty(len(a), bool)
@@ -149,6 +150,9 @@ def vstack(parts, n):
 
 def bits(mask):
     """The positions set in ``mask``, ascending."""
+    if mask.bit_count() > 24:
+        packed = np.frombuffer(mask.to_bytes((mask.bit_length() + 7) // 8, "little"), np.uint8)
+        return np.flatnonzero(np.unpackbits(packed, bitorder="little")).tolist()
     out = []
     while mask:
         low = mask & -mask
@@ -165,8 +169,14 @@ def rows_from_masks(masks, n):
 
 
 def row_mask(R, i):
+    """The set of element ``i`` of ``R`` as a bit mask."""
+    cols = R.indices[R.indptr[i]:R.indptr[i + 1]]
+    if len(cols) > 16:
+        flags = np.zeros(int(cols[-1]) + 1, bool)
+        flags[cols] = True
+        return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
     m = 0
-    for j in R.indices[R.indptr[i]:R.indptr[i + 1]].tolist():
+    for j in cols.tolist():
         m |= 1 << j
     return m
 
@@ -319,15 +329,16 @@ class PatternCtx(ADContext):
                 meta = repeated(meta, ans.size, self.n)
             if type(meta) is Rows:
                 if meta.m != ans.size:
-                    meta = repeated(row_mask(_union_row(meta), 0), ans.size, self.n)
+                    meta = gather(_union_row(meta), np.zeros(ans.size, _I))
                 meta = Pat(ans.shape, self.n, meta)
             return Tagged(ans, meta, self)
         if type(ans) is tuple or type(ans) is list:  # (several results: each depends on all)
-            mask = meta if type(meta) is int else row_mask(_union_row(meta), 0)
-            return Tagged(ans, tuple(self._result(a, mask)._meta if isinstance(a, (np.ndarray, float, complex))
-                                     else None for a in ans), self)
-        if type(meta) is Rows:
-            meta = row_mask(meta if meta.m == 1 else _union_row(meta), 0)
+            whole = repeated(meta, 1, self.n) if type(meta) is int else _union_row(meta)
+            return Tagged(ans, tuple(self._result(a, gather(whole, np.zeros(np.size(a), _I)))._meta
+                                     if isinstance(a, (np.ndarray, float, complex)) else None
+                                     for a in ans), self)
+        if type(meta) is Rows:  # (a scalar made by an array operation: its set stays a row)
+            meta = Pat((), self.n, meta if meta.m == 1 else _union_row(meta))
         return Tagged(ans, meta, self) if meta else ans
 
     def rows_of(self, value, meta, shape=None):
@@ -385,13 +396,18 @@ class PatternCtx(ADContext):
             warnings.warn("capstan sparsity: %s has no sparsity rule; its result is taken to depend on "
                           "all of its differentiated inputs (a dense block in the pattern)"
                           % losses.qualified_name(f), stacklevel=2)
-        mask = 0
+        parts = []
         for v, m in zip(vals, metas):
-            if m is not None:
-                mask |= m if type(m) is int else row_mask(_union_row(self.rows_of(v, m)), 0)
-        if self.second and mask:
-            self.scalar_pairs.append((mask, mask))
-        return mask
+            if type(m) is list or type(m) is tuple:
+                parts.extend(self.rows_of(e, me) for e, me in zip(v, m) if me is not None)
+            elif m is not None:
+                parts.append(self.rows_of(v, m))
+        if not parts:
+            return None
+        U = _union_row(vstack(parts, self.n))
+        if self.second:
+            self.pairs.append((U, U))
+        return U if type(ans) is not np.ndarray else gather(U, np.zeros(ans.size, _I))
 
     def _index_args(self, vals, metas, stack):
         """``vals`` with each tracked array replaced by the numbers (from 1) of its
@@ -465,7 +481,7 @@ class PatternCtx(ADContext):
         axis = vals[at] if len(vals) > at else kwargs.get("axis", default)
         R = self.rows_of(a, m)
         if axis is None:
-            return repeated(row_mask(_union_row(R), 0), np.size(ans), self.n)
+            return gather(_union_row(R), np.zeros(np.size(ans), _I))
         shape = np.shape(a)
         if np.shape(ans) != shape:
             return None
