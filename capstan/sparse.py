@@ -24,6 +24,8 @@ guards) are watched during each evaluation: if one comes out differently, the pa
 may not hold for this input, and the call raises :class:`capstan.TapeGuardError` or
 detects the pattern anew (``on_mismatch="redetect"``).
 """
+import time
+
 import numpy as np
 
 from overdub import Context, overdub, tag
@@ -40,6 +42,7 @@ from .tape import TapeGuardError
 
 CHUNK = 64  # colours per forward run
 HVP_MODES = ("rev_over_fwd", "fwd_over_rev")
+HESSIAN_HVP = ("auto",) + HVP_MODES
 
 
 # ----------------------------------------------------------------------------- watching decisions
@@ -361,15 +364,16 @@ class SparseHessian(_Prepared):
 
     fname = "prepare_sparse_hessian"
 
-    def __init__(self, f, x, sparsity=None, coloring="star", hvp="fwd_over_rev", on_mismatch="error"):
+    def __init__(self, f, x, sparsity=None, coloring="star", hvp="auto", on_mismatch="error"):
         if not callable(f):
             raise TypeError("capstan.%s(f, x): f must be callable, got %r" % (self.fname, f))
         if coloring not in ("star", "acyclic", "column"):
             raise ValueError("capstan.%s: coloring must be 'star', 'acyclic' or 'column', got %r"
                              % (self.fname, coloring))
-        if hvp not in HVP_MODES:
-            raise ValueError("capstan.%s: hvp must be 'fwd_over_rev' or 'rev_over_fwd', got %r"
+        if hvp not in HESSIAN_HVP:
+            raise ValueError("capstan.%s: hvp must be 'auto', 'fwd_over_rev' or 'rev_over_fwd', got %r"
                              % (self.fname, hvp))
+        self.timings = {}  # hvp mode -> seconds its evaluations took
         if on_mismatch not in ("error", "redetect"):
             raise ValueError("capstan.%s: on_mismatch must be 'error' or 'redetect', got %r"
                              % (self.fname, on_mismatch))
@@ -424,10 +428,25 @@ class SparseHessian(_Prepared):
             decisions = []
             if not self.ncolors:
                 return _filled(self.template, np.zeros(0))
-            B = hessian_compressed(self.f, x, self.seed, self.hvp, decisions, "sparse_hessian")
+            mode = self._mode()
+            start = time.perf_counter()
+            B = hessian_compressed(self.f, x, self.seed, mode, decisions, "sparse_hessian")
+            self.timings.setdefault(mode, []).append(time.perf_counter() - start)
             if self._checked(x, decisions):
                 values = self.recover(B) if self.recover is not None else B.ravel()[self.take]
                 return _filled(self.template, values)
+
+    def _mode(self):
+        """The HVP mode of the next evaluation: the one asked for; with ``"auto"``, each
+        mode twice in turn (one reverse run per colour first for one or two colours, the
+        chunked forward run first otherwise), then whichever was faster."""
+        if self.hvp != "auto":
+            return self.hvp
+        order = HVP_MODES if self.ncolors <= 2 else HVP_MODES[::-1]
+        tries = [len(self.timings.get(mode, ())) for mode in order]
+        if min(tries) < 2:
+            return order[tries.index(min(tries))]
+        return min(order, key=lambda mode: min(self.timings[mode]))
 
     def check(self, x=None, rtol=1e-9, atol=1e-12):
         """Compare with the dense ``capstan.hessian`` at ``x`` (default: the preparation's
@@ -442,6 +461,78 @@ class SparseHessian(_Prepared):
         else:
             dense = np.asarray(hessian(self.f, x), dtype=float)
         return _compare("sparse_hessian", H, dense.reshape(H.shape), self.pattern, rtol, atol)
+
+
+def _spy_method(self, path, **options):
+    """Draw ``self.pattern`` into the image file ``path`` (see :func:`spy`)."""
+    return spy(self.pattern, path, **options)
+
+
+SparseJacobian.spy = SparseHessian.spy = _spy_method
+
+
+def spy(pattern, path, *, title=None, markersize=None):
+    """Write a picture of a sparsity pattern (a scipy sparse matrix or 2-D array) to
+    ``path``: a PNG or SVG file, one dot per nonzero, row 0 at the top.  Drawn with
+    matplotlib when it is installed; without it, SVG files are written directly and a
+    PNG raises ImportError.  Returns ``path``.
+
+    Raises:
+        TypeError: ``pattern`` is not a sparse matrix or 2-D array.
+        ValueError: ``path`` does not end in ``.png`` or ``.svg``.
+        ImportError: a PNG without matplotlib.
+    """
+    P = _coloring.as_pattern(pattern, "sparse.spy")
+    path = str(path)
+    kind = path.rsplit(".", 1)[-1].lower()
+    if kind not in ("png", "svg"):
+        raise ValueError("capstan.sparse.spy: path must end in .png or .svg, got %r" % (path,))
+    try:
+        import matplotlib
+    except ImportError:
+        if kind == "png":
+            raise ImportError("capstan.sparse.spy: writing a PNG needs matplotlib (pip install "
+                              "matplotlib); an .svg path works without it") from None
+        _write_svg(P, path, title)
+        return path
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    m, n = P.shape
+    fig, ax = plt.subplots(figsize=(5, 5 * min(max(m / max(n, 1), 0.2), 5)))
+    ax.spy(P, markersize=markersize if markersize is not None else max(0.2, 200.0 / max(m, n, 1)))
+    ax.set_title(title or "%d x %d, %d nonzeros" % (m, n, P.nnz))
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _write_svg(P, path, title, pixels=600):
+    """A spy plot as SVG without matplotlib: one square per nonzero, or per occupied cell
+    of a ``pixels``-wide grid for large patterns."""
+    m, n = P.shape
+    scale = pixels / max(m, n, 1)
+    rows, cols = _pattern_rows_cols(P)
+    cell = max(scale, 1.0)
+    if scale < 1.0:  # several nonzeros per cell: draw each occupied cell once
+        keys = np.unique((rows * scale).astype(np.int64) * (pixels + 1) + (cols * scale).astype(np.int64))
+        ys, xs = keys // (pixels + 1), keys % (pixels + 1)
+    else:
+        ys, xs = rows * scale, cols * scale
+    width, height = n * scale + 2, m * scale + 30
+    text = title or "%d x %d, %d nonzeros" % (m, n, P.nnz)
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.1f %.1f">'
+             % (width, height, width, height),
+             '<text x="1" y="18" font-family="sans-serif" font-size="14">%s</text>'
+             % text.replace("&", "&amp;").replace("<", "&lt;"),
+             '<rect x="0.5" y="27.5" width="%.1f" height="%.1f" fill="none" stroke="#888"/>'
+             % (n * scale + 1, m * scale + 1),
+             '<g fill="#1f4e9c">']
+    parts.extend('<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f"/>' % (1 + x, 28 + y, cell, cell)
+                 for x, y in zip(xs.tolist(), ys.tolist()))
+    parts.append("</g></svg>\n")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("\n".join(parts))
 
 
 class _Substitution:
@@ -540,7 +631,7 @@ def prepare_sparse_jacobian(f, x, *, sparsity=None, coloring="auto", on_mismatch
     return SparseJacobian(f, x, sparsity, coloring, on_mismatch)
 
 
-def prepare_sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="fwd_over_rev",
+def prepare_sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="auto",
                            on_mismatch="error"):
     """Detect the sparsity pattern of the Hessian of scalar ``f`` at ``x`` and colour it,
     once; ``prep(x2)`` is the Hessian at ``x2`` as a symmetric ``scipy.sparse.csr_array``.
@@ -548,9 +639,10 @@ def prepare_sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="fwd_ove
     ``coloring="star"`` (default) reads each nonzero directly from one Hessian-vector
     product; ``"acyclic"`` may need fewer products and recovers the values by
     substitution; ``"column"`` is the distance-2 colouring a Jacobian would use.
-    ``hvp="fwd_over_rev"`` (default) computes all the products in one chunked forward
-    run over a reverse-mode gradient; ``"rev_over_fwd"`` takes one reverse run per
-    colour.  ``prep.pattern``, ``prep.colors``, ``prep.ncolors``, ``prep.check(x2)`` and
+    ``hvp="fwd_over_rev"`` computes all the products in one chunked forward run over a
+    reverse-mode gradient; ``"rev_over_fwd"`` takes one reverse run per colour over a
+    forward-mode directional derivative; ``"auto"`` (default) tries both on the first
+    evaluations and keeps the faster (``prep.timings``).  ``prep.pattern``, ``prep.colors``, ``prep.ncolors``, ``prep.check(x2)`` and
     ``on_mismatch`` as for :func:`prepare_sparse_jacobian`.
 
     Example::
@@ -597,7 +689,7 @@ def sparse_jacobian(f, x, *, sparsity=None, coloring="auto"):
     return prep(prep.x)
 
 
-def sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="fwd_over_rev"):
+def sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="auto"):
     """The Hessian of scalar ``f`` at ``x`` as a symmetric ``scipy.sparse.csr_array`` with
     exactly the detected (or given) pattern's structure.  To evaluate at many points,
     prepare once with :func:`prepare_sparse_hessian`.
