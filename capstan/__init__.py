@@ -26,8 +26,8 @@ from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .transforms import grad, jacfwd, jacrev, value_and_grad
-from . import coloring as _coloring_module, sparse, sparsity
-from .coloring import coloring
+from . import graph_coloring, sparse, sparsity
+from .graph_coloring import coloring
 from .sparse import hvp, prepare_sparse_hessian, prepare_sparse_jacobian, sparse_hessian, sparse_jacobian
 from .sparsity import hessian_sparsity, jacobian_sparsity
 
@@ -44,7 +44,7 @@ def __getattr__(name):
     raise AttributeError("module 'capstan' has no attribute %r" % (name,))
 
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
-overdub.opaque(sparsity, sparse, _coloring_module)
+overdub.opaque(sparsity, sparse, graph_coloring)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "grad", "value_and_grad", "jacfwd", "jacrev",

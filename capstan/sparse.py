@@ -30,7 +30,7 @@ import numpy as np
 
 from overdub import Context, overdub, tag
 
-from . import coloring as _coloring
+from . import graph_coloring as _coloring
 from . import losses, structure
 from .forward import ForwardCtx, _jvp
 from .nesting import level
@@ -135,6 +135,28 @@ def forward_compressed(f, x, seed, decisions, inner=None):
     return np.concatenate(blocks) if len(blocks) != 1 else blocks[0]
 
 
+def forward_directions(f, x, seed, decisions):
+    """``J @ seed.T`` as a ``(colours, m)`` array by one unchunked forward run per row of
+    ``seed`` (cheaper than one chunked run for scalar Python code, whose operations have
+    inline forms for float tangents only)."""
+    rows = []
+    for k, direction in enumerate(seed):
+        with borrowed(WatchingForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+            if isinstance(x, (list, tuple)):
+                seeded = type(x)(tag(e, ctx, float(d)) for e, d in zip(x, direction.tolist()))
+            elif isinstance(x, np.ndarray):
+                seeded = tag(x.copy(), ctx, direction.reshape(x.shape).astype(x.dtype))
+            else:
+                seeded = tag(x, ctx, float(direction[0]))
+            y = overdub(ctx, f, seeded)
+            losses.check_finished(ctx)
+            t = ctx.output_tangent(y)
+            if k == 0:
+                decisions.extend(ctx.decisions)
+        rows.append(_flat_tangent(t, 1)[0])
+    return np.array(rows)
+
+
 def reverse_compressed(f, x, seed, out_size, decisions, fname):
     """``seed @ J`` as a ``(colours, n)`` array: one reverse run of ``f``, one backward pass
     per row of ``seed`` (an output cotangent, flattened)."""
@@ -210,6 +232,22 @@ def _gradient_of(f, x, fname):
 
 
 # ----------------------------------------------------------------------------- prepared objects
+def choose(timings, order):
+    """The evaluation strategy to use next among ``order`` (first: the likelier faster),
+    given ``timings`` (strategy -> seconds of its evaluations so far): each one is tried
+    once, a second time when the first tries were within a factor 2, then the fastest
+    is kept."""
+    tries = [len(timings.get(mode, ())) for mode in order]
+    if min(tries) == 0:
+        return order[tries.index(0)]
+    best = {mode: min(timings[mode]) for mode in order}
+    fastest = min(order, key=best.get)
+    if min(tries) < 2 and any(best[mode] < 2 * best[fastest] for mode in order if mode != fastest):
+        return order[tries.index(min(tries))]
+    return fastest
+
+
+
 def _template(P):
     """A float CSR array with ``P``'s structure, whose data each evaluation replaces."""
     import scipy.sparse as sp
@@ -282,6 +320,7 @@ class SparseJacobian(_Prepared):
             raise ValueError("capstan.%s: on_mismatch must be 'error' or 'redetect', got %r"
                              % (self.fname, on_mismatch))
         self.f, self.coloring, self.on_mismatch = f, coloring, on_mismatch
+        self.timings = {}  # forward strategy ("chunked", "directions") -> seconds per evaluation
         self._setup_input(x)
         self._prepare(self.x, sparsity)
 
@@ -325,7 +364,12 @@ class SparseJacobian(_Prepared):
             if not self.ncolors:
                 B = np.zeros(1)
             elif self.kind == "column":
-                B = forward_compressed(self.f, x, self.seed, decisions)
+                mode = choose(self.timings, ("directions", "chunked") if self.is_list else
+                              ("chunked", "directions")) if self.ncolors <= 16 else "chunked"
+                start = time.perf_counter()
+                run = forward_compressed if mode == "chunked" else forward_directions
+                B = run(self.f, x, self.seed, decisions)
+                self.timings.setdefault(mode, []).append(time.perf_counter() - start)
                 if B.shape[1] != m:
                     raise ValueError("capstan.sparse_jacobian: f returned %d values where the pattern "
                                      "has %d rows" % (B.shape[1], m))
@@ -437,16 +481,13 @@ class SparseHessian(_Prepared):
                 return _filled(self.template, values)
 
     def _mode(self):
-        """The HVP mode of the next evaluation: the one asked for; with ``"auto"``, each
-        mode twice in turn (one reverse run per colour first for one or two colours, the
-        chunked forward run first otherwise), then whichever was faster."""
+        """The HVP mode of the next evaluation: the one asked for; with ``"auto"``, the
+        faster (see :func:`choose`; one reverse run per colour is tried first for one or
+        two colours and for list arguments, the chunked forward run otherwise)."""
         if self.hvp != "auto":
             return self.hvp
-        order = HVP_MODES if self.ncolors <= 2 else HVP_MODES[::-1]
-        tries = [len(self.timings.get(mode, ())) for mode in order]
-        if min(tries) < 2:
-            return order[tries.index(min(tries))]
-        return min(order, key=lambda mode: min(self.timings[mode]))
+        first = "rev_over_fwd" if self.ncolors <= 2 or self.is_list else "fwd_over_rev"
+        return choose(self.timings, (first,) + tuple(m for m in HVP_MODES if m != first))
 
     def check(self, x=None, rtol=1e-9, atol=1e-12):
         """Compare with the dense ``capstan.hessian`` at ``x`` (default: the preparation's
@@ -754,6 +795,12 @@ def hvp(f, x, v, *, mode="rev_over_fwd"):
         v = np.asarray(v, dtype=np.result_type(x, float))
     else:
         v = float(v) if not isinstance(v, complex) else v
-    if mode == "fwd_over_rev":
-        return jvp(lambda z: gradient(f, z)[0], (x,), (v,))[1]
-    return gradient(lambda z: jvp(f, (z,), (v,))[1], x)[0]
+    try:
+        if mode == "fwd_over_rev":
+            return jvp(lambda z: gradient(f, z)[0], (x,), (v,))[1]
+        return gradient(lambda z: jvp(f, (z,), (v,))[1], x)[0]
+    except ValueError as err:  # (f's output checked by the inner entry point: name ours)
+        text = str(err)
+        if text.startswith(("capstan.gradient:", "capstan.jvp:")):
+            raise ValueError("capstan.hvp: " + text.split(": ", 1)[1]) from None
+        raise

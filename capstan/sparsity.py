@@ -362,10 +362,10 @@ class PatternCtx(ADContext):
         idx = np.broadcast_to(np.arange(math.prod(vshape), dtype=_I).reshape(vshape), shape)
         return gather(R, idx)
 
-    def _elementwise(self, f, ans, vals, metas):
-        partials = _PARTIALS[f]
+    def _elementwise(self, f, ans, vals, metas, kwargs=None):
+        partials = _PARTIALS.get(f)
         deps = [i for i, m in enumerate(metas)
-                if m is not None and i < len(partials) and partials[i] is not None]
+                if m is not None and (partials is None or (i < len(partials) and partials[i] is not None))]
         if not deps:
             return None
         pairs = _SECOND.get(f)

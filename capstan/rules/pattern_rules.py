@@ -18,7 +18,9 @@ through :func:`~capstan.rules.registry.defpattern`:
                   ``max``, ``prod``, ``var``: an ``axis`` argument or keyword);
     ``"along"``   each result element depends on the whole line along ``axis``
                   (``sort``, ``cumsum``: conservative, never too sparse);
-    ``"matmul"``  ``@``, ``dot``, ``inner`` (1-D and 2-D operands; higher ones dense).
+    ``"matmul"``  ``@``, ``dot``, ``inner`` (1-D and 2-D operands; higher ones dense);
+    ``"elementwise"`` like a ``defderiv`` entry, every argument with a derivative
+                  (``abs``, ``np.angle``: entries with forward and reverse rules).
 
     A function with a derivative rule but no pattern makes every result element depend
     on every input element of its arguments (a one-time warning says so).
@@ -33,7 +35,7 @@ import operator
 
 import numpy as np
 
-from .registry import JVP, PARTIALS, defpattern
+from .registry import JVP, PARTIALS, PATTERN, defpattern
 
 _LINEAR = [operator.add, operator.sub, operator.neg, operator.pos, operator.iadd, operator.isub,
            np.add, np.subtract, np.negative, np.positive, np.real, np.imag, np.conj, np.conjugate,
@@ -44,13 +46,14 @@ _QUOTIENT = [operator.truediv, operator.itruediv, np.divide, np.true_divide]
 
 for _f in _LINEAR:
     if _f in PARTIALS or _f in JVP:
-        defpattern(_f, None, second=())
+        defpattern(_f, None if _f in PARTIALS else "elementwise", second=())
 for _f in _BILINEAR:
     defpattern(_f, None, second=((0, 1),))
 for _f in _QUOTIENT:
     defpattern(_f, None, second=((0, 1), (1, 1)))
 
 _BY_NAME = {
+    "elementwise": {"abs", "absolute", "angle", "phase"},
     "moves": {"reshape", "ravel", "squeeze", "expand_dims", "transpose", "swapaxes", "moveaxis",
               "concatenate", "stack", "broadcast_to", "flip", "roll", "repeat", "tril", "triu",
               "diagonal", "diag", "take", "matrix_transpose", "_scatter"},
@@ -71,7 +74,9 @@ for _f in list(JVP):
     _name = getattr(_f, "__name__", None)
     for _kind, _names in _BY_NAME.items():
         if _name in _names:
-            if _kind in _LINEAR_KINDS or _name in _LINEAR_NAMES:
+            if _f in PATTERN:  # (set above, with its second-order pairs)
+                break
+            if _kind in _LINEAR_KINDS or _name in _LINEAR_NAMES or _name in ("abs", "absolute"):
                 _second = ()
             elif _kind == "matmul":
                 _second = ((0, 1),)

@@ -96,12 +96,12 @@ def deflinear(f, transpose=None):
                + (None,) * (len(args) - 1))
 
 
-_PATTERN_KINDS = ("moves", "same", "reduce", "along", "matmul")
+_PATTERN_KINDS = ("elementwise", "moves", "same", "reduce", "along", "matmul")
 
 
 def defpattern(f, kind=None, *, second=None):
     """Tell sparsity detection how ``f``'s result depends on its arguments: ``kind`` is
-    one of ``"moves"``, ``"same"``, ``"reduce"``, ``"along"``, ``"matmul"`` (see
+    one of ``"elementwise"``, ``"moves"``, ``"same"``, ``"reduce"``, ``"along"``, ``"matmul"`` (see
     ``capstan.rules.pattern_rules``), or ``None`` for an elementwise ``defderiv`` entry;
     ``second`` lists the pairs ``(i, j)`` of argument positions whose second derivative
     may be nonzero (``()`` for a linear ``f``; ``None``: all of them)."""

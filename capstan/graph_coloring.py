@@ -55,7 +55,7 @@ def coloring(pattern, kind="column"):
     Example::
 
         >>> import numpy as np, scipy.sparse as sp, capstan
-        >>> tridiagonal = sp.diags_array([1, 1, 1], offsets=[-1, 0, 1], shape=(6, 6))
+        >>> tridiagonal = sp.diags_array([1.0, 1.0, 1.0], offsets=[-1, 0, 1], shape=(6, 6))
         >>> capstan.coloring(tridiagonal, kind="column")
         array([0, 1, 2, 0, 1, 2])
         >>> arrowhead = np.eye(5, dtype=bool); arrowhead[-1] = arrowhead[:, -1] = True
