@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from overdub import Context, overdub, tag
+from overdub import overdub, tag
 
 from . import graph_coloring as _coloring
 from . import losses, structure
@@ -36,8 +36,7 @@ from .forward import ForwardCtx, _jvp
 from .nesting import level
 from .pool import borrowed
 from .reverse import ReverseCtx, _gradient, _Run
-from .rules import registry
-from .sparsity import detect, is_decision, point, same_decision, snapshot
+from .sparsity import detect, point, same_decision
 from .tape import TapeGuardError
 
 CHUNK = 64  # colours per forward run
@@ -46,55 +45,26 @@ HESSIAN_HVP = ("auto",) + HVP_MODES
 
 
 # ----------------------------------------------------------------------------- watching decisions
-class _Watching:
-    """Records each decision taken on a differentiated value, as ``PatternCtx`` does."""
-
-    def _clear_decisions(self):
-        self.decisions = []
-
-    def apply(self, f, args, kwargs):
-        if f in registry.NONDIFF:
-            vals, metas, found, foreign = self._split(args)
-            if found:
-                out = Context.fallback(self, f, *vals, **kwargs)
-                self.decisions.append((f, snapshot(out)))
-                return out
-        return super().apply(f, args, kwargs)
-
-    def fallback(self, f, /, *args, **kwargs):
-        out = super().fallback(f, *args, **kwargs)
-        if is_decision(out) and self._differentiated(args, kwargs):
-            self.decisions.append((f, snapshot(out)))
-        return out
+# Every differentiation context records the decisions it takes on differentiated values
+# (comparisons, ``int(x)``, ``if x:``) in ``ctx.decisions`` when that is a list, as sparsity
+# detection does: the evaluations below compare them with the pattern's guards.
+def _watching(cls):
+    """``borrowed(cls)``, whose context records its decisions."""
+    return _Watching(cls)
 
 
-class WatchingForwardCtx(_Watching, ForwardCtx):
-    """Forward mode that records its decisions (for the guards of a pattern)."""
+class _Watching(borrowed):
+    __slots__ = ()
 
-    def __init__(self, chunk=None):
-        super().__init__(chunk)
-        self._clear_decisions()
-
-    def reset(self):
-        super().reset()
-        self._clear_decisions()
-
-
-class WatchingReverseCtx(_Watching, ReverseCtx):
-    """Reverse mode that records its decisions (for the guards of a pattern)."""
-
-    def __init__(self):
-        super().__init__()
-        self._clear_decisions()
-
-    def reset(self):
-        super().reset()
-        self._clear_decisions()
+    def __enter__(self):
+        ctx = super().__enter__()
+        ctx.decisions = []
+        return ctx
 
 
 def _same_path(guards, decisions):
     return len(guards) == len(decisions) and all(
-        f is g and same_decision(a, b) for (f, a), (g, b) in zip(guards, decisions))
+        (f is g or f == g) and same_decision(a, b) for (f, a), (g, b) in zip(guards, decisions))
 
 
 # ----------------------------------------------------------------------------- compressed runs
@@ -124,7 +94,7 @@ def forward_compressed(f, x, seed, decisions, inner=None):
     for start in range(0, seed.shape[0], CHUNK):
         block = seed[start:start + CHUNK]
         width = block.shape[0]
-        with borrowed(WatchingForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+        with _watching(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
             ctx.chunk = width
             y = overdub(ctx, f, _seeded(x, ctx, block))
             losses.check_finished(ctx)
@@ -141,7 +111,7 @@ def forward_directions(f, x, seed, decisions):
     inline forms for float tangents only)."""
     rows = []
     for k, direction in enumerate(seed):
-        with borrowed(WatchingForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+        with _watching(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
             if isinstance(x, (list, tuple)):
                 seeded = type(x)(tag(e, ctx, float(d)) for e, d in zip(x, direction.tolist()))
             elif isinstance(x, np.ndarray):
@@ -160,7 +130,7 @@ def forward_directions(f, x, seed, decisions):
 def reverse_compressed(f, x, seed, out_size, decisions, fname):
     """``seed @ J`` as a ``(colours, n)`` array: one reverse run of ``f``, one backward pass
     per row of ``seed`` (an output cotangent, flattened)."""
-    with borrowed(WatchingReverseCtx) as ctx:
+    with _watching(ReverseCtx) as ctx:
         run = _Run(f, (x,), fname, ctx)
         decisions.extend(ctx.decisions)
         leaves = run.out_leaves
@@ -187,7 +157,7 @@ def reverse_compressed(f, x, seed, out_size, decisions, fname):
 
 def _watched_gradient(f, z, decisions, fname):
     """``capstan.gradient(f, z)[0]``, its decisions appended to ``decisions``."""
-    with borrowed(WatchingReverseCtx) as ctx:
+    with _watching(ReverseCtx) as ctx:
         g = _gradient(_Run(f, (z,), fname, ctx), (z,), fname)[0]
         decisions.extend(ctx.decisions)
     if g is None:
@@ -197,7 +167,7 @@ def _watched_gradient(f, z, decisions, fname):
 
 def _watched_directional(f, z, v, decisions):
     """The directional derivative of ``f`` at ``z`` along ``v`` (forward mode)."""
-    with borrowed(WatchingForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+    with _watching(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
         leaves, rebuild = structure.flatten((z,))
         tleaves, _ = structure.flatten((v,))
         t = _jvp(ctx, f, leaves, tleaves, rebuild)[1]

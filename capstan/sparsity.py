@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from overdub import Context, Tagged, overdub, primitive
+from overdub import Tagged, overdub, primitive
 
 from . import losses, structure
 from .adcontext import INPLACE, ADContext, out_argument
@@ -268,27 +268,11 @@ class PatternCtx(ADContext):
         self.second = False
         self.pairs = []  # (Rows, Rows) aligned: their elements' sets interact
         self.scalar_pairs = []  # (mask, mask)
-        self.guards = []  # (function, result) of each decision taken on a tracked value
+        self.decisions = []  # (function, result) of each decision taken on a tracked value
 
     def reset(self):
         super().reset()
         self._clear()
-
-    # -- decisions ----------------------------------------------------------------------------
-    def apply(self, f, args, kwargs):
-        if f in registry.NONDIFF:
-            vals, metas, found, foreign = self._split(args)
-            if found:
-                out = Context.fallback(self, f, *vals, **kwargs)
-                self.guards.append((f, snapshot(out)))
-                return out
-        return ADContext.apply(self, f, args, kwargs)
-
-    def fallback(self, f, /, *args, **kwargs):
-        out = ADContext.fallback(self, f, *args, **kwargs)
-        if is_decision(out) and self._differentiated(args, kwargs):
-            self.guards.append((f, snapshot(out)))
-        return out
 
     # -- rules --------------------------------------------------------------------------------
     def compute(self, f, vals, metas, kwargs, args, run, foreign):
@@ -631,18 +615,6 @@ def _axes(axis, ndim):
     return (operator.index(axis) % max(ndim, 1),)
 
 
-def is_decision(x):
-    """Whether ``x`` (a function's result) is a decision a branch may depend on."""
-    tx = type(x)
-    if tx is bool or tx is int or tx is np.bool_ or isinstance(x, np.integer):
-        return True
-    return tx is np.ndarray and x.dtype.kind in "biu"
-
-
-def snapshot(x):
-    return x.copy() if type(x) is np.ndarray else x
-
-
 def same_decision(a, b):
     if type(a) is np.ndarray or type(b) is np.ndarray:
         return (type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape
@@ -764,7 +736,7 @@ def detect(f, x, fname, second=False):
     x = point(x, fname)
     n = int(np.size(x)) if not isinstance(x, (list, tuple)) else len(x)
     with borrowed(PatternCtx) as ctx, level(ctx), losses.guard(ctx):
-        ctx.n, ctx.second = n, second
+        ctx.n, ctx.second, ctx.decisions = n, second, []
         if isinstance(x, np.ndarray):
             seeded = Tagged(x.copy(), Pat(x.shape, n, identity_rows(n)), ctx) if n else x.copy()
         elif isinstance(x, (list, tuple)):
@@ -781,7 +753,7 @@ def detect(f, x, fname, second=False):
                                  % (fname, rows.m))
             hessian = ctx.interactions()
         ctx.cleanup()
-        return Detected(rows, rows.m, hessian, list(ctx.guards), n)
+        return Detected(rows, rows.m, hessian, list(ctx.decisions), n)
 
 
 def jacobian_sparsity(f, x):
