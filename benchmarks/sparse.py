@@ -205,7 +205,7 @@ def casadi_text(cell):
 def rows():
     rng = np.random.default_rng(0)
     x = rng.random(N)
-    side = max(4, int(round((N / 2) ** 0.5)))
+    side = max(4, int((N / 2) ** 0.5))
     y = rng.random(2 * side * side)
     u = rng.random(N_LOOP)
     jac = [jacobian_row("bratu (NumPy)", problems.bratu, x, problems.bratu_jacobian),

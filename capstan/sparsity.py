@@ -93,7 +93,9 @@ def sorted_unique(a):
 def _from_keys(keys, m, n):
     """Rows from sorted unique keys ``row * n + column``."""
     rows = keys // n
-    return Rows(np.searchsorted(rows, np.arange(m + 1)).astype(_I), keys - rows * n, n)
+    indptr = np.zeros(m + 1, _I)
+    np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
+    return Rows(indptr, keys - rows * n, n)
 
 
 def _keys(R):
@@ -199,11 +201,13 @@ class Pat:
     so that writes through either name are seen by both; a root keeps scalar writes
     aside (``pending``) until its sets are read as a whole."""
 
-    __slots__ = ("shape", "n", "_rows", "pending", "root", "where")
+    __slots__ = ("shape", "n", "_rows", "pending", "root", "where", "version", "_seen")
 
     def __init__(self, shape, n, rows=None, root=None, where=None):
         self.shape, self.n, self._rows, self.root, self.where = tuple(shape), n, rows, root, where
         self.pending = {}
+        self.version = 0  # (a root's count of writes: views keep what they read until it changes)
+        self._seen = None
 
     @property
     def size(self):
@@ -211,7 +215,10 @@ class Pat:
 
     def rows(self):
         if self.root is not None:
-            return gather(self.root.rows(), self.where.ravel())
+            root = self.root
+            if self._seen is None or self._seen[0] != root.version or root.pending:
+                self._seen = (root.version, gather(root.rows(), self.where.ravel()))
+            return self._seen[1]
         if self.pending:
             pos = np.fromiter(self.pending, _I, len(self.pending))
             new = rows_from_masks(list(self.pending.values()), self.n)
@@ -236,6 +243,7 @@ class Pat:
         if self.root is not None:
             self.root.write(self.where.ravel()[pos], src)
             return
+        self.version += 1
         if type(src) is int:
             if len(pos) == 1:
                 self.pending[int(pos[0])] = src
