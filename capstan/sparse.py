@@ -25,6 +25,7 @@ may not hold for this input, and the call raises :class:`capstan.TapeGuardError`
 detects the pattern anew (``on_mismatch="redetect"``).
 """
 import time
+import warnings
 
 import numpy as np
 
@@ -388,6 +389,7 @@ class SparseHessian(_Prepared):
             raise ValueError("capstan.%s: hvp must be 'auto', 'fwd_over_rev' or 'rev_over_fwd', got %r"
                              % (self.fname, hvp))
         self.timings = {}  # hvp mode -> seconds its evaluations took
+        self.trusted = False  # "auto" found the two modes disagreeing: forward over reverse only
         if on_mismatch not in ("error", "redetect"):
             raise ValueError("capstan.%s: on_mismatch must be 'error' or 'redetect', got %r"
                              % (self.fname, on_mismatch))
@@ -439,25 +441,49 @@ class SparseHessian(_Prepared):
         """The Hessian at ``x``: a symmetric ``csr_array`` with the pattern's structure."""
         x = self._input(x)
         while True:
-            decisions = []
             if not self.ncolors:
                 return _filled(self.template, np.zeros(0))
-            mode = self._mode()
-            start = time.perf_counter()
-            B = hessian_compressed(self.f, x, self.seed, mode, decisions, "sparse_hessian")
-            self.timings.setdefault(mode, []).append(time.perf_counter() - start)
+            decisions = []
+            B = self._compressed(x, decisions)
             if self._checked(x, decisions):
                 values = self.recover(B) if self.recover is not None else B.ravel()[self.take]
                 return _filled(self.template, values)
 
-    def _mode(self):
-        """The HVP mode of the next evaluation: the one asked for; with ``"auto"``, the
-        faster (see :func:`choose`; one reverse run per colour is tried first for one or
-        two colours and for list arguments, the chunked forward run otherwise)."""
+    def _compressed(self, x, decisions):
+        """``H @ seed.T`` by the HVP mode asked for.  With ``"auto"``: forward over reverse
+        (what ``capstan.hessian`` does) first; on the second evaluation both modes, which
+        must agree (else a warning, and forward over reverse from then on); then the
+        faster one."""
+        mode = self.hvp
+        if mode == "auto":
+            if not self.timings or "rev_over_fwd" in self.timings or self.trusted:
+                mode = self.hvp_mode
+            else:
+                B = self._timed("fwd_over_rev", x, decisions)
+                other = self._timed("rev_over_fwd", x, [])
+                scale = max(float(np.abs(B).max(initial=0.0)), 1.0)
+                if not np.allclose(B, other, rtol=1e-8, atol=1e-10 * scale):
+                    self.trusted = True
+                    warnings.warn("capstan.%s: Hessian-vector products by reverse over forward mode "
+                                  "disagree with forward over reverse for this f; keeping forward "
+                                  "over reverse" % self.fname, RuntimeWarning, stacklevel=3)
+                return B
+        return self._timed(mode, x, decisions)
+
+    @property
+    def hvp_mode(self):
+        """The HVP mode the next evaluation uses (``"auto"`` resolved)."""
         if self.hvp != "auto":
             return self.hvp
-        first = "rev_over_fwd" if self.ncolors <= 2 or self.is_list else "fwd_over_rev"
-        return choose(self.timings, (first,) + tuple(m for m in HVP_MODES if m != first))
+        if self.trusted or "rev_over_fwd" not in self.timings:
+            return "fwd_over_rev"
+        return min(self.timings, key=lambda m: min(self.timings[m]))
+
+    def _timed(self, mode, x, decisions):
+        start = time.perf_counter()
+        B = hessian_compressed(self.f, x, self.seed, mode, decisions, "sparse_hessian")
+        self.timings.setdefault(mode, []).append(time.perf_counter() - start)
+        return B
 
     def check(self, x=None, rtol=1e-9, atol=1e-12):
         """Compare with the dense ``capstan.hessian`` at ``x`` (default: the preparation's
@@ -651,9 +677,11 @@ def prepare_sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="auto",
     product; ``"acyclic"`` may need fewer products and recovers the values by
     substitution; ``"column"`` is the distance-2 colouring a Jacobian would use.
     ``hvp="fwd_over_rev"`` computes all the products in one chunked forward run over a
-    reverse-mode gradient; ``"rev_over_fwd"`` takes one reverse run per colour over a
-    forward-mode directional derivative; ``"auto"`` (default) tries both on the first
-    evaluations and keeps the faster (``prep.timings``).  ``prep.pattern``, ``prep.colors``, ``prep.ncolors``, ``prep.check(x2)`` and
+    reverse-mode gradient (as ``capstan.hessian`` does); ``"rev_over_fwd"`` takes one
+    reverse run per colour over a forward-mode directional derivative; ``"auto"``
+    (default) starts with the first, computes both on the second evaluation (they must
+    agree, else a RuntimeWarning and the first from then on) and then keeps the faster
+    (``prep.timings``).  ``prep.pattern``, ``prep.colors``, ``prep.ncolors``, ``prep.check(x2)`` and
     ``on_mismatch`` as for :func:`prepare_sparse_jacobian`.
 
     Example::

@@ -383,7 +383,7 @@ class PatternCtx(ADContext):
     def _dense(self, f, ans, vals, metas):
         """No pattern rule: the result depends on every input of every argument."""
         key = getattr(f, "__qualname__", None) or repr(f)
-        if key not in _warned:
+        if key not in _warned and np.size(ans) > 1:
             _warned.add(key)
             warnings.warn("capstan sparsity: %s has no sparsity rule; its result is taken to depend on "
                           "all of its differentiated inputs (a dense block in the pattern)"

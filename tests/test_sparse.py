@@ -375,6 +375,30 @@ def test_hessian_guards():
     close(again(1.0 - x), capstan.hessian(f, 1.0 - x))
 
 
+def test_auto_hvp_mode_cross_checks_the_two_modes():
+    def through_a_view(w):  # a write through a view: reverse over forward gets it wrong today
+        y = np.zeros(5)
+        y[1:4] = w
+        v = y[1:]
+        v[-1] = v[1]
+        return np.sum(y * y)
+
+    x = np.array([0.3, 0.7, 1.1])
+    prep = capstan.prepare_sparse_hessian(through_a_view, x)
+    expected = np.diag([2.0, 4.0, 2.0])
+    close(prep(x), expected)
+    with pytest.warns(RuntimeWarning, match="disagree"):
+        close(prep(x), expected)
+    assert prep.hvp_mode == "fwd_over_rev"
+    close(prep(x), expected)
+    fine = capstan.prepare_sparse_hessian(scipy.optimize.rosen, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            close(fine(x), scipy.optimize.rosen_hess(x))
+    assert set(fine.timings) == {"fwd_over_rev", "rev_over_fwd"}
+
+
 def test_check_compares_with_dense():
     x = RNG.random(30)
     assert capstan.prepare_sparse_jacobian(bratu, x).check() < 1e-6

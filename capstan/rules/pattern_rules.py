@@ -23,7 +23,8 @@ through :func:`~capstan.rules.registry.defpattern`:
                   (``abs``, ``np.angle``: entries with forward and reverse rules).
 
     A function with a derivative rule but no pattern makes every result element depend
-    on every input element of its arguments (a one-time warning says so).
+    on every input element of its arguments (a one-time warning says so when the result
+    has more than one element: a single number depending on everything is no loss).
 ``SECOND[f]``
     for Hessian patterns: the pairs ``(i, j)`` of argument positions whose second
     derivative may be nonzero (``()``: ``f`` is linear; ``((0, 1),)``: only the cross
@@ -60,12 +61,12 @@ _BY_NAME = {
     "same": {"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "astype",
              "float64", "float32", "float16", "longdouble", "complex128", "complex64", "real",
              "conjugate", "conj"},
-    "reduce": {"sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std"},
+    "reduce": {"sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "_l2norm", "exact_sum"},
     "along": {"sort", "partition", "cumsum", "cumprod"},
     "matmul": {"dot", "inner", "matmul", "imatmul"},
 }
 _LINEAR_KINDS = {"moves", "same"}
-_LINEAR_NAMES = {"sum", "mean", "max", "min", "amax", "amin", "sort", "partition", "cumsum",
+_LINEAR_NAMES = {"sum", "mean", "max", "min", "amax", "amin", "exact_sum", "sort", "partition", "cumsum",
                  "real", "conjugate", "conj"}
 
 for _f in list(JVP):
