@@ -465,8 +465,10 @@ class SparseHessian(_Prepared):
                 if not np.allclose(B, other, rtol=1e-8, atol=1e-10 * scale):
                     self.trusted = True
                     warnings.warn("capstan.%s: Hessian-vector products by reverse over forward mode "
-                                  "disagree with forward over reverse for this f; keeping forward "
-                                  "over reverse" % self.fname, RuntimeWarning, stacklevel=3)
+                                  "disagree with forward over reverse for this f (f does not compute "
+                                  "the same function each run, or one of the nested modes has a "
+                                  "bug); keeping forward over reverse" % self.fname, RuntimeWarning,
+                                  stacklevel=3)
                 return B
         return self._timed(mode, x, decisions)
 
