@@ -213,14 +213,16 @@ def rows():
            loop_jacobian_row("bratu (Python loop)", problems.bratu_loop, u, problems.bratu_jacobian)]
     hes = [hessian_row("rosen (scipy.optimize.rosen)", scipy.optimize.rosen, x, scipy.optimize.rosen_der,
                        scipy.optimize.rosen_hess),
-           hessian_row("arwhead (NumPy)", problems.arwhead, x, problems.arwhead_grad, problems.arwhead_hessian),
+           hessian_row("arwhead (NumPy)", problems.arwhead, x, problems.arwhead_grad,
+                       problems.arwhead_hessian),
            loop_hessian_row("rosen (Python loop)", problems.rosen_loop, list(rng.random(N_LOOP)))]
     return jac, hes
 
 
 def tables(jac, hes):
-    lines = ["| Jacobian | n | plain f | 1 jvp | detect | colour (colours) | prepared sparse_jacobian (× jvp) "
-             "| first call | dense capstan.jacobian | SciPy FD, same pattern (nfev; rel. error) | CasADi pattern / eval |",
+    lines = ["| Jacobian | n | plain f | 1 jvp | detect | colour (colours) "
+             "| prepared sparse_jacobian (× jvp) | first call | dense capstan.jacobian "
+             "| SciPy FD, same pattern (nfev; rel. error) | CasADi pattern / eval |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in jac:
         fd = "—" if r["fd"] is None else "%s (%d; %.0e)" % (fmt(r["fd"]), r["fd_nfev"], r["fd_error"])
@@ -230,17 +232,20 @@ def tables(jac, hes):
             casadi_text(r["casadi"])))
     lines += ["", "| Hessian | n | plain f | 1 gradient | detect | star colour (colours) "
               "| prepared sparse_hessian (× gradient; HVP mode) | first call | dense capstan.hessian "
-              "| SciPy FD of the gradient, same pattern (nfev; rel. error) | hvp rev∘fwd / fwd∘rev (× gradient) "
+              "| SciPy FD of the gradient, same pattern (nfev; rel. error) "
+              "| hvp rev∘fwd / fwd∘rev (× gradient) "
               "| CasADi pattern / eval |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in hes:
         if "sparse" not in r:  # (a Python loop: pattern only)
-            lines.append("| %s | %d | — | %s | %s (%.2f× gradient) | %s (%d) | — | — | — | — | — | — |" % (
+            lines.append("| %s | %d | — | %s | %s (%.2f× gradient) | %s (%d) |" % (
                 r["problem"], r["n"], fmt(r["gradient"]), fmt(r["detect"]), r["detect"] / r["gradient"],
                 fmt(r["color"]), r["colors"]))
+            lines[-1] += " — |" * 6
             continue
         fd = "—" if r["fd"] is None else "%s (%d; %.0e)" % (fmt(r["fd"]), r["fd_nfev"], r["fd_error"])
-        lines.append("| %s | %d | %s | %s | %s | %s (%d) | %s (%.1f×; %s) | %s | %s | %s | %.1f× / %.1f× | %s |" % (
+        cells = "| %s | %d | %s | %s | %s | %s (%d) | %s (%.1f×; %s) | %s | %s | %s | %.1f× / %.1f× | %s |"
+        lines.append(cells % (
             r["problem"], r["n"], fmt(r["plain"]), fmt(r["gradient"]), fmt(r["detect"]), fmt(r["color"]),
             r["colors"], fmt(r["sparse"]), r["sparse"] / r["gradient"], r["mode"], fmt(r["first"]),
             fmt(r["dense"]), fd, r["hvp"] / r["gradient"], r["hvp_fwd"] / r["gradient"],
@@ -257,7 +262,8 @@ def verdicts(jac, hes):
     bratu, bruss, loop = jac
     rosen, arw, rosen_loop = hes
     out.append("pattern of NumPy residuals <= 10 ms: Bratu %s, Brusselator %s: %s"
-               % (fmt(bratu["detect"]), fmt(bruss["detect"]), v(max(bratu["detect"], bruss["detect"]) <= 0.010)))
+               % (fmt(bratu["detect"]), fmt(bruss["detect"]),
+                  v(max(bratu["detect"], bruss["detect"]) <= 0.010)))
     out.append("Hessian pattern of scipy.optimize.rosen <= 20 ms: %s: %s" % (fmt(rosen["detect"]),
                                                                           v(rosen["detect"] <= 0.020)))
     ratio = max(loop["detect"] / loop["gradient"], rosen_loop["detect"] / rosen_loop["gradient"])
@@ -266,11 +272,13 @@ def verdicts(jac, hes):
                                           rosen_loop["detect"] / rosen_loop["gradient"], v(ratio <= 1.0)))
     colours = [bratu["colors"] == 3, bruss["colors"] <= 12, rosen["colors"] == 3, arw["colors"] == 2]
     slowest = max(r["color"] for r in jac + hes)
-    out.append("colouring <= 5 ms (slowest %s) with 3 / <= 12 / star 3 / star 2 colours (got %d / %d / %d / %d): %s"
+    out.append("colouring <= 5 ms (slowest %s) with 3 / <= 12 / star 3 / star 2 colours "
+               "(got %d / %d / %d / %d): %s"
                % (fmt(slowest), bratu["colors"], bruss["colors"], rosen["colors"], arw["colors"],
                   v(slowest <= 0.005 and all(colours))))
     worst = max(bratu["sparse"] / bratu["jvp"], bruss["sparse"] / bruss["jvp"])
-    out.append("prepared sparse_jacobian <= 3× one jvp (NumPy residuals): %.1f×: %s" % (worst, v(worst <= 3)))
+    out.append("prepared sparse_jacobian <= 3× one jvp (NumPy residuals): %.1f×: %s"
+               % (worst, v(worst <= 3)))
     worst = max(rosen["sparse"] / rosen["gradient"], arw["sparse"] / arw["gradient"])
     out.append("prepared sparse_hessian of rosen and ARWHEAD <= 5× one gradient (stretch 3×): %.1f×: %s"
                % (worst, v(worst <= 5)))

@@ -15,6 +15,8 @@ Jacobian?*, SIAM Review 2005).
 Greedy colourings depend on the order the vertices are visited in; several cheap
 orders are tried and the colouring with the fewest colours kept.
 """
+from typing import Any
+
 import numpy as np
 
 from .sparsity import sorted_unique
@@ -46,7 +48,7 @@ def as_pattern(pattern, fname, square=False):
     return P
 
 
-def coloring(pattern, kind="column"):
+def coloring(pattern: Any, kind: str = "column") -> np.ndarray:
     """Colours for a sparsity pattern: an int array, one colour (0, 1, ...) per column
     (``kind="column"``), per row (``"row"``) or per variable (``"star"``, ``"acyclic"``:
     for a symmetric Hessian pattern; the pattern is symmetrised first).  The number
@@ -67,7 +69,8 @@ def coloring(pattern, kind="column"):
         ValueError: an unknown ``kind``; a symmetric kind given a non-square pattern.
     """
     if kind not in KINDS:
-        raise ValueError("capstan.coloring: kind must be one of %s, got %r" % (", ".join(map(repr, KINDS)), kind))
+        raise ValueError("capstan.coloring: kind must be one of %s, got %r"
+                         % (", ".join(map(repr, KINDS)), kind))
     P = as_pattern(pattern, "coloring", square=kind in ("star", "acyclic"))
     if kind == "column":
         return column_coloring(P)

@@ -27,6 +27,8 @@ detects the pattern anew (``on_mismatch="redetect"``).
 import time
 import warnings
 
+from typing import Any, Callable
+
 import numpy as np
 
 from overdub import overdub, tag
@@ -510,7 +512,7 @@ def _spy_method(self, path, **options):
 SparseJacobian.spy = SparseHessian.spy = _spy_method
 
 
-def spy(pattern, path, *, title=None, markersize=None):
+def spy(pattern: Any, path: Any, *, title: str | None = None, markersize: float | None = None) -> str:
     """Write a picture of a sparsity pattern (a scipy sparse matrix or 2-D array) to
     ``path``: a PNG or SVG file, one dot per nonzero, row 0 at the top.  Drawn with
     matplotlib when it is installed; without it, SVG files are written directly and a
@@ -633,7 +635,8 @@ class _Substitution:
 
 
 # ----------------------------------------------------------------------------- public API
-def prepare_sparse_jacobian(f, x, *, sparsity=None, coloring="auto", on_mismatch="error"):
+def prepare_sparse_jacobian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, coloring: str = "auto",
+                            on_mismatch: str = "error") -> "SparseJacobian":
     """Detect the sparsity pattern of ``f``'s Jacobian at ``x`` and colour it, once; the
     returned object ``prep`` evaluates the sparse Jacobian at any ``x2`` of the same
     shape: ``prep(x2)`` is a ``scipy.sparse.csr_array`` of shape ``(out.size, x.size)``.
@@ -670,8 +673,8 @@ def prepare_sparse_jacobian(f, x, *, sparsity=None, coloring="auto", on_mismatch
     return SparseJacobian(f, x, sparsity, coloring, on_mismatch)
 
 
-def prepare_sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="auto",
-                           on_mismatch="error"):
+def prepare_sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, coloring: str = "star",
+                           hvp: str = "auto", on_mismatch: str = "error") -> "SparseHessian":
     """Detect the sparsity pattern of the Hessian of scalar ``f`` at ``x`` and colour it,
     once; ``prep(x2)`` is the Hessian at ``x2`` as a symmetric ``scipy.sparse.csr_array``.
 
@@ -705,7 +708,7 @@ def prepare_sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="auto",
     return SparseHessian(f, x, sparsity, coloring, hvp, on_mismatch)
 
 
-def sparse_jacobian(f, x, *, sparsity=None, coloring="auto"):
+def sparse_jacobian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, coloring: str = "auto") -> Any:
     """The Jacobian of ``f`` at ``x`` as a ``scipy.sparse.csr_array`` of shape
     ``(out.size, x.size)``, with exactly the detected (or given) pattern's structure:
     detection, colouring and one compressed evaluation.  To evaluate at many points,
@@ -730,7 +733,8 @@ def sparse_jacobian(f, x, *, sparsity=None, coloring="auto"):
     return prep(prep.x)
 
 
-def sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="auto"):
+def sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, coloring: str = "star",
+                   hvp: str = "auto") -> Any:
     """The Hessian of scalar ``f`` at ``x`` as a symmetric ``scipy.sparse.csr_array`` with
     exactly the detected (or given) pattern's structure.  To evaluate at many points,
     prepare once with :func:`prepare_sparse_hessian`.
@@ -755,7 +759,7 @@ def sparse_hessian(f, x, *, sparsity=None, coloring="star", hvp="auto"):
     return prep(prep.x)
 
 
-def hvp(f, x, v, *, mode="rev_over_fwd"):
+def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") -> Any:
     """The Hessian of scalar ``f`` at ``x`` times ``v``, without forming the Hessian:
     the gradient of the directional derivative along ``v`` (``mode="rev_over_fwd"``,
     default, the faster here) or the directional derivative of the gradient

@@ -28,6 +28,8 @@ import math
 import operator
 import warnings
 
+from typing import Any, Callable
+
 import numpy as np
 
 from overdub import Tagged, overdub, primitive
@@ -764,7 +766,7 @@ def detect(f, x, fname, second=False):
         return Detected(rows, rows.m, hessian, list(ctx.decisions), n)
 
 
-def jacobian_sparsity(f, x):
+def jacobian_sparsity(f: Callable[..., Any], x: Any) -> Any:
     """The sparsity pattern of ``f``'s Jacobian at ``x``: a ``scipy.sparse.csr_array`` of
     bools, shape ``(output size, x.size)`` (both flattened in C order).
 
@@ -789,7 +791,7 @@ def jacobian_sparsity(f, x):
     return detect(f, x, "jacobian_sparsity").jacobian()
 
 
-def hessian_sparsity(f, x):
+def hessian_sparsity(f: Callable[..., Any], x: Any) -> Any:
     """The sparsity pattern of the Hessian of scalar ``f`` at ``x``: a symmetric
     ``scipy.sparse.csr_array`` of bools, shape ``(x.size, x.size)``.
 

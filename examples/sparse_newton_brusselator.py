@@ -34,7 +34,8 @@ def brusselator(y, alpha=10.0):
     forcing = np.where((gx - 0.3) ** 2 + (gy - 0.6) ** 2 <= 0.01, 5.0, 0.0)
 
     def laplacian(a):
-        return (np.roll(a, 1, 0) + np.roll(a, -1, 0) + np.roll(a, 1, 1) + np.roll(a, -1, 1) - 4.0 * a) / dx ** 2
+        neighbours = np.roll(a, 1, 0) + np.roll(a, -1, 0) + np.roll(a, 1, 1) + np.roll(a, -1, 1)
+        return (neighbours - 4.0 * a) / dx ** 2
 
     du = alpha * laplacian(u) + 1.0 + u * u * v - 4.4 * u + forcing
     dv = alpha * laplacian(v) + 3.4 * u - u * u * v

@@ -32,8 +32,9 @@ def main():
     x0 = np.full(n, 0.5)
     start = time.perf_counter()
     hessian = capstan.prepare_sparse_hessian(objective, x0)
+    elapsed = time.perf_counter() - start
     print("Hessian %d x %d: %d nonzeros, %d star colours (pattern + colouring: %.1f ms)"
-          % (*hessian.pattern.shape, hessian.pattern.nnz, hessian.ncolors, 1e3 * (time.perf_counter() - start)))
+          % (*hessian.pattern.shape, hessian.pattern.nnz, hessian.ncolors, 1e3 * elapsed))
     gradient = capstan.grad(objective)
     calls = []
 
