@@ -582,7 +582,7 @@ class PatternCtx(ADContext):
         return Pat(view.shape, self.n, root=pat, where=positions(view, root))
 
     # -- results ------------------------------------------------------------------------------
-    def output_rows(self, y):
+    def output_rows(self, y, fname="jacobian_sparsity"):
         """Rows of every element of output ``y`` (numbers, arrays, lists of them)."""
         leaves, _ = structure.flatten(y)
         parts = []
@@ -590,8 +590,8 @@ class PatternCtx(ADContext):
             meta = self.meta(leaf)
             value, _ = self.unwrap(leaf)
             if not isinstance(value, (int, float, complex, np.number, np.ndarray, np.bool_)):
-                raise TypeError("capstan: f must return numbers or arrays (or lists of them), "
-                                "got %s" % type(value).__name__)
+                raise TypeError("capstan.%s: f must return numbers or arrays (or lists of them), "
+                                "got %s" % (fname, type(value).__name__))
             parts.append(self.rows_of(value, meta))
         return vstack(parts, self.n)
 
@@ -755,7 +755,7 @@ def detect(f, x, fname, second=False):
             seeded = Tagged(x, 1, ctx)
         y = overdub(ctx, f, seeded)
         losses.check_finished(ctx)
-        rows = ctx.output_rows(y)
+        rows = ctx.output_rows(y, fname)
         hessian = None
         if second:
             if rows.m != 1:

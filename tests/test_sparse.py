@@ -451,6 +451,8 @@ def test_bad_input_names_the_entry_point(fn):
     if "hessian" in name:
         with pytest.raises(ValueError, match=name):
             fn(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(TypeError, match=name):
+        fn(lambda x: "text", np.ones(3))
     if name.startswith(("sparse", "prepare")):
         with pytest.raises(ValueError, match=name):
             fn(np.sum, np.ones(3), sparsity=np.ones((5, 5)))
