@@ -29,6 +29,10 @@ from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiab
 from .tape import Tape, TapeGuardError, record_tape
 from .mixed import elementwise  # (after the rule tables: it reads them)
 from .transforms import grad, jacfwd, jacrev, value_and_grad
+from . import graph_coloring, sparse, sparsity
+from .graph_coloring import coloring
+from .sparse import hvp, prepare_sparse_hessian, prepare_sparse_jacobian, sparse_hessian, sparse_jacobian
+from .sparsity import hessian_sparsity, jacobian_sparsity
 
 register_all()
 
@@ -43,6 +47,7 @@ def __getattr__(name: str) -> type:
     raise AttributeError("module 'capstan' has no attribute %r" % (name,))
 
 overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
+overdub.opaque(sparsity, sparse, graph_coloring)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",
            "grad", "value_and_grad", "jacfwd", "jacrev",
@@ -50,4 +55,6 @@ __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint",
            "elementwise",
            "nestlevel", "record_tape", "Tape", "TapeGuardError", "ForwardCtx", "ReverseCtx", "NoRuleError",
            "defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
-           "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass"]
+           "PrintCtx", "CountCtx", "TraceCtx", "GPUCtx", "bit32pass",
+           "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
+           "prepare_sparse_jacobian", "prepare_sparse_hessian", "coloring", "hvp"]

@@ -93,6 +93,7 @@ class ADContext(Context):
         self.shadows = {}  # id(plain ndarray) -> (the array, its tangent or tape node)
         self.losses = []  # refusals of this run (raised at its end even if code caught them)
         self.texts = set()  # text made from differentiated values during this run
+        self.decisions = None  # a list: record (function, result) of each decision taken
 
     def reset(self):
         """Forget the state of the last run (the context is about to be reused)."""
@@ -100,6 +101,7 @@ class ADContext(Context):
         self.shadows = {}
         self.losses = []
         self.texts = set()
+        self.decisions = None
 
     # -- containers that received differentiated values ------------------------------------------
     def cleanup(self):
@@ -283,9 +285,21 @@ class ADContext(Context):
             return (overdub(self, method, *args) if type(method) is types.FunctionType
                     else Context.fallback(self, f, *vals))
         if f in registry.NONDIFF:
-            return Context.fallback(self, f, *vals, **kwargs)
+            out = Context.fallback(self, f, *vals, **kwargs)
+            if self.decisions is not None:
+                self.decided(f, out)
+            return out
         run = plain_call if foreign is None else partial(overdub, foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
+
+    def decided(self, f, out):
+        """Note the result of ``f``, a function without derivative applied to a differentiated
+        value (a comparison, ``np.floor``...): branches may follow it, so sparsity patterns
+        keep these as guards (``capstan.sparse``).  Values made without reading the input's
+        values (``np.empty_like``) are no decisions."""
+        if getattr(f, "__name__", "").endswith("_like"):
+            return
+        self.decisions.append((f, out.copy() if type(out) is np.ndarray else out))
 
     def compute(self, f, vals, metas, kwargs, args, run, foreign):  # pragma: no cover - per mode
         raise NotImplementedError
@@ -402,6 +416,8 @@ class ADContext(Context):
                     raise losses.in_function(self, err, f) from None
         if isinstance(f, type) and issubclass(f, BaseException):
             return f(*args, **kwargs)  # exceptions keep their arguments as they are
+        if f in _INSPECTING:  # (they read types and dtypes, never values: no write to watch for)
+            return self._plain(f, args, kwargs)
         if not self._differentiated(args, kwargs):
             result = self._plain(f, args, kwargs)
             if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
@@ -420,7 +436,12 @@ class ADContext(Context):
         key = _table_key(f)  # (a bound method of an array is unhashable: in no table)
         if key in EXPORTING:
             raise losses.refuse(self, no_rule(f, self.mode))
-        if is_structural(f) or key in registry.NONDIFF:
+        if key in registry.NONDIFF:
+            out = self._plain(f, args, kwargs)
+            if self.decisions is not None:
+                self.decided(f, out)
+            return out
+        if is_structural(f):
             return self._plain(f, args, kwargs)
         if key in _registered:  # a rule exists, the argument pattern was not foreseen
             return self.apply(f, args, kwargs)
@@ -490,7 +511,10 @@ class ADContext(Context):
     def escape(self, protocol, x, /, *args):
         """C code (or Python called from C) used a protocol of a differentiated value:
         see ``capstan.losses.escape``."""
-        return losses.escape(self, protocol, x, *args)
+        out = losses.escape(self, protocol, x, *args)
+        if self.decisions is not None and protocol in _DECIDING:
+            self.decisions.append((protocol, out))
+        return out
 
     def _in_tree(self, tree, depth=0):
         """Whether this context's values are in the dicts and lists of ``tree``."""
@@ -522,6 +546,10 @@ class ADContext(Context):
 
 
 _WHOLE = object()
+#: protocols whose result is a decision on a value (``if x:``, ``range(x)``)
+_DECIDING = frozenset(("__bool__", "__int__", "__index__"))
+#: C functions that only inspect the types and dtypes of their arguments
+_INSPECTING = {type, isinstance, np.result_type, np.can_cast, np.promote_types}
 #: C functions that store their arguments as they are (tagged values included)
 STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_left,
            bisect.insort_right, collections.deque.append, collections.deque.appendleft,

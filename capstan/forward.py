@@ -135,7 +135,8 @@ class ForwardCtx(ADContext):
             tk = t[k]
             return ans if tk is None else Tagged(ans, tk, self)
         tk = self.read(t, _lead(t, value) + _index(k), foreign)
-        if not (type(ans) is np.ndarray and ans.base is not None) and type(tk) is np.ndarray:
+        plain = raw(ans)  # (an enclosing differentiation's value wraps the view itself)
+        if not (type(plain) is np.ndarray and plain.base is not None) and type(tk) is np.ndarray:
             tk = tk.copy()  # a view's tangent is a view; a copy's tangent a copy
         return Tagged(ans, tk, self)
 

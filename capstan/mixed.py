@@ -596,7 +596,7 @@ def _array_forms():
             forms[f] = (g, registry.PARTIALS[g])
     forms[math.hypot] = (np.hypot, registry.PARTIALS[np.hypot])  # (two arguments: else no array form)
     try:
-        from scipy import special  # type: ignore[import-untyped]
+        from scipy import special
     except ImportError:  # pragma: no cover - scipy is a test dependency
         special = None
     for name in ("erf", "erfc"):

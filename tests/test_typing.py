@@ -26,6 +26,7 @@ PUBLIC_MODULES = [
     "capstan/printing.py", "capstan/counting.py", "capstan/trace.py", "capstan/gpu.py",
     "capstan/bit32.py", "capstan/tape.py", "capstan/losses.py", "capstan/rules/__init__.py",
     "capstan/rules/registry.py", "capstan/structure.py", "capstan/pool.py", "capstan/mixed.py",
+    "capstan/sparse.py", "capstan/sparsity.py", "capstan/graph_coloring.py",
 ]
 
 

@@ -35,10 +35,13 @@ from .registry import (
                        NONDIFF,
                        PARTIALS,
                        SOLVERS,
+                       PATTERN,
+                       SECOND,
                        VJP,
                        defderiv,
                        defimpl,
                        defjvp,
+                       defpattern,
                        deflinear,
                        defsolver,
                        defvjp,
@@ -48,5 +51,6 @@ from .registry import (
 )
 
 __all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
-           "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS"]
+           "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS",
+           "defpattern", "PATTERN", "SECOND"]
 __all__ += ["defsolver", "SOLVERS"]

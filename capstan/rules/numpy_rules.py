@@ -800,8 +800,19 @@ def _scatter(g, shape, dtype, index):
     z = np.zeros(shape, dtype=np.result_type(dtype, np.float64))
     if z.dtype.kind != "c" and np.iscomplexobj(g):
         g = np.real(g)
-    np.add.at(z, index, g)
+    if _no_repeats(index):
+        z[index] += g  # (a basic index repeats no position: far cheaper than ufunc.at)
+    else:
+        np.add.at(z, index, g)
     return z
+
+
+def _no_repeats(index):
+    """Whether ``index`` is basic (ints, slices, None, Ellipsis), selecting each element once."""
+    if type(index) is not tuple:
+        index = (index,)
+    return all(type(e) is int or type(e) is slice or e is None or e is Ellipsis
+               or isinstance(e, np.integer) for e in index)
 
 
 def _scatter_jvp(ts, ans, g, shape, dtype, index):

@@ -10,6 +10,8 @@ VJP: dict[Any, Any] = {}  # f -> reverse rule
 NONDIFF: set[Any] = set()  # functions whose results carry no derivative
 IMPLS: dict[Any, Any] = {}  # f -> Python function differentiated in f's place (C functions of iterables)
 SOLVERS: dict[Any, Any] = {}  # f -> handler(ctx, f, args, kwargs): solvers whose callbacks may close over derivatives
+PATTERN: dict[Any, Any] = {}  # f -> how index sets flow through f, for sparsity detection (see pattern_rules)
+SECOND: dict[Any, Any] = {}  # f -> pairs of argument positions whose second derivative may be nonzero
 _listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
 
 
@@ -96,6 +98,28 @@ def deflinear(f: Callable[..., Any], transpose: Callable[..., Any] | None = None
     if transpose is not None:
         defvjp(f, lambda g, ans, *args, **kw: (transpose(g, ans, *args, **kw),)
                + (None,) * (len(args) - 1))
+
+
+_PATTERN_KINDS = ("elementwise", "moves", "same", "reduce", "along", "matmul")
+
+
+def defpattern(f: Callable[..., Any], kind: str | None = None, *, second: Any = None) -> None:
+    """Tell sparsity detection how ``f``'s result depends on its arguments: ``kind`` is
+    one of ``"elementwise"``, ``"moves"``, ``"same"``, ``"reduce"``, ``"along"``, ``"matmul"`` (see
+    ``capstan.rules.pattern_rules``), or ``None`` for an elementwise ``defderiv`` entry;
+    ``second`` lists the pairs ``(i, j)`` of argument positions whose second derivative
+    may be nonzero (``()`` for a linear ``f``; ``None``: all of them)."""
+    _check(f, "defpattern")
+    if kind is not None and kind not in _PATTERN_KINDS:
+        raise ValueError("defpattern(%s, kind): kind must be one of %s or None, got %r"
+                         % (_name(f), ", ".join(_PATTERN_KINDS), kind))
+    if kind is not None:
+        PATTERN[f] = kind
+    if second is None:
+        SECOND.pop(f, None)
+    else:
+        pairs = tuple((int(i), int(j)) for i, j in second)
+        SECOND[f] = pairs
 
 
 def defimpl(f: Callable[..., Any], impl: Callable[..., Any]) -> None:

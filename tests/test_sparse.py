@@ -1,0 +1,527 @@
+"""Sparse Jacobians and Hessians: detection (never too sparse), colouring, compressed
+evaluation (exact against dense capstan and closed forms), guards, hvp, refusals."""
+import doctest
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+import scipy.sparse as sp
+
+import capstan
+from capstan import graph_coloring as col
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+from sparse_problems import (arwhead, arwhead_hessian, bratu, bratu_jacobian, bratu_loop,  # noqa: E402
+                             brusselator, rosen_loop)
+
+RNG = np.random.default_rng(11)
+
+
+def dense(P):
+    return P.toarray() if sp.issparse(P) else np.asarray(P)
+
+
+def close(sparse, reference):
+    """Exact up to rounding: a relative difference of a few ulps of the largest entry."""
+    reference = dense(reference)
+    got = dense(sparse)
+    scale = max(np.abs(reference).max(), 1.0)
+    np.testing.assert_allclose(got, reference, rtol=1e-12, atol=1e-13 * scale)
+
+
+# ----------------------------------------------------------------------------- exact at n = 1000
+def test_bratu_sparse_jacobian_is_exact_at_1000():
+    u = RNG.random(1000)
+    prep = capstan.prepare_sparse_jacobian(bratu, u)
+    assert prep.ncolors == 3 and prep.kind == "column"
+    J = prep(u)
+    assert isinstance(J, sp.csr_array) and J.shape == (1000, 1000) and J.nnz == 2998
+    close(J, capstan.jacobian(bratu, u))
+    close(J, bratu_jacobian(u))
+    u2 = RNG.random(1000)
+    close(prep(u2), bratu_jacobian(u2))
+
+
+def test_brusselator_sparse_jacobian_is_exact_at_968():
+    y = RNG.random(2 * 22 * 22)
+    prep = capstan.prepare_sparse_jacobian(brusselator, y)
+    assert prep.ncolors <= 12
+    assert col.is_column_coloring(prep.pattern, prep.colors)
+    close(prep(y), capstan.jacobian(brusselator, y))
+    assert prep.pattern.nnz == 6 * y.size  # 5-point stencil of one species + the other at the point
+
+
+def test_rosen_sparse_hessian_is_exact_at_1000():
+    x = RNG.random(1000) * 2
+    prep = capstan.prepare_sparse_hessian(scipy.optimize.rosen, x)
+    assert prep.ncolors == 3
+    H = prep(x)
+    close(H, scipy.optimize.rosen_hess(x))
+    close(H, capstan.hessian(scipy.optimize.rosen, x))
+    for _ in range(3):  # each HVP mode at least once ("auto" tries both)
+        x2 = RNG.random(1000)
+        close(prep(x2), scipy.optimize.rosen_hess(x2))
+    assert set(prep.timings) == {"fwd_over_rev", "rev_over_fwd"}
+
+
+def test_arrowhead_sparse_hessian_is_exact_at_1000():
+    x = RNG.random(1000)
+    prep = capstan.prepare_sparse_hessian(arwhead, x)
+    assert prep.ncolors == 2
+    H = prep(x)
+    close(H, arwhead_hessian(x))
+    close(H, capstan.hessian(arwhead, x))
+
+
+def test_python_loop_code_at_1000():
+    u = RNG.random(1000)
+    J = capstan.sparse_jacobian(bratu_loop, list(u))  # (a list in, a list out)
+    close(J, bratu_jacobian(u))
+    assert capstan.jacobian_sparsity(bratu_loop, u).nnz == 2998
+    assert capstan.hessian_sparsity(rosen_loop, u).nnz == 2998
+    x = RNG.random(300)  # (Hessian-vector products of scalar loops cost ~6 gradients each)
+    H = capstan.sparse_hessian(rosen_loop, list(x))
+    close(H, scipy.optimize.rosen_hess(x))
+
+
+def test_python_loop_code_against_dense_capstan():
+    u = RNG.random(60)
+    prep = capstan.prepare_sparse_jacobian(bratu_loop, u)
+    close(prep(u), np.array(capstan.jacobian(lambda z: np.array(bratu_loop(z)), u)))
+    assert prep.check(u) < 1e-9
+    x = list(RNG.random(40))
+    hprep = capstan.prepare_sparse_hessian(rosen_loop, x)
+    assert hprep.check() < 1e-9
+    close(hprep(x), capstan.hessian(rosen_loop, np.array(x)))
+
+
+def test_acyclic_and_column_hessian_colourings_are_exact():
+    x = RNG.random(200)
+    star = capstan.prepare_sparse_hessian(scipy.optimize.rosen, x)
+    acyclic = capstan.prepare_sparse_hessian(scipy.optimize.rosen, x, coloring="acyclic")
+    column = capstan.prepare_sparse_hessian(arwhead, x, coloring="column", hvp="fwd_over_rev")
+    assert acyclic.ncolors == 2 and star.ncolors == 3 and column.ncolors == 200
+    close(acyclic(x), scipy.optimize.rosen_hess(x))
+    close(column(x), arwhead_hessian(x))
+    for hvp in ("fwd_over_rev", "rev_over_fwd"):
+        close(capstan.sparse_hessian(arwhead, x, hvp=hvp), arwhead_hessian(x))
+
+
+def test_row_colouring_for_a_wide_jacobian():
+    def blocks(x):  # 4 outputs, each the sum of squares of its own block of 50 inputs
+        return np.sum(x.reshape(4, 50) ** 2, axis=1)
+
+    x = RNG.random(200)
+    prep = capstan.prepare_sparse_jacobian(blocks, x)
+    assert prep.kind == "row" and prep.ncolors == 1
+    J = prep(x)
+    expected = np.zeros((4, 200))
+    for k in range(4):
+        expected[k, 50 * k:50 * (k + 1)] = 2 * x[50 * k:50 * (k + 1)]
+    close(J, expected)
+    assert capstan.prepare_sparse_jacobian(blocks, x, coloring="column").ncolors == 50
+    close(capstan.sparse_jacobian(bratu, x, coloring="row"), bratu_jacobian(x))
+
+
+def test_against_scipy_finite_differences_with_the_same_pattern():
+    from scipy.optimize._numdiff import approx_derivative
+
+    u = RNG.random(300)
+    P = capstan.jacobian_sparsity(bratu, u)
+    fd = approx_derivative(bratu, u, method="3-point", sparsity=P)
+    J = capstan.sparse_jacobian(bratu, u, sparsity=P)
+    np.testing.assert_allclose(J.toarray(), dense(fd), rtol=1e-5, atol=1e-3)
+    exact = bratu_jacobian(u).toarray()
+    assert np.abs(J.toarray() - exact).max() < np.abs(dense(fd) - exact).max()
+
+
+# ----------------------------------------------------------------------------- colours
+def tridiagonal(n):
+    return sp.diags_array([np.ones(n - 1), np.ones(n), np.ones(n - 1)], offsets=[-1, 0, 1], format="csr")
+
+
+def arrowhead(n):
+    A = sp.lil_array((n, n))
+    A.setdiag(1.0)
+    A[-1, :] = 1.0
+    A[:, -1] = 1.0
+    return A.tocsr()
+
+
+def test_colour_counts_of_the_research_notes():
+    assert col.coloring(tridiagonal(1000), "column").max() + 1 == 3
+    y = RNG.random(2 * 22 * 22)
+    assert capstan.coloring(capstan.jacobian_sparsity(brusselator, y), "column").max() + 1 <= 12
+    assert capstan.coloring(tridiagonal(1000), kind="star").max() + 1 == 3
+    assert capstan.coloring(tridiagonal(1000), kind="acyclic").max() + 1 == 2
+    assert capstan.coloring(arrowhead(1000), kind="star").max() + 1 == 2
+    assert capstan.coloring(arrowhead(1000), kind="column").max() + 1 == 1000
+    wide = sp.csr_array(np.kron(np.eye(3), np.ones((1, 5))))
+    assert capstan.coloring(wide, kind="row").max() + 1 == 1
+
+
+def bicoloured_p4(S, colors):
+    """A path on four vertices using only two colours, by brute force, or None."""
+    A = S.toarray()
+    n = len(A)
+    for a in range(n):
+        for b in np.flatnonzero(A[a]):
+            for c in np.flatnonzero(A[b]):
+                if c == a:
+                    continue
+                for d in np.flatnonzero(A[c]):
+                    if d not in (a, b) and len({colors[a], colors[b], colors[c], colors[d]}) < 3:
+                        return a, b, c, d
+    return None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_colourings_of_random_patterns_are_valid(seed):
+    rng = np.random.default_rng(seed)
+    n = 40
+    A = sp.random_array((n, n), density=0.08, rng=rng, format="csr") != 0
+    J = sp.random_array((25, n), density=0.1, rng=rng, format="csr") != 0
+    c = capstan.coloring(J, "column")
+    assert col.is_column_coloring(J, c)
+    r = capstan.coloring(J, "row")
+    assert col.is_column_coloring(J.T.tocsr(), r)
+    H = sp.csr_array(A + A.T)
+    S = col.symmetric(H)
+    star = capstan.coloring(H, "star")
+    assert col.is_star_coloring(S, star) and bicoloured_p4(S, star) is None
+    for order in (np.arange(n), rng.permutation(n)):
+        greedy = col._greedy_star(S, order)
+        assert bicoloured_p4(S, greedy) is None
+    acyclic = capstan.coloring(H, "acyclic")
+    assert col.is_acyclic(S, acyclic)
+    x = rng.random(n)
+    M = (H + sp.eye_array(n)).astype(float).tocsr()
+    M.data = rng.random(M.nnz)
+    M = (M + M.T).toarray()
+
+    def quadratic(z):  # Hessian exactly M
+        return 0.5 * z @ (M @ z)
+
+    for kind in ("star", "acyclic"):
+        got = capstan.sparse_hessian(quadratic, x, sparsity=M != 0, coloring=kind)
+        close(got, M)
+
+
+def test_a_colouring_that_is_not_star_is_recognised():
+    S = col.symmetric(tridiagonal(6))
+    assert not col.is_star_coloring(S, np.array([0, 1, 0, 1, 0, 1]))  # a bicoloured path
+    assert col.is_acyclic(S, np.array([0, 1, 0, 1, 0, 1]))
+    assert not col.is_column_coloring(tridiagonal(6), np.array([0, 1, 0, 1, 0, 1]))
+
+
+# ----------------------------------------------------------------------------- never too sparse
+def _with_setitem(x):
+    out = np.zeros(len(x) + 2)
+    out[1:-1] = x ** 2
+    out[0] = x[-1] * x[0]
+    return out
+
+
+def _with_view_write(x):
+    y = x.copy()
+    v = y[2:]
+    v[0] = y[0] * 3.0  # writes through the view into y
+    return y * y
+
+
+def _loop_list(x):
+    acc = []
+    total = 0.0
+    for i in range(len(x)):
+        total = total + math.sin(x[i])
+        acc.append(total * x[(i + 3) % len(x)])
+    return acc
+
+
+CASES = {
+    "elementwise": lambda x: np.exp(x) * x[::-1] + np.sin(x) / (1.0 + x ** 2),
+    "broadcast": lambda x: (x.reshape(3, 4) * x[:4]).ravel() + np.sum(x[:2]),
+    "reductions": lambda x: np.concatenate([np.sum(x.reshape(3, 4), axis=0), np.max(x.reshape(3, 4), axis=1),
+                                            [np.prod(x[:3]), np.mean(x), np.std(x[5:])]]),
+    "shape": lambda x: np.stack([np.roll(x, 2), np.flip(x), np.repeat(x[:6], 2)]).T.ravel(),
+    "triangles": lambda x: np.concatenate([np.triu(x.reshape(3, 4), 1).ravel(), np.diag(x[:3]).ravel(),
+                                           np.take(x, [3, 3, 0])]),
+    "matmul const": lambda x: np.concatenate([np.arange(24.0).reshape(2, 12) @ x,
+                                              np.tril(np.ones((12, 12))) @ x]),
+    "matmul both": lambda x: (x.reshape(3, 4) @ x.reshape(4, 3)).ravel(),
+    "dot/inner": lambda x: np.array([np.dot(x[:6], x[6:]), np.inner(x[:3], x[3:6])]),
+    "sort/cumsum": lambda x: np.concatenate([np.sort(x.reshape(3, 4), axis=1).ravel(), np.cumsum(x)]),
+    "where/clip": lambda x: np.where(x > 0.5, x ** 2, x[::-1]) + np.clip(x, 0.2, 0.7),
+    "setitem": _with_setitem,
+    "view write": _with_view_write,
+    "inplace": lambda x: (lambda y: (y.__iadd__(x[::-1] ** 2), y)[1])(x * 1.0),
+    "python loop": _loop_list,
+    "scalars": lambda x: [x[0] * x[1], math.exp(x[2]) + x[3] ** 3, abs(x[4] - x[5]), x[6] / x[7]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pattern_is_never_too_sparse(name):
+    f = CASES[name]
+    x = RNG.random(12) + 0.1
+    P = dense(capstan.jacobian_sparsity(f, x))
+    for _ in range(3):
+        z = x + 0.01 * RNG.standard_normal(12)
+        J = np.asarray(capstan.jacobian(lambda v: np.asarray(f(v), dtype=float).ravel(), z)).reshape(P.shape)
+        missing = (J != 0) & ~P
+        assert not missing.any(), np.argwhere(missing)[:5]
+    assert P.sum() < P.size or name in ("reductions", "matmul both")  # never dense by accident
+
+
+def test_patterns_are_the_exact_structure_where_known():
+    x = RNG.random(12)
+    P = dense(capstan.jacobian_sparsity(CASES["elementwise"], x))
+    np.testing.assert_array_equal(P, np.eye(12, dtype=bool) | np.eye(12, dtype=bool)[::-1])
+    P = dense(capstan.jacobian_sparsity(lambda z: z[1:] * 0.0 + z[:-1], x))  # structure, not values
+    assert P.sum() == 22
+    P = dense(capstan.jacobian_sparsity(lambda z: np.arange(24.0).reshape(2, 12) @ z, x))
+    assert P.sum() == 23  # the constant's zero at (0, 0) is a structural zero
+
+
+HESSIAN_CASES = {
+    "rosen": scipy.optimize.rosen,
+    "arwhead": arwhead,
+    "products": lambda x: x[0] * x[1] + x[2] / x[3] + x[4] ** 2 + np.sum(x[5:8]) * 2.0 + x[8] * np.exp(x[9]),
+    "quadratic form": lambda x: x[:6] @ (np.arange(36.0).reshape(6, 6) @ x[6:]),
+    "reductions": lambda x: np.prod(x[:3]) + np.var(x[3:6]) + np.max(x[6:]) + np.sum(np.sort(x[8:]) * x[8:]),
+    "loop": rosen_loop,
+    "unknown function": lambda x: np.linalg.norm(x[:4]) + x[5] * x[6],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HESSIAN_CASES))
+def test_hessian_pattern_is_never_too_sparse(name):
+    f = HESSIAN_CASES[name]
+    x = RNG.random(12) + 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        P = dense(capstan.hessian_sparsity(f, x))
+    np.testing.assert_array_equal(P, P.T)
+    for _ in range(2):
+        H = capstan.hessian(f, x + 0.01 * RNG.standard_normal(12))
+        missing = (H != 0) & ~P
+        assert not missing.any(), np.argwhere(missing)[:5]
+    assert P.sum() < P.size
+
+
+def test_linear_operations_add_no_hessian_pairs():
+    x = RNG.random(6)
+    P = dense(capstan.hessian_sparsity(lambda z: np.sum(3.0 * z - np.roll(z, 1)) + z[0] * z[1], x))
+    expected = np.zeros((6, 6), bool)
+    expected[0, 1] = expected[1, 0] = True
+    np.testing.assert_array_equal(P, expected)
+
+
+def test_a_function_without_a_pattern_rule_is_dense_with_one_warning():
+    x = RNG.random(6)
+    capstan.sparsity._warned.discard("numpy.linalg.inv")
+    f = lambda z: np.linalg.inv(z[:4].reshape(2, 2)).ravel() * z[4]  # noqa: E731
+    with pytest.warns(UserWarning, match="no sparsity rule"):
+        P = dense(capstan.jacobian_sparsity(f, x))
+    assert P[:, :5].all() and not P[:, 5].any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        capstan.jacobian_sparsity(f, x)  # once only
+    close(capstan.sparse_jacobian(f, x), capstan.jacobian(f, x))
+
+
+# ----------------------------------------------------------------------------- guards
+def branchy(x):
+    out = np.empty_like(x)
+    for i in range(len(x)):
+        if x[i] > 0.5:
+            out[i] = x[i] * x[(i + 1) % len(x)]
+        else:
+            out[i] = math.exp(x[i])
+    return out
+
+
+def test_guards_hold_on_the_same_path_and_fail_on_another():
+    x = np.array([0.1, 0.9, 0.2, 0.8, 0.3])
+    prep = capstan.prepare_sparse_jacobian(branchy, x)
+    assert prep.pattern.nnz == 7 and prep.guards
+    same = x + 0.05
+    close(prep(same), capstan.jacobian(branchy, same))
+    other = 1.0 - x
+    with pytest.raises(capstan.TapeGuardError, match="another branch"):
+        prep(other)
+    redetect = capstan.prepare_sparse_jacobian(branchy, x, on_mismatch="redetect")
+    close(redetect(other), capstan.jacobian(branchy, other))
+    assert redetect.pattern.nnz == 8
+
+
+def test_hessian_guards():
+    def f(x):
+        s = 0.0
+        for i in range(len(x) - 1):
+            s += x[i] * x[i + 1] if x[i] > 0.5 else x[i] ** 2
+        return s
+
+    x = np.array([0.1, 0.9, 0.2, 0.8])
+    prep = capstan.prepare_sparse_hessian(f, x)
+    for _ in range(3):  # both HVP modes watch the branches
+        close(prep(x + 0.01), capstan.hessian(f, x + 0.01))
+        with pytest.raises(capstan.TapeGuardError):
+            prep(1.0 - x)
+    again = capstan.prepare_sparse_hessian(f, x, on_mismatch="redetect")
+    close(again(1.0 - x), capstan.hessian(f, 1.0 - x))
+
+
+def through_a_view(w):
+    y = np.zeros(5)
+    y[1:4] = w
+    v = y[1:]
+    v[-1] = v[1]  # a write through a view of y
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
+def test_hvp_through_writes_into_views(mode):
+    x = np.array([0.3, 0.7, 1.1])
+    for v in (np.ones(3), np.array([0.5, -1.0, 2.0])):
+        close(capstan.hvp(through_a_view, x, v, mode=mode), np.diag([2.0, 4.0, 2.0]) @ v)
+    pad = lambda w: np.sum(np.sin(np.pad(w, (1, 2), mode="reflect")))  # noqa: E731
+    close(capstan.hvp(pad, x, np.ones(3), mode=mode), capstan.hessian(pad, x) @ np.ones(3))
+
+
+def test_auto_hvp_mode_cross_checks_the_two_modes():
+    calls = []
+
+    def drifting(w):  # not the same function from one run to the next
+        calls.append(1)
+        return np.sum(w ** 3) * len(calls)
+
+    x = np.array([0.3, 0.7, 1.1])
+    prep = capstan.prepare_sparse_hessian(drifting, x)
+    prep(x)
+    with pytest.warns(RuntimeWarning, match="disagree"):
+        prep(x)
+    assert prep.hvp_mode == "fwd_over_rev"
+    fine = capstan.prepare_sparse_hessian(through_a_view, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            close(fine(x), np.diag([2.0, 4.0, 2.0]))
+    assert set(fine.timings) == {"fwd_over_rev", "rev_over_fwd"}
+
+
+def test_check_compares_with_dense():
+    x = RNG.random(30)
+    assert capstan.prepare_sparse_jacobian(bratu, x).check() < 1e-6
+    assert capstan.prepare_sparse_hessian(arwhead, x).check(RNG.random(30)) < 1e-9
+    wrong = capstan.prepare_sparse_jacobian(bratu, x, sparsity=sp.eye_array(30))
+    with pytest.raises(ValueError, match="outside the pattern"):
+        wrong.check()
+
+
+# ----------------------------------------------------------------------------- hvp
+@pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
+def test_hvp_matches_the_dense_hessian(mode):
+    x, v = RNG.random(50), RNG.standard_normal(50)
+    close(capstan.hvp(scipy.optimize.rosen, x, v, mode=mode), scipy.optimize.rosen_hess(x) @ v)
+    close(capstan.hvp(arwhead, x, v, mode=mode), arwhead_hessian(x) @ v)
+    t = 1.2  # (t^3 sin t)'' = 6t sin t + 6t^2 cos t - t^3 sin t
+    second = 6 * t * math.sin(t) + 6 * t ** 2 * math.cos(t) - t ** 3 * math.sin(t)
+    assert np.isclose(capstan.hvp(lambda s: s ** 3 * math.sin(s), t, 2.0, mode=mode), 2.0 * second)
+    g = capstan.hvp(rosen_loop, x[:10], v[:10], mode=mode)
+    close(g, scipy.optimize.rosen_hess(x[:10]) @ v[:10])
+
+
+# ----------------------------------------------------------------------------- refusals
+@pytest.mark.parametrize("fn", [capstan.jacobian_sparsity, capstan.hessian_sparsity, capstan.sparse_jacobian,
+                                capstan.sparse_hessian, capstan.prepare_sparse_jacobian,
+                                capstan.prepare_sparse_hessian])
+def test_bad_input_names_the_entry_point(fn):
+    name = fn.__name__
+    with pytest.raises(TypeError, match=name):
+        fn(3.0, np.ones(3))
+    with pytest.raises(TypeError, match=name):
+        fn(np.sum, "abc")
+    with pytest.raises(TypeError, match=name):
+        fn(np.sum, np.ones(3, dtype=complex))
+    if "hessian" in name:
+        with pytest.raises(ValueError, match=name):
+            fn(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(TypeError, match=name):
+        fn(lambda x: "text", np.ones(3))
+    if name.startswith(("sparse", "prepare")):
+        with pytest.raises(ValueError, match=name):
+            fn(np.sum, np.ones(3), sparsity=np.ones((5, 5)))
+        with pytest.raises(ValueError, match=name):
+            fn(np.sum, np.ones(3), coloring="rainbow")
+
+
+def test_other_refusals():
+    prep = capstan.prepare_sparse_jacobian(bratu, np.ones(5))
+    with pytest.raises(ValueError, match="shape"):
+        prep(np.ones(6))
+    with pytest.raises(ValueError, match="on_mismatch"):
+        capstan.prepare_sparse_hessian(np.sum, np.ones(3), on_mismatch="ignore")
+    with pytest.raises(ValueError, match="hvp"):
+        capstan.prepare_sparse_hessian(np.sum, np.ones(3), hvp="sideways")
+    with pytest.raises(ValueError, match="capstan.coloring"):
+        capstan.coloring(np.eye(3), kind="rainbow")
+    with pytest.raises(ValueError, match="square"):
+        capstan.coloring(np.ones((2, 3)), kind="star")
+    with pytest.raises(TypeError, match="capstan.coloring"):
+        capstan.coloring("pattern")
+    with pytest.raises(ValueError, match="capstan.hvp"):
+        capstan.hvp(np.sum, np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="capstan.hvp"):
+        capstan.hvp(np.sum, np.ones(3), np.ones(3), mode="sideways")
+    with pytest.raises(TypeError, match="capstan.hvp"):
+        capstan.hvp(None, np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match="hvp"):
+        capstan.hvp(lambda x: x * 2.0, np.ones(3), np.ones(3))
+    # a ufunc made by np.frompyfunc inside is differentiated as an elementwise kernel (mixed
+    # mode): its pattern is found, never too sparse
+    pattern = capstan.jacobian_sparsity(lambda x: np.array([float(np.frompyfunc(float, 1, 1)(x[0]))]),
+                                        np.ones(2))
+    assert pattern.toarray().tolist() == [[True, False]]
+
+
+# ----------------------------------------------------------------------------- pictures, docstrings
+def test_spy_writes_a_picture(tmp_path):
+    prep = capstan.prepare_sparse_hessian(arwhead, np.ones(30))
+    svg = tmp_path / "arrow.svg"
+    assert prep.spy(svg) == str(svg)
+    text = svg.read_text()
+    assert text.startswith("<svg") and "30 x 30, 88 nonzeros" in text
+    try:
+        import matplotlib  # noqa: F401
+        has_matplotlib = True
+    except ImportError:
+        has_matplotlib = False
+    png = tmp_path / "arrow.png"
+    if has_matplotlib:
+        capstan.sparse.spy(prep.pattern, png)
+        assert png.read_bytes()[:4] == b"\x89PNG"
+    else:
+        with pytest.raises(ImportError, match="matplotlib"):
+            capstan.sparse.spy(prep.pattern, png)
+    with pytest.raises(ValueError, match="png or .svg"):
+        capstan.sparse.spy(prep.pattern, tmp_path / "arrow.gif")
+
+
+@pytest.mark.parametrize("fn", [capstan.jacobian_sparsity, capstan.hessian_sparsity, capstan.sparse_jacobian,
+                                capstan.sparse_hessian, capstan.prepare_sparse_jacobian,
+                                capstan.prepare_sparse_hessian, capstan.coloring, capstan.hvp],
+                         ids=lambda f: f.__name__)
+def test_docstring_examples_run(fn):
+    doc = fn.__doc__ or ""
+    assert "Raises:" in doc
+    tests = doctest.DocTestFinder(recurse=False).find(fn, fn.__name__, globs={})
+    assert [ex for t in tests for ex in t.examples]
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0
