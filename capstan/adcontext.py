@@ -27,6 +27,7 @@ from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
 from . import losses, structure
 from .aliasing import root_of
 from .markers import stop_gradient
+from .nesting import inner
 from .losses import EXPORTING, NoRuleError, derivative_free, no_rule, qualified_name
 from .rules import registry
 
@@ -215,23 +216,23 @@ class ADContext(Context):
                     metas[i] = m = a._meta
                     found = True
                     if type(v) is Tagged:
-                        foreign = v._ctx
+                        foreign = inner(foreign, v._ctx)
                     if type(m) is Tagged:  # a tangent carrying an enclosing derivative
-                        foreign = m._ctx
+                        foreign = inner(foreign, m._ctx)
                 else:
-                    foreign = a._ctx
+                    foreign = inner(foreign, a._ctx)
             elif ta is np.ndarray:
                 entry = self.shadow(a)
                 if entry is not None:
                     metas[i] = entry[1]
                     found = True
-                    foreign = entry[2] or foreign
+                    foreign = inner(foreign, entry[2])
             elif (ta is list or ta is tuple) and a:
                 a = self.nested_arrays(a)
                 sub_vals, sub_metas, sub_found, sub_foreign = self._split(a)
                 if sub_found:
                     vals[i], metas[i], found = ta(sub_vals), sub_metas, True
-                foreign = sub_foreign or foreign
+                foreign = inner(foreign, sub_foreign)
         return vals, metas, found, foreign
 
     def meta(self, x):
@@ -490,7 +491,7 @@ class ADContext(Context):
             elif ta is tuple and any(type(e) is Tagged and e._tagkey is key for e in a):
                 a, stripped = tuple(e._value if type(e) is Tagged and e._tagkey is key else e for e in a), True
             if type(a) is Tagged and a._ctx._tagkey is a._tagkey:
-                foreign = a._ctx
+                foreign = inner(foreign, a._ctx)
             plain.append(a)
         for k, a in kwargs.items():
             if type(a) is Tagged and a._tagkey is key:

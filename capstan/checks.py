@@ -114,6 +114,18 @@ class NestedOutput(TypeError):
     paths hand over to the nested one (``capstan.jacobian`` catches this)."""
 
 
+def no_object_arrays(leaves: list[Any], fname: str) -> None:
+    """Refuse an output array of Python objects holding differentiated values (what
+    ``np.asarray`` makes of one outside the differentiation): reading its derivative
+    as zero would be silently wrong."""
+    for leaf in leaves:
+        if (type(leaf) is np.ndarray and leaf.dtype == object
+                and any(type(e) is Tagged for e in leaf.flat)):
+            raise TypeError("capstan.%s: f returned an array of Python objects (dtype=object) "
+                            "holding values being differentiated; build it with a numeric dtype "
+                            "inside f (np.asarray(values, dtype=float))" % fname)
+
+
 def check_single_output(y: Any) -> None:
     """Raise :class:`NestedOutput` unless ``y`` is a single number or array."""
     leaves, _ = flatten(y)

@@ -176,6 +176,7 @@ class ForwardCtx(ADContext):
     def output_tangent(self, y):
         """The tangent of an output (zeros where it does not depend on the input)."""
         leaves, rebuild = structure.flatten(y)
+        checks.no_object_arrays(leaves, "jvp")
         out = []
         for leaf in leaves:
             t = self.tangent(leaf)
@@ -377,7 +378,8 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             checks.check_single_output(y)
-            return route(outer, as_array, ctx.output_tangent(y))
+            t = ctx.output_tangent(y)
+        return route(enclosing(t), as_array, t)  # (t may carry an enclosing derivative: closures)
     blocks = []
     out_shape = None
     for start in range(0, n, chunk):

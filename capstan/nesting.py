@@ -37,6 +37,20 @@ class level:
         _state.contexts.pop()
 
 
+def inner(a: Any, b: Any) -> Any:
+    """Of two enclosing differentiations (either may be ``None``), the one nested deeper:
+    a value carrying derivatives of both goes to it first, and it hands the other's on."""
+    if a is None or b is None or a is b:
+        return b if a is None else a
+    depth_a = depth_b = -1
+    for i, ctx in enumerate(getattr(_state, "contexts", ())):
+        if ctx is a:
+            depth_a = i
+        elif ctx is b:
+            depth_b = i
+    return b if depth_b > depth_a else a
+
+
 def enclosing(*values: Any) -> Any:
     """The differentiation that ``values`` (numbers, arrays, and lists, tuples, dicts of
     them) belong to: the innermost active one that tagged one of them or shadows one of

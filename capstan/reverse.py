@@ -487,6 +487,7 @@ class _Run:
             self.y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
+        checks.no_object_arrays(self.out_leaves, fname)
 
     def primal(self):
         ctx = self.ctx

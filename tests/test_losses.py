@@ -311,3 +311,31 @@ def test_forward_mode_reads_a_list_with_constants_as_an_array(f):
     x = np.array([1.3, 0.4])
     g = lambda v: f(v[0]) * v[1]  # noqa: E731
     assert np.allclose(capstan.jacobian(g, x), capstan.jacobian(g, x, mode="reverse"))
+
+
+@pytest.mark.parametrize("f,expected", [
+    (lambda p: capstan.D(lambda z: capstan.D(lambda t: t * t * p, z), 0.5), 2.0),
+    (lambda p: capstan.D(lambda z: capstan.D(lambda t: t * z * p, z), 0.5), 1.0),
+    (lambda p: capstan.D(lambda z: capstan.D(lambda t: t * p * t, z), 0.5), 2.0),
+    (lambda p: capstan.jacobian(lambda z: z * z * p, 0.5), 1.0),
+    (lambda p: capstan.jacobian(lambda z: capstan.D(lambda t: t * t * p, z), 0.5), 2.0),
+    (lambda p: capstan.jacobian(lambda z: capstan.jacobian(lambda t: np.sum(t * t * p), z), _X)[0, 0], 2.0),
+    (lambda p: capstan.jacobian(lambda z: capstan.jacobian(lambda t: t * t * p, z), 0.5), 2.0),
+], ids=["D3 t*t*p", "D3 t*z*p", "D3 t*p*t", "jacobian at a scalar", "jacobian of D",
+        "jacobian of jacobian", "scalar jacobian of jacobian"])
+def test_three_nested_differentiations_with_closures(f, expected):
+    """A value carrying derivatives of two enclosing differentiations goes to the deeper
+    one first (it hands the other's on); a scalar jacobian's tangent that carries an
+    enclosing derivative is assembled inside it.  Both gave 0 silently."""
+    assert np.allclose(capstan.D(f, 0.7), expected)
+    value, tangent = capstan.jvp(f, (0.7,), (1.0,))
+    assert np.allclose(tangent, expected) and np.asarray(value).dtype != object
+
+
+def test_an_output_array_of_objects_holding_derivatives_is_refused():
+    from capstan import checks
+
+    t = capstan.jvp(lambda x: x, (1.0,), (1.0,))  # (plain results: no error)
+    assert t == (1.0, 1.0)
+    with pytest.raises(TypeError, match="dtype=object"):
+        checks.no_object_arrays([np.array([overdub.tag(1.0, overdub.Context(), None)], dtype=object)], "jvp")
