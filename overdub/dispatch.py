@@ -34,6 +34,15 @@ _runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
 _tagging_seen = [False]
 
 
+def function_renamed(f):
+    """A function's ``__name__`` or ``__qualname__`` was replaced by routed code: its
+    routed twins take the new names (the generators they make are named after them)."""
+    for rt in list(_runtimes):
+        entry = rt.funcs.get(f.__code__)
+        if entry is not None and entry[0]() is f:
+            entry[1].__name__, entry[1].__qualname__ = f.__name__, f.__qualname__
+
+
 def function_changed():
     """A function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` was replaced by
     routed code: every runtime forgets the callables it resolved, so the next call runs
@@ -149,6 +158,7 @@ class Runtime:
         self.steps.call = self.call
         self._build_ops()
         self.steps.function_changed = function_changed
+        self.steps.function_renamed = function_renamed
         _runtimes.add(self)
 
     def user(self, fn):
@@ -503,7 +513,10 @@ class Runtime:
         last = self.funcs.get(code)  # the routed twin made for f last time, if f is the same
         if (last is not None and last[0]() is f and last[1].__defaults__ is f.__defaults__
                 and last[1].__kwdefaults__ is f.__kwdefaults__):
-            return last[1]
+            twin = last[1]
+            if twin.__name__ is not f.__name__ or twin.__qualname__ is not f.__qualname__:
+                twin.__name__, twin.__qualname__ = f.__name__, f.__qualname__  # (renamed since)
+            return twin
         new = self.codes.get(code)
         if new is None:
             new = self.route_code(code)
@@ -1045,6 +1058,10 @@ def _default_fallback(rt, f, args, kwargs):
             elif type(obj) is FunctionType and args[1] in semantics.FUNCTION_BODY:
                 r = f(*args, **kwargs)
                 function_changed()
+                return r
+            elif type(obj) is FunctionType and args[1] in semantics.FUNCTION_NAMES:
+                r = f(*args, **kwargs)
+                function_renamed(obj)
                 return r
         return f(*args, **kwargs)
     return _plain_call(f, rt.ctx._tagkey, args, kwargs, rt.outer_call)

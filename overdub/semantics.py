@@ -196,6 +196,8 @@ def add_numpy_types():
 _HEAPTYPE = 1 << 9
 #: the attributes of a function that decide what calling it runs (see Runtime._rewritten)
 FUNCTION_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+#: the names of a function, which its routed twin shows too (generators take their names)
+FUNCTION_NAMES = frozenset({"__name__", "__qualname__"})
 _STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
 
 
@@ -216,6 +218,7 @@ class Steps:
         self.fallback = fallback
         self.attr_info = {}  # type -> names of Python-level descriptors (see _plain_attrs)
         self.function_changed = lambda: None  # the runtime's: forget resolved callees
+        self.function_renamed = lambda f: None  # the runtime's: rename f's routed twins
 
     def apply(self, method, /, *args, **kwargs):
         if type(method) is FunctionType:
@@ -398,7 +401,7 @@ class Steps:
                         info.add(name)
             info = frozenset(info)
         if tp is FunctionType:  # replacing these changes what calling the function runs
-            info = FUNCTION_BODY
+            info = FUNCTION_BODY | FUNCTION_NAMES
         self.attr_info[tp] = info
         if static:
             _STATIC_ATTRS[tp] = info
@@ -464,6 +467,8 @@ class Steps:
                 setattr(obj, name, value)
                 if name in FUNCTION_BODY:
                     self.function_changed()
+                elif name in FUNCTION_NAMES:
+                    self.function_renamed(obj)
                 return None
             if name not in plain_attrs(tp):
                 return setattr(obj, name, value)

@@ -754,3 +754,20 @@ def private_module_copy_dies():
 def test_a_private_module_copy_dies(make):
     assert private_module_copy_dies()
     assert overdub.overdub(make(), private_module_copy_dies)
+
+
+def renamed_generator_function():
+    """test_generators.GeneratorTest.test_name: generators take the names their function
+    has when they are made, even after it was renamed during the run."""
+    def func():
+        yield 1
+
+    before = func()
+    func.__qualname__ = "func_qualname"
+    func.__name__ = "func_name"
+    after = func()
+    return (before.__name__, before.__qualname__, after.__name__, after.__qualname__)
+
+
+def test_a_renamed_generator_function_names_its_generators():
+    assert check(lambda: renamed_generator_function)[1][2:] == ("func_name", "func_qualname")
