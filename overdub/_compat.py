@@ -165,6 +165,6 @@ def frame_locals_snapshot(frame):
     3.11/3.12 hand back the frame's own (synced) dict; 3.13 (PEP 667) a fresh
     snapshot of the write-through proxy.
     """
-    if PY313:
+    if PY313 and frame.f_code.co_flags & 0x1:  # (CO_OPTIMIZED: a function's frame)
         return dict(frame.f_locals)
-    return frame.f_locals
+    return frame.f_locals  # (a module or class body, eval/exec: its own mapping)

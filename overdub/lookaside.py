@@ -226,7 +226,11 @@ class FrameReaders:
         return vars(*args) if args else self.locals()
 
     def dir(self, *args):
-        return dir(*args) if args else sorted(self.locals())
+        if args:
+            return dir(*args)
+        names = list(self.locals().keys())  # (PyMapping_Keys: a mapping given to eval too)
+        names.sort()
+        return names
 
     @staticmethod
     def globals():

@@ -771,3 +771,24 @@ def renamed_generator_function():
 
 def test_a_renamed_generator_function_names_its_generators():
     assert check(lambda: renamed_generator_function)[1][2:] == ("func_name", "func_qualname")
+
+
+def eval_with_a_mapping_for_locals():
+    """test_builtin.test_general_eval: ``dir()`` in code eval'd with a mapping for its
+    locals asks the mapping for its keys (and nothing else)."""
+    class M:
+        def __getitem__(self, key):
+            if key == "a":
+                return 12
+            raise KeyError
+
+        def keys(self):
+            return list("zyx")
+
+    m = M()
+    g = {"__builtins__": __builtins__}
+    return eval("a", g, m), eval("dir()", g, m), eval("locals()", g, m) is m
+
+
+def test_eval_with_a_mapping_for_locals():
+    assert check(lambda: eval_with_a_mapping_for_locals)[1] == (12, ["x", "y", "z"], True)
