@@ -279,6 +279,8 @@ class ADContext(Context):
             method = getattr(type(args[0]), "__getitem__", None)
             return (overdub(self, method, *args) if type(method) is types.FunctionType
                     else Context.fallback(self, f, *vals))
+        if f is operator.getitem:  # a[key] with an array key on an array written to: the mode's read
+            return self.getitem(*args)
         if f in registry.NONDIFF:
             return Context.fallback(self, f, *vals, **kwargs)
         run = plain_call if foreign is None else partial(overdub, foreign)
