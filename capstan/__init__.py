@@ -24,6 +24,7 @@ from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operato
 from .rules import placement_rules, sorting_rules, statistics_rules, stride_rules  # noqa: F401
 from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  (SciPy, decompositions, FFT)
 from .rules import distribution_rules  # noqa: F401  (scipy.stats' distribution functions)
+from .rules import stdlib_rules, ufunc_rules  # noqa: F401  (C helpers: partial, heapq, ufunc methods...)
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .transforms import grad, jacfwd, jacrev, value_and_grad

@@ -203,3 +203,86 @@ def test_multivariate_normal_logpdf_in_x_mean_and_cov():
     np.testing.assert_allclose(t, np.sum(expected_cov * direction), rtol=1e-8)
     tx = capstan.jvp(lambda v: f(v, mean, cov), (x,), (np.ones(3),))[1]
     np.testing.assert_allclose(tx, np.sum(-inv @ r), rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------- the rule table itself
+from rule_checks import Case, check_forward, check_reverse, check_second_order  # noqa: E402
+from scipy import special as sc  # noqa: E402
+from scipy.special import _ufuncs as scu  # noqa: E402
+
+from capstan.rules import distribution_rules  # noqa: E402
+
+Q = np.array([0.2, 0.45, 0.8])
+X01 = np.array([0.15, 0.5, 0.7])
+XP = np.array([0.6, 1.3, 2.4])
+XR = np.array([-0.7, 0.3, 1.2])
+#: functions whose derivative is written with a SciPy density that has no rule itself:
+#: first order exact, second order refused
+FIRST_ORDER_ONLY = {sc.ncfdtr, sc.ncfdtri, scu._ncf_sf, scu._ncf_isf, sc.nctdtr, sc.nctdtrit, scu._nct_sf,
+                    scu._nct_isf, scu._landau_ppf, scu._landau_isf, scu._landau_cdf, scu._landau_sf,
+                    sc.smirnov, scu._smirnovc, sc.smirnovi, scu._smirnovci, sc.kolmogorov, scu._kolmogc,
+                    sc.kolmogi, scu._kolmogci}
+RULE_CASES = [
+    Case(scu._beta_pdf, X01, 2.5, 1.7), Case(scu._beta_ppf, Q, 2.5, 1.7, diff=[0]),
+    Case(sc.stdtr, 4.5, XR, diff=[1]), Case(sc.stdtrit, 4.5, Q, diff=[1]),
+    Case(sc.chdtr, 3.5, XP, diff=[1]), Case(sc.chdtrc, 3.5, XP, diff=[1]), Case(sc.chdtri, 3.5, Q, diff=[1]),
+    Case(sc.fdtr, 3.0, 7.0, XP, diff=[2]), Case(sc.fdtrc, 3.0, 7.0, XP, diff=[2]),
+    Case(sc.fdtri, 3.0, 7.0, Q, diff=[2]),
+    Case(sc.chndtr, XP, 3.5, 1.2, diff=[0, 2]), Case(sc.chndtrix, Q, 3.5, 1.2, diff=[0, 2]),
+    Case(scu._ncx2_pdf, XP, 3.5, 1.2, diff=[0, 2]), Case(scu._ncx2_sf, XP, 3.5, 1.2, diff=[0, 2]),
+    Case(scu._ncx2_isf, Q, 3.5, 1.2, diff=[0, 2]),
+    Case(sc.ncfdtr, 3.0, 7.0, 1.5, XP, diff=[2, 3]), Case(sc.ncfdtri, 3.0, 7.0, 1.5, Q, diff=[2, 3]),
+    Case(scu._ncf_sf, XP, 3.0, 7.0, 1.5, diff=[0, 3]), Case(scu._ncf_isf, Q, 3.0, 7.0, 1.5, diff=[0, 3]),
+    Case(sc.nctdtr, 5.0, 0.7, XR, diff=[2]), Case(sc.nctdtrit, 5.0, 0.7, Q, diff=[2]),
+    Case(scu._nct_sf, XR, 5.0, 0.7, diff=[0]), Case(scu._nct_isf, Q, 5.0, 0.7, diff=[0]),
+    Case(scu._skewnorm_cdf, XR, 0.0, 1.0, 1.8, diff=[0, 3]), Case(scu._skewnorm_ppf, Q, 0.0, 1.0, 1.8, diff=[0, 3]),
+    Case(scu._skewnorm_isf, Q, 0.0, 1.0, -0.6, diff=[0, 3]),
+    Case(sc.tklmbda, XR, np.array([0.15, 0.3, -0.2])), Case(sc.tklmbda, XR, 0.45),
+    Case(scu._cauchy_ppf, Q, 0.0, 1.0, diff=[0]), Case(scu._cauchy_isf, Q, 0.0, 1.0, diff=[0]),
+    Case(scu._invgauss_ppf, Q, 0.8, 1.0, diff=[0]), Case(scu._invgauss_isf, Q, 0.8, 1.0, diff=[0]),
+    Case(scu._landau_ppf, Q, 0.0, 1.0, diff=[0]), Case(scu._landau_isf, Q, 0.0, 1.0, diff=[0]),
+    Case(scu._landau_cdf, XR, 0.0, 1.0, diff=[0]), Case(scu._landau_sf, XR, 0.0, 1.0, diff=[0]),
+    Case(scu._cosine_cdf, XR), Case(scu._cosine_invcdf, Q), Case(scu._log1mexp, -XP),
+    Case(sc.smirnov, 5, X01 * 0.6, diff=[1]), Case(scu._smirnovc, 5, X01 * 0.6, diff=[1]),
+    Case(sc.smirnovi, 5, Q, diff=[1]), Case(scu._smirnovci, 5, Q, diff=[1]),
+    Case(sc.kolmogorov, XP), Case(scu._kolmogc, XP), Case(sc.kolmogi, Q), Case(scu._kolmogci, Q),
+    Case(distribution_rules.von_mises_cdf if hasattr(distribution_rules, "von_mises_cdf") else
+         __import__("scipy.stats._stats", fromlist=["von_mises_cdf"]).von_mises_cdf, 1.5, XR, diff=[1]),
+]
+if hasattr(sc, "betaincc"):
+    RULE_CASES += [Case(sc.betaincc, 2.5, 1.7, X01, diff=[2]), Case(sc.betainccinv, 2.5, 1.7, Q, diff=[2])]
+
+
+def test_every_entry_of_the_table_is_checked():
+    checked = {c.f for c in RULE_CASES}
+    assert all(f in checked for f in distribution_rules.FUNCTIONS if f is not getattr(scu, "_beta_isf", 0))
+
+
+@pytest.mark.parametrize("case", RULE_CASES, ids=repr)
+def test_rule_forward_and_reverse(case):
+    check_forward(case)
+    check_reverse(case)
+
+
+@pytest.mark.parametrize("case", [c for c in RULE_CASES if c.f not in FIRST_ORDER_ONLY], ids=repr)
+def test_rule_second_order(case):
+    check_second_order(case)
+
+
+@pytest.mark.parametrize("case", [c for c in RULE_CASES if c.f in FIRST_ORDER_ONLY], ids=repr)
+def test_rule_second_order_is_refused_clearly(case):
+    with pytest.raises(capstan.NoRuleError):
+        check_second_order(case)
+
+
+def test_tukeylambda_at_lambda_zero():
+    # (SciPy switches to the logistic formula for |lambda| < 1e-4, so differences across 0 are
+    # unreliable: the derivative is checked against its closed form, the limit of the general one)
+    x = -0.7
+    p = sc.tklmbda(x, 0.0)
+    lp, lq = np.log(p), np.log1p(-p)
+    expected = -0.5 * (lp * lp - lq * lq) / (1 / p + 1 / (1 - p))
+    assert np.isclose(capstan.gradient(lambda lm: sc.tklmbda(x, lm), 0.0)[0], expected, rtol=1e-12)
+    assert np.isclose(capstan.jvp(lambda lm: sc.tklmbda(x, lm), (0.0,), (1.0,))[1], expected, rtol=1e-12)
+    general = capstan.gradient(lambda lm: sc.tklmbda(x, lm), 1e-3)[0]  # (continuous through 0)
+    assert abs(general - expected) < 1e-3 * abs(expected)

@@ -96,13 +96,16 @@ def tukeylambda_quantile_p(p, lm):
 
 
 def _tukeylambda_quantile_lm(p, lm):
-    """``dQ/dlm``; at ``lm == 0`` (the logistic case) its limit ``(log^2 p - log^2(1-p))/2``."""
+    """``dQ/dlm``; at ``lm == 0`` (the logistic case) its series
+    ``sum_k k lm^(k-1) (log^(k+1) p - log^(k+1) (1-p)) / (k+1)!`` to ``lm^2``: exact in
+    value and in the first two derivatives there."""
     zero = lm == 0
     safe = np.where(zero, 1.0, lm)
     lp, lq = np.log(p), np.log1p(-p)
     general = (np.power(p, safe) * lp - np.power(1.0 - p, safe) * lq) / safe \
         - (np.power(p, safe) - np.power(1.0 - p, safe)) / (safe * safe)
-    return np.where(zero, 0.5 * (lp * lp - lq * lq), general)
+    series = (lp ** 2 - lq ** 2) / 2.0 + lm * (lp ** 3 - lq ** 3) / 3.0 + lm * lm * (lp ** 4 - lq ** 4) / 8.0
+    return np.where(zero, series, general)
 
 
 def _register():

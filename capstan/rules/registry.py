@@ -112,6 +112,13 @@ def nondifferentiable(*fs):
         _changed(f)
 
 
+def plain_valued(f):
+    """Declare Python function ``f`` to give plain values (no derivative flows through
+    it): it runs on its arguments' values, outside the differentiation."""
+    defjvp(f, lambda ts, ans, *args, **kw: None)
+    defvjp(f, lambda g, ans, *args, **kw: (None,) * len(args))
+
+
 def unbroadcast(g, x):
     """Cotangent ``g`` summed down to the shape of argument ``x`` (undoing NumPy
     broadcasting); real when ``x`` is real."""
