@@ -191,6 +191,7 @@ def _register():
                     (_rgi_cython.find_indices, find_indices), (_rgi_cython.evaluate_linear_2d, evaluate_linear_2d)):
         defimpl(f, impl)
         FUNCTIONS.append(f)
+    FUNCTIONS.extend((_interval, _outside))  # (plain-valued helpers of the equivalents)
 
 
 if sl is not None:

@@ -1,7 +1,7 @@
 """Rules for C functions of the standard library that numeric code calls with values
 being differentiated: ``functools.partial``, ``itertools.chain`` and ``product``,
 ``heapq``'s C heap operations, ``statistics.NormalDist.inv_cdf`` and
-``math.remainder``/``math.frexp``.
+``math.remainder``.
 
 The containers and iterators only hold or reorder values; each runs as a Python
 equivalent (``defimpl``) that keeps them as they are, derivatives included.  The
@@ -162,22 +162,9 @@ plain_valued(remainder_quotient)
 defderiv(math.remainder, lambda ans, x, y: 1.0, lambda ans, x, y: -remainder_quotient(x, y, ans))
 
 
-def frexp_exponent(x):
-    """The exponent ``math.frexp`` gives ``x`` (an integer: no derivative)."""
-    return math.frexp(x)[1]
-
-
-plain_valued(frexp_exponent)
-
-
-def _frexp(x):
-    """``math.frexp``: ``(x / 2**e, e)``, the mantissa scaled exactly."""
-    e = frexp_exponent(x)
-    return math.ldexp(x, -e), e
-
-
-defimpl(math.frexp, _frexp)
+# (math.frexp stays refused: its mantissa is mostly taken apart into integers to rebuild the
+# number exactly -- mpmath.mpf(x), fractions -- where int() would drop the derivative silently)
 #: the functions this table gives entries (tests/test_coverage_rules.py checks each one)
 FUNCTIONS = [functools.partial, itertools.chain, itertools.chain.from_iterable, itertools.product,
              heapq.heappush, heapq.heappop, heapq.heapreplace, heapq.heappushpop, heapq.heapify,
-             math.remainder, remainder_quotient, frexp_exponent, math.frexp] + ([_inv_cdf] if _inv_cdf else [])
+             math.remainder, remainder_quotient] + ([_inv_cdf] if _inv_cdf else [])
