@@ -276,7 +276,9 @@ def _density(log, dist, x, args, kwds):
                  for p in (z, *args, scale)]
         s = parts[-1]
         values = dist._logpdf(*parts[:-1]) - np.log(s) if log else dist._pdf(*parts[:-1]) / s
-        output = np.reshape(values * 1.0, np.shape(cond)).astype(dtype, copy=False)
+        output = np.reshape(values, shape)
+        if output.dtype != dtype:
+            output = output.astype(dtype)
     else:
         output = np.where(bad, dist.badvalue, -np.inf if log else 0.0).astype(dtype)
         if np.any(cond):
