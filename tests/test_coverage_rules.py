@@ -186,3 +186,27 @@ def test_astype_copy_has_its_own_tangent():
         return p
 
     assert capstan.jvp(f, (0.7,), (1.0,))[1] == 2.0
+
+
+# ----------------------------------------------------------------------------- eigvals of a pencil
+def test_generalized_eigenvalues_in_both_matrices():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 3))
+    b = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    for case in (Case(lambda a, b: scipy_linalg.eigvals(a, b), a, b),
+                 Case(lambda a, b: scipy_linalg.eig(a, b, right=False), a + 1j * rng.standard_normal((3, 3)), b),
+                 Case(lambda b: np.abs(scipy_linalg.eigvals(a, b)), b)):
+        check_forward(case)
+        check_reverse(case)
+
+
+def test_generalized_eigenvalues_refuse_what_has_no_derivative():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    a = np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 0.2], [0.0, 0.4, 2.0]])
+    with pytest.raises(ValueError, match="infinite eigenvalue"):
+        capstan.gradient(lambda b: np.sum(np.real(scipy_linalg.eigvals(a, b))), np.diag([1.0, 0.0, 2.0]))
+    with pytest.raises(TypeError, match="scipy.linalg.eig"):  # (eigenvectors of a pencil: no rule)
+        capstan.gradient(lambda m: np.sum(np.real(scipy_linalg.eig(m, np.eye(3))[1])), a)
+    with pytest.raises(TypeError, match="scipy.linalg.eig"):  # (second order: the left vectors' rule)
+        capstan.hessian(lambda m: np.sum(np.real(scipy_linalg.eigvals(m, np.eye(3) * 2.0))), a)
