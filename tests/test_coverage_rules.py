@@ -104,9 +104,7 @@ CASES = [
     Case(lambda x: np.sum(x, axis=0, where=MASK), M, name="sum where"),
     Case(lambda x: np.prod(x, axis=1, where=MASK, initial=2.5), M, name="prod where initial"),
     Case(lambda x: np.sum(x, initial=3.0), M, name="sum initial"),
-    Case(_positional_out, A, name="ufunc out by position"), Case(_out_into_itself, A, name="out=itself", hessian=False),
-    # (hessian=False: forward over reverse of a write over values the same program read before
-    # -- y[...] = y * x, which out=y is -- is wrong on main too; reported, not this table's doing)
+    Case(_positional_out, A, name="ufunc out by position"), Case(_out_into_itself, A, name="out=itself"),
     Case(_out_where, A, name="out= where="),
     Case(lambda x: np.cross(x[:3], x[2:]), A, name="np.cross"),
     # NumPy 2's _array_converter and np.unique's hash table
@@ -210,3 +208,21 @@ def test_generalized_eigenvalues_refuse_what_has_no_derivative():
         capstan.gradient(lambda m: np.sum(np.real(scipy_linalg.eig(m, np.eye(3))[1])), a)
     with pytest.raises(TypeError, match="scipy.linalg.eig"):  # (second order: the left vectors' rule)
         capstan.hessian(lambda m: np.sum(np.real(scipy_linalg.eigvals(m, np.eye(3) * 2.0))), a)
+
+
+def test_a_write_into_a_products_result_leaves_the_factors_derivative_alone():
+    # (y = x * 1.0 once shared x's tangent array in forward mode: the write into y wrote
+    # into x's derivative too, and sum(x) came out with derivative 0)
+    def f(x):
+        y = x * 1.0
+        y[...] = 0.0
+        return np.sum(x)
+
+    assert capstan.jvp(f, (np.array([0.3, 0.5]),), (np.ones(2),))[1] == 2.0
+
+    def g(x):  # (forward over reverse of a write over values read before: y[...] = y * x)
+        y = x * 1.0
+        y[...] = y * x
+        return np.sum(y)
+
+    np.testing.assert_allclose(capstan.hessian(g, np.array([0.3, -0.5, 0.8])), 2 * np.eye(3))
