@@ -25,6 +25,9 @@ from .rules import builtin_rules, linalg_rules, math_rules, numpy_rules, operato
 from .rules import placement_rules, sorting_rules, statistics_rules, stride_rules  # noqa: F401
 from .rules import decomposition_rules, fft_rules, special_rules  # noqa: F401  (SciPy, decompositions, FFT)
 from .rules import solver_rules  # noqa: F401  (SciPy solvers: roots, quadrature, ODEs)
+from .rules import distribution_rules  # noqa: F401  (scipy.stats' distribution functions)
+from .rules import stdlib_rules, ufunc_rules  # noqa: F401  (C helpers: partial, heapq, ufunc methods...)
+from .rules import interpolate_rules  # noqa: F401  (scipy.interpolate's kernels)
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .mixed import elementwise  # (after the rule tables: it reads them)

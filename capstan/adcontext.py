@@ -29,7 +29,7 @@ from .aliasing import root_of
 from .markers import stop_gradient
 from .nesting import inner
 from .losses import EXPORTING, NoRuleError, derivative_free, no_rule, qualified_name
-from .rules import registry
+from .rules import registry, ufunc_rules
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
            operator.mod, operator.pow, operator.matmul, operator.iadd, operator.isub,
@@ -248,6 +248,9 @@ class ADContext(Context):
         solver = registry.SOLVERS.get(f)
         if solver is not None:  # (taken over even when no argument is differentiated: closures)
             return solver(self, f, args, kwargs)
+        if type(f) is np.ufunc and len(args) > f.nin and "out" not in kwargs:  # np.subtract(a, b, y)
+            out = tuple(args[f.nin:])
+            args, kwargs = args[:f.nin], {**kwargs, "out": out[0] if len(out) == 1 else out}
         impl = registry.IMPLS.get(f)
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
@@ -259,10 +262,9 @@ class ADContext(Context):
             return overdub(self, impl, *args, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             out = kwargs.get("out")
-            if self.meta(out[0] if type(out) is tuple and len(out) == 1 else out) is not None:
-                raise NoRuleError("capstan: %s(..., out=y) into an array y that already carries a "
-                                  "derivative has no rule; write y[...] = %s(...) instead"
-                                  % ((getattr(f, "__name__", f),) * 2))
+            out = out[0] if type(out) is tuple and len(out) == 1 else out
+            if self.meta(out) is not None and type(raw(out)) is np.ndarray:
+                return self._write_out(f, args, kwargs, out)
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
                             "keyword argument" % getattr(f, "__name__", f))
         if kwargs and type(f) is np.ufunc and kwargs.get("where", True) is not True and found:
@@ -285,6 +287,8 @@ class ADContext(Context):
             method = getattr(type(args[0]), "__getitem__", None)
             return (overdub(self, method, *args) if type(method) is types.FunctionType
                     else Context.fallback(self, f, *vals))
+        if f is operator.getitem:  # a[key] with an array key on an array written to: the mode's read
+            return self.getitem(*args)
         if f in registry.NONDIFF:
             out = Context.fallback(self, f, *vals, **kwargs)
             if self.decisions is not None:
@@ -301,6 +305,18 @@ class ADContext(Context):
         if getattr(f, "__name__", "").endswith("_like"):
             return
         self.decisions.append((f, out.copy() if type(out) is np.ndarray else out))
+
+    def _write_out(self, f, args, kwargs, out):
+        """``f(..., out=y)`` into an array ``y`` that carries a derivative: ``y[...] = f(...)``
+        (a ufunc's ``where=`` keeps ``y``'s old elements where it is false), the write that
+        both modes follow like any other."""
+        rest = {k: v for k, v in kwargs.items() if k not in ("out", "where", "casting")}
+        result = overdub(self, f, *args, **rest)
+        where = kwargs.get("where", True)
+        if type(f) is np.ufunc and where is not True:
+            result = overdub(self, np.where, where, result, out)
+        overdub(self, operator.setitem, out, Ellipsis, result)
+        return kwargs["out"]
 
     def compute(self, f, vals, metas, kwargs, args, run, foreign):  # pragma: no cover - per mode
         raise NotImplementedError
@@ -455,6 +471,9 @@ class ADContext(Context):
             kwargs = dict(kwargs)
             axis = args[1] if len(args) > 1 else kwargs.pop("axis", 0)
             return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
+        method = ufunc_rules.METHODS.get(f.__name__) if type(owner) is np.ufunc else None
+        if method is not None:  # np.logaddexp.reduce, np.multiply.outer, np.add.at...
+            return overdub(self, method, owner, *args, **kwargs)
         watch = losses.WriteWatch(f, args, kwargs)
         result = self._plain_top(f, args, kwargs)
         if watch.wrote() or (result is None and self._has_buffer(args, kwargs)):

@@ -87,6 +87,9 @@ class ForwardCtx(ADContext):
                             for k in range(self.chunk)], ans)
         if t is not None:
             t = self._fitted(t, ans, run)
+            if type(t) is np.ndarray and type(ans) is np.ndarray and any(t is ti for ti in tans) and not any(
+                    ans is raw(v) for v in vals):  # a new array (astype(copy=True)...): its own tangent,
+                t = t.copy()  # which a later write into it must not write into its argument's
         return self._result(f, ans, t, args, out_argument(kwargs))
 
     def _fitted(self, t, ans, run):

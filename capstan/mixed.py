@@ -169,7 +169,9 @@ def _value_and_partials(op, kwargs, args):
         value_parts.append(_spread(value, count))
         partial_parts.append([_spread(p, count) for p in partials])
         order.append(idx)
-    if len(order) == 1 and order[0] is None:
+    if not order:  # no elements at all (a kernel applied to empty arrays)
+        value, partials = np.zeros(0), [np.zeros(0) for _ in args]
+    elif len(order) == 1 and order[0] is None:
         value, partials = value_parts[0], partial_parts[0]
     else:
         where = np.concatenate([np.arange(size) if i is None else i for i in order])

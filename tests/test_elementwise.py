@@ -504,3 +504,12 @@ def test_nesting_through_elements_run_one_by_one():
     np.testing.assert_allclose(capstan.hessian(f, v), capstan.hessian(f_loop, v), rtol=1e-12, atol=1e-12)
     _, t = capstan.jvp(f, (v,), (np.ones(6),))
     assert t == pytest.approx(float(np.sum(capstan.gradient(f_loop, v)[0])), rel=1e-13)
+
+
+def test_a_kernel_applied_to_empty_arrays():
+    """SciPy's generic distribution methods apply their np.vectorize'd kernels to the
+    empty selection of points a branch does not take."""
+    k = capstan.elementwise(lambda t: t * t)
+    assert capstan.gradient(lambda x: np.sum(k(x)), np.zeros(0))[0].shape == (0,)
+    value, tangent = capstan.jvp(lambda x: k(x), (np.zeros(0),), (np.zeros(0),))
+    assert value.shape == tangent.shape == (0,)

@@ -599,33 +599,36 @@ def test_no_rule_but_value_not_differentiated_is_fine():
 
 def test_defderiv_registers_a_rule():
     f = lambda x: math.remainder(x * x, 100.0)
-    with pytest.raises(capstan.NoRuleError):
-        D(f, 3.0)
-    capstan.defderiv(math.remainder, lambda ans, x, y: 1.0, lambda ans, x, y: -round(x / y))
-    assert D(f, 3.0) == 6.0
-    assert D(lambda y: math.remainder(250.0, y), 100.0) == -2.0  # 250 - 2*y... round(2.5) = 2
-    assert gradient(f, 3.0) == (6.0,)  # the same entry serves reverse mode
+    shipped = capstan.rules.registry.PARTIALS.pop(math.remainder)  # (capstan's own, put back below)
+    try:
+        with pytest.raises(capstan.NoRuleError):
+            D(f, 3.0)
+        capstan.defderiv(math.remainder, lambda ans, x, y: 1.0, lambda ans, x, y: -round(x / y))
+        assert D(f, 3.0) == 6.0
+        assert D(lambda y: math.remainder(250.0, y), 100.0) == -2.0  # 250 - 2*y... round(2.5) = 2
+        assert gradient(f, 3.0) == (6.0,)  # the same entry serves reverse mode
+    finally:
+        capstan.defderiv(math.remainder, *shipped)
 
 
 def test_defjvp_decorator_registers_a_rule():
-    with pytest.raises(capstan.NoRuleError, match="math.frexp"):
-        jvp(lambda x: math.frexp(x)[0], (3.0,), (1.0,))
+    with pytest.raises(capstan.NoRuleError, match="math.nextafter"):
+        jvp(lambda x: math.nextafter(x, 10.0), (3.0,), (1.0,))
 
-    @capstan.defjvp(math.frexp)
-    def frexp_jvp(tangents, ans, x):
-        (dx,) = tangents
-        return (dx * 2.0 ** -ans[1], None)  # mantissa m = x / 2**e; the exponent is an int
+    @capstan.defjvp(math.nextafter)
+    def nextafter_jvp(tangents, ans, x, y):
+        return tangents[0]  # (the float next to x moves with x; none flows from y)
 
     try:
-        assert callable(frexp_jvp)
-        y, t = jvp(lambda x: math.frexp(x)[0] * 2.0, (3.0,), (1.0,))
-        assert y == 1.5 and t == 2.0 * 2.0 ** -2
-        _, t = jvp(lambda x: math.frexp(x)[1] * x, (3.0,), (1.0,))
-        assert t == 2.0  # the int exponent carries no tangent; d(e*x) = e
-    finally:  # (rules are global: leave math.frexp refused for the tests that follow)
-        del capstan.rules.registry.JVP[math.frexp]
-    with pytest.raises(capstan.NoRuleError, match="math.frexp"):
-        jvp(lambda x: math.frexp(x)[0], (3.0,), (1.0,))
+        assert callable(nextafter_jvp)
+        y, t = jvp(lambda x: math.nextafter(x, 10.0) * 2.0, (3.0,), (1.0,))
+        assert y == 2.0 * math.nextafter(3.0, 10.0) and t == 2.0
+        _, t = jvp(lambda y: math.nextafter(3.0, y) * y, (10.0,), (1.0,))
+        assert t == math.nextafter(3.0, 10.0)  # d(c * y) = c: no tangent from nextafter's y
+    finally:  # (rules are global: leave math.nextafter refused for the tests that follow)
+        del capstan.rules.registry.JVP[math.nextafter]
+    with pytest.raises(capstan.NoRuleError, match="math.nextafter"):
+        jvp(lambda x: math.nextafter(x, 10.0), (3.0,), (1.0,))
 
 
 def test_polar_is_differentiated_through_its_python_equivalent():

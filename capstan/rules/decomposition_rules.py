@@ -577,6 +577,51 @@ def _column(x):
     return x[..., None] if np.ndim(x) == 1 else x
 
 
+# ----------------------------------------------------------------------------- eigvals(a, b)
+def generalized_eigvals(a, b):
+    """The eigenvalues ``w`` of the pencil ``(a, b)``, ``a v = w b v`` (SciPy's ``ggev``)."""
+    return sl.eig(a, b, right=False)
+
+
+def _pencil(a, b, w):
+    """Left and right eigenvectors of the pencil and ``s_i = u_i^H b v_i``, from plain
+    values; refused where an eigenvalue is infinite or repeated (no derivative there)."""
+    w2, u, v = sl.eig(a, b, left=True, right=True)
+    if not np.allclose(w2, w, equal_nan=True) or not np.all(np.isfinite(w)):
+        raise ValueError("capstan: scipy.linalg.eigvals(a, b) has no derivative at an infinite "
+                         "eigenvalue (b singular)")
+    s = np.sum(np.conj(u) * (b @ v), axis=0)
+    scale = np.linalg.norm(u, axis=0) * np.linalg.norm(v, axis=0) * max(np.linalg.norm(b), 1e-300)
+    if np.any(np.abs(s) <= 1e-10 * scale):
+        raise ValueError("capstan: scipy.linalg.eigvals(a, b) has no derivative at a repeated "
+                         "(defective) eigenvalue")
+    return u, v, s
+
+
+def _generalized_eigvals_jvp(ts, ans, a, b):
+    """``dw_i = u_i^H (da - w_i db) v_i / s_i``."""
+    u, v, s = _pencil(a, b, ans)
+    out = 0
+    if ts[0] is not None:
+        out = out + np.sum(np.conj(u) * (ts[0] @ v), axis=0) / s
+    if ts[1] is not None:
+        out = out - ans * np.sum(np.conj(u) * (ts[1] @ v), axis=0) / s
+    return out
+
+
+def _generalized_eigvals_vjp(g, ans, a, b):
+    """The adjoint: ``a`` gets ``U diag(g / conj(s)) V^H``, ``b`` minus the same with
+    ``g conj(w)`` (real parts for real matrices)."""
+    u, v, s = _pencil(a, b, ans)
+    ga = (u * (g / np.conj(s))) @ np.conj(v).T
+    gb = -(u * (g * np.conj(ans) / np.conj(s))) @ np.conj(v).T
+    return (ga if np.iscomplexobj(a) else np.real(ga)), (gb if np.iscomplexobj(b) else np.real(gb))
+
+
+defjvp(generalized_eigvals, _generalized_eigvals_jvp)
+defvjp(generalized_eigvals, _generalized_eigvals_vjp)
+
+
 def _register_scipy():
     def triangular_vjp(g, ans, a, b, trans=0, lower=False, unit_diagonal=False, *args, **kw):
         op = _trans_code(trans)
@@ -741,9 +786,11 @@ def _register_scipy():
 
     def eig(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=False, check_finite=True,
             homogeneous_eigvals=False):
+        if b is not None and not left and not right and not homogeneous_eigvals:
+            return generalized_eigvals(a, b)  # (eigvals(a, b): the values of the pencil)
         if b is not None or left or homogeneous_eigvals:
             _refuse("scipy.linalg.eig", ("b=/left=True/homogeneous_eigvals=True", "only right eigenvectors "
-                                         "of the standard problem"))
+                                         "of the standard problem, and the eigenvalues of a pencil (a, b)"))
         p = _eig_packed(a, "scipy")
         w = p[..., 0, :] + 0j  # SciPy's eigenvalues are always complex
         return (w, p[..., 1:, :]) if right else w

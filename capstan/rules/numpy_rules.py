@@ -293,25 +293,52 @@ def defreduction(f, names, jvp, vjp):
         if t is None:
             return None
         p = _args(names, args, kwargs)
-        _plain_reduction(f, p)
-        return jvp(t, ans, a, _axes(p.get("axis"), np.ndim(a)), _lead(t, a), p)
+        a, where, factor = _plain_reduction(f, p, a)
+        if where is not None:
+            t = np.where(where, t, 0)
+        out = jvp(t, ans, a, _axes(p.get("axis"), np.ndim(a)), _lead(t, a), p)
+        return out if factor is None else out * factor
 
     def vjp_rule(g, ans, a, *args, **kwargs):
         p = _args(names, args, kwargs)
-        _plain_reduction(f, p)
         arr = np.array(a) if isinstance(a, (list, tuple)) else a
+        arr, where, factor = _plain_reduction(f, p, arr)
         ga = vjp(g, ans, arr, _axes(p.get("axis"), np.ndim(arr)), p)
+        if where is not None:
+            ga = np.where(where, ga, 0)
+        if factor is not None:
+            ga = ga * factor
         return (_listcot(ga, a),) + (None,) * len(args)
 
     defjvp(f, jvp_rule, batched=True)
     defvjp(f, vjp_rule)
 
 
-def _plain_reduction(f, p):
-    """Refuse the reduction arguments the rules do not model (rather than ignore them)."""
-    if p.get("where", True) is not True or p.get("initial") is not None:
+#: reductions whose ``where=`` and ``initial=`` the rules model: the neutral element that a
+#: masked-out element amounts to, and whether ``initial`` scales the result (else adds to it)
+_MASKABLE = {np.sum: (0, False), np.prod: (1, True), np.ndarray.sum: (0, False), np.ndarray.prod: (1, True)}
+
+
+def _plain_reduction(f, p, a):
+    """``(a, mask, factor)`` for reduction ``f`` with parameters ``p`` (which lose ``where``
+    and ``initial``): for ``sum``/``prod``, a masked-out element is the neutral element
+    (its derivative 0: ``mask`` is applied to the tangent or cotangent), and a product's
+    ``initial`` is a constant ``factor``; other reductions refuse them (rather than
+    ignore them)."""
+    for name in [k for k, v in p.items() if v is np._NoValue]:  # (NumPy's "not given")
+        del p[name]
+    where = p.pop("where", True)
+    initial = p.pop("initial", None)
+    if where is True and initial is None:
+        return a, None, None
+    if f not in _MASKABLE:
         raise TypeError("capstan: %s(..., where=/initial=) has no derivative rule; multiply by "
                         "the mask (or add the initial value) instead" % getattr(f, "__name__", f))
+    neutral, scales = _MASKABLE[f]
+    mask = None if where is True else np.asarray(where)
+    if mask is not None:
+        a = np.where(mask, a, neutral)
+    return a, mask, initial if scales and initial is not None else None
 
 
 def _count(a, axes):

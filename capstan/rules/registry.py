@@ -151,6 +151,13 @@ def nondifferentiable(*fs: Callable[..., Any]) -> None:
         _changed(f)
 
 
+def plain_valued(f):
+    """Declare Python function ``f`` to give plain values (no derivative flows through
+    it): it runs on its arguments' values, outside the differentiation."""
+    defjvp(f, lambda ts, ans, *args, **kw: None)
+    defvjp(f, lambda g, ans, *args, **kw: (None,) * len(args))
+
+
 def unbroadcast(g, x):
     """Cotangent ``g`` summed down to the shape of argument ``x`` (undoing NumPy
     broadcasting); real when ``x`` is real."""
@@ -175,8 +182,10 @@ def unbroadcast(g, x):
 
 def no_object_arrays(ans):
     """Refuse a result that is an array of Python objects made from differentiated values
-    (``np.vectorize``, ``np.frompyfunc``, ``dtype=object``): its derivative would be lost."""
-    if type(ans) is np.ndarray and ans.dtype.kind == "O":
+    (``np.vectorize``, ``np.frompyfunc``, ``dtype=object``): its derivative would be lost.
+    An empty one holds no value, so nothing is lost (SciPy calls its vectorized generic
+    methods on the empty selection of points that need them)."""
+    if type(ans) is np.ndarray and ans.dtype.kind == "O" and ans.size:
         raise TypeError("capstan: a differentiated array cannot become an array of Python objects "
                         "(dtype=object, as np.vectorize and np.frompyfunc make): its derivative would "
                         "be lost; write the elementwise function with NumPy operations, or apply the "

@@ -66,3 +66,16 @@ add("griddata linear values",
     lambda v: ip.griddata(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), v,
                           np.array([[0.3, 0.4]])), YS[:4])
 add("pade", lambda c: ip.pade(c, 1)[0](0.3), np.array([1.0, 0.5, 0.2]))
+
+# ----------------------------------------------------------------------------- issue 10
+add("CubicSpline clamped data", lambda y: ip.CubicSpline(XS, y, bc_type="clamped")(AT), YS)
+add("makima data", lambda y: ip.Akima1DInterpolator(XS, y, method="makima")(AT), YS)
+add("make_interp_spline natural at x", lambda x: ip.make_interp_spline(XS, YS, bc_type="natural")(x), AT,
+    ref=_by_derivative(ip.make_interp_spline(XS, YS, bc_type="natural")))
+GRID3 = GRID + (np.array([0.0, 1.0]),)
+VALUES3 = np.cos(np.arange(24.0).reshape(3, 4, 2))
+add("RegularGridInterpolator 3-d at a point", lambda p: ip.RegularGridInterpolator(GRID3, VALUES3)(p)[0],
+    np.array([0.3, 1.6, 0.4]))
+add("RegularGridInterpolator 3-d values", lambda v: ip.RegularGridInterpolator(GRID3, v)([[0.3, 1.6, 0.4]]),
+    VALUES3)
+add("interpn values", lambda v: ip.interpn(GRID, v, np.array([[0.3, 1.6], [1.2, 2.5]])), VALUES)

@@ -78,6 +78,38 @@ add("binom.logpmf p", lambda p: stats.binom.logpmf(3, 10, p), 0.4, d=lambda p: 3
 add("binom.cdf p", lambda p: stats.binom.cdf(3, 10, p), 0.4)
 add("nbinom.logpmf p", lambda p: stats.nbinom.logpmf(2, 5, p), 0.4, d=lambda p: 5 / p - 2 / (1 - p))
 add("geom.logpmf p", lambda p: stats.geom.logpmf(3, p), 0.4, d=lambda p: 1 / p - 2 / (1 - p))
+# ----------------------------------------------------------------------------- issue 10: distribution functions
+add("skewnorm.cdf x", lambda x: stats.skewnorm.cdf(x, 1.8), A, d=lambda x: stats.skewnorm.pdf(x, 1.8))
+add("skewnorm.cdf a", lambda a: stats.skewnorm.cdf(0.4, a), 1.8)
+add("skewnorm.ppf q", lambda q: stats.skewnorm.ppf(q, 1.8), Q, d=lambda q: 1 / stats.skewnorm.pdf(
+    stats.skewnorm.ppf(q, 1.8), 1.8))
+add("ncx2.cdf x", lambda x: stats.ncx2.cdf(x, 3.5, 1.2), A + 0.5, d=lambda x: stats.ncx2.pdf(x, 3.5, 1.2))
+add("ncx2.cdf nc", lambda nc: stats.ncx2.cdf(1.5, 3.5, nc), 1.2)
+add("ncx2.logpdf nc", lambda nc: stats.ncx2.logpdf(1.5, 3.5, nc), 1.2)
+add("f.cdf x", lambda x: stats.f.cdf(x, 3.0, 7.0), A + 0.5, d=lambda x: stats.f.pdf(x, 3.0, 7.0))
+add("f.ppf q", lambda q: stats.f.ppf(q, 3.0, 7.0), Q)
+add("chi2.cdf x", lambda x: stats.chi2.cdf(x, 3.0), A + 0.5, d=lambda x: stats.chi2.pdf(x, 3.0))
+add("chi2.isf q", lambda q: stats.chi2.isf(q, 3.0), Q)
+add("t.sf scale", lambda s: stats.t.sf(0.6, 4.0, scale=s), 1.3)
+add("t.cdf df (refused)", lambda df: stats.t.cdf(0.6, df), 4.0)
+add("gamma.cdf a (refused)", lambda a: stats.gamma.cdf(0.8, a), 2.5)
+add("beta.ppf q", lambda q: stats.beta.ppf(q, 2.0, 3.0), Q, d=lambda q: 1 / stats.beta.pdf(
+    stats.beta.ppf(q, 2.0, 3.0), 2.0, 3.0))
+add("beta.sf x", lambda x: stats.beta.sf(x, 2.0, 3.0), Q, d=lambda x: -stats.beta.pdf(x, 2.0, 3.0))
+add("tukeylambda.cdf lam", lambda lm: stats.tukeylambda.cdf(0.4, lm), 0.3)
+add("vonmises.cdf x", lambda x: stats.vonmises.cdf(x, 1.5), A, d=lambda x: stats.vonmises.pdf(x, 1.5))
+add("kstwobign.sf x", stats.kstwobign.sf, A + 0.5, d=lambda x: -stats.kstwobign.pdf(x))
+add("cosine.cdf x", stats.cosine.cdf, A, d=stats.cosine.pdf)
+add("invgauss.ppf q", lambda q: stats.invgauss.ppf(q, 0.8), Q)
+add("nct.cdf x", lambda x: stats.nct.cdf(x, 5.0, 0.7), A, d=lambda x: stats.nct.pdf(x, 5.0, 0.7))
+add("weibull_min.ppf scale", lambda s: stats.weibull_min.ppf(0.3, 1.7, scale=s), 1.3)
+add("lognorm.ppf s", lambda s: stats.lognorm.ppf(0.3, s), 0.6)
+add("genextreme.logpdf c", lambda c: stats.genextreme.logpdf(0.3, c), -0.1)
+add("genpareto.sf x", lambda x: stats.genpareto.sf(x, 0.3), A)
+add("truncnorm.logpdf x", lambda x: stats.truncnorm.logpdf(x, -1.0, 2.0), A)
+add("burr.cdf c", lambda c: stats.burr.cdf(0.7, c, 2.0), 3.0)
+add("multivariate_normal.logpdf cov", lambda c: stats.multivariate_normal.logpdf(
+    A, mean=Q, cov=np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.0]]) + c * np.eye(3)), 0.4)
 add("multivariate_normal.logpdf x", lambda x: stats.multivariate_normal.logpdf(x, mean=np.zeros(3)), A,
     ref=lambda x, v: -x @ v)
 add("multivariate_normal.logpdf mean",

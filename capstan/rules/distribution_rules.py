@@ -1,0 +1,308 @@
+"""Rules for the distribution functions that ``scipy.stats``' continuous distributions
+call: the cumulative distribution functions of ``scipy.special`` (``stdtr``, ``fdtr``,
+``chdtr``, ``chndtr``...), their inverses, and SciPy's private ufuncs behind
+``beta``, ``skewnorm``, ``ncx2``, ``ncf``, ``nct``, ``landau``, ``cosine``...
+
+Two general facts give most entries:
+
+* a distribution function ``F(x, θ)`` has the density as its derivative in ``x``;
+* its inverse ``x = G(q, θ)`` (``F(x, θ) = q``) has ``dx/dq = 1/F'(x)`` and, by the
+  implicit function theorem, ``dx/dθ = -(∂F/∂θ)(x)/F'(x)`` wherever ``∂F/∂θ`` is known.
+
+Densities are written with ``scipy.special``'s own functions (so that second
+derivatives follow), or, where SciPy's density is itself a private ufunc without a
+closed-form derivative (``_nct_pdf``, ``_ncf_pdf``, ``_landau_pdf``), with that ufunc:
+first derivatives are exact, a second derivative through it is refused clearly.  A
+parameter whose derivative has no closed form (degrees of freedom, the ``a`` of the
+incomplete gamma function) is refused with :class:`capstan.NoRuleError`, never zero.
+"""
+import numpy as np
+
+from .registry import defderiv, defimpl, plain_valued
+from .special_rules import refused
+
+try:
+    import scipy.special as sc
+    import scipy.special._ufuncs as scu
+except ImportError:  # pragma: no cover - scipy is optional
+    sc = scu = None
+
+_SQRT_2PI = float(np.sqrt(2.0 * np.pi))
+#: the functions this table gives rules (tests/test_distributions.py checks each one)
+FUNCTIONS = []
+
+
+def _parameter(f, name):
+    return refused(f, name, "the derivative in this parameter has no closed form in SciPy's functions")
+
+
+def _rule(f, *partials):
+    """``defderiv(f, *partials)`` for a function SciPy may lack (older versions)."""
+    if f is not None:
+        defderiv(f, *partials)
+        FUNCTIONS.append(f)
+
+
+# ----------------------------------------------------------------------------- densities
+def beta_density(x, a, b):
+    """The beta density ``x^(a-1) (1-x)^(b-1) / B(a, b)``."""
+    return np.exp(sc.xlogy(a - 1.0, x) + sc.xlog1py(b - 1.0, -x) - sc.betaln(a, b))
+
+
+def gamma_density(a, x):
+    """The gamma density with shape ``a`` (the derivative of ``gammainc(a, x)`` in ``x``)."""
+    return np.exp(sc.xlogy(a - 1.0, x) - x - sc.gammaln(a))
+
+
+def t_density(t, df):
+    """Student's t density with ``df`` degrees of freedom."""
+    return np.exp(sc.gammaln(0.5 * (df + 1.0)) - sc.gammaln(0.5 * df) - 0.5 * np.log(df * np.pi)
+                  - 0.5 * (df + 1.0) * np.log1p(t * t / df))
+
+
+def f_density(dfn, dfd, x):
+    """The F density: ``fdtr(dfn, dfd, x) = betainc(dfn/2, dfd/2, dfn x / (dfd + dfn x))``."""
+    s = dfd + dfn * x
+    return beta_density(dfn * x / s, 0.5 * dfn, 0.5 * dfd) * dfn * dfd / (s * s)
+
+
+def ncx2_density(x, df, nc):
+    """The noncentral chi-squared density, through the exponentially scaled Bessel function."""
+    z = np.sqrt(nc * x)
+    return 0.5 * np.exp(-0.5 * (x + nc) + z + (0.25 * df - 0.5) * np.log(x / nc)) * sc.ive(0.5 * df - 1.0, z)
+
+
+def _ncx2_density_x(ans, x, df, nc):
+    """``d/dx`` of the noncentral chi-squared density: ``f (log I_v(z))' ...`` with ``z = sqrt(nc x)``."""
+    v = 0.5 * df - 1.0
+    z = np.sqrt(nc * x)
+    ratio = (sc.ive(v - 1.0, z) + sc.ive(v + 1.0, z)) / (2.0 * sc.ive(v, z))
+    return ans * (-0.5 + (0.25 * df - 0.5) / x + ratio * z / (2.0 * x))
+
+
+def skewnorm_density(x, a):
+    """The skew-normal density ``2 phi(x) Phi(a x)``."""
+    return 2.0 * np.exp(-0.5 * x * x) / _SQRT_2PI * sc.ndtr(a * x)
+
+
+def _skewnorm_cdf_a(x, a):
+    """``d/da`` of the skew-normal distribution function (``-2 d/da T(x, a)``, Owen's T)."""
+    return -np.exp(-0.5 * x * x * (1.0 + a * a)) / (np.pi * (1.0 + a * a))
+
+
+def tukeylambda_quantile_p(p, lm):
+    """``dQ/dp`` of the Tukey-lambda quantile ``Q(p) = (p^lm - (1-p)^lm)/lm``."""
+    return np.power(p, lm - 1.0) + np.power(1.0 - p, lm - 1.0)
+
+
+def _tukeylambda_quantile_lm(p, lm):
+    """``dQ/dlm``; at ``lm == 0`` (the logistic case) its series
+    ``sum_k k lm^(k-1) (log^(k+1) p - log^(k+1) (1-p)) / (k+1)!`` to ``lm^2``: exact in
+    value and in the first two derivatives there."""
+    zero = lm == 0
+    safe = np.where(zero, 1.0, lm)
+    lp, lq = np.log(p), np.log1p(-p)
+    general = (np.power(p, safe) * lp - np.power(1.0 - p, safe) * lq) / safe \
+        - (np.power(p, safe) - np.power(1.0 - p, safe)) / (safe * safe)
+    series = (lp ** 2 - lq ** 2) / 2.0 + lm * (lp ** 3 - lq ** 3) / 3.0 + lm * lm * (lp ** 4 - lq ** 4) / 8.0
+    return np.where(zero, series, general)
+
+
+def _register():
+    # ----------------------------------------------------------------- beta
+    _rule(scu._beta_pdf,
+          lambda ans, x, a, b, **kw: ans * ((a - 1.0) / x - (b - 1.0) / (1.0 - x)),
+          lambda ans, x, a, b, **kw: ans * (np.log(x) - sc.digamma(a) + sc.digamma(a + b)),
+          lambda ans, x, a, b, **kw: ans * (np.log1p(-x) - sc.digamma(b) + sc.digamma(a + b)))
+    _rule(scu._beta_ppf, lambda ans, q, a, b, **kw: 1.0 / beta_density(ans, a, b),
+          _parameter(scu._beta_ppf, "a"), _parameter(scu._beta_ppf, "b"))
+    _rule(getattr(scu, "_beta_isf", None), lambda ans, q, a, b, **kw: -1.0 / beta_density(ans, a, b),
+          _parameter(getattr(scu, "_beta_isf", None), "a"), _parameter(getattr(scu, "_beta_isf", None), "b"))
+    _rule(getattr(sc, "betaincc", None), _parameter(getattr(sc, "betaincc", None), "a"),
+          _parameter(getattr(sc, "betaincc", None), "b"),
+          lambda ans, a, b, x, **kw: -beta_density(x, a, b))
+    _rule(getattr(sc, "betainccinv", None), _parameter(getattr(sc, "betainccinv", None), "a"),
+          _parameter(getattr(sc, "betainccinv", None), "b"),
+          lambda ans, a, b, y, **kw: -1.0 / beta_density(ans, a, b))
+
+    # ----------------------------------------------------------------- Student's t, chi-squared, F
+    _rule(sc.stdtr, _parameter(sc.stdtr, "df"), lambda ans, df, t, **kw: t_density(t, df))
+    _rule(sc.stdtrit, _parameter(sc.stdtrit, "df"), lambda ans, df, p, **kw: 1.0 / t_density(ans, df))
+    _rule(sc.chdtr, _parameter(sc.chdtr, "v"), lambda ans, v, x, **kw: 0.5 * gamma_density(0.5 * v, 0.5 * x))
+    _rule(sc.chdtrc, _parameter(sc.chdtrc, "v"),
+          lambda ans, v, x, **kw: -0.5 * gamma_density(0.5 * v, 0.5 * x))
+    _rule(sc.chdtri, _parameter(sc.chdtri, "v"),  # (the inverse of chdtrc)
+          lambda ans, v, p, **kw: -2.0 / gamma_density(0.5 * v, 0.5 * ans))
+    _rule(sc.fdtr, _parameter(sc.fdtr, "dfn"), _parameter(sc.fdtr, "dfd"),
+          lambda ans, dfn, dfd, x, **kw: f_density(dfn, dfd, x))
+    _rule(sc.fdtrc, _parameter(sc.fdtrc, "dfn"), _parameter(sc.fdtrc, "dfd"),
+          lambda ans, dfn, dfd, x, **kw: -f_density(dfn, dfd, x))
+    _rule(sc.fdtri, _parameter(sc.fdtri, "dfn"), _parameter(sc.fdtri, "dfd"),
+          lambda ans, dfn, dfd, p, **kw: 1.0 / f_density(dfn, dfd, ans))
+
+    # ----------------------------------------------------------------- noncentral chi-squared
+    # F(x; k, nc) is a Poisson(nc/2) mixture of central F(x; k + 2j): dF/dnc = (F(x; k+2) - F(x; k))/2
+    _rule(sc.chndtr, lambda ans, x, df, nc, **kw: ncx2_density(x, df, nc), _parameter(sc.chndtr, "df"),
+          lambda ans, x, df, nc, **kw: 0.5 * (sc.chndtr(x, df + 2.0, nc) - ans))
+    _rule(sc.chndtrix, lambda ans, p, df, nc, **kw: 1.0 / ncx2_density(ans, df, nc),
+          _parameter(sc.chndtrix, "df"), lambda ans, p, df, nc, **kw:
+          -0.5 * (sc.chndtr(ans, df + 2.0, nc) - p) / ncx2_density(ans, df, nc))
+    _rule(scu._ncx2_pdf, _ncx2_density_x, _parameter(scu._ncx2_pdf, "df"),
+          lambda ans, x, df, nc, **kw: 0.5 * (scu._ncx2_pdf(x, df + 2.0, nc) - ans))
+    _rule(scu._ncx2_sf, lambda ans, x, df, nc, **kw: -ncx2_density(x, df, nc), _parameter(scu._ncx2_sf, "df"),
+          lambda ans, x, df, nc, **kw: 0.5 * (scu._ncx2_sf(x, df + 2.0, nc) - ans))
+    _rule(scu._ncx2_isf, lambda ans, q, df, nc, **kw: -1.0 / ncx2_density(ans, df, nc),
+          _parameter(scu._ncx2_isf, "df"), lambda ans, q, df, nc, **kw:
+          0.5 * (scu._ncx2_sf(ans, df + 2.0, nc) - q) / ncx2_density(ans, df, nc))
+
+    # ----------------------------------------------------------------- noncentral F and t: x only
+    # (the noncentral F distribution function is a Poisson mixture too, in dfn + 2j at a fixed
+    # beta argument dfn x / (dfd + dfn x): dF/dnc = (F(dfn + 2, x dfn / (dfn + 2)) - F)/2)
+    def ncf_nc(ans, dfn, dfd, nc, x, **kw):
+        return 0.5 * (sc.ncfdtr(dfn + 2.0, dfd, nc, x * dfn / (dfn + 2.0)) - ans)
+
+    _rule(sc.ncfdtr, _parameter(sc.ncfdtr, "dfn"), _parameter(sc.ncfdtr, "dfd"), ncf_nc,
+          lambda ans, dfn, dfd, nc, x, **kw: scu._ncf_pdf(x, dfn, dfd, nc))
+    _rule(sc.ncfdtri, _parameter(sc.ncfdtri, "dfn"), _parameter(sc.ncfdtri, "dfd"),
+          lambda ans, dfn, dfd, nc, p, **kw: -ncf_nc(p, dfn, dfd, nc, ans) / scu._ncf_pdf(ans, dfn, dfd, nc),
+          lambda ans, dfn, dfd, nc, p, **kw: 1.0 / scu._ncf_pdf(ans, dfn, dfd, nc))
+    _rule(scu._ncf_sf, lambda ans, x, dfn, dfd, nc, **kw: -scu._ncf_pdf(x, dfn, dfd, nc),
+          _parameter(scu._ncf_sf, "dfn"), _parameter(scu._ncf_sf, "dfd"),
+          lambda ans, x, dfn, dfd, nc, **kw: -ncf_nc(1.0 - ans, dfn, dfd, nc, x))
+    _rule(scu._ncf_isf, lambda ans, q, dfn, dfd, nc, **kw: -1.0 / scu._ncf_pdf(ans, dfn, dfd, nc),
+          _parameter(scu._ncf_isf, "dfn"), _parameter(scu._ncf_isf, "dfd"),
+          lambda ans, q, dfn, dfd, nc, **kw: -ncf_nc(1.0 - q, dfn, dfd, nc, ans) / scu._ncf_pdf(ans, dfn, dfd, nc))
+    _rule(sc.nctdtr, _parameter(sc.nctdtr, "df"), _parameter(sc.nctdtr, "nc"),
+          lambda ans, df, nc, t, **kw: scu._nct_pdf(t, df, nc))
+    _rule(sc.nctdtrit, _parameter(sc.nctdtrit, "df"), _parameter(sc.nctdtrit, "nc"),
+          lambda ans, df, nc, p, **kw: 1.0 / scu._nct_pdf(ans, df, nc))
+    _rule(scu._nct_sf, lambda ans, x, df, nc, **kw: -scu._nct_pdf(x, df, nc),
+          _parameter(scu._nct_sf, "df"), _parameter(scu._nct_sf, "nc"))
+    _rule(scu._nct_isf, lambda ans, q, df, nc, **kw: -1.0 / scu._nct_pdf(ans, df, nc),
+          _parameter(scu._nct_isf, "df"), _parameter(scu._nct_isf, "nc"))
+
+    # ----------------------------------------------------------------- skew normal (loc 0, scale 1)
+    _rule(scu._skewnorm_cdf, lambda ans, x, loc, scale, a, **kw: skewnorm_density(x, a),
+          _parameter(scu._skewnorm_cdf, "loc"), _parameter(scu._skewnorm_cdf, "scale"),
+          lambda ans, x, loc, scale, a, **kw: _skewnorm_cdf_a(x, a))
+    _rule(scu._skewnorm_ppf, lambda ans, q, loc, scale, a, **kw: 1.0 / skewnorm_density(ans, a),
+          _parameter(scu._skewnorm_ppf, "loc"), _parameter(scu._skewnorm_ppf, "scale"),
+          lambda ans, q, loc, scale, a, **kw: -_skewnorm_cdf_a(ans, a) / skewnorm_density(ans, a))
+    _rule(scu._skewnorm_isf, lambda ans, q, loc, scale, a, **kw: -1.0 / skewnorm_density(ans, a),
+          _parameter(scu._skewnorm_isf, "loc"), _parameter(scu._skewnorm_isf, "scale"),
+          lambda ans, q, loc, scale, a, **kw: -_skewnorm_cdf_a(ans, a) / skewnorm_density(ans, a))
+
+    # ----------------------------------------------------------------- Tukey lambda: F(Q(p)) = p
+    _rule(sc.tklmbda, lambda ans, x, lm, **kw: 1.0 / tukeylambda_quantile_p(ans, lm),
+          lambda ans, x, lm, **kw: -_tukeylambda_quantile_lm(ans, lm) / tukeylambda_quantile_p(ans, lm))
+
+    # ----------------------------------------------------------------- location-scale families (x only)
+    def cauchy_density(x, loc, scale):
+        z = (x - loc) / scale
+        return 1.0 / (np.pi * scale * (1.0 + z * z))
+
+    def invgauss_density(x, mu, scale):
+        z = x / scale
+        return np.exp(-0.5 * (z - mu) ** 2 / (z * mu * mu)) / (scale * np.sqrt(2.0 * np.pi * z ** 3))
+
+    for f, density, sign, names in (
+            (scu._cauchy_ppf, cauchy_density, 1.0, ("loc", "scale")),
+            (scu._cauchy_isf, cauchy_density, -1.0, ("loc", "scale")),
+            (scu._invgauss_ppf, invgauss_density, 1.0, ("mu", "scale")),
+            (scu._invgauss_isf, invgauss_density, -1.0, ("mu", "scale")),
+            (scu._landau_ppf, scu._landau_pdf, 1.0, ("loc", "scale")),
+            (scu._landau_isf, scu._landau_pdf, -1.0, ("loc", "scale"))):
+        _rule(f, lambda ans, q, p1, p2, _d=density, _s=sign, **kw: _s / _d(ans, p1, p2),
+              _parameter(f, names[0]), _parameter(f, names[1]))
+    for f, sign in ((scu._landau_cdf, 1.0), (scu._landau_sf, -1.0)):
+        _rule(f, lambda ans, x, loc, scale, _s=sign, **kw: _s * scu._landau_pdf(x, loc, scale),
+              _parameter(f, "loc"), _parameter(f, "scale"))
+    _rule(scu._cosine_cdf, lambda ans, x, **kw: (1.0 + np.cos(x)) / (2.0 * np.pi))
+    _rule(scu._cosine_invcdf, lambda ans, p, **kw: 2.0 * np.pi / (1.0 + np.cos(ans)))
+    _rule(scu._log1mexp, lambda ans, x, **kw: -1.0 / np.expm1(-x))
+
+    # ----------------------------------------------------------------- Kolmogorov-Smirnov
+    # (SciPy's own derivative functions: _smirnovp is d/dd smirnov, _kolmogp d/dy kolmogorov)
+    _rule(sc.smirnov, _parameter(sc.smirnov, "n"), lambda ans, n, d, **kw: scu._smirnovp(n, d))
+    _rule(scu._smirnovc, _parameter(scu._smirnovc, "n"), lambda ans, n, d, **kw: -scu._smirnovp(n, d))
+    _rule(sc.smirnovi, _parameter(sc.smirnovi, "n"), lambda ans, n, p, **kw: 1.0 / scu._smirnovp(n, ans))
+    _rule(scu._smirnovci, _parameter(scu._smirnovci, "n"), lambda ans, n, p, **kw: -1.0 / scu._smirnovp(n, ans))
+    _rule(sc.kolmogorov, lambda ans, y, **kw: scu._kolmogp(y))
+    _rule(scu._kolmogc, lambda ans, y, **kw: -scu._kolmogp(y))
+    _rule(sc.kolmogi, lambda ans, p, **kw: 1.0 / scu._kolmogp(ans))
+    _rule(scu._kolmogci, lambda ans, p, **kw: -1.0 / scu._kolmogp(ans))
+
+    # ----------------------------------------------------------------- von Mises (scipy.stats' Cython)
+    try:
+        from scipy.stats._stats import von_mises_cdf
+    except ImportError:  # pragma: no cover
+        von_mises_cdf = None
+    if von_mises_cdf is not None:
+        _rule(von_mises_cdf, _parameter(von_mises_cdf, "kappa"),
+              lambda ans, k, x, **kw: np.exp(k * (np.cos(x) - 1.0)) / (2.0 * np.pi * sc.i0e(k)))
+
+
+if sc is not None:
+    _register()
+
+
+# ----------------------------------------------------------------------------- rv_continuous.logpdf / pdf
+def _validity(dist, z, scale, args):
+    """Plain masks of ``rv_continuous.logpdf``/``pdf`` at standardized points ``z``:
+    ``(cond, bad)`` -- where the density is evaluated, and where the result is
+    ``dist.badvalue`` (invalid parameters or NaN points)."""
+    cond0 = dist._argcheck(*args) & (scale > 0)
+    cond = cond0 & dist._support_mask(z, *args) & (scale > 0)
+    return cond, ~cond0 | np.isnan(z)
+
+
+plain_valued(_validity)
+
+
+def _density(log, dist, x, args, kwds):
+    """SciPy's ``rv_continuous.logpdf`` (``log``) or ``pdf``, step for step, with the
+    validity masks computed in one plain call: the same values and the same calls of the
+    distribution's ``_logpdf``/``_pdf`` (on the 1-d arrays of valid points, as
+    ``argsreduce`` gives them), in a fraction of the operations to differentiate."""
+    args, loc, scale = dist._parse_args(*args, **kwds)
+    x, loc, scale = np.asarray(x), np.asarray(loc), np.asarray(scale)
+    args = tuple(np.asarray(a) for a in args)
+    dtype = np.promote_types(x.dtype, np.float64)
+    z = np.asarray((x - loc) / scale, dtype=dtype)
+    cond, bad = _validity(dist, z, scale, args)
+    if np.all(cond):
+        shape = np.shape(cond)  # (the broadcast shape of z, args and scale)
+        parts = [np.ravel(p) if np.shape(p) == shape else np.ravel(np.broadcast_to(p, shape))
+                 for p in (z, *args, scale)]
+        s = parts[-1]
+        values = dist._logpdf(*parts[:-1]) - np.log(s) if log else dist._pdf(*parts[:-1]) / s
+        output = np.reshape(values, shape)
+        if output.dtype != dtype:
+            output = output.astype(dtype)
+    else:
+        output = np.where(bad, dist.badvalue, -np.inf if log else 0.0).astype(dtype)
+        if np.any(cond):
+            good = argsreduce(cond, z, *args, scale)
+            s = good[-1]
+            np.place(output, cond, dist._logpdf(*good[:-1]) - np.log(s) if log else dist._pdf(*good[:-1]) / s)
+    return output[()] if output.ndim == 0 else output
+
+
+def rv_continuous_logpdf(self, x, *args, **kwds):
+    """``rv_continuous.logpdf`` (see :func:`_density`)."""
+    return _density(True, self, x, args, kwds)
+
+
+def rv_continuous_pdf(self, x, *args, **kwds):
+    """``rv_continuous.pdf`` (see :func:`_density`)."""
+    return _density(False, self, x, args, kwds)
+
+
+if sc is not None:
+    from scipy.stats import rv_continuous
+    from scipy.stats._distn_infrastructure import argsreduce
+
+    defimpl(rv_continuous.logpdf, rv_continuous_logpdf)
+    defimpl(rv_continuous.pdf, rv_continuous_pdf)
+    METHODS = [rv_continuous.logpdf, rv_continuous.pdf, _validity]  # (tests/test_distributions.py)
+    FUNCTIONS.extend(METHODS)

@@ -1,0 +1,198 @@
+"""Python equivalents of the compiled kernels behind ``scipy.interpolate``'s
+interpolants, so that they are differentiated at differentiated points and with
+differentiated data: piecewise polynomials (``_ppoly.evaluate``: ``PPoly``,
+``CubicSpline``, ``PchipInterpolator``, ``Akima1DInterpolator``,
+``CubicHermiteSpline``), B-splines (``_dierckx.evaluate_spline``: ``BSpline``,
+``make_interp_spline``, ``interp1d(kind='cubic')``...), ``RegularGridInterpolator``'s
+linear kernel (``find_indices``, ``evaluate_linear_2d``, ``_ndim_coords_from_arrays``)
+and the banded solves that build splines from data (``solve_banded``, LAPACK's
+``gbsv``, as dense solves with ``np.linalg.solve``'s rules).
+
+Each equivalent selects the interval of a point with plain (never differentiated)
+comparisons and evaluates the local polynomial with NumPy arithmetic: derivatives in
+the points and in the coefficients follow, and second derivatives too.  The banded
+solves become dense: right, but O(n^3) -- fine for the hundreds of knots of typical
+interpolation, slow for tens of thousands.
+"""
+import numpy as np
+
+from .registry import defimpl, plain_valued
+
+try:
+    import scipy.linalg as sl
+    from scipy.interpolate import _dierckx, _ppoly, _rgi_cython
+    from scipy.interpolate import _interpnd
+    from scipy.linalg import _flapack
+except ImportError:  # pragma: no cover - scipy is optional (or laid out differently)
+    sl = None
+
+#: the functions this table gives entries (tests/test_interpolate.py checks them)
+FUNCTIONS = []
+
+
+def _interval(breaks, x, lowest, highest):
+    """The plain index ``i`` with ``breaks[i] <= x < breaks[i + 1]``, clipped to
+    ``[lowest, highest]`` (the first and last intervals extend outwards)."""
+    return np.clip(np.searchsorted(breaks, x, side="right") - 1, lowest, highest)
+
+
+plain_valued(_interval)
+
+
+def _outside(x, lo, hi):
+    """Whether points lie outside ``[lo, hi]`` (plain)."""
+    return (x < lo) | (x > hi)
+
+
+plain_valued(_outside)
+
+
+# ----------------------------------------------------------------------------- piecewise polynomials
+def ppoly_evaluate(c, x, xp, dx, extrapolate, out):
+    """``_ppoly.evaluate``: ``out[j] = d^dx/dx^dx sum_m c[m, i] (xp[j] - x[i])^(k-1-m)``
+    for ``xp[j]`` in interval ``i`` of the breakpoints ``x`` (NaN outside them unless
+    ``extrapolate``)."""
+    if dx < 0:
+        raise TypeError("capstan: PPoly's antiderivative evaluation (nu < 0) has no derivative rule; "
+                        "use .antiderivative() and evaluate that")
+    if np.size(x) > 1 and np.asarray(x)[-1] < np.asarray(x)[0]:
+        raise TypeError("capstan: PPoly with decreasing breakpoints has no derivative rule")
+    k, m = np.shape(c)[0], np.shape(c)[1]
+    i = _interval(x, xp, 0, m - 1)
+    s = (xp - x[i])[:, None]
+    result = np.zeros((np.size(xp), np.shape(c)[2]), dtype=np.result_type(c, xp, 1.0))
+    for power in range(dx, k):  # (Horner would save work; the direct sum keeps it short)
+        factor = float(np.prod(np.arange(power - dx + 1, power + 1))) if dx else 1.0
+        result = result + factor * c[k - 1 - power, i] * s ** (power - dx)
+    if not extrapolate:
+        result = np.where(_outside(xp, x[0], x[-1])[:, None], np.nan, result)
+    out[...] = result
+
+
+# ----------------------------------------------------------------------------- B-splines
+def _spline_derivative(t, c, k):
+    """Knots, coefficients and degree of the derivative of a B-spline."""
+    n = len(t) - k - 1
+    width = t[k + 1:k + n] - t[1:n]
+    safe = np.where(width == 0, 1.0, width)
+    dc = k * (c[1:n] - c[:n - 1]) / safe[:, None]
+    return t[1:-1], np.where((width == 0)[:, None], 0.0, dc), k - 1
+
+
+def bspline_evaluate(t, c, k, xp, nu, extrapolate, out=None):
+    """``_dierckx.evaluate_spline``: the B-spline ``(t, c, k)`` (or its ``nu``-th
+    derivative) at the points ``xp``, by de Boor's recursion; NaN outside the base
+    interval unless ``extrapolate``."""
+    if nu < 0:
+        raise TypeError("capstan: BSpline antiderivative evaluation (nu < 0) has no derivative rule")
+    t, c, xp = np.asarray(t), np.asarray(c), np.ravel(xp)
+    lo, hi = t[k], t[len(t) - k - 1]
+    for _ in range(nu):
+        t, c, k = _spline_derivative(t, c, k)
+    n = len(t) - k - 1
+    base = _interval(t, xp, k, n - 1)
+    d = [c[base - k + j] for j in range(k + 1)]
+    x = xp[:, None]
+    for r in range(1, k + 1):
+        for j in range(k, r - 1, -1):
+            left = t[base - k + j][:, None]
+            right = t[base + 1 + j - r][:, None]
+            alpha = (x - left) / (right - left)
+            d[j] = (1.0 - alpha) * d[j - 1] + alpha * d[j]
+    result = d[k]
+    if not extrapolate:
+        result = np.where(_outside(xp, lo, hi)[:, None], np.nan, result)
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+# ----------------------------------------------------------------------------- banded solves
+def _dense(ab, rows_above, n):
+    """The ``n x n`` matrix whose band ``ab`` holds (``ab[rows_above + i - j, j] = A[i, j]``)."""
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    depth = rows_above + i - j
+    inside = (depth >= 0) & (depth < np.shape(ab)[0])
+    a = np.zeros((n, n), dtype=np.result_type(ab, 1.0))
+    a[i[inside], j[inside]] = ab[depth[inside], j[inside]]
+    return a
+
+
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """``scipy.linalg.solve_banded`` as a dense ``np.linalg.solve``."""
+    lower, upper = l_and_u
+    ab = np.asarray(ab)
+    if ab.shape[0] != lower + upper + 1:
+        raise ValueError("invalid values for the number of lower and upper diagonals: l+u+1 (%d) "
+                         "does not equal ab.shape[0] (%d)" % (lower + upper + 1, ab.shape[0]))
+    b = np.asarray(b)
+    if check_finite and not (np.all(np.isfinite(ab)) and np.all(np.isfinite(b))):
+        raise ValueError("array must not contain infs or NaNs")
+    if b.shape[0] != ab.shape[-1]:
+        raise ValueError("shapes of ab and b are not compatible.")
+    return np.linalg.solve(_dense(ab, upper, ab.shape[-1]), b)
+
+
+def lapack_gbsv(kl, ku, ab, b, overwrite_ab=False, overwrite_b=False):
+    """LAPACK's ``?gbsv`` (band LU solve): ``(lu, piv, x, info)`` with the solution ``x``
+    from a dense solve (``lu`` and ``piv`` are not formed: SciPy's callers read ``x`` and
+    ``info`` only)."""
+    n = np.shape(ab)[-1]
+    a = _dense(ab, kl + ku, n)  # (rows 0..kl-1 of ab are LAPACK's workspace for the LU)
+    try:
+        x = np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return ab, np.zeros(n, dtype=np.int32), b, 1
+    return ab, np.arange(1, n + 1, dtype=np.int32), x, 0
+
+
+# ----------------------------------------------------------------------------- RegularGridInterpolator
+def ndim_coords_from_arrays(points, ndim=None):
+    """``_ndim_coords_from_arrays``: points as an array whose last axis indexes the
+    coordinates (a tuple of coordinate arrays broadcast and stacked)."""
+    if isinstance(points, tuple) and len(points) == 1:
+        points = points[0]
+    if isinstance(points, tuple):
+        parts = np.broadcast_arrays(*points)
+        return np.stack([np.asarray(p, dtype=float) for p in parts], axis=-1)
+    points = np.asanyarray(points)
+    if points.ndim == 1:
+        points = points.reshape(-1, 1) if ndim is None else points.reshape(-1, ndim)
+    return points
+
+
+def find_indices(grid, xi):
+    """``find_indices``: for each dimension, the plain interval index of each point
+    (clipped to the grid) and its normalized distance from the interval's left end."""
+    indices, distances = [], []
+    for g, x in zip(grid, xi):
+        i = _interval(g, x, 0, len(g) - 2)
+        indices.append(i)
+        distances.append((x - g[i]) / (g[i + 1] - g[i]))
+    return np.array(indices), np.stack(distances) if distances else np.zeros((0, np.shape(xi)[-1]))
+
+
+def evaluate_linear_2d(values, indices, norm_distances, grid, out):
+    """``evaluate_linear_2d``: bilinear interpolation of ``values`` at the points given
+    by their cells (``indices``) and positions in them (``norm_distances``)."""
+    i0, i1 = indices
+    y0, y1 = norm_distances[0], norm_distances[1]
+    result = (values[i0, i1] * (1 - y0) * (1 - y1) + values[i0, i1 + 1] * (1 - y0) * y1
+              + values[i0 + 1, i1] * y0 * (1 - y1) + values[i0 + 1, i1 + 1] * y0 * y1)
+    out[...] = result
+    return out
+
+
+def _register():
+    for f, impl in ((_ppoly.evaluate, ppoly_evaluate), (_dierckx.evaluate_spline, bspline_evaluate),
+                    (sl.solve_banded, solve_banded), (_flapack.dgbsv, lapack_gbsv), (_flapack.zgbsv, lapack_gbsv),
+                    (_interpnd._ndim_coords_from_arrays, ndim_coords_from_arrays),
+                    (_rgi_cython.find_indices, find_indices), (_rgi_cython.evaluate_linear_2d, evaluate_linear_2d)):
+        defimpl(f, impl)
+        FUNCTIONS.append(f)
+    FUNCTIONS.extend((_interval, _outside))  # (plain-valued helpers of the equivalents)
+
+
+if sl is not None:
+    _register()
