@@ -41,6 +41,7 @@ from .nesting import level
 from .pool import borrowed
 from .rules import pattern_rules  # noqa: F401  (fills PATTERN and SECOND)
 from .rules import registry
+from .rules.numpy_rules import _axes  # (axis arguments read as NumPy reads them)
 
 _PARTIALS, _PATTERN, _SECOND = registry.PARTIALS, registry.PATTERN, registry.SECOND
 _SCALARS = (float, int, np.float64, complex, np.complex128, np.float32)
@@ -615,14 +616,6 @@ class PatternCtx(ADContext):
         H.eliminate_zeros()
         H.sort_indices()
         return H.astype(bool)
-
-
-def _axes(axis, ndim):
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        return tuple(sorted(operator.index(a) % ndim for a in axis))
-    return (operator.index(axis) % max(ndim, 1),)
 
 
 def same_decision(a, b):
