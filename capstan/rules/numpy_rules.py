@@ -264,9 +264,11 @@ nondifferentiable(
     np.flatnonzero, np.count_nonzero, np.isclose, np.allclose, np.array_equal, np.searchsorted,
     np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.shape, np.ndim, np.size, np.iscomplexobj,
     np.isrealobj, np.iscomplex, np.isreal, np.digitize, np.any, np.all, np.bitwise_and, np.bitwise_or,
-    np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm, np.spacing, np.nextafter,
+    np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm, np.spacing,
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero, np.ndarray.any,
     np.ndarray.all, np.ndarray.round)
+# the next float after x towards y moves with x (a step of one ulp: slope 1), not with y
+defderiv(np.nextafter, lambda ans, x, y: np.ones_like(ans), None)
 
 
 # ----------------------------------------------------------------------------- reductions
