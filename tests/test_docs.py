@@ -245,7 +245,7 @@ def test_readme_links_stay_in_the_repository():
 def test_readme_first_commands_are_the_ones_ci_reads():
     fences = re.findall(r"```\n(.*?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
     assert fences[:2] == ['python3 -m pip install . && python3 examples/demo.py',
-                          'python3 -m pip install ".[test]" && python3 -m pytest -q']
+                          'python3 -m pip install ".[test]" && python3 -m pytest -q -n auto']
 
 
 def test_the_checker_catches_wrong_comments():
