@@ -12,7 +12,7 @@ def test_readme_opens_with_the_two_commands():
     with open(os.path.join(ROOT, "README.md")) as fh:
         blocks = re.findall(r"```\n(.*?)\n```", fh.read(), re.S)
     assert blocks[0] == "python3 -m pip install . && python3 examples/demo.py"
-    assert blocks[1] == 'python3 -m pip install ".[test]" && python3 -m pytest -q'
+    assert blocks[1] == 'python3 -m pip install ".[test]" && python3 -m pytest -q -n auto'
     with open(os.path.join(ROOT, ".ci", "run")) as fh:
         assert "README.md" in fh.read()  # CI runs README's command verbatim
 

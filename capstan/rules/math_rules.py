@@ -75,7 +75,6 @@ if hasattr(math, "cbrt"):
     defderiv(math.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans))
 if hasattr(math, "exp2"):
     defderiv(math.exp2, lambda ans, x: ans * math.log(2.0))
-defderiv(math.nextafter, lambda ans, x, y: 1.0, None)  # (one ulp from x: it moves with x)
 nondifferentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
                   math.isclose, math.factorial, math.gcd, math.comb,
                   math.perm, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
