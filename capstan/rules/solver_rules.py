@@ -200,6 +200,13 @@ def _stripped(f, depth=0):
     return None if _tagged(g) else g
 
 
+def _plain_arguments(ctx, arguments):
+    """``arguments`` (a name -> value mapping) with plain values: callbacks as plain
+    copies (:func:`_plain_callable`), everything else without derivatives."""
+    return {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
+            for k, v in arguments.items()}
+
+
 def _plain_callable(ctx, f):
     """``f`` for the plain solve: ``f`` itself, a copy with its closure stripped, or
     (when the differentiated values are out of reach) ``f`` run inside the
@@ -341,8 +348,7 @@ def _root_rule(ctx, f, args, kwargs):
         F = func
     if kind == "root_scalar" and a.get("fprime") is True:
         F = _first(func)
-    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
-             for k, v in a.items()}
+    plain = _plain_arguments(ctx, a)
     out = _call(f, given, plain)
     if not isinstance(fargs, tuple):
         fargs = (fargs,)
@@ -490,8 +496,7 @@ def _minimize_rule(ctx, f, args, kwargs):
     if not scalar and a["constraints"] not in ((), [], None):
         raise _no_rule(_CONSTRAINED % name)
     fun = a["fun"]
-    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
-             for k, v in a.items()}
+    plain = _plain_arguments(ctx, a)
     out = _call(f, given, plain)
     first = not scalar and a["jac"] is True  # (fun returns (F, gradient))
     x, value = _minimiser(ctx, name, _first(fun) if first else fun,
@@ -512,8 +517,7 @@ def _bracketed_minimum_rule(ctx, f, args, kwargs):
     routed = _route(ctx, f, args, kwargs, [a["func"], fargs])
     if routed is not _MINE:
         return routed
-    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
-             for k, v in a.items()}
+    plain = _plain_arguments(ctx, a)
     out = _call(f, given, plain)
     x_plain = out[0] if type(out) is tuple else out
     x, value = _minimiser(ctx, "scipy.optimize." + f.__name__, a["func"], plain["func"], x_plain, fargs, "")
@@ -537,8 +541,7 @@ def _least_squares_rule(ctx, f, args, kwargs):
     name = "scipy.optimize.least_squares"
     if a["loss"] != "linear":
         raise _no_rule("%s with loss=%r has no derivative rule; use loss='linear'" % (name, a["loss"]))
-    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
-             for k, v in a.items()}
+    plain = _plain_arguments(ctx, a)
     out = _call(f, given, plain)
     fun, fun_plain, plain_extra = a["fun"], plain["fun"], _plain(extra)
 
@@ -577,8 +580,7 @@ def _curve_fit_rule(ctx, f, args, kwargs):
     if a["sigma"] is not None and np.ndim(_plain(a["sigma"])) > 1:
         raise _no_rule("%s with a covariance matrix as sigma has no derivative rule; pass standard "
                        "deviations (a 1-d sigma)" % name)
-    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
-             for k, v in a.items() if k != "kwargs"}
+    plain = _plain_arguments(ctx, {k: v for k, v in a.items() if k != "kwargs"})
     out = _call(f, given, plain, **{k: _plain(v) for k, v in options.items()})
     model, xdata, ydata, sigma = a["f"], a["xdata"], a["ydata"], a["sigma"]
     weights = 1.0 if sigma is None else sigma
@@ -664,8 +666,7 @@ def _fixed_point_rule(ctx, f, args, kwargs):
     routed = _route(ctx, f, args, kwargs, [a["func"], fargs])
     if routed is not _MINE:
         return routed
-    plain = {k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
-             for k, v in a.items()}
+    plain = _plain_arguments(ctx, a)
     out = _call(f, given, plain)
     func, func_plain = a["func"], plain["func"]
     F = lambda x, *rest: x - func(x, *rest)  # noqa: E731
@@ -1004,8 +1005,7 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     plain = dict(fun=_plain_callable(ctx, a["fun"]), t_span=_plain(a["t_span"]), y0=_plain(a["y0"]),
                  method=a["method"], t_eval=_plain(a["t_eval"]), dense_output=True,
                  vectorized=a["vectorized"], args=_plain(a["args"]),
-                 **{k: (_plain_callable(ctx, v) if callable(v) and type(v) is not Tagged else _plain(v))
-                    for k, v in options.items()})
+                 **_plain_arguments(ctx, options))
     out = f(**plain)
     if out.status < 0:
         raise _no_rule("scipy.integrate.solve_ivp failed (%s); its result has no derivative" % out.message)
