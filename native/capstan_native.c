@@ -1,0 +1,667 @@
+/* _capstan_native: capstan's scalar arithmetic in C.
+ *
+ * A kernel is the native twin of one of capstan/fastpaths.py's generated methods: called
+ * as kernel(ctx, x[, y]) with the same arguments, it computes the same result bit for bit
+ * for the commonest case -- Python floats tagged by the running context with float
+ * tangents (forward) or tape indices (reverse), mixed with float or int constants -- and
+ * hands every other case to the Python method it twins (`fallback`), which applies the
+ * rule tables.  Anything doubtful (a division by zero, an overflow, a NaN where Python's
+ * math module would raise) also goes to the fallback, so errors are Python's own.
+ *
+ * Forward: a result is Tagged(r, da * ta + db * tb, ctx), the same expression, in the same
+ * order, as the Python template.  Reverse: a result is Tagged(r, len(tape) - 1, ctx) after
+ * appending the record (x._meta, da[, y._meta, db]) to ctx.tape.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stddef.h>
+
+#include "tagged.h"
+
+enum { K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_NEG, K_MATH };
+enum { M_SIN, M_COS, M_TAN, M_EXP, M_SQRT, M_TANH, M_ATAN, M_SINH, M_COSH, M_LOG1P, M_EXPM1 };
+
+static PyTypeObject *Tagged_Type;  /* overdub.tagging.Tagged, set by setup() */
+static PyTypeObject *F64_Type;     /* numpy.float64: handled by the fallback, as constants too */
+static PyObject *str_tagkey, *str_tape;
+
+typedef struct {
+    PyObject_HEAD
+    int op;             /* K_* */
+    int fn;             /* M_* for K_MATH */
+    int reverse;        /* 0: forward (float tangents), 1: reverse (tape records) */
+    PyObject *fallback; /* the Python method this kernel twins: fallback(ctx, *args) */
+    PyObject *func;     /* K_MATH: the math function (plain arguments are simply passed to it) */
+    vectorcallfunc vectorcall;
+} KernelObject;
+
+/* ---------------------------------------------------------------- operands */
+
+/* x is tagged by this run's tag identity with a Python float value whose metadata this
+   mode can carry (a float tangent in forward mode; any tape index in reverse mode) */
+static inline int
+own_float(PyObject *x, PyObject *key, int reverse, double *value, PyObject **meta)
+{
+    if (Py_TYPE(x) != Tagged_Type) {
+        return 0;
+    }
+    TaggedObject *t = (TaggedObject *)x;
+    if (t->tagkey != key || t->value == NULL || t->meta == NULL || !PyFloat_CheckExact(t->value)) {
+        return 0;
+    }
+    if (!reverse && !PyFloat_CheckExact(t->meta)) {
+        return 0;
+    }
+    *value = PyFloat_AS_DOUBLE(t->value);
+    *meta = t->meta;
+    return 1;
+}
+
+/* a plain float or int constant (NumPy scalars, bools and the rest: the fallback) */
+static inline int
+constant(PyObject *y, double *value)
+{
+    if (PyFloat_CheckExact(y)) {
+        *value = PyFloat_AS_DOUBLE(y);
+        return 1;
+    }
+    if (PyLong_CheckExact(y)) {
+        double v = PyLong_AsDouble(y);
+        if (v == -1.0 && PyErr_Occurred()) {  /* too large for a float: Python says so */
+            PyErr_Clear();
+            return 0;
+        }
+        *value = v;
+        return 1;
+    }
+    return 0;
+}
+
+static inline int
+is_own(PyObject *x, PyObject *key)
+{
+    return Py_TYPE(x) == Tagged_Type && ((TaggedObject *)x)->tagkey == key;
+}
+
+/* ---------------------------------------------------------------- results */
+
+static PyObject *
+new_tagged(double r, PyObject *meta, PyObject *key, PyObject *ctx)
+{
+    PyObject *value = PyFloat_FromDouble(r);
+    if (value == NULL) {
+        Py_XDECREF(meta);
+        return NULL;
+    }
+    TaggedObject *t = (TaggedObject *)Tagged_Type->tp_alloc(Tagged_Type, 0);
+    if (t == NULL) {
+        Py_DECREF(value);
+        Py_XDECREF(meta);
+        return NULL;
+    }
+    t->value = value;
+    t->meta = meta;  /* (stolen) */
+    Py_INCREF(key);
+    t->tagkey = key;
+    Py_INCREF(ctx);
+    t->ctx = ctx;
+    return (PyObject *)t;
+}
+
+/* the result: forward, its tangent from the partials; reverse, a tape record.
+   mx/my are NULL for a constant operand; oa/ob, when not NULL, are the partials as the
+   Python objects the template records (x * 3 records the int 3 itself, not 3.0). */
+static PyObject *
+emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
+             PyObject *mx, double da, PyObject *oa, PyObject *my, double db, PyObject *ob)
+{
+    if (!k->reverse) {
+        double t;
+        if (mx != NULL && my != NULL) {
+            t = da * PyFloat_AS_DOUBLE(mx) + db * PyFloat_AS_DOUBLE(my);
+        }
+        else if (mx != NULL) {
+            t = da * PyFloat_AS_DOUBLE(mx);
+        }
+        else {
+            t = db * PyFloat_AS_DOUBLE(my);
+        }
+        PyObject *tangent = PyFloat_FromDouble(t);
+        return tangent == NULL ? NULL : new_tagged(r, tangent, key, ctx);
+    }
+    PyObject *tape = PyObject_GetAttr(ctx, str_tape);
+    if (tape == NULL) {
+        return NULL;
+    }
+    if (!PyList_CheckExact(tape)) {
+        Py_DECREF(tape);
+        PyErr_SetString(PyExc_TypeError, "capstan: a reverse context's tape must be a list");
+        return NULL;
+    }
+    Py_ssize_t n = (mx != NULL) + (my != NULL);
+    PyObject *record = PyTuple_New(2 * n);
+    if (record == NULL) {
+        Py_DECREF(tape);
+        return NULL;
+    }
+    Py_ssize_t i = 0;
+    if (mx != NULL) {
+        PyObject *p = oa != NULL ? Py_NewRef(oa) : PyFloat_FromDouble(da);
+        if (p == NULL) {
+            goto fail;
+        }
+        Py_INCREF(mx);
+        PyTuple_SET_ITEM(record, i++, mx);
+        PyTuple_SET_ITEM(record, i++, p);
+    }
+    if (my != NULL) {
+        PyObject *p = ob != NULL ? Py_NewRef(ob) : PyFloat_FromDouble(db);
+        if (p == NULL) {
+            goto fail;
+        }
+        Py_INCREF(my);
+        PyTuple_SET_ITEM(record, i++, my);
+        PyTuple_SET_ITEM(record, i++, p);
+    }
+    if (PyList_Append(tape, record) < 0) {
+        goto fail;
+    }
+    Py_DECREF(record);
+    PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(tape) - 1);
+    Py_DECREF(tape);
+    return index == NULL ? NULL : new_tagged(r, index, key, ctx);
+fail:
+    Py_DECREF(record);
+    Py_DECREF(tape);
+    return NULL;
+}
+
+static inline PyObject *
+emit(KernelObject *k, PyObject *ctx, PyObject *key, double r,
+     PyObject *mx, double da, PyObject *my, double db)
+{
+    return emit_objects(k, ctx, key, r, mx, da, NULL, my, db, NULL);
+}
+
+/* ---------------------------------------------------------------- the kernels */
+
+static PyObject *
+call_fallback(KernelObject *k, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return PyObject_Vectorcall(k->fallback, args, nargsf, kwnames);
+}
+
+/* x OP y for + - * / with one or two operands tagged by this run */
+static PyObject *
+binary(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, int *handled)
+{
+    double a, b;
+    PyObject *mx = NULL, *my = NULL;
+    if (own_float(x, key, k->reverse, &a, &mx)) {
+        if (!constant(y, &b)) {
+            if (is_own(y, key)) {
+                if (!own_float(y, key, k->reverse, &b, &my)) {
+                    return NULL;
+                }
+            }
+            else {
+                return NULL;
+            }
+        }
+    }
+    else if (is_own(y, key) && !is_own(x, key)) {
+        if (!constant(x, &a) || !own_float(y, key, k->reverse, &b, &my)) {
+            return NULL;
+        }
+    }
+    else {
+        return NULL;
+    }
+    double r, da, db;
+    switch (k->op) {
+    case K_ADD: r = a + b; da = 1.0; db = 1.0; break;
+    case K_SUB: r = a - b; da = 1.0; db = -1.0; break;
+    case K_MUL:  /* the partials are the operands themselves */
+        *handled = 1;
+        return emit_objects(k, ctx, key, a * b, mx, b, my == NULL ? y : NULL,
+                            my, a, mx == NULL ? x : NULL);
+    case K_DIV:
+        if (b == 0.0) {
+            return NULL;  /* Python raises ZeroDivisionError */
+        }
+        r = a / b; da = 1.0 / b; db = -r / b;
+        break;
+    default:
+        return NULL;
+    }
+    *handled = 1;
+    return emit(k, ctx, key, r, mx, da, my, db);
+}
+
+/* x ** c for a constant exponent c and a positive base (the rest: the fallback) */
+static PyObject *
+power(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, int *handled)
+{
+    double a, b;
+    PyObject *mx = NULL;
+    if (!own_float(x, key, k->reverse, &a, &mx) || !(a > 0.0) || !isfinite(a)) {
+        return NULL;
+    }
+    if (PyFloat_CheckExact(y)) {
+        b = PyFloat_AS_DOUBLE(y);
+    }
+    else if (PyLong_CheckExact(y)) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(y, &overflow);
+        if (overflow || (n == -1 && PyErr_Occurred()) || n > (1LL << 53) || n < -(1LL << 53)) {
+            PyErr_Clear();
+            return NULL;
+        }
+        b = (double)n;
+    }
+    else {
+        return NULL;
+    }
+    if (!isfinite(b)) {
+        return NULL;
+    }
+    double r = pow(a, b);
+    if (!isfinite(r)) {
+        return NULL;  /* Python raises OverflowError */
+    }
+    double da = 0.0;
+    if (b != 0.0) {
+        double q = pow(a, b - 1.0);
+        if (!isfinite(q)) {
+            return NULL;
+        }
+        da = b * q;
+    }
+    *handled = 1;
+    return emit(k, ctx, key, r, mx, da, NULL, 0.0);
+}
+
+static PyObject *
+negative(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, int *handled)
+{
+    double a;
+    PyObject *mx = NULL;
+    if (!own_float(x, key, k->reverse, &a, &mx)) {
+        return NULL;
+    }
+    *handled = 1;
+    return emit(k, ctx, key, -a, mx, -1.0, NULL, 0.0);
+}
+
+/* f(a) and its partial, as the rule table writes it; 0 where Python would raise or the
+   value is not finite (the fallback then does what Python does) */
+static int
+math1(int fn, double a, double *r, double *p)
+{
+    if (!isfinite(a)) {
+        return 0;
+    }
+    switch (fn) {
+    case M_SIN: *r = sin(a); *p = cos(a); break;
+    case M_COS: *r = cos(a); *p = -sin(a); break;
+    case M_TAN: *r = tan(a); *p = 1.0 + *r * *r; break;
+    case M_EXP: *r = exp(a); *p = *r; break;
+    case M_SQRT:
+        if (!(a > 0.0)) {
+            return 0;
+        }
+        *r = sqrt(a); *p = 0.5 / *r;
+        break;
+    case M_TANH: *r = tanh(a); *p = 1.0 - *r * *r; break;
+    case M_ATAN: *r = atan(a); *p = 1.0 / (1.0 + a * a); break;
+    case M_SINH: *r = sinh(a); *p = cosh(a); break;
+    case M_COSH: *r = cosh(a); *p = sinh(a); break;
+    case M_LOG1P:
+        if (!(a > -1.0)) {
+            return 0;
+        }
+        *r = log1p(a); *p = 1.0 / (1.0 + a);
+        break;
+    case M_EXPM1: *r = expm1(a); *p = *r + 1.0; break;
+    default: return 0;
+    }
+    return isfinite(*r) && isfinite(*p);
+}
+
+static PyObject *
+kernel_vectorcall(KernelObject *k, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
+        return call_fallback(k, args, nargsf, kwnames);
+    }
+    Py_ssize_t want = (k->op == K_NEG || k->op == K_MATH) ? 2 : 3;
+    if (nargs != want) {
+        return call_fallback(k, args, nargsf, kwnames);
+    }
+    PyObject *ctx = args[0];
+    if (k->op == K_MATH) {  /* plain numbers: the function itself, as in Python */
+        PyTypeObject *tx = Py_TYPE(args[1]);
+        if (tx == &PyFloat_Type || tx == &PyLong_Type || tx == F64_Type) {
+            return PyObject_Vectorcall(k->func, args + 1, 1, NULL);
+        }
+        if (tx != Tagged_Type) {
+            return call_fallback(k, args, nargsf, kwnames);
+        }
+    }
+    PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+    if (key == NULL) {
+        return NULL;
+    }
+    int handled = 0;
+    PyObject *result = NULL;
+    switch (k->op) {
+    case K_POW:
+        result = power(k, ctx, key, args[1], args[2], &handled);
+        break;
+    case K_NEG:
+        result = negative(k, ctx, key, args[1], &handled);
+        break;
+    case K_MATH: {
+        double a, r, p;
+        PyObject *mx = NULL;
+        if (own_float(args[1], key, k->reverse, &a, &mx) && math1(k->fn, a, &r, &p)) {
+            handled = 1;
+            result = emit(k, ctx, key, r, mx, p, NULL, 0.0);
+        }
+        break;
+    }
+    default:
+        result = binary(k, ctx, key, args[1], args[2], &handled);
+    }
+    Py_DECREF(key);
+    if (handled) {
+        return result;
+    }
+    return call_fallback(k, args, nargsf, kwnames);
+}
+
+static PyObject *
+kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"op", "reverse", "fallback", "func", "fn", NULL};
+    int op, reverse, fn = -1;
+    PyObject *fallback, *func = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipO|Oi:Kernel", kwlist,
+                                     &op, &reverse, &fallback, &func, &fn)) {
+        return NULL;
+    }
+    if (op < K_ADD || op > K_MATH || (op == K_MATH && (fn < M_SIN || fn > M_EXPM1))) {
+        PyErr_SetString(PyExc_ValueError, "Kernel: unknown operation");
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback) || (op == K_MATH && !PyCallable_Check(func))) {
+        PyErr_SetString(PyExc_TypeError, "Kernel: fallback (and func) must be callable");
+        return NULL;
+    }
+    KernelObject *k = (KernelObject *)type->tp_alloc(type, 0);
+    if (k == NULL) {
+        return NULL;
+    }
+    k->op = op;
+    k->fn = fn;
+    k->reverse = reverse;
+    Py_INCREF(fallback);
+    k->fallback = fallback;
+    Py_INCREF(func);
+    k->func = func;
+    k->vectorcall = (vectorcallfunc)kernel_vectorcall;
+    return (PyObject *)k;
+}
+
+static PyObject *
+kernel_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return PyVectorcall_Call(self, args, kwargs);
+}
+
+static int
+kernel_traverse(KernelObject *k, visitproc visit, void *arg)
+{
+    Py_VISIT(k->fallback);
+    Py_VISIT(k->func);
+    return 0;
+}
+
+static int
+kernel_clear(KernelObject *k)
+{
+    Py_CLEAR(k->fallback);
+    Py_CLEAR(k->func);
+    return 0;
+}
+
+static void
+kernel_dealloc(KernelObject *k)
+{
+    PyObject_GC_UnTrack(k);
+    kernel_clear(k);
+    Py_TYPE(k)->tp_free((PyObject *)k);
+}
+
+static PyObject *
+kernel_get_fallback(KernelObject *k, void *closure)
+{
+    Py_INCREF(k->fallback);
+    return k->fallback;
+}
+
+static PyGetSetDef kernel_getset[] = {
+    {"fallback", (getter)kernel_get_fallback, NULL, "the Python method this kernel twins", NULL},
+    {NULL}
+};
+
+static PyTypeObject Kernel_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.Kernel",
+    .tp_doc = "Kernel(op, reverse, fallback, func=None, fn=-1): the native twin of one of "
+              "capstan's scalar fast paths, called as kernel(ctx, x[, y]).",
+    .tp_basicsize = sizeof(KernelObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(KernelObject, vectorcall),
+    .tp_call = kernel_call,
+    .tp_new = kernel_new,
+    .tp_dealloc = (destructor)kernel_dealloc,
+    .tp_traverse = (traverseproc)kernel_traverse,
+    .tp_clear = (inquiry)kernel_clear,
+    .tp_getset = kernel_getset,
+};
+
+/* ---------------------------------------------------------------- the reverse sweep */
+
+/* cts[p] = c if cts[p] is None else cts[p] + c  (steals c) */
+static int
+accumulate(PyObject *cts, Py_ssize_t p, PyObject *c)
+{
+    if (p < 0 || p >= PyList_GET_SIZE(cts)) {
+        Py_DECREF(c);
+        PyErr_SetString(PyExc_IndexError, "capstan: a tape record names a node outside the tape");
+        return -1;
+    }
+    PyObject *old = PyList_GET_ITEM(cts, p);
+    if (old == Py_None) {
+        PyList_SET_ITEM(cts, p, c);
+        Py_DECREF(old);
+        return 0;
+    }
+    PyObject *sum;
+    if (PyFloat_CheckExact(old) && PyFloat_CheckExact(c)) {
+        sum = PyFloat_FromDouble(PyFloat_AS_DOUBLE(old) + PyFloat_AS_DOUBLE(c));
+    }
+    else {
+        sum = PyNumber_Add(old, c);
+    }
+    Py_DECREF(c);
+    if (sum == NULL) {
+        return -1;
+    }
+    PyList_SetItem(cts, p, sum);  /* (drops old: re-read, as PyNumber_Add may run Python code) */
+    return 0;
+}
+
+/* sweep(tape, cts, i, reads): the backward pass over the inline float records
+   (parent, partial[, parent, partial]) from node i down, exactly as reverse.backward's
+   Python loop does it; returns the first node it leaves to that loop (another kind of
+   record, or a node whose element reads are pending in `reads`), or -1 at the end. */
+static PyObject *
+sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
+        || !PyDict_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "sweep(tape: list, cts: list, i: int, reads: dict)");
+        return NULL;
+    }
+    PyObject *tape = args[0], *cts = args[1], *reads = args[3];
+    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
+    if (i == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (PyList_GET_SIZE(cts) != PyList_GET_SIZE(tape) || i >= PyList_GET_SIZE(tape)) {
+        PyErr_SetString(PyExc_ValueError, "sweep: the cotangents do not match the tape");
+        return NULL;
+    }
+    for (; i >= 0; i--) {
+        if (PyDict_GET_SIZE(reads) != 0) {
+            PyObject *key = PyLong_FromSsize_t(i);
+            if (key == NULL) {
+                return NULL;
+            }
+            int pending = PyDict_Contains(reads, key);
+            Py_DECREF(key);
+            if (pending != 0) {
+                return pending < 0 ? NULL : PyLong_FromSsize_t(i);
+            }
+        }
+        PyObject *g = PyList_GET_ITEM(cts, i);
+        if (g == Py_None) {
+            continue;
+        }
+        PyObject *rec = PyList_GET_ITEM(tape, i);
+        if (!PyTuple_CheckExact(rec) || (PyTuple_GET_SIZE(rec) != 2 && PyTuple_GET_SIZE(rec) != 4)) {
+            return PyLong_FromSsize_t(i);
+        }
+        Py_INCREF(g);
+        Py_INCREF(rec);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(rec); j += 2) {
+            PyObject *parent = PyTuple_GET_ITEM(rec, j), *partial = PyTuple_GET_ITEM(rec, j + 1);
+            Py_ssize_t p = PyLong_AsSsize_t(parent);
+            if (p == -1 && PyErr_Occurred()) {
+                goto fail;
+            }
+            PyObject *c;
+            if (PyFloat_CheckExact(g) && PyFloat_CheckExact(partial)) {
+                c = PyFloat_FromDouble(PyFloat_AS_DOUBLE(g) * PyFloat_AS_DOUBLE(partial));
+            }
+            else {
+                c = PyNumber_Multiply(g, partial);
+            }
+            if (c == NULL || accumulate(cts, p, c) < 0) {
+                goto fail;
+            }
+        }
+        Py_DECREF(rec);
+        Py_DECREF(g);
+        continue;
+    fail:
+        Py_DECREF(rec);
+        Py_DECREF(g);
+        return NULL;
+    }
+    return PyLong_FromLong(-1);
+}
+
+/* ---------------------------------------------------------------- module */
+
+static PyObject *
+setup(PyObject *module, PyObject *args)
+{
+    PyObject *tagged, *f64;
+    if (!PyArg_ParseTuple(args, "O!O!:setup", &PyType_Type, &tagged, &PyType_Type, &f64)) {
+        return NULL;
+    }
+    if (((PyTypeObject *)tagged)->tp_basicsize != sizeof(TaggedObject)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "setup: Tagged does not have the layout of _overdub_native.TaggedBase");
+        return NULL;
+    }
+    Py_INCREF(tagged);
+    Py_XSETREF(Tagged_Type, (PyTypeObject *)tagged);
+    Py_INCREF(f64);
+    Py_XSETREF(F64_Type, (PyTypeObject *)f64);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
+     "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "
+     "down; returns the first node left to the Python loop, or -1."},
+    {"setup", setup, METH_VARARGS,
+     "setup(Tagged, float64): the tagged-value class the kernels build (it must have "
+     "_overdub_native.TaggedBase's layout) and NumPy's float64 type."},
+    {NULL}
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_capstan_native",
+    .m_doc = "capstan's scalar arithmetic in C (see capstan/fastpaths.py).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__capstan_native(void)
+{
+    str_tagkey = PyUnicode_InternFromString("_tagkey");
+    str_tape = PyUnicode_InternFromString("tape");
+    if (str_tagkey == NULL || str_tape == NULL || PyType_Ready(&Kernel_Type) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&Kernel_Type);
+    if (PyModule_AddObject(m, "Kernel", (PyObject *)&Kernel_Type) < 0) {
+        Py_DECREF(&Kernel_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    const char *names[] = {"ADD", "SUB", "MUL", "DIV", "POW", "NEG", "MATH"};
+    for (int i = 0; i <= K_MATH; i++) {
+        if (PyModule_AddIntConstant(m, names[i], i) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    const char *fns[] = {"sin", "cos", "tan", "exp", "sqrt", "tanh", "atan", "sinh", "cosh",
+                         "log1p", "expm1"};
+    PyObject *table = PyDict_New();
+    if (table == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int i = 0; i <= M_EXPM1; i++) {
+        PyObject *v = PyLong_FromLong(i);
+        if (v == NULL || PyDict_SetItemString(table, fns[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(table);
+            Py_DECREF(m);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    if (PyModule_AddObject(m, "MATH_FUNCTIONS", table) < 0
+        || PyModule_AddIntConstant(m, "ABI", OVERDUB_NATIVE_ABI) < 0) {
+        Py_DECREF(table);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,62 @@
+"""The choice between the C layer and the pure-Python reference, made once, here.
+
+overdub and capstan carry their hot path in two C modules built by ``pip install``
+(``native/*.c``): the storage of tagged values (``_overdub_native``) and capstan's scalar
+arithmetic (``_capstan_native``).  Each has a pure-Python reference that behaves the same;
+``OVERDUB_PURE_PYTHON=1`` in the environment selects it (the test suite runs both ways).
+Without that variable, a missing or stale build is an ``ImportError`` that says what to
+do: the library never runs half in C and half in Python by accident.
+"""
+import os
+from typing import Any
+
+__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "capstan_native"]
+
+#: True when the pure-Python reference path runs instead of the C modules
+PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
+
+_ABI = 1  # native/tagged.h's OVERDUB_NATIVE_ABI
+
+
+def _load(name: str) -> Any:
+    try:
+        module = __import__(name)
+    except ImportError as exc:
+        raise ImportError(
+            "overdub: its C module %s is not built (%s). Install the package with a C compiler "
+            "present (`pip install .`), or set OVERDUB_PURE_PYTHON=1 to run the pure-Python "
+            "reference path." % (name, exc)) from exc
+    if getattr(module, "ABI", None) != _ABI:
+        raise ImportError("overdub: its C module %s (%s) is from another version of the package; "
+                          "reinstall it (`pip install .`)" % (name, module.__file__))
+    return module
+
+
+class _PyTaggedBase:
+    """The fields of a tagged value, in Python (the reference for the C TaggedBase)."""
+
+    __slots__ = ("_value", "_meta", "_tagkey", "_ctx", "__weakref__")
+
+    def __init__(self, value: Any, meta: Any, ctx: Any) -> None:
+        self._value = value
+        self._meta = meta
+        self._tagkey = ctx._tagkey
+        self._ctx = ctx
+
+
+TaggedBase: type = _PyTaggedBase
+GuardedOperator: Any
+capstan_native: Any
+if PURE_PYTHON:
+    TaggedBase = _PyTaggedBase
+    #: (pure Python: rewritten code guards its operators inline instead; see rewrite.py)
+    GuardedOperator = None
+    capstan_native = None
+else:
+    _overdub_native = _load("_overdub_native")
+    TaggedBase = _overdub_native.TaggedBase
+    #: one binary or comparison operator of rewritten code: CPython's own operator for
+    #: operands of guarded types, the context's slot otherwise (see rewrite._guarded)
+    GuardedOperator = _overdub_native.GuardedOperator
+    #: capstan's scalar kernels (its fastpaths module installs them)
+    capstan_native = _load("_capstan_native")

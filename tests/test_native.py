@@ -1,0 +1,357 @@
+"""The C layer (native/*.c) against its pure-Python reference.
+
+The C modules must be invisible: a tagged value built in C is the same object, with the
+same fields, as one built in Python, and each of capstan's native kernels gives, bit for
+bit, what the Python fast path it twins gives -- the same value, the same tangent or tape
+record, the same exception -- for every input, including the ones it hands back.  Whole
+programs are compared with a subprocess that runs the pure-Python path
+(``OVERDUB_PURE_PYTHON=1``).  Memory: reference counts stay balanced, a long loop keeps
+memory flat, and two threads differentiating at once do not disturb each other.
+"""
+import gc
+import json
+import math
+import operator
+import os
+import subprocess
+import sys
+import threading
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import capstan
+import overdub
+from capstan.forward import ForwardCtx
+from capstan.reverse import ReverseCtx
+from overdub import Tagged, _native
+from scalar_programs import straight_line
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+native = pytest.mark.skipif(_native.PURE_PYTHON, reason="the C layer is not in use (OVERDUB_PURE_PYTHON=1)")
+
+BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+          operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ipow]
+MATH = [math.sin, math.cos, math.tan, math.exp, math.sqrt, math.tanh, math.atan, math.sinh,
+        math.cosh, math.log1p, math.expm1]
+
+
+def test_the_choice_follows_the_environment():
+    assert _native.PURE_PYTHON == (os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0"))
+    if _native.PURE_PYTHON:
+        assert Tagged.__mro__[1] is _native._PyTaggedBase
+        assert _native.capstan_native is None
+        assert not hasattr(ForwardCtx._fast_mul, "__overdub_native__")
+    else:
+        import _overdub_native
+
+        assert Tagged.__mro__[1] is _overdub_native.TaggedBase
+        assert ForwardCtx._fast_mul.__overdub_native__.fallback is ForwardCtx._fast_mul
+
+
+def test_a_missing_build_is_a_clear_import_error():
+    code = ("import sys; sys.modules['_overdub_native'] = None\n"
+            "try:\n    import overdub\nexcept ImportError as e:\n    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "OVERDUB_PURE_PYTHON"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert "C module _overdub_native is not built" in out.stdout
+    assert "OVERDUB_PURE_PYTHON=1" in out.stdout
+
+
+# ----------------------------------------------------------------------------- tagged values
+def test_tagged_fields_and_protocols():
+    ctx = ForwardCtx()
+    t = Tagged(2.5, 1.0, ctx)
+    assert (t._value, t._meta, t._ctx, t._tagkey) == (2.5, 1.0, ctx, ctx._tagkey)
+    assert isinstance(t, float) and t.__class__ is float and type(t) is Tagged
+    assert weakref.ref(t)() is t
+    t._meta = 3.0
+    assert t._meta == 3.0
+    k = Tagged(value=1.0, meta=None, ctx=ctx)
+    assert k._value == 1.0 and k._meta is None
+    with pytest.raises(TypeError):
+        Tagged(1.0, 2.0)
+    with pytest.raises(AttributeError):
+        Tagged(1.0, 2.0, object())  # not a context: it has no tag identity
+
+
+def test_tagged_values_die_when_plain_python_lets_them():
+    ctx = ForwardCtx()
+    value = np.ones(3)
+    ref = weakref.ref(value)
+    t = Tagged(value, None, ctx)
+    del value
+    assert ref() is not None
+    del t
+    assert ref() is None
+    a = Tagged(1.0, None, ctx)  # a cycle through a tagged value is collected
+    cycle = [a]
+    a._meta = cycle
+    ref = weakref.ref(a)
+    del a, cycle
+    gc.collect()
+    assert ref() is None
+
+
+# ----------------------------------------------------------------------------- kernels
+def _outcome(fn, *args):
+    """What a call gives, comparable bit for bit: values as float.hex, tape records, errors."""
+    try:
+        r = fn(*args)
+    except Exception as exc:  # noqa: BLE001 (the exception is the outcome)
+        return ("raises", type(exc), str(exc))
+    return _shape(r)
+
+
+def _shape(r):
+    if type(r) is Tagged:
+        return ("tagged", _shape(r._value), _shape(r._meta), r._tagkey is r._ctx._tagkey)
+    if type(r) is float:
+        return ("float", r.hex())
+    if type(r) is tuple:
+        return tuple(_shape(e) for e in r)
+    if type(r).__name__ == "Record":  # a rule's tape record (the generic path)
+        return ("record",) + tuple(_shape(getattr(r, k)) for k in r.__slots__ if k != "f") + (r.f,)
+    if type(r) is dict:
+        return ("dict",) + tuple((k, _shape(v)) for k, v in r.items())
+    return (type(r).__name__, repr(r))
+
+
+def _both(contexts, method, make_args):
+    """The kernel's and the Python method's outcomes (run by ``contexts[0]``), each on
+    fresh tapes and fresh operands (in-place operators write into array operands)."""
+    ctx = contexts[0]
+    outcomes = []
+    for fn in (method.__overdub_native__, method):
+        if isinstance(ctx, ReverseCtx):
+            for c in contexts:
+                c.tape = ["input"] * 3
+        out = _outcome(fn, ctx, *[make() for make in make_args])
+        tape = [_shape(rec) for rec in ctx.tape] if isinstance(ctx, ReverseCtx) else None
+        outcomes.append((out, tape))
+    return outcomes
+
+
+floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(
+    [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 1e308, -1e308, 5e-324, 1e-200, 700.0, -1.0 - 1e-16]))
+constants = st.one_of(floats, st.integers(-3, 3), st.sampled_from([2 ** 60, -2 ** 70, 10 ** 400]),
+                      st.sampled_from([True, np.float64(2.0), np.int64(3), "s", None]))
+
+
+def _operand(draw, ctx, other_ctx):
+    """A function making one operand: tagged by ``ctx`` (a float, an array, a NumPy
+    scalar, a stale tag), tagged by another context, or a constant of any type."""
+    kind = draw(st.sampled_from(["own", "own", "constant", "foreign", "stale", "array", "f64"]))
+    value, tangent = draw(floats), draw(st.one_of(floats, st.just(np.float64(1.0))))
+    if kind == "own":
+        return lambda: Tagged(value, tangent if isinstance(ctx, ForwardCtx) else 1, ctx)
+    if kind == "constant":
+        constant = draw(constants)
+        return lambda: constant
+    if kind == "foreign":
+        return lambda: Tagged(value, 1.0, other_ctx)
+    if kind == "stale":
+        key = object()
+
+        def stale():
+            old = Tagged(value, 1.0, ctx)
+            old._tagkey = key
+            return old
+        return stale
+    if kind == "array":
+        return lambda: Tagged(np.array([value]), np.array([1.0]), ctx)
+    return lambda: Tagged(np.float64(value), 1.0, ctx)
+
+
+@native
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's, on the generic path)
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_kernels_match_their_python_twins_bit_for_bit(data):
+    cls = data.draw(st.sampled_from([ForwardCtx, ReverseCtx]))
+    ctx, other = cls(), cls()
+    f = data.draw(st.sampled_from(BINARY + [operator.neg] + MATH))
+    name = ("_fast_math_%s" if f in MATH else "_fast_%s") % f.__name__
+    method = getattr(cls, name)
+    arity = 1 if f in MATH or f is operator.neg else 2
+    make_args = [_operand(data.draw, ctx, other) for _ in range(arity)]
+    c_result, py_result = _both((ctx, other), method, make_args)
+    assert c_result == py_result, f
+
+
+@native
+def test_kernels_take_the_common_case_and_hand_back_the_rest():
+    """The kernel really computes (it does not always defer), and defers where it must."""
+    ctx = ForwardCtx()
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return "python"
+
+    kernel = type(ForwardCtx._fast_mul.__overdub_native__)(
+        _native.capstan_native.MUL, False, spy)
+    x, y = Tagged(3.0, 1.0, ctx), Tagged(4.0, 0.5, ctx)
+    r = kernel(ctx, x, y)
+    assert (r._value, r._meta, calls) == (12.0, 4.0 * 1.0 + 3.0 * 0.5, [])
+    assert kernel(ctx, x, np.float64(2.0)) == "python"
+    assert kernel(ctx, x, y, 1) == "python"  # another call shape
+    assert kernel(ctx, x, y=y) == "python"
+    assert len(calls) == 3
+
+
+@native
+def test_kernel_reference_counts_balance():
+    ctx = ReverseCtx()
+    ctx.tape = []
+    x = Tagged(3.0, 0, ctx)
+    kernel = ReverseCtx._fast_mul.__overdub_native__
+    before = [sys.getrefcount(o) for o in (ctx, x, ctx._tagkey, kernel)]
+    for _ in range(1000):
+        kernel(ctx, x, 2.0)
+        kernel(ctx, 2.0, x)
+        kernel(ctx, x, 0.0)
+    ctx.tape = []
+    after = [sys.getrefcount(o) for o in (ctx, x, ctx._tagkey, kernel)]
+    assert before == after
+
+
+# ----------------------------------------------------------------------------- whole programs
+def horner(x):
+    r = 0.0
+    for c in [1.0 / (k + 1) for k in range(30)]:
+        r = r * x + c
+    return r
+
+
+def test_memory_stays_flat_over_a_long_loop():
+    for _ in range(50):  # warm up caches
+        capstan.D(horner, 0.3)
+        capstan.gradient(horner, 0.3)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        first = None
+        for i in range(1, 3001):
+            capstan.D(horner, 0.3)
+            capstan.gradient(horner, 0.3)
+            if i == 1000:
+                gc.collect()
+                first = tracemalloc.get_traced_memory()[0]
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert last - first < 64 * 1024, (first, last)
+
+
+def test_kernel_loop_of_a_hundred_thousand_is_flat():
+    ctx = ForwardCtx()
+    x = Tagged(0.5, 1.0, ctx)
+    mul, sin = ForwardCtx._fast_mul, ForwardCtx._fast_math_sin
+    mul = getattr(mul, "__overdub_native__", mul)
+    sin = getattr(sin, "__overdub_native__", sin)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(100_000):
+            sin(ctx, mul(ctx, x, 1.5))
+            if i == 10_000:
+                first = tracemalloc.get_traced_memory()[0]
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert last - first < 16 * 1024, (first, last)
+
+
+def test_two_threads_differentiate_at_once():
+    expected = (capstan.D(horner, 0.3), capstan.gradient(horner, 0.7)[0])
+    results, errors = [], []
+
+    def work():
+        try:
+            for _ in range(200):
+                results.append((capstan.D(horner, 0.3), capstan.gradient(horner, 0.7)[0]))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 400 and all(r == expected for r in results)
+
+
+def test_values_from_a_finished_run_are_constants():
+    kept = []
+
+    def f(x):
+        kept.append(x * 2.0)
+        return x * x
+
+    capstan.D(f, 3.0)
+    stale = kept[0]
+    assert capstan.D(lambda y: y * stale + stale * y, 1.0) == 2 * 6.0
+    assert capstan.gradient(lambda y: y * stale, 1.0)[0] == 6.0
+
+
+def _program_results(cases):
+    out = []
+    for source, xs in cases:
+        ns = {"math": math}
+        exec(compile(source, "<prog>", "exec"), ns)  # noqa: S102
+        prog = ns["prog"]
+        row = []
+        for i in range(len(xs)):
+            try:
+                d = capstan.D(lambda v, i=i: prog(*xs[:i], v, *xs[i + 1:]), xs[i])
+                row.append(float(d).hex())
+            except Exception as exc:  # noqa: BLE001
+                row.append(type(exc).__name__)
+        try:
+            row.append([float(g).hex() for g in capstan.gradient(prog, *xs)])
+        except Exception as exc:  # noqa: BLE001
+            row.append(type(exc).__name__)
+        out.append(row)
+    return out
+
+
+_PROGRAMS = []
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(straight_line())
+def _collect(case):
+    prog, xs, source = case
+    _PROGRAMS.append((source, xs))
+
+
+@native
+def test_programs_give_the_same_bits_with_and_without_the_c_layer():
+    _PROGRAMS.clear()
+    _collect()
+    extra = [("def prog(x0, x1):\n    t = x0 ** 2 + x1 ** 0.5 - 3 ** x0 * -x1\n"
+              "    return t / x1 + math.sqrt(x1) * math.cos(x0) + math.log1p(x1) - math.expm1(x0)\n",
+              [0.7, 1.3]),
+             ("def prog(x0):\n    y = x0\n    for _ in range(50):\n        y = y - 0.1 * (y * y - 2.0)\n"
+              "    return y / x0 + math.atan(y) * math.sinh(x0) / math.cosh(x0) + math.tan(x0)\n",
+              [1.1])]
+    cases = _PROGRAMS + extra
+    here = _program_results(cases)
+    script = ("import json, sys\nsys.path.insert(0, %r)\nfrom test_native import _program_results\n"
+              "print(json.dumps(_program_results(json.loads(sys.stdin.read()))))\n"
+              % os.path.join(ROOT, "tests"))
+    env = dict(os.environ, OVERDUB_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, input=json.dumps(cases),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    there = json.loads(out.stdout)
+    assert len(here) == len(cases) >= 50
+    for case, a, b in zip(cases, here, there):
+        assert a == b, case[0]
