@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from overdub import Tagged, primitive
+from overdub._native import capstan_native
 
 from .rules import math_rules  # noqa: F401  (the math partials the fast paths are made from)
 from .rules.registry import PARTIALS
@@ -143,24 +144,52 @@ def _make(template, mode, f, forms, **env):
     return ns["method"]
 
 
+if capstan_native is not None:  # the kernels build Tagged results; NumPy scalars are left to Python
+    capstan_native.setup(Tagged, np.float64)
+
+#: the operation each native kernel of ``_capstan_native`` performs, by operator function
+_KERNEL_OPS = {operator.add: "ADD", operator.sub: "SUB", operator.mul: "MUL",
+               operator.truediv: "DIV", operator.pow: "POW", operator.neg: "NEG"}
+
+
+def _twin(method, mode, f):
+    """Give ``method`` its native twin (see ``native/capstan_native.c``): the same
+    computation in C for Python floats, handing every other case back to ``method``.
+    The pure-Python path (``OVERDUB_PURE_PYTHON=1``) keeps ``method`` alone."""
+    if capstan_native is None:
+        return method
+    f = IN_PLACE.get(f, {operator.ipow: operator.pow}.get(f, f))
+    reverse = mode == "reverse"
+    if f in _KERNEL_OPS:
+        kernel = capstan_native.Kernel(getattr(capstan_native, _KERNEL_OPS[f]), reverse, method)
+    elif getattr(f, "__module__", None) == "math" and f.__name__ in capstan_native.MATH_FUNCTIONS:
+        kernel = capstan_native.Kernel(capstan_native.MATH, reverse, method, f,
+                                       capstan_native.MATH_FUNCTIONS[f.__name__])
+    else:
+        return method
+    method.__overdub_native__ = kernel
+    return method
+
+
 def install(cls, mode):
-    """Add the inline float primitives to context class ``cls`` (mode: forward/reverse)."""
+    """Add the inline float primitives to context class ``cls`` (mode: forward/reverse),
+    each with its native twin where the C layer is built."""
     for f, forms in BINARY.items():
         for g in [f] + [k for k, v in IN_PLACE.items() if v is f]:
-            method = _make(_BINARY, mode, g, forms)
+            method = _twin(_make(_BINARY, mode, g, forms), mode, g)
             primitive(g, Tagged, total=True)(method)  # (also sees arrays and user objects: it
             primitive(g, object, Tagged)(method)      # hands them to apply)
             setattr(cls, "_fast_%s" % g.__name__, method)
     for f in (operator.pow, operator.ipow):
-        method = _make(_POWER, mode, f, POWER)
+        method = _twin(_make(_POWER, mode, f, POWER), mode, f)
         primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     for f, forms in UNARY.items():
-        method = _make(_UNARY, mode, f, forms)
+        method = _twin(_make(_UNARY, mode, f, forms), mode, f)
         primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     for f, partials in list(PARTIALS.items()):  # one-argument math functions, from the table
         if getattr(f, "__module__", None) == "math" and len(partials) == 1:
-            method = _make(_CALL, mode, f, ("", "p(r, a)"), p=partials[0])
+            method = _twin(_make(_CALL, mode, f, ("", "p(r, a)"), p=partials[0]), mode, f)
             primitive(f, Tagged, total=True)(method)  # (plain floats: the call itself)
             setattr(cls, "_fast_math_%s" % f.__name__, method)

@@ -19,6 +19,7 @@ from functools import partial
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
+from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import INPLACE, ADContext, out_argument, plain_call
@@ -300,7 +301,13 @@ def backward(tape, seeds):
         cts[n] = g if cts[n] is None else cts[n] + g
     owned = set()  # ids of cotangent buffers made here (safe to add into in place)
     reads = {}  # node -> (read, [positions], [cotangents]) of its float elements read, not added yet
-    for i in range(len(tape) - 1, -1, -1):
+    i = len(tape)
+    while i > 0:
+        i -= 1
+        if _sweep is not None:  # runs of inline float records, in C (the loop below, exactly)
+            i = _sweep(tape, cts, i, reads)
+            if i < 0:
+                break
         if reads and i in reads:  # every read of node i comes after it on the tape: all seen
             _add_reads(cts, owned, i, *reads.pop(i))
         g = cts[i]
@@ -351,6 +358,7 @@ def backward(tape, seeds):
 
 
 _F64 = np.float64
+_sweep = capstan_native.sweep if capstan_native is not None else None
 
 
 def _add_reads(cts, owned, p, read, positions, cotangents):

@@ -18,6 +18,18 @@
 
 static PyObject *str_tagkey;  /* "_tagkey" */
 
+/* Calling a routed Python function from C re-enters the interpreter loop: C recursion.
+ * CPython 3.12+ bounds it itself (its C recursion limit); 3.11 does not, so there the
+ * call counts against the recursion limit as any C-level recursion does, and a deep
+ * recursion ends in RecursionError rather than a C stack overflow. */
+#if PY_VERSION_HEX < 0x030C0000
+#define ENTER_CALLEE() (Py_EnterRecursiveCall(" while calling a Python object") == 0)
+#define LEAVE_CALLEE() Py_LeaveRecursiveCall()
+#else
+#define ENTER_CALLEE() 1
+#define LEAVE_CALLEE() ((void)0)
+#endif
+
 /* Tagged(value, meta, ctx): the tag identity is read from ctx now, as a later
    ctx.renew_tags() must leave this value behind as a plain one */
 static PyObject *
@@ -217,11 +229,19 @@ guarded_vectorcall(GuardedObject *g, PyObject *const *args, size_t nargsf, PyObj
             return native_operation(g->op, a, b);
         }
     }
+    if (!ENTER_CALLEE()) {
+        return NULL;
+    }
+    PyObject *r;
     if (g->slot_func != NULL) {
         PyObject *call[3] = {g->slot_self, a, b};
-        return PyObject_Vectorcall(g->slot_func, call, 3, NULL);
+        r = PyObject_Vectorcall(g->slot_func, call, 3, NULL);
     }
-    return PyObject_Vectorcall(g->slot, args, 2, NULL);
+    else {
+        r = PyObject_Vectorcall(g->slot, args, 2, NULL);
+    }
+    LEAVE_CALLEE();
+    return r;
 }
 
 static PyObject *
@@ -340,6 +360,337 @@ static PyTypeObject Guarded_Type = {
     .tp_getset = guarded_getset,
 };
 
+/* ------------------------------------------------------------------ call dispatchers */
+
+/* Dispatcher(method, fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
+ * what rewritten code calls at a call site, `call(f, *args, **kwargs)`, or at a method call
+ * site, `meth(obj, name, *args, **kwargs)`.  The same logic as codegen.CALL_SRC (the
+ * pure-Python reference), in C: no Python frame of overdub's stands between the caller's
+ * frame and the routed callee's.
+ *
+ *     call(f, *args):      prehook(f, *args); g = fcache[f] or resolve(f); r = g(*args);
+ *                          posthook(r, f, *args); return r
+ *     meth(obj, name, *a): a module's attribute, or an instance attribute shadowing the
+ *                          class's: call(getattr_(obj, name), *a); otherwise the class's
+ *                          function f: the same as call(f, obj, *a), resolving f as a
+ *                          lasting class attribute.
+ */
+
+#define SMALL_ARGS 8
+
+typedef struct {
+    PyObject_HEAD
+    int method;           /* 0: call, 1: meth */
+    PyObject *fcache;     /* dict: callee -> what runs it; (type, name) -> (function, hasdict) */
+    PyObject *resolve;
+    PyObject *prehook;    /* or NULL */
+    PyObject *posthook;   /* or NULL */
+    PyObject *method_of;
+    PyObject *getattr_;
+    PyObject *module_type;
+    vectorcallfunc vectorcall;
+} DispatcherObject;
+
+static PyObject *str_dict;  /* "__dict__" */
+
+/* fcache[f], else resolve(f) (resolve(f, False) when f is unhashable); a new reference */
+static PyObject *
+resolved(DispatcherObject *d, PyObject *f, int lasting)
+{
+    PyObject *g = PyDict_GetItemWithError(d->fcache, f);
+    if (g != NULL) {
+        return Py_NewRef(g);
+    }
+    if (PyErr_Occurred()) {
+        if (lasting || !PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return NULL;
+        }
+        PyErr_Clear();
+        PyObject *args[2] = {f, Py_False};
+        return PyObject_Vectorcall(d->resolve, args, 2, NULL);
+    }
+    if (lasting) {
+        PyObject *args[3] = {f, Py_True, Py_True};
+        return PyObject_Vectorcall(d->resolve, args, 3, NULL);
+    }
+    return PyObject_Vectorcall(d->resolve, &f, 1, NULL);
+}
+
+/* hook(*head, *args) with head of one or two objects, args[0..n) and kwnames */
+static int
+call_hook(PyObject *hook, PyObject *h0, PyObject *h1, PyObject *const *args, Py_ssize_t n,
+          PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t head = h1 == NULL ? 1 : 2, total = head + n + nkw;
+    PyObject *small[SMALL_ARGS], **stack = small;
+    if (total > SMALL_ARGS) {
+        stack = PyMem_Malloc(total * sizeof(PyObject *));
+        if (stack == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    stack[0] = h0;
+    if (h1 != NULL) {
+        stack[1] = h1;
+    }
+    for (Py_ssize_t i = 0; i < n + nkw; i++) {
+        stack[head + i] = args[i];
+    }
+    PyObject *r = PyObject_Vectorcall(hook, stack, head + n, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* the routed call of f: args[0..n) and kwnames are f's arguments; with self_arg, f is a
+   class's function called on the instance self_arg (prepended) */
+static PyObject *
+dispatch(DispatcherObject *d, PyObject *f, PyObject *self_arg, PyObject *const *args,
+         Py_ssize_t n, PyObject *kwnames)
+{
+    if (d->prehook != NULL && call_hook(d->prehook, f, self_arg, args, n, kwnames) < 0) {
+        return NULL;
+    }
+    PyObject *g = resolved(d, f, self_arg != NULL);
+    if (g == NULL) {
+        return NULL;
+    }
+    PyObject *r;
+    if (!ENTER_CALLEE()) {
+        Py_DECREF(g);
+        return NULL;
+    }
+    if (self_arg == NULL) {
+        r = PyObject_Vectorcall(g, args, n, kwnames);
+    }
+    else {
+        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+        PyObject *small[SMALL_ARGS], **stack = small;
+        if (1 + n + nkw > SMALL_ARGS) {
+            stack = PyMem_Malloc((1 + n + nkw) * sizeof(PyObject *));
+            if (stack == NULL) {
+                LEAVE_CALLEE();
+                Py_DECREF(g);
+                return PyErr_NoMemory();
+            }
+        }
+        stack[0] = self_arg;
+        for (Py_ssize_t i = 0; i < n + nkw; i++) {
+            stack[1 + i] = args[i];
+        }
+        r = PyObject_Vectorcall(g, stack, 1 + n, kwnames);
+        if (stack != small) {
+            PyMem_Free(stack);
+        }
+    }
+    LEAVE_CALLEE();
+    Py_DECREF(g);
+    if (r == NULL || d->posthook == NULL) {
+        return r;
+    }
+    /* posthook(r, f, [self_arg,] *args) */
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t head = self_arg == NULL ? 2 : 3, total = head + n + nkw;
+    PyObject *small[SMALL_ARGS], **stack = small;
+    if (total > SMALL_ARGS) {
+        stack = PyMem_Malloc(total * sizeof(PyObject *));
+        if (stack == NULL) {
+            Py_DECREF(r);
+            return PyErr_NoMemory();
+        }
+    }
+    stack[0] = r;
+    stack[1] = f;
+    if (self_arg != NULL) {
+        stack[2] = self_arg;
+    }
+    for (Py_ssize_t i = 0; i < n + nkw; i++) {
+        stack[head + i] = args[i];
+    }
+    PyObject *h = PyObject_Vectorcall(d->posthook, stack, head + n, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    if (h == NULL) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    Py_DECREF(h);
+    return r;
+}
+
+static PyObject *
+dispatcher_vectorcall(DispatcherObject *d, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!d->method) {
+        if (nargs < 1) {
+            PyErr_SetString(PyExc_TypeError, "call(f, /, *args, **kwargs) needs f");
+            return NULL;
+        }
+        return dispatch(d, args[0], NULL, args + 1, nargs - 1, kwnames);
+    }
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "meth(obj, name, /, *args, **kwargs) needs obj and name");
+        return NULL;
+    }
+    PyObject *obj = args[0], *name = args[1];
+    PyTypeObject *tp = Py_TYPE(obj);
+    if ((PyObject *)tp != d->module_type) {
+        PyObject *key = PyTuple_Pack(2, (PyObject *)tp, name);
+        if (key == NULL) {
+            return NULL;
+        }
+        PyObject *pair = PyDict_GetItemWithError(d->fcache, key);
+        if (pair != NULL) {
+            Py_INCREF(pair);
+        }
+        else if (!PyErr_Occurred()) {
+            PyObject *margs[2] = {(PyObject *)tp, name};
+            pair = PyObject_Vectorcall(d->method_of, margs, 2, NULL);
+            if (pair != NULL && PyDict_SetItem(d->fcache, key, pair) < 0) {
+                Py_CLEAR(pair);
+            }
+        }
+        Py_DECREF(key);
+        if (pair == NULL) {
+            return NULL;
+        }
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(pair);
+            PyErr_SetString(PyExc_SystemError, "overdub: method_of must give (function, hasdict)");
+            return NULL;
+        }
+        PyObject *f = PyTuple_GET_ITEM(pair, 0);
+        int use_class = f != Py_None;
+        if (use_class) {
+            int hasdict = PyObject_IsTrue(PyTuple_GET_ITEM(pair, 1));
+            if (hasdict < 0) {
+                Py_DECREF(pair);
+                return NULL;
+            }
+            if (hasdict) {  /* an instance attribute of that name shadows the class's */
+                PyObject *dict = PyObject_GetAttr(obj, str_dict);
+                int in = dict == NULL ? -1 : PySequence_Contains(dict, name);
+                Py_XDECREF(dict);
+                if (in < 0) {
+                    Py_DECREF(pair);
+                    return NULL;
+                }
+                use_class = !in;
+            }
+        }
+        if (use_class) {
+            Py_INCREF(f);
+            Py_DECREF(pair);
+            PyObject *r = dispatch(d, f, obj, args + 2, nargs - 2, kwnames);
+            Py_DECREF(f);
+            return r;
+        }
+        Py_DECREF(pair);
+    }
+    PyObject *gargs[2] = {obj, name};
+    PyObject *attr = PyObject_Vectorcall(d->getattr_, gargs, 2, NULL);
+    if (attr == NULL) {
+        return NULL;
+    }
+    PyObject *r = dispatch(d, attr, NULL, args + 2, nargs - 2, kwnames);
+    Py_DECREF(attr);
+    return r;
+}
+
+static PyObject *
+dispatcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    int method;
+    PyObject *fcache, *resolve, *prehook, *posthook, *method_of, *getattr_, *module_type;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Dispatcher takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "pO!OOOOOO:Dispatcher", &method, &PyDict_Type, &fcache, &resolve,
+                          &prehook, &posthook, &method_of, &getattr_, &module_type)) {
+        return NULL;
+    }
+    DispatcherObject *d = (DispatcherObject *)type->tp_alloc(type, 0);
+    if (d == NULL) {
+        return NULL;
+    }
+    d->method = method;
+    d->fcache = Py_NewRef(fcache);
+    d->resolve = Py_NewRef(resolve);
+    d->prehook = prehook == Py_None ? NULL : Py_NewRef(prehook);
+    d->posthook = posthook == Py_None ? NULL : Py_NewRef(posthook);
+    d->method_of = Py_NewRef(method_of);
+    d->getattr_ = Py_NewRef(getattr_);
+    d->module_type = Py_NewRef(module_type);
+    d->vectorcall = (vectorcallfunc)dispatcher_vectorcall;
+    return (PyObject *)d;
+}
+
+static int
+dispatcher_traverse(DispatcherObject *d, visitproc visit, void *arg)
+{
+    Py_VISIT(d->fcache);
+    Py_VISIT(d->resolve);
+    Py_VISIT(d->prehook);
+    Py_VISIT(d->posthook);
+    Py_VISIT(d->method_of);
+    Py_VISIT(d->getattr_);
+    Py_VISIT(d->module_type);
+    return 0;
+}
+
+static int
+dispatcher_clear(DispatcherObject *d)
+{
+    Py_CLEAR(d->fcache);
+    Py_CLEAR(d->resolve);
+    Py_CLEAR(d->prehook);
+    Py_CLEAR(d->posthook);
+    Py_CLEAR(d->method_of);
+    Py_CLEAR(d->getattr_);
+    Py_CLEAR(d->module_type);
+    return 0;
+}
+
+static void
+dispatcher_dealloc(DispatcherObject *d)
+{
+    PyObject_GC_UnTrack(d);
+    dispatcher_clear(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+static PyObject *
+dispatcher_repr(DispatcherObject *d)
+{
+    return PyUnicode_FromString(d->method ? "<overdub method dispatcher>" : "<overdub call dispatcher>");
+}
+
+static PyTypeObject Dispatcher_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.Dispatcher",
+    .tp_doc = "Dispatcher(method, fcache, resolve, prehook, posthook, method_of, getattr_, "
+              "ModuleType): a call site's dispatcher (see codegen.CALL_SRC).",
+    .tp_basicsize = sizeof(DispatcherObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(DispatcherObject, vectorcall),
+    .tp_call = guarded_call,
+    .tp_new = dispatcher_new,
+    .tp_repr = (reprfunc)dispatcher_repr,
+    .tp_dealloc = (destructor)dispatcher_dealloc,
+    .tp_traverse = (traverseproc)dispatcher_traverse,
+    .tp_clear = (inquiry)dispatcher_clear,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_overdub_native",
@@ -351,7 +702,9 @@ PyMODINIT_FUNC
 PyInit__overdub_native(void)
 {
     str_tagkey = PyUnicode_InternFromString("_tagkey");
-    if (str_tagkey == NULL || PyType_Ready(&TaggedBase_Type) < 0 || PyType_Ready(&Guarded_Type) < 0) {
+    str_dict = PyUnicode_InternFromString("__dict__");
+    if (str_tagkey == NULL || str_dict == NULL || PyType_Ready(&TaggedBase_Type) < 0
+        || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
@@ -360,7 +713,9 @@ PyInit__overdub_native(void)
     }
     Py_INCREF(&TaggedBase_Type);
     Py_INCREF(&Guarded_Type);
+    Py_INCREF(&Dispatcher_Type);
     if (PyModule_AddObject(m, "GuardedOperator", (PyObject *)&Guarded_Type) < 0
+        || PyModule_AddObject(m, "Dispatcher", (PyObject *)&Dispatcher_Type) < 0
         || PyModule_AddObject(m, "TaggedBase", (PyObject *)&TaggedBase_Type) < 0
         || PyModule_AddIntConstant(m, "ABI", OVERDUB_NATIVE_ABI) < 0
         || PyModule_AddIntConstant(m, "TAGGED_SIZE", (long)sizeof(TaggedObject)) < 0) {

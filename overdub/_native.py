@@ -10,7 +10,7 @@ do: the library never runs half in C and half in Python by accident.
 import os
 from typing import Any
 
-__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "capstan_native"]
+__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "Dispatcher", "capstan_native"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
@@ -46,11 +46,14 @@ class _PyTaggedBase:
 
 TaggedBase: type = _PyTaggedBase
 GuardedOperator: Any
+Dispatcher: Any
 capstan_native: Any
 if PURE_PYTHON:
     TaggedBase = _PyTaggedBase
     #: (pure Python: rewritten code guards its operators inline instead; see rewrite.py)
     GuardedOperator = None
+    #: (pure Python: codegen.CALL_SRC generates the dispatchers)
+    Dispatcher = None
     capstan_native = None
 else:
     _overdub_native = _load("_overdub_native")
@@ -58,5 +61,7 @@ else:
     #: one binary or comparison operator of rewritten code: CPython's own operator for
     #: operands of guarded types, the context's slot otherwise (see rewrite._guarded)
     GuardedOperator = _overdub_native.GuardedOperator
+    #: a call site's dispatcher, ``call(f, *args)`` or ``meth(obj, name, *args)``
+    Dispatcher = _overdub_native.Dispatcher
     #: capstan's scalar kernels (its fastpaths module installs them)
     capstan_native = _load("_capstan_native")

@@ -23,6 +23,7 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
                    MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
+from ._native import Dispatcher, GuardedOperator
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .passes import PassError
 from .tagging import Tagged
@@ -187,6 +188,17 @@ class Runtime:
         routed = self.user(fn)
         return method if routed is fn else MethodType(routed, self.ctx)
 
+    def bound_total(self, fn):
+        """The total primitive ``fn`` bound to the context.  A primitive may carry a native
+        twin, ``fn.__overdub_native__``: a C callable with the same signature that behaves
+        exactly as ``fn`` does (capstan's scalar arithmetic).  The runtime calls the twin
+        unless the context runs nested in another context's run, which must see what
+        ``fn``'s Python body computes."""
+        native = getattr(fn, "__overdub_native__", None)
+        if native is not None and self.outer_call is None:
+            return MethodType(native, self.ctx)
+        return MethodType(self.user(fn), self.ctx)
+
     def forget_callees(self):
         """Drop what was resolved during this run (builtins excepted): a callee is resolved
         again on its next call.  Routed twins made for functions stay valid as long as
@@ -286,9 +298,14 @@ class Runtime:
     def _dispatchers(self, arity):
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
         spec, ctx = self.spec, self.ctx
+        getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731 (the slot is built later)
+        if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
+            hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
+            return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self._method_of,
+                                    getattr_, ModuleType) for method in (False, True))
         make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
         return make(self.fcache, self.resolve, self.prehook, self.posthook, self._method_of,
-                    lambda o, n: self._getattr_slot(o, n), ModuleType)
+                    getattr_, ModuleType)
 
     def _op_slot(self, fn, step, params, args, fast, with_prehook=True):
         """The function rewritten code calls for one operator: hooks and primitive
@@ -350,6 +367,11 @@ class Runtime:
             fn = self.prehook if self._inline_prehook(key[1:]) else None
             self.ops[key] = fn
             return fn
+        if key[0] == "guarded":  # the C layer's form of an inline guard (rewrite._guarded)
+            op = key[1:]
+            fn = self.ops[key] = GuardedOperator(op[1], self.slot(("guard",) + op), self.slot(op),
+                                                 self.slot(("pre",) + op), codegen.OP_SLOTS[op][0])
+            return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))
 
@@ -363,7 +385,7 @@ class Runtime:
                                           or spec.canrecurse):
                 # the rewritten code has run builtin operands natively already: the total
                 # primitive takes everything else, with no dispatch step in between
-                fn = self.ops[key] = MethodType(self.user(total), self.ctx)
+                fn = self.ops[key] = self.bound_total(total)
                 return fn
             inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
             if self.outer is not None:
@@ -421,7 +443,7 @@ class Runtime:
         if hashable and spec.totals:
             total = spec.totals.get(f)
             if total is not None:
-                return MethodType(self.user(total), self.ctx)  # it takes every call of f itself
+                return self.bound_total(total)  # it takes every call of f itself
         if hashable and spec.primitives:
             rules = spec.primitives.get(f)
             if rules:  # (a rule without conditions takes every call: f's body is never

@@ -29,6 +29,7 @@ from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's pa
 from bytecode import Bytecode, Instr, Label, TryBegin
 
 from . import _compat as C
+from ._native import GuardedOperator
 from .semantics import BINARY, COMPARE, INPLACE
 
 #: the operator function each routed BINARY_OP / COMPARE_OP stands for
@@ -215,8 +216,11 @@ class _Rewriter:
         """``[a, b]`` -> the original instruction when both operands' exact types are in
         the runtime's guard set for this operator (builtin types, when nothing in the
         context can observe or replace the operation), else ``slot(a, b)``.  The check
-        is inline, so the common case costs no Python-level call."""
+        is inline, so the common case costs no Python-level call.  With the C layer,
+        all of it is one call of a C ``GuardedOperator`` (the ``guarded`` slot)."""
         loc = ins.location
+        if GuardedOperator is not None:
+            return self._binary(Slot("guarded", *slot.key), loc) + after_slot
         slow, end, nopre = Label(), Label(), Label()
         guard, pre = Slot("guard", *slot.key), Slot("pre", *slot.key)
         # an empty guard set (the context observes this operator) skips the type checks

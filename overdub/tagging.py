@@ -19,6 +19,7 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable
 
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+from ._native import TaggedBase
 
 if TYPE_CHECKING:
     from .context import Context
@@ -86,16 +87,14 @@ def _strip_dead_all(args: Any) -> list[Any]:
     return out
 
 
-class Tagged:
-    """A value tagged by one context: ``tag(value, ctx, metadata)``."""
+class Tagged(TaggedBase):  # type: ignore[misc]  # (a C type, or its Python reference: see _native)
+    """A value tagged by one context: ``tag(value, ctx, metadata)``.
 
-    __slots__ = ("_value", "_meta", "_tagkey", "_ctx", "__weakref__")
+    ``Tagged(value, meta, ctx)`` stores the fields ``_value``, ``_meta``, ``_ctx`` and
+    ``_tagkey`` (``ctx``'s tag identity at that moment) in :class:`TaggedBase`: a C struct,
+    or its pure-Python reference (see ``_native.py``)."""
 
-    def __init__(self, value: Any, meta: Any, ctx: "Context") -> None:
-        self._value = value
-        self._meta = meta
-        self._tagkey = ctx._tagkey
-        self._ctx = ctx
+    __slots__ = ()
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # isinstance(t, float) holds for a tagged float, even in plain code

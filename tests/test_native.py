@@ -355,3 +355,162 @@ def test_programs_give_the_same_bits_with_and_without_the_c_layer():
     assert len(here) == len(cases) >= 50
     for case, a, b in zip(cases, here, there):
         assert a == b, case[0]
+
+
+# ----------------------------------------------------------------------------- dispatchers
+def _dispatcher_pair(prehook, posthook):
+    """The C dispatchers and the generated Python ones (codegen.CALL_SRC, the reference),
+    over the same cache, resolver and hooks; each logs what it is asked to do."""
+    from types import ModuleType
+
+    from overdub import codegen
+
+    def make(kind):
+        log = []
+        fcache = {}
+
+        def resolve(f, hashable=True, lasting=False):
+            log.append(("resolve", getattr(f, "__name__", repr(f)), hashable, lasting))
+            if f == "boom":
+                raise LookupError("resolve failed")
+            return f
+
+        def pre(f, *args, **kwargs):
+            log.append(("pre", getattr(f, "__name__", f), args, kwargs))
+            if kwargs.get("fail") == "pre":
+                raise KeyError("from the prehook")
+
+        def post(r, f, *args, **kwargs):
+            log.append(("post", r, getattr(f, "__name__", f), args, kwargs))
+
+        def method_of(tp, name):
+            log.append(("method_of", tp.__name__, name))
+            f = tp.__dict__.get(name)
+            return (f if callable(f) else None), True
+
+        def getattr_(o, n):
+            log.append(("getattr", n))
+            return getattr(o, n)
+
+        hooks = (pre if prehook else None, post if posthook else None)
+        if kind == "c":
+            pair = tuple(_native.Dispatcher(m, fcache, resolve, *hooks, method_of, getattr_, ModuleType)
+                         for m in (False, True))
+        else:
+            pair = codegen.dispatchers_factory(None, prehook, posthook)(
+                fcache, resolve, pre, post, method_of, getattr_, ModuleType)
+        return pair, log
+
+    return make("c"), make("python")
+
+
+class _Obj:
+    def m(self, a, b=0):
+        if a == "raise":
+            raise ValueError("from m")
+        return ("m", a, b)
+
+    def __eq__(self, other):
+        return isinstance(other, _Obj)
+
+    __hash__ = object.__hash__
+
+
+def _callee(*args, **kwargs):
+    if kwargs.get("fail") == "callee":
+        raise ZeroDivisionError("from the callee")
+    return ("callee", args, tuple(sorted(kwargs.items())))
+
+
+@native
+@pytest.mark.parametrize("prehook,posthook", [(False, False), (True, False), (False, True), (True, True)])
+def test_dispatchers_do_what_the_generated_ones_do(prehook, posthook):
+    shadowed = _Obj()
+    shadowed.m = lambda *a: ("instance attribute", a)
+    many = tuple(range(12))
+    calls = [
+        ("call", (_callee,), {}), ("call", (_callee, 1, 2), {}), ("call", (_callee, 1), {"k": 2}),
+        ("call", (_callee,) + many, {"k": 1, "j": 2}), ("call", (_callee, 1), {"fail": "callee"}),
+        ("call", (_callee,), {"fail": "pre"}), ("call", (_callee,), {}),  # (cached now)
+        ("call", ("boom",), {}), ("call", ([1, 2].__len__,), {}),
+        ("meth", (_Obj(), "m", 1), {}), ("meth", (_Obj(), "m", 1), {"b": 5}),
+        ("meth", (_Obj(), "m") + many[:1], {}), ("meth", (_Obj(), "m", "raise"), {}),
+        ("meth", (shadowed, "m", 3), {}), ("meth", (math, "sqrt", 4.0), {}),
+        ("meth", (_Obj(), "missing"), {}), ("meth", ("text", "upper"), {}),
+        ("meth", (_Obj(), "m", *many[:9]), {}),
+    ]
+    (c_pair, c_log), (py_pair, py_log) = _dispatcher_pair(prehook, posthook)
+    for kind, args, kwargs in calls:
+        outcomes = []
+        for (call, meth), log in ((c_pair, c_log), (py_pair, py_log)):
+            log.clear()
+            fn = call if kind == "call" else meth
+            try:
+                out = ("ok", fn(*args, **kwargs))
+            except Exception as exc:  # noqa: BLE001 (the exception is the outcome)
+                out = ("raises", type(exc), str(exc))
+            outcomes.append((out, list(log)))
+        assert outcomes[0] == outcomes[1], (kind, args, kwargs)
+
+
+def _raiser():
+    raise RuntimeError("deep")
+
+
+def _middle():
+    return _raiser()
+
+
+class _Counting(overdub.Context):
+    def prehook(self, f, /, *args, **kwargs):
+        self.calls = getattr(self, "calls", 0) + 1
+
+
+def test_no_python_frame_of_ours_between_two_user_frames():
+    """The routed callee's caller is the routed caller itself (the C dispatcher is no
+    Python frame); the pure-Python reference has its generated dispatcher in between."""
+    try:
+        overdub.overdub(_Counting(), _middle)
+    except RuntimeError as exc:
+        tb = exc.__traceback__
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        frame = tb.tb_frame
+    assert frame.f_code.co_name == "_raiser"
+    caller = frame.f_back
+    if _native.PURE_PYTHON:
+        assert caller.f_code.co_name != "_middle"
+    else:
+        assert caller.f_code.co_name == "_middle"
+
+
+def _depth(n):
+    return 0 if n == 0 else 1 + _depth(n - 1)
+
+
+def test_recursion_depth_under_a_routed_context():
+    """How deep a routed recursion may go under the default limit: the pure-Python path
+    halves it (two frames per call); the C dispatcher halves it on 3.11 only (where a call
+    from C counts against the limit, to keep the C stack safe) and keeps at least
+    three quarters of it on 3.12+ (CPython's own C recursion limit)."""
+    def deepest():
+        lo, hi = 10, sys.getrecursionlimit()
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            try:
+                overdub.overdub(_Counting(), _depth, mid)
+                lo = mid
+            except RecursionError:
+                hi = mid - 1
+        return lo
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        depth = deepest()
+    finally:
+        sys.setrecursionlimit(limit)
+    if _native.PURE_PYTHON or sys.version_info < (3, 12):
+        assert 450 <= depth < 500
+    else:
+        assert depth >= 700
