@@ -39,6 +39,8 @@ MATH = {
 }
 #: a power with a constant exponent b: (result, partial wrt a)
 POWER = ("a ** b", "(b * a ** (b - 1) if b else 0.0)")
+#: the partial of a ** b wrt the exponent b, for a positive base a
+POWER_EXPONENT = "r * math.log(a)"
 #: decisions on values, spelled out for the guards of generated tape code
 COMPARE = {operator.lt: "a < b", operator.le: "a <= b", operator.gt: "a > b", operator.ge: "a >= b",
            operator.eq: "a == b", operator.ne: "a != b"}
@@ -91,14 +93,32 @@ def method(self, x):
 
 _POWER = """
 def method(self, x, y):
+    key = self._tagkey
     ty = type(y)
-    if type(x) is Tagged and x._tagkey is self._tagkey and (ty is int or ty is float):
+    if type(x) is Tagged and x._tagkey is key:
         a = x._value
         ta = type(a)
-        if (ta is float or ta is F64) and CHECK(x) and (ty is int or a > 0.0):
-            b = y
-            r = {r}
-            EMIT(x: {da})
+        if (ta is float or ta is F64) and CHECK(x):
+            if ty is int or ty is float:
+                if ty is int or a > 0.0:
+                    b = y
+                    r = {r}
+                    EMIT(x: {da})
+            elif ty is Tagged and y._tagkey is key and a > 0.0:
+                b = y._value
+                tb = type(b)
+                if (tb is float or tb is F64) and CHECK(y):
+                    r = {r}
+                    EMIT(x: {da}, y: {db})
+    elif ty is Tagged and y._tagkey is key:
+        tx = type(x)
+        if (tx is float or tx is int) and x > 0:
+            a = x
+            b = y._value
+            tb = type(b)
+            if (tb is float or tb is F64) and CHECK(y):
+                r = {r}
+                EMIT(y: {db})
     return self.apply(f, (x, y), {{}})
 """
 
@@ -138,7 +158,7 @@ def _source(template, mode):
 
 def _make(template, mode, f, forms, **env):
     names = dict(zip(("r", "da", "db"), forms))
-    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, **env}
+    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, **env}
     exec(compile(_source(template, mode).format(**names), "<capstan fast path for %s>" % f.__name__,
                  "exec"), ns)
     return ns["method"]
@@ -181,7 +201,7 @@ def install(cls, mode):
             primitive(g, object, Tagged)(method)      # hands them to apply)
             setattr(cls, "_fast_%s" % g.__name__, method)
     for f in (operator.pow, operator.ipow):
-        method = _twin(_make(_POWER, mode, f, POWER), mode, f)
+        method = _twin(_make(_POWER, mode, f, POWER + (POWER_EXPONENT,)), mode, f)
         primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     for f, forms in UNARY.items():

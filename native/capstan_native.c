@@ -239,47 +239,75 @@ binary(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, 
     return emit(k, ctx, key, r, mx, da, my, db);
 }
 
-/* x ** c for a constant exponent c and a positive base (the rest: the fallback) */
+/* an exact int as a double, when it is one exactly (|n| <= 2**53) */
+static inline int
+exact_int(PyObject *y, double *value)
+{
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(y, &overflow);
+    if (overflow || (n == -1 && PyErr_Occurred()) || n > (1LL << 53) || n < -(1LL << 53)) {
+        PyErr_Clear();
+        return 0;
+    }
+    *value = (double)n;
+    return 1;
+}
+
+/* x ** y: a positive base tagged by this run with a constant or tagged exponent, or a
+   positive constant base with a tagged exponent (the rest: the fallback, which also takes
+   a negative base with an int exponent) */
 static PyObject *
 power(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, int *handled)
 {
     double a, b;
-    PyObject *mx = NULL;
-    if (!own_float(x, key, k->reverse, &a, &mx) || !(a > 0.0) || !isfinite(a)) {
-        return NULL;
-    }
-    if (PyFloat_CheckExact(y)) {
-        b = PyFloat_AS_DOUBLE(y);
-    }
-    else if (PyLong_CheckExact(y)) {
-        int overflow;
-        long long n = PyLong_AsLongLongAndOverflow(y, &overflow);
-        if (overflow || (n == -1 && PyErr_Occurred()) || n > (1LL << 53) || n < -(1LL << 53)) {
-            PyErr_Clear();
+    PyObject *mx = NULL, *my = NULL;
+    if (own_float(x, key, k->reverse, &a, &mx)) {
+        if (PyFloat_CheckExact(y)) {
+            b = PyFloat_AS_DOUBLE(y);
+        }
+        else if (PyLong_CheckExact(y)) {
+            if (!exact_int(y, &b)) {
+                return NULL;
+            }
+        }
+        else if (!is_own(y, key) || !own_float(y, key, k->reverse, &b, &my)) {
             return NULL;
         }
-        b = (double)n;
+    }
+    else if (is_own(y, key) && !is_own(x, key)) {
+        if (PyFloat_CheckExact(x)) {
+            a = PyFloat_AS_DOUBLE(x);
+        }
+        else if (!PyLong_CheckExact(x) || !exact_int(x, &a)) {
+            return NULL;
+        }
+        if (!own_float(y, key, k->reverse, &b, &my)) {
+            return NULL;
+        }
     }
     else {
         return NULL;
     }
-    if (!isfinite(b)) {
+    if (!(a > 0.0) || !isfinite(a) || !isfinite(b)) {
         return NULL;
     }
     double r = pow(a, b);
     if (!isfinite(r)) {
         return NULL;  /* Python raises OverflowError */
     }
-    double da = 0.0;
-    if (b != 0.0) {
+    double da = 0.0, db = 0.0;
+    if (mx != NULL && b != 0.0) {
         double q = pow(a, b - 1.0);
         if (!isfinite(q)) {
             return NULL;
         }
         da = b * q;
     }
+    if (my != NULL) {
+        db = r * log(a);
+    }
     *handled = 1;
-    return emit(k, ctx, key, r, mx, da, NULL, 0.0);
+    return emit(k, ctx, key, r, mx, da, my, db);
 }
 
 static PyObject *
