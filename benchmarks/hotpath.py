@@ -4,6 +4,7 @@
     python benchmarks/hotpath.py --quick         # smoke run: one short batch per cell, small loops
     python benchmarks/hotpath.py --json out.json # also write every row as JSON
     python benchmarks/hotpath.py -v              # progress on stderr
+    python benchmarks/hotpath.py --no-peers      # leave the AD peers out even where installed
 
 Five tables, each measured side by side in this one process (interleaved rounds, below):
   (a) scalar loops: Horner (degree 100), Euler (1000 steps, derivative w.r.t. k) and Rosenbrock
@@ -166,11 +167,12 @@ class Cell:
     """One method of a workload: ``factory()`` does the imports and set-up and returns the
     zero-argument callable that is timed (ImportError: "not installed"); its result is checked
     against the hand-written reference named ``hand``; ``target`` is ``(text, limit)`` on the
-    ratio to plain (``basis`` "plain") or to that hand-written reference (``basis`` "hand")."""
+    ratio to plain (``basis`` "plain") or to that hand-written reference (``basis`` "hand");
+    ``peer`` marks another AD library's cell."""
 
-    def __init__(self, name, factory, hand, target=None, note="", basis="plain"):
+    def __init__(self, name, factory, hand, target=None, note="", basis="plain", peer=False):
         self.name, self.factory, self.hand, self.target = name, factory, hand, target
-        self.note, self.basis = note, basis
+        self.note, self.basis, self.peer = note, basis, peer
 
 
 class Bench:
@@ -183,7 +185,7 @@ class Bench:
 
 
 def peer_cells(peers, hand):
-    return [Cell(name, factory, hand, note=note) for name, factory, note in peers]
+    return [Cell(name, factory, hand, note=note, peer=True) for name, factory, note in peers]
 
 
 def scalar_benches():
@@ -412,29 +414,31 @@ def numpy_benches():
 
 
 # ----------------------------------------------------------------------------- timing
-def interleaved(fns, quick, rounds=15, batch_s=0.04):
+def interleaved(fns, quick, rounds=15, batch_s=0.04, slow_s=0.3, slow_rounds=3):
     """Seconds per call of each of ``fns``, one list per fn with one entry per round.
 
     Every round times each fn once, as a batch of back-to-back calls of about ``batch_s``
     (GC enabled), the order rotating from round to round: load on the machine then drifts
-    over all of them alike, and ratios or differences taken within a round cancel it.
+    over all of them alike, and ratios or differences taken within a round cancel it. One
+    call sizes each batch (the callers have made a first call already). A fn slower than
+    ``slow_s`` per call (a peer run eagerly) is timed in the first ``slow_rounds`` rounds
+    only, one call each, so that it does not hold up the others.
     """
     if quick:
         rounds, batch_s = 1, 0.005
     reps = []
     for fn in fns:
-        fn()
         t0 = time.perf_counter()
         fn()
         once = max(time.perf_counter() - t0, 1e-7)
-        reps.append(max(1, int(batch_s / once)))
-        if once > 0.3:  # slow peers: fewer rounds for all
-            rounds = min(rounds, 3)
+        reps.append(max(1, int(batch_s / once)) if once <= slow_s else 0)
     times = [[] for _ in fns]
     for r in range(rounds):
         for k in range(len(fns)):
             i = (k + r) % len(fns)
-            fn, n = fns[i], reps[i]
+            fn, n = fns[i], reps[i] or (1 if r < slow_rounds else 0)
+            if not n:
+                continue
             t0 = time.perf_counter()
             for _ in range(n):
                 fn()
@@ -443,6 +447,7 @@ def interleaved(fns, quick, rounds=15, batch_s=0.04):
 
 
 def median_ratio(times, base):
+    """Median over rounds of the ratio of two fns' times in the same round."""
     return statistics.median(t / b for t, b in zip(times, base))
 
 
@@ -451,11 +456,13 @@ def _row(workload, method, note=""):
             "first_call": None, "target": "", "met": None, "error": "", "note": note}
 
 
-def run_benches(benches, quick, progress=None):
+def run_benches(benches, quick, progress=None, peers=True):
     """Rows (dicts) for every method of every workload: plain, the hand-written references and
-    each cell, checked first and then timed in interleaved rounds."""
+    each cell (the peers' only if ``peers``), checked first and then timed in interleaved rounds."""
     rows = []
     for b in benches:
+        if not peers:
+            b.cells = [c for c in b.cells if not c.peer]
         if progress:
             progress(b.name)
         gc.collect()
@@ -633,9 +640,11 @@ How it is measured: every method of a workload (plain, hand-written, each cell) 
 same rounds (15 rounds; in each, a batch of ~40 ms of back-to-back calls per method, GC enabled,
 the order rotating). "median" is the median time per call over the rounds; "× plain" and
 "× hand-written" are the medians over rounds of the ratio taken within each round, so load on a
-shared machine cancels. "first call" is the first call in this process, after the set-up: for
-capstan it includes rewriting the code if no earlier cell rewrote it, for jax.jit tracing and
-compiling. Peers are filled in where installed (autograd, jax, torch), "not installed" otherwise.
+shared machine cancels (a method slower than 0.3 s per call, a peer run eagerly, is timed in the
+first 3 rounds only, one call each). "first call" is the first call in this process, after the
+set-up: for capstan it includes rewriting the code if no earlier cell rewrote it, for jax.jit
+tracing and compiling. Peers are filled in where installed (autograd, jax, torch), "not
+installed" otherwise.
 """
 
 
@@ -643,11 +652,12 @@ def main(argv):
     quick = "--quick" in argv
     json_path = argv[argv.index("--json") + 1] if "--json" in argv else None
     progress = (lambda s: print("…", s, file=sys.stderr, flush=True)) if "-v" in argv else None
-    scalar = run_benches(scalar_benches(), quick, progress)
+    peers = "--no-peers" not in argv
+    scalar = run_benches(scalar_benches(), quick, progress, peers)
     per_op = run_per_op(quick, progress)
     entry = run_entry(quick)
-    nested = run_benches(nested_benches(), quick, progress)
-    arrays = run_benches(numpy_benches(), quick, progress)
+    nested = run_benches(nested_benches(), quick, progress, peers)
+    arrays = run_benches(numpy_benches(), quick, progress, peers)
 
     print(_adbench.header("Hot path (issue 13)", quick))
     print()
