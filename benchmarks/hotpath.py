@@ -1,6 +1,8 @@
 """The hot path (issue 13): scalar AD against plain Python, per operation, per entry, nested, NumPy.
 
-    python benchmarks/hotpath.py                 # full run (about a minute), markdown on stdout
+    python benchmarks/hotpath.py                 # full run, markdown on stdout (about a minute;
+                                                 # minutes more with jax installed: eager jax
+                                                 # takes seconds per call on Euler)
     python benchmarks/hotpath.py --quick         # smoke run: one short batch per cell, small loops
     python benchmarks/hotpath.py --json out.json # also write every row as JSON
     python benchmarks/hotpath.py -v              # progress on stderr
