@@ -47,10 +47,10 @@ from overdub import Tagged, opaque, overdub, primitive, recurse
 from . import nesting
 from .adcontext import INPLACE, ADContext
 from .losses import NoRuleError
-from .reverse import INPUT, RULE, adjoint, pullback
+from .reverse import GUARD, INPUT, RULE, adjoint, pullback
 from .rules import operator_rules, registry
 from .rules.registry import defimpl, defjvp, strong_mul, unbroadcast
-from .tape import GUARD, Raised, record_tape
+from .tape import Raised, record_tape
 
 #: most control paths recorded per kernel; elements beyond them run one by one
 MAX_PATHS = 16

@@ -11,6 +11,7 @@ Mutation is supported: ``a[i] = x`` into an array makes a new node for the array
 the tape is overwritten, the records that read it get a snapshot of its old
 contents -- so the backward pass always sees the values the forward pass used.
 """
+import enum
 import operator
 import weakref
 from typing import Any, Callable
@@ -37,17 +38,70 @@ from .rules.registry import conj, unbroadcast
 _PARTIALS, _VJP = registry.PARTIALS, registry.VJP
 ADJOINTS: dict[Any, Any] = {}  # f -> user rule returning (y, pullback)
 
-INPUT, RULE, GETITEM, SETITEM, CUSTOM = range(5)
+
+class Kind(enum.IntEnum):
+    """What a tape :class:`Record` stands for, which decides what its fields hold.
+
+    Every record's ``kind`` is one of these members, so the backward pass compares them by
+    identity (``rec.kind is RULE``: an enum's ``==`` costs more than a plain int's).
+    """
+
+    INPUT = 0  # an input of the differentiation
+    RULE = 1  # a call of a function with a derivative rule
+    GETITEM = 2  # a read of part of an array
+    SETITEM = 3  # a write into part of an array
+    CUSTOM = 4  # a pullback given with the step: a user adjoint, a hook, a checkpoint
+    GUARD = 5  # (record_tape's tapes only) a decision on a differentiated value
+
+
+INPUT, RULE, GETITEM, SETITEM, CUSTOM, GUARD = Kind
 
 
 class Record:
-    """One step of the tape: how to send a cotangent of ``ans`` back to ``parents``."""
+    """One step of the tape: how to send a cotangent of ``ans`` back to ``parents``.
+
+    ``parents`` holds the nodes (tape positions) the step reads, ``None`` for a constant and a
+    list of nodes for a list argument; ``foreign`` is the enclosing context whose tagged values
+    the step's values are (nested differentiation), else ``None``. ``kind`` decides what the
+    other fields hold (unused ones are ``None`` or ``()``):
+
+    * INPUT: nothing (``ans`` is the new value in a kept tape's replay).
+    * RULE: ``f`` the function called, ``ans`` its result, ``vals`` its arguments and
+      ``kwargs`` its keyword arguments (a dict).
+    * GETITEM, a read ``array[index]``: ``kwargs`` is ``(shape, dtype, index)``, the array's
+      shape and dtype; ``parents`` is (the array read,).
+    * SETITEM, a write ``array[index] = value``: ``kwargs`` is ``(shape, index, dtype)``, the
+      value's shape and dtype; ``parents`` is (the array before the write, the value written);
+      ``vals`` is (the value if it is a constant, the array's old contents if it was not
+      tracked and the context keeps them), each else ``None``.
+    * CUSTOM: ``f`` the pullback (a cotangent of ``ans`` -> one cotangent per parent), ``ans``
+      the result; ``vals`` and ``kwargs`` a user adjoint's arguments, else ``()`` and ``None``.
+    * GUARD (``record_tape``'s tapes): ``f`` the deciding call (``x > 0``, ``int(x)``), ``ans``
+      its outcome (or a ``tape.Raised``), ``vals`` and ``kwargs`` its arguments.
+
+    Besides records, the tape holds plain tuples ``(parent, partial)`` and ``(parent, partial,
+    parent, partial)``, appended by the scalar operators' fast paths (``fastpaths``): one float
+    operation, with its partial derivative with respect to each parent.
+    """
 
     __slots__ = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
 
     def __init__(self, kind, f, ans, vals, kwargs, parents, foreign=None):
         self.kind, self.f, self.ans, self.vals = kind, f, ans, vals
         self.kwargs, self.parents, self.foreign = kwargs, parents, foreign
+
+    def __repr__(self):
+        fields = ", ".join("%s=%s" % (name, _short(value)) for name, value in
+                           ((name, getattr(self, name)) for name in self.__slots__[1:])
+                           if value is not None and not (type(value) is tuple and not value))
+        return "Record(%s%s)" % (self.kind.name, ", " + fields if fields else "")
+
+
+def _short(value, limit=60):
+    """``repr(value)`` cut to ``limit`` characters (a record may hold large arrays)."""
+    text = getattr(value, "__name__", None) if callable(value) else None
+    text = text or repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class ReverseCtx(ADContext):
@@ -325,14 +379,14 @@ def backward(tape, seeds):
                 old = cts[p]
                 cts[p] = c if old is None else old + c
             continue
-        if rec.kind == INPUT:
+        if rec.kind is INPUT:
             continue
         foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
         if foreign is None and type(g) is np.ndarray and nestlevel():
             # a plain array an enclosing differentiation wrote derivatives into (it shadows
             # it): the cotangent carries that derivative, so the rule runs inside it
             foreign = enclosing(g)
-        if rec.kind == GETITEM and foreign is None:  # a read: add into the parent's buffer
+        if rec.kind is GETITEM and foreign is None:  # a read: add into the parent's buffer
             read = rec.kwargs
             if type(read[2]) is int and (type(g) is float or type(g) is _F64) and read[1].kind == "f":
                 p = rec.parents[0]
@@ -404,7 +458,7 @@ def _simple_index(k):
 def _step(rec, g, run):
     """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result."""
     kind = rec.kind
-    if kind == RULE:
+    if kind is RULE:
         f = rec.f
         vjp = _VJP.get(f)
         if type(vjp) is tuple:  # one rule per argument: only the ones needed
@@ -427,10 +481,10 @@ def _step(rec, g, run):
             else:
                 out.append(run(unbroadcast, run(registry.strong_mul, g, run(conj, d)), rec.vals[i]))
         return out
-    if kind == GETITEM:
+    if kind is GETITEM:
         shape, dtype, k = rec.kwargs
         return (run(getitem_back, g, shape, dtype, k),)
-    if kind == SETITEM:
+    if kind is SETITEM:
         vshape, k, vdtype = rec.kwargs
         return run(setitem_back, g, vshape, k, vdtype)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint

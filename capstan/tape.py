@@ -26,10 +26,9 @@ import numpy as np
 from overdub import Context
 
 from . import fastpaths, structure
-from .reverse import CUSTOM, GETITEM, INPUT, RULE, SETITEM, Record, ReverseCtx, _Run, backward
+from .reverse import CUSTOM, GETITEM, GUARD, INPUT, RULE, SETITEM, Record, ReverseCtx, _Run, backward
 from .rules import registry
 
-GUARD = 99
 _UNTRIED = object()
 _DECISIONS = {"__bool__": bool, "__index__": operator.index, "__int__": int}
 
@@ -113,7 +112,7 @@ class Tape:
         run = _Run(self.f, args, "record_tape", ctx=TapeCtx())
         self.records = run.ctx.tape
         for rec in self.records:
-            if type(rec) is Record and rec.kind == CUSTOM:
+            if type(rec) is Record and rec.kind is CUSTOM:
                 raise TypeError("capstan.record_tape: %s uses checkpoint, hook or a custom adjoint, "
                                 "which a tape cannot replay yet" % getattr(self.f, "__name__", self.f))
         self.run = run
@@ -150,21 +149,21 @@ class Tape:
         out = []
         for n, rec in enumerate(self.records):
             kind = rec.kind
-            if kind == INPUT:
+            if kind is INPUT:
                 out.append(Record(INPUT, None, values[n], (), None, ()))
                 continue
             args_ = _args(rec, out)
-            if kind == RULE:
+            if kind is RULE:
                 ans = rec.f(*args_, **rec.kwargs)
-            elif kind == GETITEM:
-                ans = out[rec.parents[0]].ans[rec.kwargs[2]]
-            elif kind == SETITEM:
+            elif kind is GETITEM:
+                ans = out[rec.parents[0]].ans[rec.kwargs[2]]  # (shape, dtype, index)
+            elif kind is SETITEM:
                 nc, nv = rec.parents
                 const_v, base = rec.vals
                 arr = np.array(out[nc].ans if nc is not None else base, copy=True)
-                arr[rec.kwargs[1]] = out[nv].ans if nv is not None else const_v
+                arr[rec.kwargs[1]] = out[nv].ans if nv is not None else const_v  # (shape, index, dtype)
                 ans = arr
-            elif kind == GUARD and type(rec.ans) is Raised:
+            elif kind is GUARD and type(rec.ans) is Raised:
                 try:
                     rec.f(*args_, **rec.kwargs)
                 except rec.ans.type:
@@ -173,7 +172,7 @@ class Tape:
                     return None
                 else:
                     return None
-            elif kind == GUARD:
+            elif kind is GUARD:
                 ans = rec.f(*args_, **rec.kwargs)
                 if not _same(ans, rec.ans):
                     return None
@@ -279,7 +278,7 @@ def compile_tape(tape, use_numba=None):
     inputs = [n for _, nodes in tape.inputs for n in nodes]
     fwd, bwd = [], []
     for n, rec in enumerate(tape.records):
-        if rec.kind == INPUT:
+        if rec.kind is INPUT:
             continue
         if rec.kind not in (RULE, GUARD) or any(type(p) is list for p in rec.parents):
             raise TypeError("tape.compile() handles scalar tapes (operators and math functions); "
@@ -294,16 +293,16 @@ def compile_tape(tape, use_numba=None):
             else:
                 env["c%d_%d" % (n, i)] = rec.vals[i]
                 args.append("c%d_%d" % (n, i))
-        if rec.kind == GUARD and type(rec.ans) is Raised:
+        if rec.kind is GUARD and type(rec.ans) is Raised:
             raise TypeError("tape.compile(): the recorded run caught an exception (%s) raised on a "
                             "differentiated value; replay it with tape.gradient instead"
                             % rec.ans.type.__name__)
-        guard = fastpaths.COMPARE.get(rec.f) if rec.kind == GUARD and not rec.kwargs else None
+        guard = fastpaths.COMPARE.get(rec.f) if rec.kind is GUARD and not rec.kwargs else None
         if guard is not None and len(args) == 2 and type(rec.ans) is bool:
             fwd.append("if (%s) is not %s: raise TapeGuardError('the tape would take another branch')"
                        % (_subst(guard, dict(zip("ab", args))), rec.ans))
             continue
-        inline = _inline_forms(rec.f) if not rec.kwargs and rec.kind == RULE else None
+        inline = _inline_forms(rec.f) if not rec.kwargs and rec.kind is RULE else None
         if (rec.f in (operator.pow, operator.ipow) and not rec.kwargs and len(rec.parents) == 2
                 and rec.parents[1] is None and type(rec.vals[1]) in (int, float)):
             inline = fastpaths.POWER + (None,)
@@ -315,7 +314,7 @@ def compile_tape(tape, use_numba=None):
             env["f%d" % n] = rec.f
             env["k%d" % n] = rec.kwargs or {}
             call = "f%d(%s, **k%d)" % (n, ", ".join(args), n)
-            if rec.kind == GUARD:
+            if rec.kind is GUARD:
                 env["e%d" % n] = rec.ans
                 fwd.append("if %s != e%d: raise TapeGuardError('the tape would take another branch')"
                            % (call, n))
