@@ -360,6 +360,146 @@ static PyTypeObject Guarded_Type = {
     .tp_getset = guarded_getset,
 };
 
+/* ------------------------------------------------------------------ attribute loads */
+
+/* GuardedAttribute(fast_types, native, attrs, all_names, slot): what rewritten code calls
+ * for `o.name`, `getattr(o, name)`.  For an object whose exact type is in fast_types (types
+ * no primitive of the context takes, the context having no hook to see the load) it does
+ * what the Python slot's last branch does:
+ *
+ *     if type(o) in native or name not in attrs.get(type(o), all_names): return getattr(o, name)
+ *
+ * and calls the slot otherwise. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fast_types;  /* frozenset of exact types */
+    PyObject *native;      /* set of exact types (overdub's NATIVE) */
+    PyObject *attrs;       /* dict: type -> the names CPython's own rules give meaning to */
+    PyObject *all_names;
+    PyObject *slot;
+    vectorcallfunc vectorcall;
+} AttributeObject;
+
+static PyObject *
+attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && PyUnicode_CheckExact(args[1])) {
+        PyObject *tp = (PyObject *)Py_TYPE(args[0]);
+        int fast = PySet_Contains(g->fast_types, tp);
+        if (fast < 0) {
+            return NULL;
+        }
+        if (fast) {
+            int plain = PySet_Contains(g->native, tp);
+            if (plain == 0) {
+                PyObject *names = PyDict_GetItemWithError(g->attrs, tp);
+                if (names == NULL && PyErr_Occurred()) {
+                    return NULL;
+                }
+                int special = PySequence_Contains(names != NULL ? names : g->all_names, args[1]);
+                if (special < 0) {
+                    return NULL;
+                }
+                plain = !special;
+            }
+            if (plain < 0) {
+                return NULL;
+            }
+            if (plain) {
+                return PyObject_GetAttr(args[0], args[1]);
+            }
+        }
+    }
+    return PyObject_Vectorcall(g->slot, args, nargsf, kwnames);
+}
+
+static PyObject *
+attribute_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *fast_types, *native, *attrs, *all_names, *slot;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedAttribute takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!OO!OO:GuardedAttribute", &PyFrozenSet_Type, &fast_types, &native,
+                          &PyDict_Type, &attrs, &all_names, &slot)) {
+        return NULL;
+    }
+    if (!PyAnySet_Check(native) || !PyCallable_Check(slot)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedAttribute: native must be a set, slot callable");
+        return NULL;
+    }
+    AttributeObject *g = (AttributeObject *)type->tp_alloc(type, 0);
+    if (g == NULL) {
+        return NULL;
+    }
+    g->fast_types = Py_NewRef(fast_types);
+    g->native = Py_NewRef(native);
+    g->attrs = Py_NewRef(attrs);
+    g->all_names = Py_NewRef(all_names);
+    g->slot = Py_NewRef(slot);
+    g->vectorcall = (vectorcallfunc)attribute_vectorcall;
+    return (PyObject *)g;
+}
+
+static int
+attribute_traverse(AttributeObject *g, visitproc visit, void *arg)
+{
+    Py_VISIT(g->fast_types);
+    Py_VISIT(g->native);
+    Py_VISIT(g->attrs);
+    Py_VISIT(g->all_names);
+    Py_VISIT(g->slot);
+    return 0;
+}
+
+static int
+attribute_clear(AttributeObject *g)
+{
+    Py_CLEAR(g->fast_types);
+    Py_CLEAR(g->native);
+    Py_CLEAR(g->attrs);
+    Py_CLEAR(g->all_names);
+    Py_CLEAR(g->slot);
+    return 0;
+}
+
+static void
+attribute_dealloc(AttributeObject *g)
+{
+    PyObject_GC_UnTrack(g);
+    attribute_clear(g);
+    Py_TYPE(g)->tp_free((PyObject *)g);
+}
+
+static PyObject *
+attribute_get_slot(AttributeObject *g, void *closure)
+{
+    return Py_NewRef(g->slot);
+}
+
+static PyGetSetDef attribute_getset[] = {
+    {"slot", (getter)attribute_get_slot, NULL, "the context's slot for attribute loads", NULL},
+    {NULL}
+};
+
+static PyTypeObject Attribute_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.GuardedAttribute",
+    .tp_doc = "GuardedAttribute(fast_types, native, attrs, all_names, slot): attribute loads "
+              "of rewritten code.",
+    .tp_basicsize = sizeof(AttributeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(AttributeObject, vectorcall),
+    .tp_call = guarded_call,
+    .tp_new = attribute_new,
+    .tp_dealloc = (destructor)attribute_dealloc,
+    .tp_traverse = (traverseproc)attribute_traverse,
+    .tp_clear = (inquiry)attribute_clear,
+    .tp_getset = attribute_getset,
+};
+
 /* ------------------------------------------------------------------ call dispatchers */
 
 /* Dispatcher(method, fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
@@ -704,7 +844,8 @@ PyInit__overdub_native(void)
     str_tagkey = PyUnicode_InternFromString("_tagkey");
     str_dict = PyUnicode_InternFromString("__dict__");
     if (str_tagkey == NULL || str_dict == NULL || PyType_Ready(&TaggedBase_Type) < 0
-        || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0) {
+        || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0
+        || PyType_Ready(&Attribute_Type) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
@@ -714,8 +855,10 @@ PyInit__overdub_native(void)
     Py_INCREF(&TaggedBase_Type);
     Py_INCREF(&Guarded_Type);
     Py_INCREF(&Dispatcher_Type);
+    Py_INCREF(&Attribute_Type);
     if (PyModule_AddObject(m, "GuardedOperator", (PyObject *)&Guarded_Type) < 0
         || PyModule_AddObject(m, "Dispatcher", (PyObject *)&Dispatcher_Type) < 0
+        || PyModule_AddObject(m, "GuardedAttribute", (PyObject *)&Attribute_Type) < 0
         || PyModule_AddObject(m, "TaggedBase", (PyObject *)&TaggedBase_Type) < 0
         || PyModule_AddIntConstant(m, "ABI", OVERDUB_NATIVE_ABI) < 0
         || PyModule_AddIntConstant(m, "TAGGED_SIZE", (long)sizeof(TaggedObject)) < 0) {

@@ -10,7 +10,8 @@ do: the library never runs half in C and half in Python by accident.
 import os
 from typing import Any
 
-__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "Dispatcher", "capstan_native"]
+__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "Dispatcher", "GuardedAttribute",
+           "capstan_native"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
@@ -47,6 +48,7 @@ class _PyTaggedBase:
 TaggedBase: type = _PyTaggedBase
 GuardedOperator: Any
 Dispatcher: Any
+GuardedAttribute: Any
 capstan_native: Any
 if PURE_PYTHON:
     TaggedBase = _PyTaggedBase
@@ -54,6 +56,8 @@ if PURE_PYTHON:
     GuardedOperator = None
     #: (pure Python: codegen.CALL_SRC generates the dispatchers)
     Dispatcher = None
+    #: (pure Python: the generated getattr slot does all of it)
+    GuardedAttribute = None
     capstan_native = None
 else:
     _overdub_native = _load("_overdub_native")
@@ -63,5 +67,7 @@ else:
     GuardedOperator = _overdub_native.GuardedOperator
     #: a call site's dispatcher, ``call(f, *args)`` or ``meth(obj, name, *args)``
     Dispatcher = _overdub_native.Dispatcher
+    #: attribute loads on objects nothing in the context sees or takes, done in C
+    GuardedAttribute = _overdub_native.GuardedAttribute
     #: capstan's scalar kernels (its fastpaths module installs them)
     capstan_native = _load("_capstan_native")

@@ -23,7 +23,7 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
                    MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
-from ._native import Dispatcher, GuardedOperator
+from ._native import Dispatcher, GuardedAttribute, GuardedOperator
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .passes import PassError
 from .tagging import Tagged
@@ -298,7 +298,9 @@ class Runtime:
     def _dispatchers(self, arity):
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
         spec, ctx = self.spec, self.ctx
-        getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731 (the slot is built later)
+        getattr_ = self.__dict__.get("_getattr_slot")
+        if getattr_ is None:  # (the first dispatchers are made before the slot)
+            getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731
         if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
             hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
             return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self._method_of,
@@ -391,8 +393,35 @@ class Runtime:
             if self.outer is not None:
                 fast = None  # (the step hands builtin operands to the outer run)
             fn = self._op_slot(op, self.step_for(op), params, args, fast, with_prehook=not inline)
+            if key == ("getattr",) and GuardedAttribute is not None:
+                plain = self._plain_attribute_types()
+                if plain:  # the C layer loads their attributes itself (the slot's last branch)
+                    fn = GuardedAttribute(plain, semantics.NATIVE, self.steps.attr_info,
+                                          semantics.ALL_NAMES, fn)
         self.ops[key] = fn
         return fn
+
+    def _plain_attribute_types(self):
+        """Exact types whose attribute loads nothing in the context sees or takes: no hook,
+        wildcard or ``canrecurse``, and no ``getattr`` primitive matching them (the common
+        receivers of ``o.name`` -- modules, classes, functions -- and the builtin types)."""
+        spec = self.spec
+        if (self.outer is not None or spec.prehook or spec.posthook or spec.wildcard
+                or spec.canrecurse or getattr in spec.totals):
+            return frozenset()
+        rules = spec.primitives.get(getattr, ())
+        candidates = {ModuleType, type, FunctionType, BuiltinFunctionType, MethodType} | set(semantics.NATIVE)
+        plain = set()
+        for tp in candidates:
+            for argtypes, _ in rules:
+                if not argtypes:
+                    return frozenset()  # a rule taking every load
+                first = argtypes[0] if isinstance(argtypes[0], tuple) else (argtypes[0],)
+                if any(t is not Tagged and issubclass(tp, t) for t in first):
+                    break
+            else:
+                plain.add(tp)
+        return frozenset(plain)
 
     def call_ex(self, f, args, kwargs):
         """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""

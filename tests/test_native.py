@@ -514,3 +514,57 @@ def test_recursion_depth_under_a_routed_context():
         assert 450 <= depth < 500
     else:
         assert depth >= 700
+
+
+class _Attrs:
+    x = 1
+
+    @property
+    def p(self):
+        return "property"
+
+    def __getattr__(self, name):
+        if name == "dynamic":
+            return "from __getattr__"
+        raise AttributeError(name)
+
+
+class _TakesClasses(overdub.Context):
+    @overdub.primitive(getattr, type)
+    def class_attribute(self, o, name, *default):
+        return ("taken", name)
+
+
+class _TakesNothing(overdub.Context):
+    @overdub.primitive(operator.mul, float, float)
+    def mul(self, a, b):
+        return a * b
+
+
+@native
+@pytest.mark.parametrize("ctx_type", [_TakesClasses, _TakesNothing, ForwardCtx])
+def test_attribute_loads_do_what_the_python_slot_does(ctx_type):
+    ctx = ctx_type()
+    overdub.overdub(ctx, lambda: 2.0 * 3.0)  # (builds the runtime)
+    from overdub.dispatch import _runtime
+
+    rt = _runtime(ctx, "test")
+    load = rt.slot(("getattr",))
+    assert type(load) is _native.GuardedAttribute
+    if ctx_type is _TakesClasses:
+        assert type not in rt._plain_attribute_types()
+    objects = [(math, "pi"), (math, "nope"), (_Attrs, "x"), (_Attrs(), "p"), (_Attrs(), "dynamic"),
+               (_Attrs(), "missing"), (len, "__name__"), ([1], "append"), (1.5, "real"),
+               (type, "mro"), (ModuleTypeAlias, "__name__"), (Tagged(2.0, 1.0, ctx), "real")]
+    for obj, name in objects:
+        outcomes = []
+        for fn in (load, load.slot):
+            try:
+                out = ("ok", repr(fn(obj, name)))
+            except Exception as exc:  # noqa: BLE001 (the exception is the outcome)
+                out = ("raises", type(exc), str(exc))
+            outcomes.append(out)
+        assert outcomes[0] == outcomes[1], (obj, name)
+
+
+ModuleTypeAlias = type(math)
