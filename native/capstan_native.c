@@ -253,6 +253,18 @@ exact_int(PyObject *y, double *value)
     return 1;
 }
 
+/* a ** b as Python's float power computes it for a nonzero finite base (and, for a
+   negative one, an integral exponent): the power of |a|, negated for an odd exponent */
+static inline double
+python_pow(double a, double b)
+{
+    if (a > 0.0) {
+        return pow(a, b);
+    }
+    double r = pow(-a, b);
+    return fmod(b, 2.0) != 0.0 ? -r : r;
+}
+
 /* x ** y: a positive base tagged by this run with a constant or tagged exponent, or a
    positive constant base with a tagged exponent (the rest: the fallback, which also takes
    a negative base with an int exponent) */
@@ -288,16 +300,18 @@ power(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, i
     else {
         return NULL;
     }
-    if (!(a > 0.0) || !isfinite(a) || !isfinite(b)) {
+    /* a negative base only with a constant int exponent, as in the Python template */
+    int int_exponent = my == NULL && PyLong_CheckExact(y);
+    if (!(a > 0.0 || (a < 0.0 && int_exponent)) || !isfinite(a) || !isfinite(b)) {
         return NULL;
     }
-    double r = pow(a, b);
+    double r = python_pow(a, b);
     if (!isfinite(r)) {
         return NULL;  /* Python raises OverflowError */
     }
     double da = 0.0, db = 0.0;
     if (mx != NULL && b != 0.0) {
-        double q = pow(a, b - 1.0);
+        double q = python_pow(a, b - 1.0);
         if (!isfinite(q)) {
             return NULL;
         }

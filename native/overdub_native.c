@@ -500,6 +500,71 @@ static PyTypeObject Attribute_Type = {
     .tp_getset = attribute_getset,
 };
 
+/* GuardedSubscript(fast_types, fast_keys, slot): `c[k]` of rewritten code: CPython's own
+ * subscript when the container's exact type is in fast_types and the key's in fast_keys
+ * (builtin types no primitive of the context takes, the context having no hook to see
+ * it), the slot otherwise. */
+
+static PyObject *
+subscript_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
+        int fast = PySet_Contains(g->fast_types, (PyObject *)Py_TYPE(args[0]));
+        if (fast > 0) {
+            fast = PySet_Contains(g->native, (PyObject *)Py_TYPE(args[1]));
+        }
+        if (fast < 0) {
+            return NULL;
+        }
+        if (fast) {
+            return PyObject_GetItem(args[0], args[1]);
+        }
+    }
+    return PyObject_Vectorcall(g->slot, args, nargsf, kwnames);
+}
+
+static PyObject *
+subscript_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *fast_types, *fast_keys, *slot;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedSubscript takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!O:GuardedSubscript", &PyFrozenSet_Type, &fast_types,
+                          &PyFrozenSet_Type, &fast_keys, &slot)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(slot)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedSubscript: slot must be callable");
+        return NULL;
+    }
+    AttributeObject *g = (AttributeObject *)type->tp_alloc(type, 0);
+    if (g == NULL) {
+        return NULL;
+    }
+    g->fast_types = Py_NewRef(fast_types);
+    g->native = Py_NewRef(fast_keys);  /* (the keys' exact types) */
+    g->slot = Py_NewRef(slot);
+    g->vectorcall = (vectorcallfunc)subscript_vectorcall;
+    return (PyObject *)g;
+}
+
+static PyTypeObject Subscript_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.GuardedSubscript",
+    .tp_doc = "GuardedSubscript(fast_types, fast_keys, slot): subscripts c[k] of rewritten code.",
+    .tp_basicsize = sizeof(AttributeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(AttributeObject, vectorcall),
+    .tp_call = guarded_call,
+    .tp_new = subscript_new,
+    .tp_dealloc = (destructor)attribute_dealloc,
+    .tp_traverse = (traverseproc)attribute_traverse,
+    .tp_clear = (inquiry)attribute_clear,
+    .tp_getset = attribute_getset,
+};
+
 /* ------------------------------------------------------------------ call dispatchers */
 
 /* Dispatcher(method, fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
@@ -845,7 +910,7 @@ PyInit__overdub_native(void)
     str_dict = PyUnicode_InternFromString("__dict__");
     if (str_tagkey == NULL || str_dict == NULL || PyType_Ready(&TaggedBase_Type) < 0
         || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0
-        || PyType_Ready(&Attribute_Type) < 0) {
+        || PyType_Ready(&Attribute_Type) < 0 || PyType_Ready(&Subscript_Type) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
@@ -856,9 +921,11 @@ PyInit__overdub_native(void)
     Py_INCREF(&Guarded_Type);
     Py_INCREF(&Dispatcher_Type);
     Py_INCREF(&Attribute_Type);
+    Py_INCREF(&Subscript_Type);
     if (PyModule_AddObject(m, "GuardedOperator", (PyObject *)&Guarded_Type) < 0
         || PyModule_AddObject(m, "Dispatcher", (PyObject *)&Dispatcher_Type) < 0
         || PyModule_AddObject(m, "GuardedAttribute", (PyObject *)&Attribute_Type) < 0
+        || PyModule_AddObject(m, "GuardedSubscript", (PyObject *)&Subscript_Type) < 0
         || PyModule_AddObject(m, "TaggedBase", (PyObject *)&TaggedBase_Type) < 0
         || PyModule_AddIntConstant(m, "ABI", OVERDUB_NATIVE_ABI) < 0
         || PyModule_AddIntConstant(m, "TAGGED_SIZE", (long)sizeof(TaggedObject)) < 0) {

@@ -10,7 +10,7 @@ do: the library never runs half in C and half in Python by accident.
 import os
 from typing import Any
 
-__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "Dispatcher", "GuardedAttribute",
+__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
            "capstan_native"]
 
 #: True when the pure-Python reference path runs instead of the C modules
@@ -49,6 +49,7 @@ TaggedBase: type = _PyTaggedBase
 GuardedOperator: Any
 Dispatcher: Any
 GuardedAttribute: Any
+GuardedSubscript: Any
 capstan_native: Any
 if PURE_PYTHON:
     TaggedBase = _PyTaggedBase
@@ -58,6 +59,7 @@ if PURE_PYTHON:
     Dispatcher = None
     #: (pure Python: the generated getattr slot does all of it)
     GuardedAttribute = None
+    GuardedSubscript = None
     capstan_native = None
 else:
     _overdub_native = _load("_overdub_native")
@@ -69,5 +71,7 @@ else:
     Dispatcher = _overdub_native.Dispatcher
     #: attribute loads on objects nothing in the context sees or takes, done in C
     GuardedAttribute = _overdub_native.GuardedAttribute
+    #: subscripts of builtin containers nothing in the context sees or takes, done in C
+    GuardedSubscript = _overdub_native.GuardedSubscript
     #: capstan's scalar kernels (its fastpaths module installs them)
     capstan_native = _load("_capstan_native")

@@ -15,6 +15,7 @@ context" means: a matching primitive, the rewritten body, a lookaside, a
 stepped-into class or operator, or a plain (fallback) call.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+import operator
 import weakref
 from functools import partial
 from sys import modules as _sys_modules
@@ -23,7 +24,7 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
                    MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
-from ._native import Dispatcher, GuardedAttribute, GuardedOperator
+from ._native import Dispatcher, GuardedAttribute, GuardedOperator, GuardedSubscript
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .passes import PassError
 from .tagging import Tagged
@@ -394,34 +395,44 @@ class Runtime:
                 fast = None  # (the step hands builtin operands to the outer run)
             fn = self._op_slot(op, self.step_for(op), params, args, fast, with_prehook=not inline)
             if key == ("getattr",) and GuardedAttribute is not None:
-                plain = self._plain_attribute_types()
-                if plain:  # the C layer loads their attributes itself (the slot's last branch)
+                plain, names = self._untaken_types(getattr, {ModuleType, type, FunctionType,
+                                                             BuiltinFunctionType, MethodType}
+                                                   | set(semantics.NATIVE))
+                if plain and str in names:  # the C layer loads their attributes itself
                     fn = GuardedAttribute(plain, semantics.NATIVE, self.steps.attr_info,
                                           semantics.ALL_NAMES, fn)
+            elif key == ("getitem",) and GuardedSubscript is not None:
+                plain, keys = self._untaken_types(operator.getitem, set(semantics.NATIVE))
+                if plain and keys:  # the C layer subscripts them itself (the slot's last branch)
+                    fn = GuardedSubscript(plain, keys, fn)
         self.ops[key] = fn
         return fn
 
-    def _plain_attribute_types(self):
-        """Exact types whose attribute loads nothing in the context sees or takes: no hook,
-        wildcard or ``canrecurse``, and no ``getattr`` primitive matching them (the common
-        receivers of ``o.name`` -- modules, classes, functions -- and the builtin types)."""
+    def _untaken_types(self, fn, candidates):
+        """``(firsts, seconds)``: exact types such that a call ``fn(a, b)`` (``getattr``,
+        ``operator.getitem``) with ``type(a)`` among ``firsts`` (taken from ``candidates``)
+        and ``type(b)`` among ``seconds`` (builtin types) is something nothing in the
+        context sees or takes: no hook, wildcard or ``canrecurse``, and no primitive for
+        ``fn`` admitting both operands."""
         spec = self.spec
+        none = (frozenset(), frozenset())
         if (self.outer is not None or spec.prehook or spec.posthook or spec.wildcard
-                or spec.canrecurse or getattr in spec.totals):
-            return frozenset()
-        rules = spec.primitives.get(getattr, ())
-        candidates = {ModuleType, type, FunctionType, BuiltinFunctionType, MethodType} | set(semantics.NATIVE)
-        plain = set()
-        for tp in candidates:
-            for argtypes, _ in rules:
-                if not argtypes:
-                    return frozenset()  # a rule taking every load
-                first = argtypes[0] if isinstance(argtypes[0], tuple) else (argtypes[0],)
-                if any(t is not Tagged and issubclass(tp, t) for t in first):
-                    break
-            else:
-                plain.add(tp)
-        return frozenset(plain)
+                or spec.canrecurse or fn in spec.totals):
+            return none
+        rules = spec.primitives.get(fn, ())
+        if any(not argtypes for argtypes, _ in rules):
+            return none  # a rule taking every call
+
+        def admits(pattern, tp):
+            ts = pattern if isinstance(pattern, tuple) else (pattern,)
+            return any(t is not Tagged and issubclass(tp, t) for t in ts)
+
+        # second operands no two-pattern rule admits; those rules then never match
+        seconds = frozenset(tp for tp in semantics.NATIVE
+                            if not any(len(a) > 1 and admits(a[1], tp) for a, _ in rules))
+        firsts = frozenset(tp for tp in candidates
+                           if not any(len(a) == 1 and admits(a[0], tp) for a, _ in rules))
+        return firsts, seconds
 
     def call_ex(self, f, args, kwargs):
         """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""

@@ -552,7 +552,7 @@ def test_attribute_loads_do_what_the_python_slot_does(ctx_type):
     load = rt.slot(("getattr",))
     assert type(load) is _native.GuardedAttribute
     if ctx_type is _TakesClasses:
-        assert type not in rt._plain_attribute_types()
+        assert type not in rt._untaken_types(getattr, {type, ModuleTypeAlias})[0]
     objects = [(math, "pi"), (math, "nope"), (_Attrs, "x"), (_Attrs(), "p"), (_Attrs(), "dynamic"),
                (_Attrs(), "missing"), (len, "__name__"), ([1], "append"), (1.5, "real"),
                (type, "mro"), (ModuleTypeAlias, "__name__"), (Tagged(2.0, 1.0, ctx), "real")]
@@ -568,3 +568,34 @@ def test_attribute_loads_do_what_the_python_slot_does(ctx_type):
 
 
 ModuleTypeAlias = type(math)
+
+
+class _TakesIntKeys(overdub.Context):
+    @overdub.primitive(operator.getitem, object, int)
+    def int_key(self, c, k):
+        return ("taken", k)
+
+
+@native
+@pytest.mark.parametrize("ctx_type", [_TakesIntKeys, _TakesNothing, ForwardCtx, ReverseCtx])
+def test_subscripts_do_what_the_python_slot_does(ctx_type):
+    from overdub.dispatch import _runtime
+
+    ctx = ctx_type()
+    rt = _runtime(ctx, "test")
+    item = rt.slot(("getitem",))
+    assert type(item) is _native.GuardedSubscript
+    if ctx_type is _TakesIntKeys:
+        assert int not in rt._untaken_types(operator.getitem, {list})[1]
+    cases = [([1, 2], 0), ([1, 2], 5), ((1, 2), -1), ({1: 2}, 1), ({}, "x"), ("abc", slice(1, 2)),
+             ([1, 2], "x"), (np.ones(2), 0), (range(5), 3), ([1, 2], np.int64(1)), ({(1, 2): 3}, (1, 2)),
+             ([Tagged(2.0, 1.0, ctx)], 0), (b"ab", 1), ([1], True)]
+    for c, k in cases:
+        outcomes = []
+        for fn in (item, item.slot):
+            try:
+                out = ("ok", repr(fn(c, k)))
+            except Exception as exc:  # noqa: BLE001 (the exception is the outcome)
+                out = ("raises", type(exc), str(exc))
+            outcomes.append(out)
+        assert outcomes[0] == outcomes[1], (c, k)
