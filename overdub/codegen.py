@@ -10,7 +10,7 @@ it, the order its operands arrive in, and its native fast path.
 """
 from ._compat import BUILTINS
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
-from . import semantics
+from .ops import BINARY, COMPARE, INPLACE, SYMBOLS, UNARY, UNARY_SYMBOLS
 from .tagging import Tagged
 
 CALL_SRC = '''
@@ -69,10 +69,8 @@ def call_source(arity, prehook, posthook):
     return CALL_SRC.format(**fmt).replace("(f, /, )", "(f, /)").replace("(obj, name, /, )", "(obj, name, /)")
 
 
-SYMBOLS = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
-            "REMAINDER": "%", "POWER": "**", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!=",
-            "GT": ">", "GE": ">=", "MATRIX_MULTIPLY": "@", "LSHIFT": "<<", "RSHIFT": ">>",
-            "AND": "&", "OR": "|", "XOR": "^"}
+
+
 def max_arity(rules):
     return max((len(r[0]) for r in rules), default=0)
 
@@ -122,19 +120,19 @@ def _op_table():
 
     both = "type(a) in NATIVE and type(b) in NATIVE"
     table = {}
-    for name, (fn, *_) in semantics.BINARY.items():
+    for name, (fn, *_) in BINARY.items():
         sym = SYMBOLS.get(name)
         fast = (both, "r = a %s b" % sym) if sym else None
         table[("binop", name)] = (fn, "binary", (name,), "a, b", "a, b", fast)
-    for name, (fn, _) in semantics.INPLACE.items():
+    for name, (fn, _) in INPLACE.items():
         sym = SYMBOLS.get(name[len("INPLACE_"):])
         fast = (both, "a %s= b\n{i}    r = a" % sym) if sym else None
         table[("binop", name)] = (fn, "inplace", (name,), "a, b", "a, b", fast)
-    for name, (fn, *_) in semantics.COMPARE.items():
+    for name, (fn, *_) in COMPARE.items():
         table[("compare", name)] = (fn, "compare", (name,), "a, b", "a, b",
                                     (both, "r = a %s b" % SYMBOLS[name]))
-    for name, (fn, _) in semantics.UNARY.items():
-        sym = {"NEGATIVE": "-", "POSITIVE": "+", "INVERT": "~"}[name]
+    for name, (fn, _) in UNARY.items():
+        sym = UNARY_SYMBOLS[name]
         table[("unary", name)] = (fn, "unary", (name,), "a", "a",
                                   ("type(a) in NATIVE", "r = %sa" % sym))
     plain_attrs = "type(o) in NATIVE or n not in ATTRS.get(type(o), ALL)"

@@ -23,6 +23,7 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
                    MethodType, ModuleType, WrapperDescriptorType)
 
 from . import codegen, lookaside, rewrite, semantics
+from .ops import NATIVE, TypeSet
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .passes import PassError
 from .tagging import Tagged
@@ -252,8 +253,8 @@ class Runtime:
             outer = self.outer
             if outer._inline_prehook(key):  # (its prehook is called by its own code only)
                 return frozenset()
-            return semantics.TypeSet(self._compute_guard_set(key) & outer._guard_set(key))
-        memo = (id(self.spec), key, len(semantics.NATIVE))
+            return TypeSet(self._compute_guard_set(key) & outer._guard_set(key))
+        memo = (id(self.spec), key, len(NATIVE))
         hit = _guards.get(memo)
         if hit is None or hit[0] is not self.spec:
             hit = _guards[memo] = (self.spec, self._compute_guard_set(key))
@@ -267,20 +268,20 @@ class Runtime:
         fn = codegen.OP_SLOTS[key][0]
         spec = self.spec
         if self._inline_prehook(key):
-            return semantics.NATIVE
+            return NATIVE
         if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse:
             return frozenset()  # (a fallback never sees operators on builtin operands)
-        guard = semantics.NATIVE
+        guard = NATIVE
         operands = 2 if key[0] in ("binop", "compare") else 1
         for argtypes, _ in spec.primitives.get(fn, ()):
             matched = [_natives_matching(argtypes, i) for i in range(operands)]
             if not all(matched):
                 continue  # this primitive never sees builtin operands
-            narrowed = [m for m in matched if m is not semantics.NATIVE and len(m) < len(semantics.NATIVE)]
+            narrowed = [m for m in matched if m is not NATIVE and len(m) < len(NATIVE)]
             if not narrowed:
                 return frozenset()
             # excluding one position's types is enough: the smallest exclusion keeps the most
-            guard = semantics.TypeSet(guard - min(narrowed, key=len))
+            guard = TypeSet(guard - min(narrowed, key=len))
         return guard
 
     def _dispatchers(self, arity):
@@ -295,7 +296,7 @@ class Runtime:
         dispatch inlined, and CPython's own operator inline for builtin operands."""
         spec, ctx = self.spec, self.ctx
         names = args.split(", ")
-        env = {"fn": fn, "step": step, "NATIVE": semantics.NATIVE, "ctx": ctx,
+        env = {"fn": fn, "step": step, "NATIVE": NATIVE, "ctx": ctx,
                "prehook": self.prehook, "posthook": self.posthook,
                "ATTRS": self.steps.attr_info, "ALL": semantics.ALL_NAMES}
         if fast is not None:
@@ -597,7 +598,7 @@ _guards: dict[Any, Any] = {}  # (id(spec), slot key, number of native types) -> 
 def _outer_computes_natives(step, fn, call):
     """A nested runtime's step for operator ``fn``: what it would compute natively
     (every operand of a builtin type) is a call of ``fn`` the outer run routes."""
-    native = semantics.NATIVE
+    native = NATIVE
 
     def nested_step(*args):
         for a in args:
@@ -612,10 +613,10 @@ def _natives_matching(argtypes, i):
     """The builtin types a primitive's ``i``-th argument type admits (all of them when
     it names none)."""
     if i >= len(argtypes):
-        return semantics.NATIVE
+        return NATIVE
     ts = argtypes[i] if isinstance(argtypes[i], tuple) else (argtypes[i],)
     plain = tuple(t for t in ts if t is not Tagged)
-    return {t for t in semantics.NATIVE if plain and issubclass(t, plain)}
+    return {t for t in NATIVE if plain and issubclass(t, plain)}
 
 
 def note_tagging() -> None:
@@ -991,7 +992,7 @@ def _default_canrecurse(rt, f, args):
     except TypeError:  # unhashable
         operator_entry = None
     if operator_entry is not None:  # operator.add(1, 2) runs no Python; on a user class it may
-        native = semantics.NATIVE
+        native = NATIVE
         for a in args:
             if type(a) not in native:
                 return bool(rt.steps.steps_into(operator_entry[1], operator_entry[2], args))

@@ -29,11 +29,7 @@ from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's pa
 from bytecode import Bytecode, Instr, Label, TryBegin
 
 from . import _compat as C
-from .semantics import BINARY, COMPARE, INPLACE
-
-#: the operator function each routed BINARY_OP / COMPARE_OP stands for
-OPERATOR_OF = {("binop", k): v[0] for k, v in {**BINARY, **INPLACE}.items()}
-OPERATOR_OF.update({("compare", k): v[0] for k, v in COMPARE.items()})
+from .ops import OPERATOR_OF
 
 
 class Slot:
