@@ -19,7 +19,7 @@ from typing import Any, Callable, TypeVar
 
 from bytecode import Bytecode
 
-from .tagging import PLAIN_PROTOCOLS
+from .tagging import PLAIN_PROTOCOLS, register_context_type
 
 __all__ = ["Context", "context", "primitive"]
 
@@ -176,6 +176,9 @@ class Context(metaclass=_ContextType):
 
     def __repr__(self) -> str:
         return "%s(metadata=%r)" % (type(self).__name__, self.metadata)
+
+
+register_context_type(Context)
 
 
 def context(cls: type) -> type[Context]:

@@ -26,7 +26,7 @@ from . import codegen, lookaside, rewrite, semantics
 from .ops import NATIVE, TypeSet
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .passes import PassError
-from .tagging import Tagged
+from .tagging import Tagged, register_dispatcher
 
 __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 
@@ -1086,3 +1086,4 @@ def _frame_reader(rt, f):
 
 
 CONTEXT_DEFAULTS.update(canrecurse=default_canrecurse, fallback=default_fallback)
+register_dispatcher(overdub, note_tagging)
