@@ -8,8 +8,12 @@ as closure variables.  ``OP_SLOTS`` is the table of routed operators: one row
 each, saying which ``operator`` function it stands for, how ``Steps`` steps into
 it, the order its operands arrive in, and its native fast path.
 """
+import hashlib
+import linecache
+
 from ._compat import BUILTINS
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+from .lookaside import GENERATED_PREFIX
 from .ops import BINARY, COMPARE, INPLACE, SYMBOLS, UNARY, UNARY_SYMBOLS
 from .tagging import Tagged
 
@@ -151,24 +155,51 @@ def _op_table():
 
 OP_SLOTS = _op_table()
 OP_BY_FN = {entry[0]: entry for entry in OP_SLOTS.values()}
-_compiled = {}
+_compiled = {}  # (source, closure names, label) -> the factory defining the function
+#: distinct generated sources kept (and registered with ``linecache``) at once
+_COMPILED_LIMIT = 1024
 
 
-def compile_function(src, name, env):
+def compile_function(src, name, env, label):
     """Define the generated function ``name`` from ``src``; the names in ``env`` (and
-    ``type``) become closure variables, which are faster to read than globals."""
+    ``type``) become closure variables, which are faster to read than globals.
+
+    The code is compiled under a file name of its own, ``<overdub LABEL HASH>`` (the
+    hash is the source's: the same source always gets the same name), and its source
+    is registered with ``linecache``, so tracebacks (``OVERDUB_KEEP_FRAMES=1``),
+    ``inspect.getsource`` and debuggers show the generated lines."""
     names = sorted(set(env) | {"type"})
-    key = (src, tuple(names))
+    key = (src, tuple(names), label)
     factory = _compiled.get(key)
     if factory is None:
         body = "\n".join("    " + line for line in src.splitlines())
-        source = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
+        source = "def _factory(%s):\n%s\n    return %s\n" % (", ".join(names), body, name)
+        filename = generated_filename(label, source)
+        if len(_compiled) >= _COMPILED_LIMIT:  # forget the oldest source (and its lines)
+            _forget_source(_compiled.pop(next(iter(_compiled))))
         ns = {"__builtins__": BUILTINS}
-        exec(compile(source, __file__, "exec"), ns)
+        exec(compile(source, filename, "exec"), ns)
         factory = _compiled[key] = ns["_factory"]
+        _register_source(filename, source)
     return factory(**{"type": type, **env})
+
+
+def generated_filename(label, source):
+    """``<overdub LABEL HASH>``: the file name generated code is compiled under."""
+    digest = hashlib.sha1(source.encode("utf-8")).hexdigest()[:10]
+    return "%s%s %s>" % (GENERATED_PREFIX, label, digest)
+
+
+def _register_source(filename, source):
+    # (an mtime of None marks the entry as not backed by a file: linecache.checkcache keeps it)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def _forget_source(factory):
+    linecache.cache.pop(factory.__code__.co_filename, None)
 
 
 def dispatchers_factory(arity, prehook, posthook):
     """The ``make`` function building ``(call, meth)`` for one arity and hook set."""
-    return compile_function(call_source(arity, prehook, posthook), "make", {})
+    label = "call dispatcher %s" % ("any arity" if arity is None else "arity %d" % arity)
+    return compile_function(call_source(arity, prehook, posthook), "make", {}, label)

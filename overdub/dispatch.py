@@ -15,6 +15,7 @@ context" means: a matching primitive, the rewritten body, a lookaside, a
 stepped-into class or operator, or a plain (fallback) call.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+import os as _os
 import weakref
 from functools import partial
 from sys import modules as _sys_modules
@@ -291,7 +292,7 @@ class Runtime:
         return make(self.fcache, self.resolve, self.prehook, self.posthook, self._method_of,
                     lambda o, n: self._getattr_slot(o, n), ModuleType)
 
-    def _op_slot(self, fn, step, params, args, fast, with_prehook=True):
+    def _op_slot(self, key, fn, step, params, args, fast, with_prehook=True):
         """The function rewritten code calls for one operator: hooks and primitive
         dispatch inlined, and CPython's own operator inline for builtin operands."""
         spec, ctx = self.spec, self.ctx
@@ -330,7 +331,7 @@ class Runtime:
         if spec.posthook:
             lines.append("    posthook(r, fn, %s)" % args)
         lines.append("    return r")
-        return codegen.compile_function("\n".join(lines), "slot", env)
+        return codegen.compile_function("\n".join(lines), "slot", env, "slot " + " ".join(map(str, key)))
 
     def slot(self, key):
         """The callable standing for template slot ``key`` (built on first use)."""
@@ -369,7 +370,7 @@ class Runtime:
             inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
             if self.outer is not None:
                 fast = None  # (the step hands builtin operands to the outer run)
-            fn = self._op_slot(op, self.step_for(op), params, args, fast, with_prehook=not inline)
+            fn = self._op_slot(key, op, self.step_for(op), params, args, fast, with_prehook=not inline)
         self.ops[key] = fn
         return fn
 
@@ -453,7 +454,7 @@ class Runtime:
         lines.append("    return target(*args, **kwargs)")
         env.update(ctx=self.ctx, target=target)
         env.update(("m%d" % i, self.user(r[1])) for i, r in enumerate(rules))
-        return codegen.compile_function("\n".join(lines), "dispatch", env)
+        return codegen.compile_function("\n".join(lines), "dispatch", env, "primitive dispatch")
 
     def _target(self, f):
         """``recurse``: step into ``f``'s Python body, else the fallback."""
@@ -836,6 +837,13 @@ def _leave(rt):
             rt.funcs.clear()
 
 
+#: ``OVERDUB_KEEP_FRAMES=1`` in the environment (read once, here) keeps the machinery's
+#: frames -- the dispatcher, the runtime, generated slots and dispatchers, shown with their
+#: generated source -- in the tracebacks of exceptions leaving ``overdub``: for debugging
+#: overdub itself, or a context's hooks and primitives
+KEEP_FRAMES = _os.environ.get("OVERDUB_KEEP_FRAMES", "") not in ("", "0")
+
+
 def _strip_internal_frames(exc):
     """Drop overdub's own frames from a traceback so it reads like plain Python's."""
     tb = exc.__traceback__
@@ -873,6 +881,8 @@ def overdub(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -
     try:
         return rt.call(f, *args, **kwargs)
     except BaseException as exc:
+        if KEEP_FRAMES:
+            raise
         raise exc.with_traceback(_strip_internal_frames(exc))
     finally:
         _leave(rt)
