@@ -14,7 +14,6 @@ Hooks are always *called* positionally, so declare ``f`` (and ``output``)
 positional-only: user code may pass keyword arguments named ``f``.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
-from types import FunctionType
 from typing import Any, Callable, TypeVar
 
 from bytecode import Bytecode
@@ -244,7 +243,3 @@ def spec_of(cls: type) -> Spec:
         spec = Spec(cls, None)
         type.__setattr__(cls, "_overdub_spec_", spec)
         return spec
-
-
-def is_python_function(f: object) -> bool:
-    return type(f) is FunctionType

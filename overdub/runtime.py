@@ -122,10 +122,7 @@ def _template(code, pass_, ctx_type, inline_prehook):
         raise
     except Exception:  # the bytecode library or the rewriter cannot route it: run plainly
         template = None
-        try:
-            unroutable[getattr(code, "co_qualname", code.co_name)] = code
-        except TypeError:
-            pass
+        unroutable[code.co_qualname] = code
     variants[vkey] = template
     return template
 

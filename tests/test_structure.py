@@ -133,3 +133,22 @@ def test_rewrite_and_context_stay_below_the_dispatcher():
     assert "dispatch" not in reach("rewrite") and "semantics" not in reach("rewrite")
     assert "dispatch" not in reach("context")
     assert "dispatch" not in reach("codegen")
+
+
+def test_version_specific_opcodes_are_named_in_compat():
+    """The opcodes ``_compat`` names exist on the running interpreter; where it says
+    None, the opcode does not exist (and the rewriter never meets it)."""
+    import dis
+
+    from overdub import _compat
+
+    real = {name for name, op in dis.opmap.items() if op < 256}  # (256+: pseudo-instructions)
+    for name, opcode in [("BINARY_SLICE", _compat.SLICE_LOAD), ("STORE_SLICE", _compat.SLICE_STORE),
+                         ("LOAD_SUPER_ATTR", _compat.SUPER_ATTR)]:
+        assert (opcode == name) == (name in real), name
+    assert ("CALL_KW" in real) == _compat.PY313 and ("KW_NAMES" in real) == (not _compat.PY313)
+    assert ("PRECALL" in real) == _compat.PY311 == (_compat.CALL_PRELUDE == "PRECALL")
+    sources = [p.read_text() for p in PACKAGE.glob("*.py") if p.stem != "_compat"]
+    for name in ('"BINARY_SLICE"', '"STORE_SLICE"', '"KW_NAMES"', '"PRECALL"',
+                 '"CALL_KW"', "version_info"):
+        assert not any(name in text for text in sources), name
