@@ -1,6 +1,6 @@
 """Generated code: the dispatchers and operator slots that rewritten code calls.
 
-The runtime (``dispatch.py``) specialises them per context type: each is Python
+The runtime (``runtime.py``) specialises them per context type: each is Python
 source assembled from the pieces a context needs (a prehook call or not, the
 conditions of its primitives, CPython's own operator for builtin operands),
 compiled once per distinct source and instantiated per context with its names

@@ -3,7 +3,7 @@
 ``rewrite_code(code)`` turns a function body into a *template*: the same code in
 which each routed instruction loads a :class:`Slot` constant and calls it.  A
 slot names what it stands for (``("call",)``, ``("binop", "ADD")``, ...); the
-dispatcher (``dispatch.py``) swaps the slots for one context instance's
+runtime (``runtime.py``) swaps the slots for one context instance's
 callables with a cheap ``code.replace(co_consts=...)``.  Templates do not
 depend on the context, so one rewrite serves every context type and instance.
 

@@ -35,8 +35,8 @@ def _no_dispatcher(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("overdub's dispatcher is not loaded: import overdub")
 
 
-#: ``overdub(ctx, f, *args, **kwargs)``: how an operation on a tagged value that code the
-#: context does not route performs is handed to the owning context (set by the dispatcher)
+#: ``overdub(ctx, f, *args, **kwargs)``, set by the dispatcher: how a tagged value hands
+#: an operation that code the context does not route performs on it to its owning context
 owner_call: Callable[..., Any] = _no_dispatcher
 #: called when a context makes its first tag (set by the dispatcher)
 _first_tag: Callable[[], None] = lambda: None
