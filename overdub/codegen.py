@@ -10,10 +10,10 @@ it, the order its operands arrive in, and its native fast path.
 """
 import hashlib
 import linecache
+import os
 
 from ._compat import BUILTINS
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
-from .lookaside import GENERATED_PREFIX
 from .ops import BINARY, COMPARE, INPLACE, SYMBOLS, UNARY, UNARY_SYMBOLS
 from .tagging import Tagged
 
@@ -164,10 +164,11 @@ def compile_function(src, name, env, label):
     """Define the generated function ``name`` from ``src``; the names in ``env`` (and
     ``type``) become closure variables, which are faster to read than globals.
 
-    The code is compiled under a file name of its own, ``<overdub LABEL HASH>`` (the
-    hash is the source's: the same source always gets the same name), and its source
-    is registered with ``linecache``, so tracebacks (``OVERDUB_KEEP_FRAMES=1``),
-    ``inspect.getsource`` and debuggers show the generated lines."""
+    The code is compiled under a file name of its own, ``<overdub LABEL HASH>`` in
+    overdub's directory (the hash is the source's: the same source always gets the same
+    name), and its source is registered with ``linecache``, so tracebacks
+    (``OVERDUB_KEEP_FRAMES=1``), ``inspect.getsource`` and debuggers show the generated
+    lines."""
     names = sorted(set(env) | {"type"})
     key = (src, tuple(names), label)
     factory = _compiled.get(key)
@@ -185,9 +186,14 @@ def compile_function(src, name, env, label):
 
 
 def generated_filename(label, source):
-    """``<overdub LABEL HASH>``: the file name generated code is compiled under."""
+    """``.../overdub/<overdub LABEL HASH>``: the file name generated code is compiled under.
+    It lies in overdub's directory (as no file), so generated code counts as overdub's
+    own code wherever code is told apart by where it lives (``lookaside.is_internal``)."""
     digest = hashlib.sha1(source.encode("utf-8")).hexdigest()[:10]
-    return "%s%s %s>" % (GENERATED_PREFIX, label, digest)
+    return os.path.join(_GENERATED_DIR, "<overdub %s %s>" % (label, digest))
+
+
+_GENERATED_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def _register_source(filename, source):

@@ -60,10 +60,6 @@ _machinery: list[tuple[str, ...]] = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]
 _machinery_codes: dict[int, Any] = {}  # id(code) -> weak reference to a code object declared opaque
 
 
-#: the file names of code that overdub generates (``codegen.compile_function``) start with this
-GENERATED_PREFIX = "<overdub "
-
-
 def is_internal(code: CodeType) -> bool:
     """Whether a code object belongs to overdub's own machinery (or to code declared
     with :func:`opaque`)."""
@@ -71,13 +67,9 @@ def is_internal(code: CodeType) -> bool:
     inside = _machinery_files.get(name)
     if inside is None:  # (file names may be spelled through symlinks or "..": compare real paths)
         # "<string>", "<doctest ...>", "<stdin>" name no file: never resolve them against
-        # the working directory (which may lie inside the machinery); "<overdub ...>" is
-        # code that overdub generated
+        # the working directory (which may lie inside the machinery)
         pseudo = name.startswith("<") and name.endswith(">")
-        inside = name.startswith(GENERATED_PREFIX) if pseudo else os.path.realpath(name).startswith(_machinery[0])
-        if len(_machinery_files) >= 4096:
-            _machinery_files.clear()
-        _machinery_files[name] = inside
+        inside = _machinery_files[name] = not pseudo and os.path.realpath(name).startswith(_machinery[0])
     if inside:
         return True
     ref = _machinery_codes.get(id(code))
