@@ -178,7 +178,8 @@ NESTING.update({overdub: _nested_overdub, recurse: _nested_recurse, fallback: _n
                 canrecurse: _nested_canrecurse})
 
 
-
+# ----------------------------------------------------------------------------- the defaults
+# ``Context.canrecurse`` and ``Context.fallback`` when a context does not override them
 def default_canrecurse(ctx: Context, f: Any, args: tuple[Any, ...]) -> bool:
     """The default ``Context.canrecurse``: ``recurse`` would run Python code for ``f``
     (its body, a stepped-into operator or class, or a lookaside) -- the same order of
