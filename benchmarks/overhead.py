@@ -265,7 +265,7 @@ def rows():
         def prehook(self, f, /, *args, **kwargs):
             pass
 
-    overdub.dispatch._templates.clear()
+    overdub.runtime._templates.clear()
     gc.collect()
     t0 = time.perf_counter()
     first_result = overdub.overdub(FirstCount(), json_dumps)

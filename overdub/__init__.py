@@ -6,9 +6,10 @@ routed through the context ``ctx``: its ``prehook``, a matching ``@primitive``
 or ``recurse``, then its ``posthook``.  See docs/overdub.md.
 """
 from .context import Context, context, primitive
-from .dispatch import canrecurse, fallback, is_structural, overdub, recurse
+from .dispatch import canrecurse, fallback, overdub, recurse
 from .lookaside import opaque
 from .passes import PassError, replace_match
+from .plaincall import is_structural
 from .tagging import Tagged, hasmetadata, istagged, metadata, retag, tag, untag
 
 __all__ = ["Context", "context", "primitive", "overdub", "recurse", "fallback", "canrecurse",

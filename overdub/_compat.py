@@ -1,9 +1,9 @@
 """Every CPython-version difference that overdub has to know about, in one place.
 
 The rewriter (``rewrite.py``) asks this module how call sites, method loads,
-comparisons and slices look on the running interpreter; the frame helpers
-(``frames.py``) ask it how ``locals()`` behaves.  Nothing else in the package
-tests ``sys.version_info``.
+comparisons and slices look on the running interpreter, and which opcodes exist
+only on some versions; the lookasides (``lookaside.py``) ask it how ``locals()``
+behaves.  Nothing else in the package tests ``sys.version_info``.
 
 Call-site layouts (bottom of stack first)::
 
@@ -27,7 +27,6 @@ BUILTINS = dict(vars(builtins))
 __builtins__ = BUILTINS
 
 PY311 = sys.version_info[:2] == (3, 11)
-PY312 = sys.version_info[:2] == (3, 12)
 PY313 = sys.version_info[:2] >= (3, 13)
 if sys.version_info[:2] < (3, 11) or sys.version_info[:2] > (3, 13):  # pragma: no cover
     import warnings
@@ -38,10 +37,15 @@ if sys.version_info[:2] < (3, 11) or sys.version_info[:2] > (3, 13):  # pragma: 
 METHOD_LOADS = {"LOAD_METHOD"} if PY311 else set()
 #: the opcodes that perform a call with ``n`` arguments
 CALLS = {"PRECALL"} if PY311 else {"CALL", "CALL_KW"}
+#: 3.11 splits a call in two, PRECALL n then CALL n (None: one instruction)
+CALL_PRELUDE = "PRECALL" if PY311 else None
 #: LOAD_ATTR carries a (method_flag, name) pair from 3.12 on
 ATTR_ARG_IS_PAIR = not PY311
-#: 3.12+ compiles ``a[b:c]`` to BINARY_SLICE / STORE_SLICE
-HAS_SLICE_OPS = not PY311
+#: 3.12+ compiles ``a[b:c]`` and ``a[b:c] = v`` to these opcodes (3.11: BUILD_SLICE, then
+#: the subscript); None where they do not exist
+SLICE_LOAD, SLICE_STORE = (None, None) if PY311 else ("BINARY_SLICE", "STORE_SLICE")
+#: 3.12+ compiles ``super().name`` to this opcode (3.11: a call of ``super``, then LOAD_ATTR)
+SUPER_ATTR = None if PY311 else "LOAD_SUPER_ATTR"
 #: 3.13 lets ``eval``/``exec`` take ``globals`` and ``locals`` by keyword
 NAMESPACES_BY_KEYWORD = PY313
 #: 3.12+: ``sys._getframemodulename`` (namedtuple, typing and enum name a caller's module)
@@ -55,6 +59,15 @@ def head_index(instr, depth):
     if instr.name == "CALL_FUNCTION_EX":
         return depth - 3 - (instr.arg & 1)
     return depth - instr.arg - 2
+
+
+def is_keyword_call(instr, previous):
+    """Whether the call instruction ``instr`` passes keyword arguments: 3.13 has its own
+    opcode, CALL_KW; 3.11 and 3.12 put KW_NAMES (``previous``, the instruction emitted
+    just before) in front of the call."""
+    if PY313:
+        return instr.name == "CALL_KW"
+    return isinstance(previous, Instr) and previous.name == "KW_NAMES"
 
 
 def push_null_head(depth):

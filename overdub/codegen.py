@@ -1,6 +1,6 @@
 """Generated code: the dispatchers and operator slots that rewritten code calls.
 
-The runtime (``dispatch.py``) specialises them per context type: each is Python
+The runtime (``runtime.py``) specialises them per context type: each is Python
 source assembled from the pieces a context needs (a prehook call or not, the
 conditions of its primitives, CPython's own operator for builtin operands),
 compiled once per distinct source and instantiated per context with its names
@@ -8,9 +8,13 @@ as closure variables.  ``OP_SLOTS`` is the table of routed operators: one row
 each, saying which ``operator`` function it stands for, how ``Steps`` steps into
 it, the order its operands arrive in, and its native fast path.
 """
+import hashlib
+import linecache
+import os
+
 from ._compat import BUILTINS
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
-from . import semantics
+from .ops import BINARY, COMPARE, INPLACE, SYMBOLS, UNARY, UNARY_SYMBOLS
 from .tagging import Tagged
 
 CALL_SRC = '''
@@ -69,10 +73,8 @@ def call_source(arity, prehook, posthook):
     return CALL_SRC.format(**fmt).replace("(f, /, )", "(f, /)").replace("(obj, name, /, )", "(obj, name, /)")
 
 
-SYMBOLS = {"ADD": "+", "SUBTRACT": "-", "MULTIPLY": "*", "TRUE_DIVIDE": "/", "FLOOR_DIVIDE": "//",
-            "REMAINDER": "%", "POWER": "**", "LT": "<", "LE": "<=", "EQ": "==", "NE": "!=",
-            "GT": ">", "GE": ">=", "MATRIX_MULTIPLY": "@", "LSHIFT": "<<", "RSHIFT": ">>",
-            "AND": "&", "OR": "|", "XOR": "^"}
+
+
 def max_arity(rules):
     return max((len(r[0]) for r in rules), default=0)
 
@@ -122,19 +124,19 @@ def _op_table():
 
     both = "type(a) in NATIVE and type(b) in NATIVE"
     table = {}
-    for name, (fn, *_) in semantics.BINARY.items():
+    for name, (fn, *_) in BINARY.items():
         sym = SYMBOLS.get(name)
         fast = (both, "r = a %s b" % sym) if sym else None
         table[("binop", name)] = (fn, "binary", (name,), "a, b", "a, b", fast)
-    for name, (fn, _) in semantics.INPLACE.items():
+    for name, (fn, _) in INPLACE.items():
         sym = SYMBOLS.get(name[len("INPLACE_"):])
         fast = (both, "a %s= b\n{i}    r = a" % sym) if sym else None
         table[("binop", name)] = (fn, "inplace", (name,), "a, b", "a, b", fast)
-    for name, (fn, *_) in semantics.COMPARE.items():
+    for name, (fn, *_) in COMPARE.items():
         table[("compare", name)] = (fn, "compare", (name,), "a, b", "a, b",
                                     (both, "r = a %s b" % SYMBOLS[name]))
-    for name, (fn, _) in semantics.UNARY.items():
-        sym = {"NEGATIVE": "-", "POSITIVE": "+", "INVERT": "~"}[name]
+    for name, (fn, _) in UNARY.items():
+        sym = UNARY_SYMBOLS[name]
         table[("unary", name)] = (fn, "unary", (name,), "a", "a",
                                   ("type(a) in NATIVE", "r = %sa" % sym))
     plain_attrs = "type(o) in NATIVE or n not in ATTRS.get(type(o), ALL)"
@@ -153,24 +155,57 @@ def _op_table():
 
 OP_SLOTS = _op_table()
 OP_BY_FN = {entry[0]: entry for entry in OP_SLOTS.values()}
-_compiled = {}
+_compiled = {}  # (source, closure names, label) -> the factory defining the function
+#: distinct generated sources kept (and registered with ``linecache``) at once
+_COMPILED_LIMIT = 1024
 
 
-def compile_function(src, name, env):
+def compile_function(src, name, env, label):
     """Define the generated function ``name`` from ``src``; the names in ``env`` (and
-    ``type``) become closure variables, which are faster to read than globals."""
+    ``type``) become closure variables, which are faster to read than globals.
+
+    The code is compiled under a file name of its own, ``<overdub LABEL HASH>`` in
+    overdub's directory (the hash is the source's: the same source always gets the same
+    name), and its source is registered with ``linecache``, so tracebacks
+    (``OVERDUB_KEEP_FRAMES=1``), ``inspect.getsource`` and debuggers show the generated
+    lines."""
     names = sorted(set(env) | {"type"})
-    key = (src, tuple(names))
+    key = (src, tuple(names), label)
     factory = _compiled.get(key)
     if factory is None:
         body = "\n".join("    " + line for line in src.splitlines())
-        source = "def _factory(%s):\n%s\n    return %s" % (", ".join(names), body, name)
+        source = "def _factory(%s):\n%s\n    return %s\n" % (", ".join(names), body, name)
+        filename = generated_filename(label, source)
+        if len(_compiled) >= _COMPILED_LIMIT:  # forget the oldest source (and its lines)
+            _forget_source(_compiled.pop(next(iter(_compiled))))
         ns = {"__builtins__": BUILTINS}
-        exec(compile(source, __file__, "exec"), ns)
+        exec(compile(source, filename, "exec"), ns)
         factory = _compiled[key] = ns["_factory"]
+        _register_source(filename, source)
     return factory(**{"type": type, **env})
+
+
+def generated_filename(label, source):
+    """``.../overdub/<overdub LABEL HASH>``: the file name generated code is compiled under.
+    It lies in overdub's directory (as no file), so generated code counts as overdub's
+    own code wherever code is told apart by where it lives (``lookaside.is_internal``)."""
+    digest = hashlib.sha1(source.encode("utf-8")).hexdigest()[:10]
+    return os.path.join(_GENERATED_DIR, "<overdub %s %s>" % (label, digest))
+
+
+_GENERATED_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _register_source(filename, source):
+    # (an mtime of None marks the entry as not backed by a file: linecache.checkcache keeps it)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def _forget_source(factory):
+    linecache.cache.pop(factory.__code__.co_filename, None)
 
 
 def dispatchers_factory(arity, prehook, posthook):
     """The ``make`` function building ``(call, meth)`` for one arity and hook set."""
-    return compile_function(call_source(arity, prehook, posthook), "make", {})
+    label = "call dispatcher %s" % ("any arity" if arity is None else "arity %d" % arity)
+    return compile_function(call_source(arity, prehook, posthook), "make", {}, label)

@@ -14,12 +14,11 @@ Hooks are always *called* positionally, so declare ``f`` (and ``output``)
 positional-only: user code may pass keyword arguments named ``f``.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
-from types import FunctionType
 from typing import Any, Callable, TypeVar
 
 from bytecode import Bytecode
 
-from .tagging import PLAIN_PROTOCOLS
+from .tagging import PLAIN_PROTOCOLS, register_context_type
 
 __all__ = ["Context", "context", "primitive"]
 
@@ -178,6 +177,9 @@ class Context(metaclass=_ContextType):
         return "%s(metadata=%r)" % (type(self).__name__, self.metadata)
 
 
+register_context_type(Context)
+
+
 def context(cls: type) -> type[Context]:
     """Class decorator: turn a plain class into a :class:`Context` subclass."""
     if not isinstance(cls, type):
@@ -241,7 +243,3 @@ def spec_of(cls: type) -> Spec:
         spec = Spec(cls, None)
         type.__setattr__(cls, "_overdub_spec_", spec)
         return spec
-
-
-def is_python_function(f: object) -> bool:
-    return type(f) is FunctionType

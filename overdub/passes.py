@@ -56,7 +56,7 @@ def _describe(pass_: Any) -> str:
 def run_pass(pass_: Callable[[type, Bytecode], Bytecode], ctx_type: type, bc: Bytecode,
              code: CodeType) -> Bytecode:
     """Run ``pass_`` on ``bc`` (the body of ``code``) and check what comes back."""
-    where = "%s (%s, line %d)" % (code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
+    where = "%s (%s, line %d)" % (code.co_qualname,
                                   code.co_filename, code.co_firstlineno)
     try:
         out = pass_(ctx_type, bc)

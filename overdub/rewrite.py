@@ -3,7 +3,7 @@
 ``rewrite_code(code)`` turns a function body into a *template*: the same code in
 which each routed instruction loads a :class:`Slot` constant and calls it.  A
 slot names what it stands for (``("call",)``, ``("binop", "ADD")``, ...); the
-dispatcher (``dispatch.py``) swaps the slots for one context instance's
+runtime (``runtime.py``) swaps the slots for one context instance's
 callables with a cheap ``code.replace(co_consts=...)``.  Templates do not
 depend on the context, so one rewrite serves every context type and instance.
 
@@ -30,11 +30,7 @@ from bytecode import Bytecode, Instr, Label, TryBegin
 
 from . import _compat as C
 from ._native import GuardedOperator
-from .semantics import BINARY, COMPARE, INPLACE
-
-#: the operator function each routed BINARY_OP / COMPARE_OP stands for
-OPERATOR_OF = {("binop", k): v[0] for k, v in {**BINARY, **INPLACE}.items()}
-OPERATOR_OF.update({("compare", k): v[0] for k, v in COMPARE.items()})
+from .ops import OPERATOR_OF
 
 
 class Slot:
@@ -65,7 +61,7 @@ class RewriteError(Exception):
 
 _NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
                    "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
-                   "JUMP", "JUMP_NO_INTERRUPT", "JUMP_ABSOLUTE"}
+                   "JUMP", "JUMP_NO_INTERRUPT"}
 _UNARY = {"UNARY_NEGATIVE": "NEGATIVE", "UNARY_POSITIVE": "POSITIVE", "UNARY_INVERT": "INVERT"}
 
 
@@ -194,15 +190,15 @@ class _Rewriter:
                     *C.call_instrs(0, loc)]
         if name == "BINARY_SUBSCR":  # [c, k] -> getitem(c, k)
             return self._binary(Slot("getitem"), loc)
-        if name == "BINARY_SLICE":
+        if name == C.SLICE_LOAD:
             return [Instr("BUILD_SLICE", 2, location=loc), *self._binary(Slot("getitem"), loc)]
         if name == "STORE_SUBSCR":  # [v, c, k] -> setitem(c, k, v)
             return self._store_subscr(loc)
-        if name == "STORE_SLICE":
+        if name == C.SLICE_STORE:
             return [Instr("BUILD_SLICE", 2, location=loc), *self._store_subscr(loc)]
         if name == "DELETE_SUBSCR":  # [c, k] -> delitem(c, k)
             return [*self._binary(Slot("delitem"), loc), Instr("POP_TOP", location=loc)]
-        if name == "LOAD_SUPER_ATTR":
+        if name == C.SUPER_ATTR:
             return self._super_attr(ins)
         return [ins]
 
@@ -266,7 +262,7 @@ class _Rewriter:
         """A call instruction (3.11: its PRECALL; the CALL after it is then skipped)."""
         loc, d = ins.location, self.depth
         head = self.heads.pop(C.head_index(ins, d), None) if d is not None else None
-        self.skip_call = C.PY311 and ins.name == "PRECALL"
+        self.skip_call = ins.name == C.CALL_PRELUDE
         if ins.name == "CALL_FUNCTION_EX":
             if head is None or head[0] == "method":  # CPython 3.11-3.13 never emit these
                 raise RewriteError("f(*args) call with an unexpected callee slot")
@@ -276,8 +272,7 @@ class _Rewriter:
         if head is None:
             # The callee sits in the first head slot and its first argument in the
             # second (decorators, comprehension calls): [f, a0] -> [call, f, a0].
-            if ins.name == "CALL_KW" or (self.out and isinstance(self.out[-1], Instr)
-                                         and self.out[-1].name == "KW_NAMES"):
+            if C.is_keyword_call(ins, self.out[-1] if self.out else None):
                 raise RewriteError("keyword call without a NULL head")
             if ins.arg == 0:
                 return [_load(Slot("call", 1), loc), Instr("SWAP", 3, location=loc),
@@ -288,8 +283,7 @@ class _Rewriter:
                     _load(Slot("call_ex"), loc), Instr("SWAP", 3, location=loc),
                     Instr("SWAP", 2, location=loc), Instr("LOAD_CONST", None, location=loc),
                     *C.call_instrs(2, loc)]
-        keywords = ins.name == "CALL_KW" or (
-            self.out and isinstance(self.out[-1], Instr) and self.out[-1].name == "KW_NAMES")
+        keywords = C.is_keyword_call(ins, self.out[-1] if self.out else None)
         if not keywords and ins.arg <= MAX_FIXED_ARITY:  # a dispatcher without *args
             head[1].arg = Slot(head[1].arg.key[0], ins.arg)
         if head[0] == "method":  # one more argument: the attribute name

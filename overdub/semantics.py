@@ -23,52 +23,10 @@ from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's pa
 import operator
 from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
 
+from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
 
-class TypeSet(set):
-    """A set of types, hashable by identity (it sits in code objects' constants)."""
 
-    __hash__ = object.__hash__
-
-    def __eq__(self, other):
-        return self is other
-
-
-#: exact types whose special methods are all implemented in C
-NATIVE = TypeSet({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
-                  frozenset, type(None), range, slice, memoryview})
-#: C sequences whose ``+``/``*`` come from the sequence protocol, tried after the number slots
-_SEQUENCES = (list, tuple, str, bytes, bytearray)
-
-BINARY = {  # bytecode BinaryOp name -> (operator function, method, reflected, symbol)
-    "ADD": (operator.add, "__add__", "__radd__", "+"),
-    "SUBTRACT": (operator.sub, "__sub__", "__rsub__", "-"),
-    "MULTIPLY": (operator.mul, "__mul__", "__rmul__", "*"),
-    "MATRIX_MULTIPLY": (operator.matmul, "__matmul__", "__rmatmul__", "@"),
-    "TRUE_DIVIDE": (operator.truediv, "__truediv__", "__rtruediv__", "/"),
-    "FLOOR_DIVIDE": (operator.floordiv, "__floordiv__", "__rfloordiv__", "//"),
-    "REMAINDER": (operator.mod, "__mod__", "__rmod__", "%"),
-    "POWER": (operator.pow, "__pow__", "__rpow__", "** or pow()"),
-    "LSHIFT": (operator.lshift, "__lshift__", "__rlshift__", "<<"),
-    "RSHIFT": (operator.rshift, "__rshift__", "__rrshift__", ">>"),
-    "AND": (operator.and_, "__and__", "__rand__", "&"),
-    "OR": (operator.or_, "__or__", "__ror__", "|"),
-    "XOR": (operator.xor, "__xor__", "__rxor__", "^"),
-}
-INPLACE = {  # INPLACE_X -> (operator function, in-place method)
-    "INPLACE_" + k: (getattr(operator, "i" + v[0].__name__.rstrip("_")), "__i" + v[1][2:])
-    for k, v in BINARY.items()
-}
-COMPARE = {  # Compare name -> (operator function, method, swapped method, symbol)
-    "LT": (operator.lt, "__lt__", "__gt__", "<"),
-    "LE": (operator.le, "__le__", "__ge__", "<="),
-    "EQ": (operator.eq, "__eq__", "__eq__", "=="),
-    "NE": (operator.ne, "__ne__", "__ne__", "!="),
-    "GT": (operator.gt, "__gt__", "__lt__", ">"),
-    "GE": (operator.ge, "__ge__", "__le__", ">="),
-}
-UNARY = {"NEGATIVE": (operator.neg, "__neg__"), "POSITIVE": (operator.pos, "__pos__"),
-         "INVERT": (operator.invert, "__invert__")}
 _CALLABLE_SLOTS = (FunctionType, WrapperDescriptorType, MethodDescriptorType)
 
 

@@ -27,11 +27,39 @@ if TYPE_CHECKING:
 __all__ = ["Tagged", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged"]
 
 
+# -- what the rest of overdub registers here ----------------------------------------------------
+# This module imports nothing of overdub's machinery, so that everything else may depend on
+# it.  The dispatcher, when it is imported, registers how a tagged value hands an operation
+# to its owning context and what a context's first tag turns on; the context module
+# registers the context class that ``tag`` and friends check their ``ctx`` against.
+def _no_dispatcher(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("overdub's dispatcher is not loaded: import overdub")
+
+
+#: ``overdub(ctx, f, *args, **kwargs)``, set by the dispatcher: how a tagged value hands
+#: an operation that code the context does not route performs on it to its owning context
+owner_call: Callable[..., Any] = _no_dispatcher
+#: called when a context makes its first tag (set by the dispatcher)
+_first_tag: Callable[[], None] = lambda: None
+#: the classes ``ctx`` must be an instance of (set by the context module)
+_context_types: tuple[type, ...] = ()
+
+
+def register_dispatcher(overdub: Callable[..., Any], first_tag: Callable[[], None]) -> None:
+    """Hand this module the dispatcher's ``overdub`` and its first-tag callback."""
+    global owner_call, _first_tag
+    owner_call, _first_tag = overdub, first_tag
+
+
+def register_context_type(cls: type) -> None:
+    """Declare ``cls`` the base class of every context (``overdub.Context``)."""
+    global _context_types
+    _context_types = (cls,)
+
+
 def _owner_dispatch(op: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: "Tagged", *args: Any) -> Any:
-        from .dispatch import overdub
-
-        return overdub(self._ctx, op, self, *args)
+        return owner_call(self._ctx, op, self, *args)
 
     method.__name__ = "__%s__" % op.__name__.strip("_")
     return method
@@ -39,9 +67,7 @@ def _owner_dispatch(op: Callable[..., Any]) -> Callable[..., Any]:
 
 def _owner_reflected(op: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: "Tagged", other: Any) -> Any:
-        from .dispatch import overdub
-
-        return overdub(self._ctx, op, other, self)
+        return owner_call(self._ctx, op, other, self)
 
     return method
 
@@ -136,9 +162,7 @@ class Tagged(TaggedBase):  # type: ignore[misc]  # (a C type, or its Python refe
         ctx = self._ctx
         if ctx._tagkey is not self._tagkey:
             return func(*_strip_dead_all(args), **kwargs)
-        from .dispatch import overdub
-
-        return overdub(ctx, func, *args, **kwargs)
+        return owner_call(ctx, func, *args, **kwargs)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method != "__call__":
@@ -146,9 +170,7 @@ class Tagged(TaggedBase):  # type: ignore[misc]  # (a C type, or its Python refe
         ctx = self._ctx
         if ctx._tagkey is not self._tagkey:
             return ufunc(*_strip_dead_all(inputs), **kwargs)
-        from .dispatch import overdub
-
-        return overdub(ctx, ufunc, *inputs, **kwargs)
+        return owner_call(ctx, ufunc, *inputs, **kwargs)
 
     __getitem__ = _owner_dispatch(operator.getitem)
     __iter__ = _owner_dispatch(iter)  # (for loops and unpacking: the owner decides what comes out)
@@ -175,9 +197,7 @@ del _name, _op
 
 
 def _check_ctx(ctx: object, fname: str) -> None:
-    from .context import Context
-
-    if not isinstance(ctx, Context):
+    if not isinstance(ctx, _context_types):
         raise TypeError("%s(x, ctx): ctx must be an overdub.Context instance, got %r"
                         % (fname, type(ctx).__name__))
 
@@ -188,10 +208,8 @@ def tag(value: Any, ctx: "Context", metadata: Any = None) -> Any:
     if type(value) is Tagged and value._tagkey is ctx._tagkey:
         value = value._value
     if not ctx.__dict__.get("_has_tags"):
-        from .dispatch import note_tagging
-
         ctx.__dict__["_has_tags"] = True
-        note_tagging()
+        _first_tag()
     return Tagged(value, metadata, ctx)
 
 

@@ -546,7 +546,7 @@ class _TakesNothing(overdub.Context):
 def test_attribute_loads_do_what_the_python_slot_does(ctx_type):
     ctx = ctx_type()
     overdub.overdub(ctx, lambda: 2.0 * 3.0)  # (builds the runtime)
-    from overdub.dispatch import _runtime
+    from overdub.runtime import runtime_of as _runtime
 
     rt = _runtime(ctx, "test")
     load = rt.slot(("getattr",))
@@ -579,7 +579,7 @@ class _TakesIntKeys(overdub.Context):
 @native
 @pytest.mark.parametrize("ctx_type", [_TakesIntKeys, _TakesNothing, ForwardCtx, ReverseCtx])
 def test_subscripts_do_what_the_python_slot_does(ctx_type):
-    from overdub.dispatch import _runtime
+    from overdub.runtime import runtime_of as _runtime
 
     ctx = ctx_type()
     rt = _runtime(ctx, "test")

@@ -20,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 PUBLIC_MODULES = [
     "overdub/__init__.py", "overdub/context.py", "overdub/dispatch.py", "overdub/tagging.py",
-    "overdub/passes.py", "overdub/lookaside.py",
+    "overdub/passes.py", "overdub/lookaside.py", "overdub/plaincall.py",
     "capstan/__init__.py", "capstan/forward.py", "capstan/reverse.py", "capstan/derivatives.py",
     "capstan/markers.py", "capstan/transforms.py", "capstan/checks.py", "capstan/nesting.py",
     "capstan/printing.py", "capstan/counting.py", "capstan/trace.py", "capstan/gpu.py",

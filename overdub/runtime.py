@@ -1,0 +1,732 @@
+"""The per-context runtime: the callables that rewritten code calls, and the template cache.
+
+Every context instance gets a :class:`Runtime` the first time it runs code.
+The runtime owns the callables that rewritten code calls (``call``, ``meth``,
+``binop_ADD``...), specialised for what the context type overrides: a context
+without a prehook never pays for calling one, an operator without a primitive
+goes straight to its fast path.  Rewritten code finds its runtime through its
+own constants (``rewrite.Slot`` placeholders swapped per instance), so
+generators and closures resumed later -- from C, another thread, after
+``overdub`` returned -- still run inside their context.
+
+Per call: ``prehook`` -> ``g = cache[f]`` (``resolve`` on a miss) -> ``g(*args)``
+-> ``posthook``.  ``resolve`` decides once per callee what "run f in this
+context" means: a matching primitive, the rewritten body, a lookaside, a
+stepped-into class or operator, or a plain (fallback) call.
+
+The templates (rewritten code with placeholder slots) are cached per code object
+here too, shared by every runtime.
+"""
+from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+import operator
+import weakref
+from functools import partial
+from typing import Any
+from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
+                   MethodType, ModuleType)
+
+from . import codegen, lookaside, rewrite, semantics
+from ._native import Dispatcher, GuardedAttribute, GuardedOperator, GuardedSubscript
+from .context import Context, spec_of
+from .ops import NATIVE, TypeSet
+from .passes import PassError
+from .plaincall import WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
+from .tagging import Tagged
+
+#: how many entries a runtime's caches hold before they are cleared
+CACHE_LIMIT = 4096
+_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
+_tagging_seen = [False]
+
+
+def function_renamed(f):
+    """A function's ``__name__`` or ``__qualname__`` was replaced by routed code: its
+    routed twins take the new names (the generators they make are named after them)."""
+    for rt in list(_runtimes):
+        entry = rt.funcs.get(f.__code__)
+        if entry is not None and entry[0]() is f:
+            entry[1].__name__, entry[1].__qualname__ = f.__name__, f.__qualname__
+
+
+def function_changed():
+    """A function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` was replaced by
+    routed code: every runtime forgets the callables it resolved, so the next call runs
+    what the function holds now (the lazy-compilation idiom assigns ``f.__code__`` and
+    calls ``f`` again within the same run).  Changes made by code running plainly take
+    effect from the next run."""
+    for rt in list(_runtimes):
+        rt.forget_callees()
+
+
+#: the dispatcher's entry points -> their nested forms ``(outer runtime, ctx, f, ...)``,
+#: which ``recurse`` runs when routed code calls them (filled in by ``dispatch.py``)
+NESTING: dict[Any, Any] = {}
+
+
+# ----------------------------------------------------------------------------- templates
+class CodeCache:
+    """A mapping keyed by code objects that does not keep them alive (code objects
+    compare by value, so equal code from two files must not share an entry).
+
+    No lock: single dict operations are atomic under the GIL, and a lock would
+    deadlock when garbage collection runs a removal callback while it is held.
+    """
+
+    def __init__(self):
+        self._data = {}
+
+    def get(self, code, default=None):
+        entry = self._data.get(id(code))
+        if entry is None or entry[0]() is not code:
+            return default
+        return entry[1]
+
+    def __setitem__(self, code, value):
+        key, data = id(code), self._data
+
+        def forget(ref):
+            entry = data.get(key)
+            if entry is not None and entry[0] is ref:
+                data.pop(key, None)
+
+        data[key] = (weakref.ref(code, forget), value)
+
+    def discard(self, code_id, value):
+        """Drop the entry of the code with id ``code_id`` if it still holds ``value``."""
+        entry = self._data.get(code_id)
+        if entry is not None and entry[1] is value:
+            self._data.pop(code_id, None)
+
+    def __len__(self):
+        return len(self._data)
+
+    def clear(self):
+        self._data.clear()
+
+
+_templates = CodeCache()  # code -> {(pass_, ctx_type) or None: template code or None}
+unroutable: "weakref.WeakValueDictionary[str, CodeType]" = weakref.WeakValueDictionary()  # qualname -> code that had to run plainly (debugging)
+_MISSING = object()
+
+
+def _template(code, pass_, ctx_type, inline_prehook):
+    variants = _templates.get(code)
+    if variants is None:
+        variants = {}
+        _templates[code] = variants
+    vkey = ((pass_, ctx_type) if pass_ is not None else None, inline_prehook)
+    template = variants.get(vkey, _MISSING)
+    if template is not _MISSING:
+        return template
+    try:
+        template = rewrite.rewrite_code(code, pass_, ctx_type, inline_prehook)
+    except PassError:
+        raise
+    except Exception:  # the bytecode library or the rewriter cannot route it: run plainly
+        template = None
+        unroutable[code.co_qualname] = code
+    variants[vkey] = template
+    return template
+
+
+# ----------------------------------------------------------------------------- the runtime
+class Runtime:
+    """The callables that one context instance's rewritten code calls."""
+
+    def __init__(self, ctx, spec, outer=None):
+        self.ctx = ctx
+        self.ctx_type = type(ctx)
+        self.spec = spec
+        # nested inside another context's run (``overdub`` called from code that context
+        # routes): the context's own methods run routed through the outer run
+        self.outer = outer
+        self.outer_call = outer.call if outer is not None else None
+        self.prehook, self.posthook = self.bound("prehook"), self.bound("posthook")
+        self.canrecurse, self.fallback = self.bound("canrecurse"), self.bound("fallback")
+        self.fcache = {}
+        self.kept = {}  # the entries of fcache for builtins, which survive a run's end
+        self.fallback_kinds = {}  # builtin -> how the default fallback calls it
+        self.codes = CodeCache()
+        self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
+        self.depth = 0
+        self.checking = _tagging_seen[0]
+        # what resolve makes for a transient callee holds no reference to it (a wildcard's
+        # or canrecurse's closure does), so it can be cached under a weak key
+        self.weak_keys = not (spec.wildcard or spec.canrecurse)
+        fcache = self.fcache
+        self._drop = lambda key: fcache.pop(key, None)  # a transient callee died
+        self.targets = targets = {}  # f -> what recurse runs for it (this run)
+        self._drop_target = lambda key: targets.pop(key, None)
+        semantics.add_numpy_types()
+        self.steps = semantics.Steps(None, self.fallback_call)
+        self.table = lookaside.FrameReaders(self.route_code).table()
+        self.ops = {}
+        self.call, self.meth = self._dispatchers(None)
+        self.steps.call = self.call
+        self._build_ops()
+        self.steps.function_changed = function_changed
+        self.steps.function_renamed = function_renamed
+        _runtimes.add(self)
+
+    def user(self, fn):
+        """How this runtime calls ``fn``, a function of the context's class that takes
+        the context first (a hook, a primitive): directly, or -- when the context runs
+        nested inside another context's run -- routed through that run.  As Cassette
+        overdubs a nested ``overdub`` call, the outer context then sees, and for instance
+        differentiates, what the inner context's hooks and primitives compute."""
+        call = self.outer_call
+        if call is None or type(fn) is not FunctionType or lookaside.is_internal(fn.__code__):
+            return fn
+
+        def routed(*args, **kwargs):
+            return call(fn, *args, **kwargs)
+
+        routed.__name__ = fn.__name__
+        routed.__qualname__ = fn.__qualname__
+        return routed
+
+    def bound(self, name):
+        """The context's method ``name``, bound to it, as this runtime calls it."""
+        method = getattr(self.ctx, name)
+        fn = getattr(method, "__func__", None)
+        if self.outer_call is None or fn is None or method.__self__ is not self.ctx:
+            return method
+        routed = self.user(fn)
+        return method if routed is fn else MethodType(routed, self.ctx)
+
+    def bound_total(self, fn):
+        """The total primitive ``fn`` bound to the context.  A primitive may carry a native
+        twin, ``fn.__overdub_native__``: a C callable with the same signature that behaves
+        exactly as ``fn`` does (capstan's scalar arithmetic).  The runtime calls the twin
+        unless the context runs nested in another context's run, which must see what
+        ``fn``'s Python body computes."""
+        native = getattr(fn, "__overdub_native__", None)
+        if native is not None and self.outer_call is None:
+            return MethodType(native, self.ctx)
+        return MethodType(self.user(fn), self.ctx)
+
+    def forget_callees(self):
+        """Drop what was resolved during this run (builtins excepted): a callee is resolved
+        again on its next call.  Routed twins made for functions stay valid as long as
+        the function holds the same code and defaults (``_rewritten`` checks)."""
+        self.fcache.clear()
+        self.fcache.update(self.kept)
+        self.targets.clear()
+
+    def target(self, f):
+        """``_target(f)`` (what ``recurse`` runs), remembered for the run like ``resolve``'s
+        answers: a wildcard that recurses asks it on every call."""
+        try:
+            return self.targets[f]
+        except (KeyError, TypeError):
+            pass
+        g = self._target(f)
+        try:
+            if not transient(f):
+                if len(self.targets) >= CACHE_LIMIT:
+                    self.targets.clear()
+                self.targets[f] = g
+            elif type(f) is FunctionType and g is not f:  # (a routed twin holds no f)
+                self.targets[WeakKey(f, self._drop_target)] = g
+        except TypeError:  # unhashable
+            pass
+        return g
+
+    # -- slots: what rewritten code calls --------------------------------------------------------
+    def _build_ops(self):
+        ops = self.ops
+        self._getattr_slot = self.slot(("getattr",))
+        ops[("call",)] = self.call
+        ops[("meth",)] = self.meth
+        ops[("call_ex",)] = self.call_ex
+        ops[("super_attr",)] = self.super_attr
+
+    def step_for(self, fn):
+        """The ``recurse`` step of an operator function (``operator.add``, ``getattr``...)."""
+        try:
+            return self.ops[fn]
+        except KeyError:
+            pass
+        entry = codegen.OP_BY_FN.get(fn)
+        if entry is None:
+            return None
+        step = getattr(self.steps, entry[1])(*entry[2])
+        if self.outer_call is not None:
+            step = _outer_computes_natives(step, fn, self.outer_call)
+        self.ops[fn] = step
+        return step
+
+    def _inline_prehook(self, key):
+        """Whether rewritten code calls the prehook itself before operator ``key``: when
+        the prehook is all the context has to say about it (no posthook, wildcard,
+        custom canrecurse/fallback or primitive for it)."""
+        spec = self.spec
+        return (spec.prehook and not (spec.posthook or spec.wildcard or spec.canrecurse
+                                      or spec.fallback)
+                and codegen.OP_SLOTS[key][0] not in spec.primitives)
+
+    def _guard_set(self, key):
+        if self.outer is not None:  # builtin operands run natively only if neither context looks
+            outer = self.outer
+            if outer._inline_prehook(key):  # (its prehook is called by its own code only)
+                return frozenset()
+            return TypeSet(self._compute_guard_set(key) & outer._guard_set(key))
+        memo = (id(self.spec), key, len(NATIVE))
+        hit = _guards.get(memo)
+        if hit is None or hit[0] is not self.spec:
+            hit = _guards[memo] = (self.spec, self._compute_guard_set(key))
+        return hit[1]
+
+    def _compute_guard_set(self, key):
+        """The exact operand types for which rewritten code may run an operator natively:
+        the builtin types no primitive admits, and none at all when a hook, a wildcard
+        or a custom canrecurse is there to see every operation (a prehook
+        called inline has seen it already)."""
+        fn = codegen.OP_SLOTS[key][0]
+        spec = self.spec
+        if self._inline_prehook(key):
+            return NATIVE
+        if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse:
+            return frozenset()  # (a fallback never sees operators on builtin operands)
+        guard = NATIVE
+        operands = 2 if key[0] in ("binop", "compare") else 1
+        for argtypes, _ in spec.primitives.get(fn, ()):
+            matched = [_natives_matching(argtypes, i) for i in range(operands)]
+            if not all(matched):
+                continue  # this primitive never sees builtin operands
+            narrowed = [m for m in matched if m is not NATIVE and len(m) < len(NATIVE)]
+            if not narrowed:
+                return frozenset()
+            # excluding one position's types is enough: the smallest exclusion keeps the most
+            guard = TypeSet(guard - min(narrowed, key=len))
+        return guard
+
+    def _dispatchers(self, arity):
+        """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
+        spec = self.spec
+        getattr_ = self.__dict__.get("_getattr_slot")
+        if getattr_ is None:  # (the first dispatchers are made before the slot)
+            getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731
+        if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
+            hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
+            return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self._method_of,
+                                    getattr_, ModuleType) for method in (False, True))
+        make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
+        return make(self.fcache, self.resolve, self.prehook, self.posthook, self._method_of,
+                    getattr_, ModuleType)
+
+    def _op_slot(self, key, fn, step, params, args, fast, with_prehook=True):
+        """The function rewritten code calls for one operator: hooks and primitive
+        dispatch inlined, and CPython's own operator inline for builtin operands."""
+        spec, ctx = self.spec, self.ctx
+        names = args.split(", ")
+        env = {"fn": fn, "step": step, "NATIVE": NATIVE, "ctx": ctx,
+               "prehook": self.prehook, "posthook": self.posthook,
+               "ATTRS": self.steps.attr_info, "ALL": semantics.ALL_NAMES}
+        if fast is not None:
+            guard, stmt = fast
+            plain = "if %s:\n{i}    %s\n{i}else:\n{i}    r = step(%s)" % (guard, stmt, args)
+        else:
+            plain = "r = step(%s)" % args
+        rules = spec.primitives.get(fn, ())
+        if (len(rules) == 1 and not rules[0][0] and params == args and not spec.prehook
+                and not spec.posthook and spec.wildcard is None):
+            return MethodType(self.user(rules[0][1]), ctx)  # the primitive itself: no frame between
+        if spec.wildcard is not None:
+            env["w"] = self.user(spec.wildcard)
+            plain = "r = w(ctx, fn, %s)" % args
+        elif spec.canrecurse:
+            env["g"] = self._resolve(fn)
+            plain = "r = g(%s)" % args
+        elif rules:
+            conds, cenv = codegen.rule_conditions(rules, names)
+            env.update(cenv)
+            chain = []
+            for i, cond in enumerate(conds):
+                env["m%d" % i] = self.user(rules[i][1])
+                chain.append("%s %s:\n{i}    r = m%d(ctx, %s)"
+                             % ("if" if i == 0 else "elif", cond, i, args))
+            plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("{i}", "{i}    ")
+        lines = ["def slot(%s):" % params]
+        if spec.prehook and with_prehook:
+            lines.append("    prehook(fn, %s)" % args)
+        lines.append("    " + plain.format(i="    "))
+        if spec.posthook:
+            lines.append("    posthook(r, fn, %s)" % args)
+        lines.append("    return r")
+        return codegen.compile_function("\n".join(lines), "slot", env, "slot " + " ".join(map(str, key)))
+
+    def slot(self, key):
+        """The callable standing for template slot ``key`` (built on first use)."""
+        try:
+            return self.ops[key]
+        except KeyError:
+            pass
+        if key[0] in ("call", "meth"):
+            call, meth = self._dispatchers(key[1])
+            self.ops[("call", key[1])] = call
+            self.ops[("meth", key[1])] = meth
+            return self.ops[key]
+        if key[0] == "guard":
+            fn = self._guard_set(key[1:])
+            self.ops[key] = fn
+            return fn
+        if key[0] == "pre":
+            fn = self.prehook if self._inline_prehook(key[1:]) else None
+            self.ops[key] = fn
+            return fn
+        if key[0] == "guarded":  # the C layer's form of an inline guard (rewrite._guarded)
+            op = key[1:]
+            fn = self.ops[key] = GuardedOperator(op[1], self.slot(("guard",) + op), self.slot(op),
+                                                 self.slot(("pre",) + op), codegen.OP_SLOTS[op][0])
+            return fn
+        if key == ("notcontains",):
+            contains = self.slot(("contains",))
+
+            def fn(x, c):
+                return not contains(x, c)
+        else:
+            op, _, _, params, args, fast = codegen.OP_SLOTS[key]
+            spec = self.spec
+            total = spec.totals.get(op) if key[0] in ("binop", "compare", "unary") else None
+            if total is not None and not (spec.prehook or spec.posthook or spec.wildcard
+                                          or spec.canrecurse):
+                # the rewritten code has run builtin operands natively already: the total
+                # primitive takes everything else, with no dispatch step in between
+                fn = self.ops[key] = self.bound_total(total)
+                return fn
+            inline = key[0] in ("binop", "compare") and self._inline_prehook(key)
+            if self.outer is not None:
+                fast = None  # (the step hands builtin operands to the outer run)
+            fn = self._op_slot(key, op, self.step_for(op), params, args, fast, with_prehook=not inline)
+            if key == ("getattr",) and GuardedAttribute is not None:
+                plain, names = self._untaken_types(getattr, {ModuleType, type, FunctionType,
+                                                             BuiltinFunctionType, MethodType}
+                                                   | set(NATIVE))
+                if plain and str in names:  # the C layer loads their attributes itself
+                    fn = GuardedAttribute(plain, NATIVE, self.steps.attr_info, semantics.ALL_NAMES, fn)
+            elif key == ("getitem",) and GuardedSubscript is not None:
+                plain, keys = self._untaken_types(operator.getitem, set(NATIVE))
+                if plain and keys:  # the C layer subscripts them itself (the slot's last branch)
+                    fn = GuardedSubscript(plain, keys, fn)
+        self.ops[key] = fn
+        return fn
+
+    def _untaken_types(self, fn, candidates):
+        """``(firsts, seconds)``: exact types such that a call ``fn(a, b)`` (``getattr``,
+        ``operator.getitem``) with ``type(a)`` among ``firsts`` (taken from ``candidates``)
+        and ``type(b)`` among ``seconds`` (builtin types) is something nothing in the
+        context sees or takes: no hook, wildcard or ``canrecurse``, and no primitive for
+        ``fn`` admitting both operands."""
+        spec = self.spec
+        none = (frozenset(), frozenset())
+        if (self.outer is not None or spec.prehook or spec.posthook or spec.wildcard
+                or spec.canrecurse or fn in spec.totals):
+            return none
+        rules = spec.primitives.get(fn, ())
+        if any(not argtypes for argtypes, _ in rules):
+            return none  # a rule taking every call
+
+        def admits(pattern, tp):
+            ts = pattern if isinstance(pattern, tuple) else (pattern,)
+            return any(t is not Tagged and issubclass(tp, t) for t in ts)
+
+        # second operands no two-pattern rule admits; those rules then never match
+        seconds = frozenset(tp for tp in NATIVE
+                            if not any(len(a) > 1 and admits(a[1], tp) for a, _ in rules))
+        firsts = frozenset(tp for tp in candidates
+                           if not any(len(a) == 1 and admits(a[0], tp) for a, _ in rules))
+        return firsts, seconds
+
+    def call_ex(self, f, args, kwargs):
+        """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""
+        if type(args) is not tuple:
+            tp = type(args)
+            lookup = semantics.lookup  # (the type's slots, not its metaclass's attributes)
+            if not (lookup(tp, "__iter__") is not None or (lookup(tp, "__getitem__") is not None
+                                                           and not issubclass(tp, dict))):
+                raise TypeError("%s argument after * must be an iterable, not %s"
+                                % (funcstr(f), tp.__name__))
+            args = tuple(args)
+        if kwargs is None:
+            return self.call(f, *args)
+        for key in kwargs:
+            if type(key) is not str and not isinstance(key, str):
+                raise TypeError("%s keywords must be strings" % funcstr(f))
+        return self.call(f, *args, **kwargs)
+
+    def super_attr(self, global_super, cls, obj, flags):
+        two_args, name = flags
+        if two_args or global_super is super:
+            s = self.call(global_super, cls, obj)
+        else:
+            s = self.call(global_super)
+        return self._getattr_slot(s, name)
+
+    # -- resolving a callee ---------------------------------------------------------------------
+    def resolve(self, f, cache=True, lasting=False):
+        """The callable that runs ``f`` inside the context, hooks excluded; cached for
+        the run, under a weak key when ``f`` is transient (``lasting``: ``f`` is a class
+        attribute, which lives as long as its class)."""
+        g = self._resolve(f, cache)
+        if cache and not lasting and transient(f):
+            # g holds no reference to f (a bound C method's fallback may: not cached)
+            if self.weak_keys and g is not f and type(f) is not BuiltinFunctionType:
+                self.fcache[WeakKey(f, self._drop)] = g
+            return g
+        if cache:
+            if len(self.fcache) >= CACHE_LIMIT:
+                self.fcache.clear()
+            self.fcache[f] = g
+            if is_builtin(f) and len(self.kept) < CACHE_LIMIT:
+                self.kept[f] = g  # builtins are no user code: kept across runs
+        return g
+
+    def _resolve(self, f, hashable=True):
+        spec = self.spec
+        if hashable and spec.totals:
+            total = spec.totals.get(f)
+            if total is not None:
+                return self.bound_total(total)  # it takes every call of f itself
+        if hashable and spec.primitives:
+            rules = spec.primitives.get(f)
+            if rules:  # (a rule without conditions takes every call: f's body is never
+                # stepped into, so it is not rewritten either)
+                always = any(not argtypes for argtypes, _ in rules)
+                return self._primitive_dispatch(rules, None if always else self._target(f))
+        if spec.wildcard is not None:
+            wildcard, ctx = self.user(spec.wildcard), self.ctx
+            return lambda *a, **k: wildcard(ctx, f, *a, **k)
+        if spec.canrecurse:
+            can, target, fall = self.canrecurse, self._target(f), self._fallback_for(f)
+
+            def decide(*a, **k):
+                return target(*a, **k) if can(f, *a, **k) else fall(*a, **k)
+
+            return decide
+        return self._target(f)
+
+    def _primitive_dispatch(self, rules, target):
+        """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
+        names = ["args[%d]" % i for i in range(codegen.max_arity(rules))]
+        conds, env = codegen.rule_conditions(rules, names)
+        lines = ["def dispatch(*args, **kwargs):", "    n = len(args)"]
+        for i, cond in enumerate(conds):
+            need = len(rules[i][0])
+            lines.append("    if n >= %d and %s:" % (need, cond) if need else "    if True:")
+            lines.append("        return m%d(ctx, *args, **kwargs)" % i)
+        lines.append("    return target(*args, **kwargs)")
+        env.update(ctx=self.ctx, target=target)
+        env.update(("m%d" % i, self.user(r[1])) for i, r in enumerate(rules))
+        return codegen.compile_function("\n".join(lines), "dispatch", env, "primitive dispatch")
+
+    def _target(self, f):
+        """``recurse``: step into ``f``'s Python body, else the fallback."""
+        tf = type(f)
+        if tf is FunctionType:
+            if lookaside.is_internal(f.__code__):
+                nested = NESTING.get(f)
+                return f if nested is None else partial(nested, self)
+            return self._rewritten(f)
+        if tf is MethodType:
+            func, obj = f.__func__, f.__self__
+            try:
+                inner = self.fcache[func]
+            except (KeyError, TypeError):
+                inner = self.resolve(func)
+            return lambda *a, **k: inner(obj, *a, **k)
+        if f is type or f is lookaside.TYPE_NEW:  # (they name the caller's module)
+            plain = self._fallback_for(f)
+            return lambda *a, **k: plain(*lookaside.class_args(f, a), **k)
+        step = self._builtin_step(f)
+        if step is not None:
+            return step
+        if issubclass(tf, type):  # (not isinstance: a __class__ property may claim anything)
+            construct = self.steps.instantiate(f)
+            return construct if construct is not None else self._fallback_for(f)
+        if tf is partial:
+            call, fn, pargs, pkw = self.call, f.func, f.args, f.keywords
+            return lambda *a, **k: call(fn, *pargs, *a, **{**pkw, **k})
+        if tf is staticmethod:
+            return self._resolve(f.__func__)
+        dunder = semantics.lookup(tf, "__call__")
+        if type(dunder) is FunctionType and tf is not Tagged:
+            inner = self._resolve(dunder)
+            return lambda *a, **k: inner(f, *a, **k)
+        return self._fallback_for(f)
+
+    def _builtin_step(self, f):
+        try:
+            step = self.step_for(f) or self.table.get(f)
+        except TypeError:
+            return None
+        if step is not None:
+            return step
+        if f in lookaside.CALLBACKS:
+            return lookaside.wrap_callbacks(f, self.call)
+        if type(f) is not BuiltinFunctionType:  # (a partialmethod's partial has __self__ too)
+            return None
+        owner = f.__self__
+        if owner is not None and not isinstance(owner, (ModuleType, type)):
+            unbound = semantics.lookup(type(owner), f.__name__)
+            if unbound in lookaside.CALLBACKS:
+                step = lookaside.wrap_callbacks(unbound, self.call)
+                return lambda *a, **k: step(owner, *a, **k)
+        return None
+
+    def _rewritten(self, f):
+        code = f.__code__
+        last = self.funcs.get(code)  # the routed twin made for f last time, if f is the same
+        if (last is not None and last[0]() is f and last[1].__defaults__ is f.__defaults__
+                and last[1].__kwdefaults__ is f.__kwdefaults__):
+            twin = last[1]
+            if twin.__name__ is not f.__name__ or twin.__qualname__ is not f.__qualname__:
+                twin.__name__, twin.__qualname__ = f.__name__, f.__qualname__  # (renamed since)
+            return twin
+        new = self.codes.get(code)
+        if new is None:
+            new = self.route_code(code)
+            self.codes[code] = _MISSING if new is code else new  # never a strong ref to the key
+        if new is code or new is _MISSING:
+            return f
+        g = FunctionType(new, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+        g.__kwdefaults__ = f.__kwdefaults__
+        g.__qualname__ = f.__qualname__
+        g.__module__ = f.__module__
+        funcs, code_id = self.funcs, id(code)
+
+        def forget(ref):  # the twin shares f's defaults and cells: it must not outlive f
+            funcs.discard(code_id, entry)
+
+        entry = (weakref.ref(f, forget), g)
+        funcs[code] = entry
+        return g
+
+    def route_code(self, code):
+        """``code`` rewritten and bound to this runtime (``code`` itself if it cannot be)."""
+        spec = self.spec
+        inline = bool(spec.prehook and not (spec.posthook or spec.wildcard or spec.canrecurse
+                                            or spec.fallback))
+        template = _template(code, self.ctx.pass_, type(self.ctx), inline)
+        if template is None:
+            return code
+        slot = self.slot
+        consts = tuple(slot(c.key) if type(c) is rewrite.Slot else c for c in template.co_consts)
+        routed = template.replace(co_consts=consts)
+        lookaside.ROUTED.add(routed)
+        return routed
+
+    @staticmethod
+    def _method_of(tp, name):
+        """``(function, instances_have_dict)`` for ``obj.name(...)`` when CPython's
+        method-call shortcut applies to instances of ``tp``, else ``(None, False)``."""
+        if tp is Tagged or not semantics.is_generic_getattribute(semantics.lookup(tp, "__getattribute__")):
+            return None, False
+        attr = semantics.lookup(tp, name)
+        if type(attr) is FunctionType or type(attr) is MethodDescriptorType:
+            instance_dict = semantics.lookup(tp, "__dict__")
+            if instance_dict is None:
+                return attr, False
+            if type(instance_dict) is GetSetDescriptorType:
+                return attr, True
+        return None, False  # (a class redefining __dict__: CPython's own lookup decides)
+
+    # -- fallback ---------------------------------------------------------------------------
+    def _fallback_for(self, f):
+        reader = self.frame_reader(f)
+        if reader is not None:  # called plainly they would read the dispatcher's frame
+            return reader
+        if self.spec.fallback:
+            fall = self.fallback
+            return lambda *a, **k: fall(f, *a, **k)
+        call = self.outer_call
+        if call is not None:  # nested: what this context calls plainly, the outer one routes
+            ctx = self.ctx
+            if is_structural(f):
+                return lambda *a, **k: call(f, *a, **k)
+            return lambda *a, **k: plain_call(f, ctx._tagkey, a, k, call)
+        if not self.checking or is_structural(f):
+            return f
+        ctx = self.ctx
+        return lambda *a, **k: plain_call(f, ctx._tagkey, a, k)
+
+    def frame_reader(self, f):
+        """The stand-in for ``f`` when it is a builtin that reads its caller's frame."""
+        try:
+            return self.table.get(f)
+        except TypeError:
+            return None
+
+    def fallback_call(self, f, args, kwargs):
+        if self.spec.fallback:
+            return self.fallback(f, *args, **kwargs)
+        return plain_call(f, self.ctx._tagkey, args, kwargs, self.outer_call)
+
+
+_guards: dict[Any, Any] = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)
+
+
+def _outer_computes_natives(step, fn, call):
+    """A nested runtime's step for operator ``fn``: what it would compute natively
+    (every operand of a builtin type) is a call of ``fn`` the outer run routes."""
+    native = NATIVE
+
+    def nested_step(*args):
+        for a in args:
+            if type(a) not in native:
+                return step(*args)
+        return call(fn, *args)
+
+    return nested_step
+
+
+def _natives_matching(argtypes, i):
+    """The builtin types a primitive's ``i``-th argument type admits (all of them when
+    it names none)."""
+    if i >= len(argtypes):
+        return NATIVE
+    ts = argtypes[i] if isinstance(argtypes[i], tuple) else (argtypes[i],)
+    plain = tuple(t for t in ts if t is not Tagged)
+    return {t for t in NATIVE if plain and issubclass(t, plain)}
+
+
+def note_tagging() -> None:
+    """A context made its first tag: from now on fallbacks must untag (and hand values
+    tagged by other contexts over to them), so plain-call shortcuts are dropped."""
+    if not _tagging_seen[0]:
+        _tagging_seen[0] = True
+        for rt in list(_runtimes):
+            rt.checking = True
+            rt.fcache.clear()
+            rt.kept.clear()
+            rt.targets.clear()
+
+
+def runtime_of(ctx, fname):
+    """``ctx``'s runtime, made (again) when it has none or its class changed since;
+    ``fname`` names the entry point in the error for a ``ctx`` that is no context."""
+    try:  # (the common case: the runtime made last time is still valid)
+        rt = ctx._runtime
+        if rt.ctx is ctx and type(ctx) is rt.ctx_type and not rt.spec.stale:
+            return rt
+    except AttributeError:
+        pass
+    if not isinstance(ctx, Context):
+        raise TypeError("%s(ctx, f, ...): ctx must be an overdub.Context instance, got %r"
+                        % (fname, type(ctx).__name__))
+    spec = spec_of(type(ctx))
+    rt = ctx._runtime
+    if rt is None or rt.spec is not spec:
+        rt = ctx._runtime = Runtime(ctx, spec)
+    return rt
+
+
+def leave(rt):
+    """One run of ``rt`` ends (runs nest): at the outermost, forget what was resolved."""
+    rt.depth -= 1
+    if rt.depth == 0:
+        rt.forget_callees()
+        rt.steps.attr_info.clear()
+        if len(rt.codes) > CACHE_LIMIT:
+            rt.codes.clear()
+            rt.funcs.clear()
