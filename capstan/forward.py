@@ -178,6 +178,10 @@ class ForwardCtx(ADContext):
     # -- results ----------------------------------------------------------------------------
     def output_tangent(self, y):
         """The tangent of an output (zeros where it does not depend on the input)."""
+        if type(y) is Tagged and y._tagkey is self._tagkey and type(y._value) is float:
+            t = y._meta  # (the commonest output: a float carrying its tangent)
+            if t is not None:
+                return t
         leaves, rebuild = structure.flatten(y)
         checks.no_object_arrays(leaves, "jvp")
         out = []
@@ -285,6 +289,14 @@ def _seed(x, fname):
     return x
 
 
+def _seeded(x, ctx, t):
+    """``x`` tagged by ``ctx`` with tangent ``t`` (``overdub.tag``, whose checks a float
+    handed to a context that tagged before does not need)."""
+    if type(x) is float and ctx.__dict__.get("_has_tags"):
+        return Tagged(x, t, ctx)
+    return tag(x, ctx, t)
+
+
 def D(f: Callable[..., Any], x: Any) -> Any:
     """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``).
 
@@ -301,12 +313,13 @@ def D(f: Callable[..., Any], x: Any) -> Any:
     """
     if not callable(f):
         raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
-    checks.require_differentiable("D", (x,), "x cannot carry a derivative")
-    x = _seed(x, "D")
-    if isinstance(x, np.ndarray) and x.shape:
-        raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
+    if type(x) is not float:  # (a float passes every check)
+        checks.require_differentiable("D", (x,), "x cannot carry a derivative")
+        x = _seed(x, "D")
+        if isinstance(x, np.ndarray) and x.shape:
+            raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
     with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
-        y = overdub(ctx, f, tag(x, ctx, 1.0))
+        y = overdub(ctx, f, _seeded(x, ctx, 1.0))
         losses.check_finished(ctx)
         return ctx.output_tangent(y)
 

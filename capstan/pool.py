@@ -23,8 +23,10 @@ class borrowed:
         self.cls = cls
 
     def __enter__(self) -> Any:
-        pools = _local.__dict__.setdefault("pools", {})
-        idle = pools.setdefault(self.cls, [])
+        try:
+            idle = _local.pools[self.cls]
+        except (AttributeError, KeyError):  # (the first run of this class in this thread)
+            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
         ctx = self.ctx = idle.pop() if idle else self.cls()
         ctx.renew_tags()
         return ctx

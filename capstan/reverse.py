@@ -65,9 +65,12 @@ class ReverseCtx(ADContext):
     def reset(self):
         super().reset()
         self.tape = []
-        self.readers = {}
-        self.holders = {}
-        self.views = {}
+        if self.readers:  # (left as they are when the run used none)
+            self.readers = {}
+        if self.holders:
+            self.holders = {}
+        if self.views:
+            self.views = {}
 
     # -- nodes ---------------------------------------------------------------------------------
     node = ADContext.meta

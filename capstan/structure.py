@@ -12,9 +12,16 @@ import numpy as np
 
 def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
+    if type(x) is float:  # (the commonest leaf, taken without the walk)
+        return [x], _first
     leaves: list[Any] = []
     build = _flatten(x, leaves)
     return leaves, lambda new: build(iter(new))
+
+
+def _first(new: Any) -> Any:
+    """``rebuild`` of a single leaf: the first new leaf."""
+    return next(iter(new))
 
 
 def _flatten(x: Any, leaves: list[Any]) -> Build:
