@@ -24,8 +24,8 @@ from .adcontext import INPLACE, ADContext, out_argument, raw
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
-from .nesting import enclosing, level, route
-from .pool import borrowed
+from .nesting import enclosing, route
+from .pool import differentiating
 from .rules import registry
 
 _PARTIALS, _JVP = registry.PARTIALS, registry.JVP
@@ -318,7 +318,7 @@ def D(f: Callable[..., Any], x: Any) -> Any:
         x = _seed(x, "D")
         if isinstance(x, np.ndarray) and x.shape:
             raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
-    with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+    with differentiating(ForwardCtx) as ctx:
         y = overdub(ctx, f, _seeded(x, ctx, 1.0))
         losses.check_finished(ctx)
         return ctx.output_tangent(y)
@@ -354,7 +354,7 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
     if len(leaves) != len(tleaves):
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
-    with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+    with differentiating(ForwardCtx) as ctx:
         out: tuple[Any, Any] = _jvp(ctx, f, leaves, tleaves, rebuild)
         return out
 
@@ -390,7 +390,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
     if not shape:
-        with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+        with differentiating(ForwardCtx) as ctx:
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             checks.check_single_output(y)
@@ -402,7 +402,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
         width = min(chunk, n - start)
         seed = np.zeros((width, n), dtype=raw(xa).dtype)
         seed[np.arange(width), start + np.arange(width)] = 1.0
-        with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+        with differentiating(ForwardCtx) as ctx:
             ctx.chunk = width
             y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)

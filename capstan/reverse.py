@@ -27,8 +27,8 @@ from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook
-from .nesting import enclosing, level, nestlevel, route
-from .pool import borrowed
+from .nesting import enclosing, nestlevel, route
+from .pool import borrowed, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 from .rules.registry import conj, unbroadcast
@@ -486,7 +486,7 @@ class _Run:
                     new.append(leaf)
             self.arg_structs.append((leaves, nodes, rebuild))
             tagged_args.append(rebuild(new))
-        with level(ctx), losses.guard(ctx):
+        with running(ctx):
             self.y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
@@ -522,6 +522,8 @@ class _Run:
 def _like(c, leaf):
     """Cotangent ``c`` as the type of its input ``leaf`` (float for float, float32 for
     float32...)."""
+    if type(c) is float and type(leaf) is float:
+        return c
     if type(c) is Tagged or type(leaf) is Tagged:  # (inside an enclosing differentiation)
         return route(enclosing(c, leaf), like_leaf, c, leaf)
     if not isinstance(leaf, (float, complex)) and hasattr(leaf, "dtype"):
@@ -572,12 +574,13 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
                          "capstan.jacobian(f, x) or capstan.pullback(f, *args) for other outputs"
                          % (fname, type(y).__name__))
     value = y._value if run.ctx.owns(y) else y
-    if np.ndim(value) != 0:
-        raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; "
-                         "use capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
-    if np.iscomplexobj(value):
-        raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
-                         "real-valued functions (use capstan.pullback for complex outputs)" % fname)
+    if type(value) is not float:  # (a float is a real scalar)
+        if np.ndim(value) != 0:
+            raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
+                             "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
+        if np.iscomplexobj(value):
+            raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
+                             "real-valued functions (use capstan.pullback for complex outputs)" % fname)
     n = run.ctx.node(y)
     if n is None:
         return tuple(None for _ in args)

@@ -9,11 +9,13 @@ Build = Callable[[Iterator[Any]], Any]
 
 import numpy as np
 
+from overdub import Tagged
+
 
 def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
-    if type(x) is float:  # (the commonest leaf, taken without the walk)
-        return [x], _first
+    if type(x) is float or (type(x) is Tagged and type(x._value) is float):
+        return [x], _first  # (the commonest leaves, taken without the walk)
     leaves: list[Any] = []
     build = _flatten(x, leaves)
     return leaves, lambda new: build(iter(new))
