@@ -362,6 +362,9 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
 def _jvp(ctx, f, leaves, tleaves, rebuild):
     seeded = []
     for i, (p, t) in enumerate(zip(leaves, tleaves)):
+        if type(p) is float and type(t) is float:  # (a float point, a float direction)
+            seeded.append(_seeded(p, ctx, t))
+            continue
         if structure.is_differentiable(p) and t is not None:
             if np.shape(t) != np.shape(p):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
