@@ -8,6 +8,7 @@ the way in and out, so no value of one run is ever taken for a value of another:
 values that escape a run become plain constants.
 """
 import threading
+import weakref
 from typing import Any
 
 from . import losses, nesting
@@ -37,10 +38,20 @@ class borrowed:
         ctx = self.ctx
         ctx.reset()  # (cleans up the run's tagged values while they are still its own)
         ctx.renew_tags()
-        idle = _local.pools[self.cls]
+        try:
+            idle = _local.pools[self.cls]
+        except (AttributeError, KeyError):  # (handed back in another thread: see ``kept``)
+            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
         if len(idle) < _KEEP:
             idle.append(ctx)
 
+
+def lent(cls: type) -> tuple[Any, Any]:
+    """``(ctx, give_back)``: an idle context of ``cls`` for a run whose results keep using
+    it after the call (a pullback's tape); ``give_back()`` returns it to the idle ones
+    (call it once, when nothing uses it any more: ``weakref.finalize(owner, give_back)``)."""
+    loan = borrowed(cls)
+    return loan.__enter__(), loan.__exit__
 
 
 class running:

@@ -28,7 +28,7 @@ from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook
 from .nesting import enclosing, nestlevel, route
-from .pool import borrowed, running
+from .pool import borrowed, lent, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 from .rules.registry import conj, unbroadcast
@@ -608,9 +608,14 @@ def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Cal
     checks.point_given("pullback", args, kwargs)
     checks.check_callable("pullback", f)
     checks.require_differentiable("pullback", args)
-    run = _Run(f, args, "pullback")
-    y = run.primal()
-    run.ctx.cleanup()
+    ctx, give_back = lent(ReverseCtx)  # (a new context's machinery costs a hundred microseconds)
+    try:
+        run = _Run(f, args, "pullback", ctx)
+        y = run.primal()
+        run.ctx.cleanup()
+    except BaseException:
+        give_back()
+        raise
 
     def back(dy):
         dleaves, _ = structure.flatten(dy)
@@ -628,6 +633,7 @@ def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Cal
                 seeds[n] = d if n not in seeds else seeds[n] + d
         return run.back(seeds)
 
+    weakref.finalize(back, give_back).atexit = False  # (the tape is used until back dies)
     return y, back
 
 
