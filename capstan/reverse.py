@@ -468,7 +468,12 @@ class _Run:
         self.ctx = ctx = ReverseCtx() if ctx is None else ctx
         self.arg_structs = []
         tagged_args = []
-        for i, a in enumerate(args):
+        for a in args:
+            if type(a) is float:  # (a float point: one leaf, its input node)
+                t = ctx.input(a)
+                self.arg_structs.append(([a], [t._meta], structure.single))
+                tagged_args.append(t)
+                continue
             leaves, rebuild = structure.flatten(a)
             nodes = []
             new = []
@@ -503,6 +508,11 @@ class _Run:
         """The argument gradients from the cotangents ``cts`` of every node."""
         out = []
         for leaves, nodes, rebuild in self.arg_structs:
+            if rebuild is structure.single and type(leaves[0]) is float:  # (a float point)
+                n = nodes[0]
+                c = None if n is None else cts[n]
+                out.append(None if c is None else _like(c, leaves[0]))
+                continue
             got = [None if n is None else cts[n] for n in nodes]
             if all(c is None for c in got):
                 out.append(None)

@@ -16,7 +16,7 @@ from overdub import Tagged
 def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
     if type(x) is float or (type(x) is Tagged and type(x._value) is float):
-        return [x], _first  # (the commonest leaves, taken without the walk)
+        return [x], single  # (the commonest leaves, taken without the walk)
     if type(x) is tuple and all(type(e) is float for e in x):  # (a tuple of points)
         return list(x), partial(_tuple_of, len(x))
     leaves: list[Any] = []
@@ -24,8 +24,8 @@ def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     return leaves, lambda new: build(iter(new))
 
 
-def _first(new: Any) -> Any:
-    """``rebuild`` of a single leaf: the first new leaf."""
+def single(new: Any) -> Any:
+    """``rebuild`` of a single leaf (a float, for one): the first new leaf."""
     return next(iter(new))
 
 
