@@ -82,6 +82,21 @@ def test_jvp_of_floats_is_the_general_paths_answer(name, x):
     assert agree(fast, general)
 
 
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("x", POINTS, ids=repr)
+def test_grad_of_a_float_is_the_general_paths_answer(name, x):
+    f = FUNCTIONS[name]
+    two = lambda a, b: f(a) * b  # noqa: E731
+    for transform in (capstan.grad, capstan.value_and_grad):
+        assert agree(outcome(lambda: transform(f)(x)), outcome(lambda: transform(f)(Sub(x))))
+        assert agree(outcome(lambda: transform(two, argnums=1)(x, x)),
+                     outcome(lambda: transform(two, argnums=1)(Sub(x), Sub(x))))
+        assert agree(outcome(lambda: transform(two, argnums=-1)(x, x)),  # (not a shortcut's)
+                     outcome(lambda: transform(two, argnums=-1)(Sub(x), Sub(x))))
+    with pytest.raises(ValueError, match=r"^capstan\.grad: argnums=2, but f was called with 2 positional"):
+        capstan.grad(two, argnums=2)(x, x)
+
+
 @pytest.mark.parametrize("x", POINTS, ids=repr)
 def test_pullback_of_a_float_is_the_general_paths_answer(x):
     for f in FUNCTIONS.values():
