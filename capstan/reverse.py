@@ -466,7 +466,7 @@ class _Run:
         if not callable(f):
             raise TypeError("capstan.%s(f, *args): f must be callable, got %r" % (fname, f))
         self.ctx = ctx = ReverseCtx() if ctx is None else ctx
-        self.arg_structs = []
+        self.arg_structs: list[tuple[list[Any], list[Any], Callable[[Any], Any]]] = []
         tagged_args = []
         for a in args:
             if type(a) is float:  # (a float point: one leaf, its input node)
