@@ -97,11 +97,16 @@ class ADContext(Context):
         self.decisions = None  # a list: record (function, result) of each decision taken
 
     def reset(self):
-        """Forget the state of the last run (the context is about to be reused)."""
-        self.cleanup()
-        self.shadows = {}
-        self.losses = []
-        self.texts = set()
+        """Forget the state of the last run (the context is about to be reused).  What the
+        run left empty is kept: most runs store, shadow and refuse nothing."""
+        if self.__dict__.get("stored"):
+            self.cleanup()
+        if self.shadows:
+            self.shadows = {}
+        if self.losses:
+            self.losses = []
+        if self.texts:
+            self.texts = set()
         self.decisions = None
 
     # -- containers that received differentiated values ------------------------------------------

@@ -24,8 +24,8 @@ from .adcontext import INPLACE, ADContext, out_argument, raw
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
-from .nesting import enclosing, level, route
-from .pool import borrowed
+from .nesting import enclosing, route
+from .pool import differentiating
 from .rules import registry
 
 _PARTIALS, _JVP = registry.PARTIALS, registry.JVP
@@ -178,6 +178,10 @@ class ForwardCtx(ADContext):
     # -- results ----------------------------------------------------------------------------
     def output_tangent(self, y):
         """The tangent of an output (zeros where it does not depend on the input)."""
+        if type(y) is Tagged and y._tagkey is self._tagkey and type(y._value) is float:
+            t = y._meta  # (the commonest output: a float carrying its tangent)
+            if t is not None:
+                return t
         leaves, rebuild = structure.flatten(y)
         checks.no_object_arrays(leaves, "jvp")
         out = []
@@ -285,6 +289,14 @@ def _seed(x, fname):
     return x
 
 
+def _seeded(x, ctx, t):
+    """``x`` tagged by ``ctx`` with tangent ``t`` (``overdub.tag``, whose checks a float
+    handed to a context that tagged before does not need)."""
+    if type(x) is float and ctx.__dict__.get("_has_tags"):
+        return Tagged(x, t, ctx)
+    return tag(x, ctx, t)
+
+
 def D(f: Callable[..., Any], x: Any) -> Any:
     """Derivative of ``f`` at scalar ``x`` (real, or complex for holomorphic ``f``).
 
@@ -301,12 +313,13 @@ def D(f: Callable[..., Any], x: Any) -> Any:
     """
     if not callable(f):
         raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
-    checks.require_differentiable("D", (x,), "x cannot carry a derivative")
-    x = _seed(x, "D")
-    if isinstance(x, np.ndarray) and x.shape:
-        raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
-    with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
-        y = overdub(ctx, f, tag(x, ctx, 1.0))
+    if type(x) is not float:  # (a float passes every check)
+        checks.require_differentiable("D", (x,), "x cannot carry a derivative")
+        x = _seed(x, "D")
+        if isinstance(x, np.ndarray) and x.shape:
+            raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
+    with differentiating(ForwardCtx) as ctx:
+        y = overdub(ctx, f, _seeded(x, ctx, 1.0))
         losses.check_finished(ctx)
         return ctx.output_tangent(y)
 
@@ -341,7 +354,7 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
     if len(leaves) != len(tleaves):
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
-    with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+    with differentiating(ForwardCtx) as ctx:
         out: tuple[Any, Any] = _jvp(ctx, f, leaves, tleaves, rebuild)
         return out
 
@@ -349,6 +362,9 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
 def _jvp(ctx, f, leaves, tleaves, rebuild):
     seeded = []
     for i, (p, t) in enumerate(zip(leaves, tleaves)):
+        if type(p) is float and type(t) is float:  # (a float point, a float direction)
+            seeded.append(_seeded(p, ctx, t))
+            continue
         if structure.is_differentiable(p) and t is not None:
             if np.shape(t) != np.shape(p):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
@@ -377,7 +393,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
     if not shape:
-        with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+        with differentiating(ForwardCtx) as ctx:
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             checks.check_single_output(y)
@@ -389,7 +405,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
         width = min(chunk, n - start)
         seed = np.zeros((width, n), dtype=raw(xa).dtype)
         seed[np.arange(width), start + np.arange(width)] = 1.0
-        with borrowed(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+        with differentiating(ForwardCtx) as ctx:
             ctx.chunk = width
             y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)

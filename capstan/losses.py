@@ -32,7 +32,7 @@ import array
 import os
 import re
 import sys
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -196,12 +196,18 @@ class guard:
         return self.ctx
 
     def __exit__(self, tp, exc, tb):
-        found = self.ctx.losses
-        if exc is None or not found or any(exc is e for e in found):
-            return False
-        err = found[0]
-        del found[:]
-        raise err.with_traceback(None) from exc
+        return failed(self.ctx, exc)
+
+
+def failed(ctx: Any, exc: BaseException | None) -> bool:
+    """``guard``'s way out after exception ``exc`` (``None``: none): the first loss ``ctx``
+    recorded is raised instead of another exception; ``False`` otherwise."""
+    found = ctx.losses
+    if exc is None or not found or any(exc is e for e in found):
+        return False
+    err = found[0]
+    del found[:]
+    raise err.with_traceback(None) from exc
 
 
 # ----------------------------------------------------------------------------- protocols (2)

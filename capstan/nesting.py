@@ -26,15 +26,27 @@ class level:
         self.ctx = ctx
 
     def __enter__(self) -> None:
-        _state.level = getattr(_state, "level", 0) + 1
-        stack = getattr(_state, "contexts", None)
-        if stack is None:
-            stack = _state.contexts = []
-        stack.append(self.ctx)
+        push(self.ctx)
 
     def __exit__(self, *exc: object) -> None:
-        _state.level -= 1
-        _state.contexts.pop()
+        pop()
+
+
+def push(ctx: Any) -> None:
+    """One more active differentiation, run by ``ctx`` (``level``'s way in)."""
+    try:
+        _state.contexts.append(ctx)
+    except AttributeError:  # (the first one in this thread)
+        _state.contexts = [ctx]
+        _state.level = 1
+        return
+    _state.level += 1
+
+
+def pop() -> None:
+    """The innermost active differentiation has ended (``level``'s way out)."""
+    _state.level -= 1
+    _state.contexts.pop()
 
 
 def inner(a: Any, b: Any) -> Any:

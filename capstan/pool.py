@@ -8,7 +8,10 @@ the way in and out, so no value of one run is ever taken for a value of another:
 values that escape a run become plain constants.
 """
 import threading
+import weakref
 from typing import Any
+
+from . import losses, nesting
 
 _local = threading.local()
 _KEEP = 4  # idle contexts kept per class and thread
@@ -23,8 +26,10 @@ class borrowed:
         self.cls = cls
 
     def __enter__(self) -> Any:
-        pools = _local.__dict__.setdefault("pools", {})
-        idle = pools.setdefault(self.cls, [])
+        try:
+            idle = _local.pools[self.cls]
+        except (AttributeError, KeyError):  # (the first run of this class in this thread)
+            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
         ctx = self.ctx = idle.pop() if idle else self.cls()
         ctx.renew_tags()
         return ctx
@@ -33,6 +38,57 @@ class borrowed:
         ctx = self.ctx
         ctx.reset()  # (cleans up the run's tagged values while they are still its own)
         ctx.renew_tags()
-        idle = _local.pools[self.cls]
+        try:
+            idle = _local.pools[self.cls]
+        except (AttributeError, KeyError):  # (handed back in another thread: see ``kept``)
+            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
         if len(idle) < _KEEP:
             idle.append(ctx)
+
+
+def lent(cls: type) -> tuple[Any, Any]:
+    """``(ctx, give_back)``: an idle context of ``cls`` for a run whose results keep using
+    it after the call (a pullback's tape); ``give_back()`` returns it to the idle ones
+    (call it once, when nothing uses it any more: ``weakref.finalize(owner, give_back)``)."""
+    loan = borrowed(cls)
+    return loan.__enter__(), loan.__exit__
+
+
+class running:
+    """``with running(ctx):`` -- ``ctx`` runs a differentiation: counted as an active one
+    (``nesting.level``) and guarded (``losses.guard``), in one block, which costs less."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> Any:
+        nesting.push(self.ctx)
+        return self.ctx
+
+    def __exit__(self, tp: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc is not None:
+                losses.failed(self.ctx, exc)
+        finally:
+            nesting.pop()
+
+
+class differentiating(borrowed):
+    """``with differentiating(ForwardCtx) as ctx:`` -- a borrowed context, ``running``."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Any:
+        ctx = borrowed.__enter__(self)
+        nesting.push(ctx)
+        return ctx
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if exc[1] is not None:
+                losses.failed(self.ctx, exc[1])
+        finally:
+            nesting.pop()
+            borrowed.__exit__(self)

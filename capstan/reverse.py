@@ -29,8 +29,8 @@ from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook
-from .nesting import enclosing, level, nestlevel, route
-from .pool import borrowed
+from .nesting import enclosing, nestlevel, route
+from .pool import borrowed, lent, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 from .rules.registry import conj, unbroadcast
@@ -120,9 +120,12 @@ class ReverseCtx(ADContext):
     def reset(self):
         super().reset()
         self.tape = []
-        self.readers = {}
-        self.holders = {}
-        self.views = {}
+        if self.readers:  # (left as they are when the run used none)
+            self.readers = {}
+        if self.holders:
+            self.holders = {}
+        if self.views:
+            self.views = {}
 
     # -- nodes ---------------------------------------------------------------------------------
     node = ADContext.meta
@@ -525,9 +528,14 @@ class _Run:
         if not callable(f):
             raise TypeError("capstan.%s(f, *args): f must be callable, got %r" % (fname, f))
         self.ctx = ctx = ReverseCtx() if ctx is None else ctx
-        self.arg_structs = []
+        self.arg_structs: list[tuple[list[Any], list[Any], Callable[[Any], Any]]] = []
         tagged_args = []
-        for i, a in enumerate(args):
+        for a in args:
+            if type(a) is float:  # (a float point: one leaf, its input node)
+                t = ctx.input(a)
+                self.arg_structs.append(([a], [t._meta], structure.single))
+                tagged_args.append(t)
+                continue
             leaves, rebuild = structure.flatten(a)
             nodes = []
             new = []
@@ -545,7 +553,7 @@ class _Run:
                     new.append(leaf)
             self.arg_structs.append((leaves, nodes, rebuild))
             tagged_args.append(rebuild(new))
-        with level(ctx), losses.guard(ctx):
+        with running(ctx):
             self.y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
@@ -562,6 +570,11 @@ class _Run:
         """The argument gradients from the cotangents ``cts`` of every node."""
         out = []
         for leaves, nodes, rebuild in self.arg_structs:
+            if rebuild is structure.single and type(leaves[0]) is float:  # (a float point)
+                n = nodes[0]
+                c = None if n is None else cts[n]
+                out.append(None if c is None else _like(c, leaves[0]))
+                continue
             got = [None if n is None else cts[n] for n in nodes]
             if all(c is None for c in got):
                 out.append(None)
@@ -581,6 +594,8 @@ class _Run:
 def _like(c, leaf):
     """Cotangent ``c`` as the type of its input ``leaf`` (float for float, float32 for
     float32...)."""
+    if type(c) is float and type(leaf) is float:
+        return c
     if type(c) is Tagged or type(leaf) is Tagged:  # (inside an enclosing differentiation)
         return route(enclosing(c, leaf), like_leaf, c, leaf)
     if not isinstance(leaf, (float, complex)) and hasattr(leaf, "dtype"):
@@ -631,12 +646,13 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
                          "capstan.jacobian(f, x) or capstan.pullback(f, *args) for other outputs"
                          % (fname, type(y).__name__))
     value = y._value if run.ctx.owns(y) else y
-    if np.ndim(value) != 0:
-        raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; "
-                         "use capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
-    if np.iscomplexobj(value):
-        raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
-                         "real-valued functions (use capstan.pullback for complex outputs)" % fname)
+    if type(value) is not float:  # (a float is a real scalar)
+        if np.ndim(value) != 0:
+            raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
+                             "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
+        if np.iscomplexobj(value):
+            raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
+                             "real-valued functions (use capstan.pullback for complex outputs)" % fname)
     n = run.ctx.node(y)
     if n is None:
         return tuple(None for _ in args)
@@ -664,9 +680,14 @@ def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Cal
     checks.point_given("pullback", args, kwargs)
     checks.check_callable("pullback", f)
     checks.require_differentiable("pullback", args)
-    run = _Run(f, args, "pullback")
-    y = run.primal()
-    run.ctx.cleanup()
+    ctx, give_back = lent(ReverseCtx)  # (a new context's machinery costs a hundred microseconds)
+    try:
+        run = _Run(f, args, "pullback", ctx)
+        y = run.primal()
+        run.ctx.cleanup()
+    except BaseException:
+        give_back()
+        raise
 
     def back(dy):
         dleaves, _ = structure.flatten(dy)
@@ -684,6 +705,7 @@ def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Cal
                 seeds[n] = d if n not in seeds else seeds[n] + d
         return run.back(seeds)
 
+    weakref.finalize(back, give_back).atexit = False  # (the tape is used until back dies)
     return y, back
 
 

@@ -2,6 +2,7 @@
 numbers and arrays, taken apart into leaves and put back together."""
 import dataclasses
 import numbers
+from functools import partial
 from typing import Any, Callable, Iterator
 
 #: puts a leaf or a structure back together from an iterator over new leaves
@@ -9,12 +10,29 @@ Build = Callable[[Iterator[Any]], Any]
 
 import numpy as np
 
+from overdub import Tagged
+
 
 def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
+    if type(x) is float or (type(x) is Tagged and type(x._value) is float):
+        return [x], single  # (the commonest leaves, taken without the walk)
+    if type(x) is tuple and all(type(e) is float for e in x):  # (a tuple of points)
+        return list(x), partial(_tuple_of, len(x))
     leaves: list[Any] = []
     build = _flatten(x, leaves)
     return leaves, lambda new: build(iter(new))
+
+
+def single(new: Any) -> Any:
+    """``rebuild`` of a single leaf (a float, for one): the first new leaf."""
+    return next(iter(new))
+
+
+def _tuple_of(n: int, new: Any) -> tuple[Any, ...]:
+    """``rebuild`` of a tuple of ``n`` leaves."""
+    it = iter(new)
+    return tuple(next(it) for _ in range(n))
 
 
 def _flatten(x: Any, leaves: list[Any]) -> Build:

@@ -46,6 +46,8 @@ def _check_argnums(fname: str, argnums: Any) -> None:
 
 def _select(fname: str, argnums: ArgNums, args: tuple[Any, ...]) -> tuple[bool, tuple[int, ...]]:
     """``(single, positions)``: the positional arguments ``argnums`` selects."""
+    if type(argnums) is int and 0 <= argnums < len(args):  # (the common case: one argument)
+        return True, (argnums,)
     single = isinstance(argnums, int)
     nums: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else argnums
     out: list[int] = []
@@ -80,6 +82,8 @@ def _prepare(fname: str, f: Callable[..., Any], argnums: ArgNums, args: tuple[An
     single, positions = _select(fname, argnums, args)
     chosen = tuple(args[i] for i in positions)
     for i, a in zip(positions, chosen):
+        if type(a) is float:  # (a float always can)
+            continue
         checks.require_differentiable(
             fname, (a,), "argument %d (selected by argnums) cannot carry a derivative" % i)
     return single, chosen, _fix_others(f, args, kwargs, positions)
@@ -187,16 +191,19 @@ def _value_and_grad(fname: str, f: Callable[..., Any], argnums: ArgNums, has_aux
     with borrowed(ReverseCtx) as ctx:
         run = _Run(fixed, chosen, fname, ctx)
         out, aux = _split_aux(fname, run.y, has_aux)
-        if flatten(out)[0] != [out] or np.ndim(checks.plain(out)) != 0:
+        if type(checks.plain(out)) is float:  # (a real scalar)
+            value = out._value if ctx.owns(out) else out
+        elif flatten(out)[0] != [out] or np.ndim(checks.plain(out)) != 0:
             shape = np.shape(checks.plain(out)) if flatten(out)[0] == [out] else None
             raise ValueError("capstan.%s: f must return a real scalar%s, got %s; use capstan.jacrev or "
                              "capstan.jacfwd for other outputs"
                              % (fname, " as its first result" if has_aux else "",
                                 "an array of shape %s" % (shape,) if shape else type(out).__name__))
-        value = out._value if ctx.owns(out) else out
-        if np.iscomplexobj(checks.plain(value)):
-            raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
-                             "real-valued functions (use capstan.pullback for complex outputs)" % fname)
+        else:
+            value = out._value if ctx.owns(out) else out
+            if np.iscomplexobj(checks.plain(value)):
+                raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
+                                 "real-valued functions (use capstan.pullback for complex outputs)" % fname)
         n = ctx.node(out)
         grads = run.back({n: 1.0}) if n is not None else (None,) * len(chosen)
         grads = tuple(_zeros_for(a) if g is None else g for g, a in zip(grads, chosen))

@@ -1,0 +1,175 @@
+"""The entry points' shortcuts for a float point (``D``, ``gradient``, ``jvp``, ``pullback``)
+give what the general path gives.
+
+A float subclass takes the general path everywhere (every shortcut tests ``type(x) is
+float``), so ``f(Sub(x))`` is the general path's answer for the same number: each
+shortcut is compared with it, for ordinary numbers, signed zeros, infinities and NaN.
+The other inputs (ints, bools, NumPy scalars, complex numbers) never take a shortcut;
+their answers and messages are pinned here beside the float's."""
+import gc
+import math
+
+import numpy as np
+import pytest
+
+import capstan
+from capstan import checks, forward, pool, structure
+from capstan.reverse import ReverseCtx
+
+
+class Sub(float):
+    """A float the shortcuts do not recognise: it takes the general path."""
+
+
+POINTS = [0.7, -2.5, 0.0, -0.0, 1e300, math.inf, -math.inf, math.nan]
+
+FUNCTIONS = {
+    "identity": lambda x: x,
+    "square": lambda x: x * x,
+    "sin": lambda x: math.sin(x) * x,
+    "constant": lambda x: 3.0,
+    "int result": lambda x: 3,
+    "bool result": lambda x: x > 0.5,
+    "poly": lambda x: ((0.5 * x + 1.0) * x - 2.0) * x + 0.25,
+}
+
+
+def same(a, b):
+    """Equal as numbers (NaN equals NaN, signs of zero count) and of the same type (a
+    ``Sub`` the general path hands back as it was given counts as a float)."""
+    a, b = (float(v) if type(v) is Sub else v for v in (a, b))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    return a == b
+
+
+def outcome(call):
+    """``("ok", result)`` or ``(exception type, message)``."""
+    try:
+        return "ok", call()
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        return type(exc), str(exc)
+
+
+def agree(a, b):
+    return a[0] == b[0] and (same(a[1], b[1]) if a[0] == "ok" else a[1] == b[1])
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("x", POINTS, ids=repr)
+def test_D_of_a_float_is_the_general_paths_answer(name, x):
+    f = FUNCTIONS[name]
+    assert agree(outcome(lambda: capstan.D(f, x)), outcome(lambda: capstan.D(f, Sub(x))))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("x", POINTS, ids=repr)
+def test_gradient_of_a_float_is_the_general_paths_answer(name, x):
+    f = FUNCTIONS[name]
+    assert agree(outcome(lambda: capstan.gradient(f, x)), outcome(lambda: capstan.gradient(f, Sub(x))))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("x", POINTS, ids=repr)
+def test_jvp_of_floats_is_the_general_paths_answer(name, x):
+    f = FUNCTIONS[name]
+    fast = outcome(lambda: capstan.jvp(f, (x,), (2.0,)))
+    general = outcome(lambda: capstan.jvp(f, (Sub(x),), (Sub(2.0),)))
+    assert agree(fast, general)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("x", POINTS, ids=repr)
+def test_grad_of_a_float_is_the_general_paths_answer(name, x):
+    f = FUNCTIONS[name]
+    two = lambda a, b: f(a) * b  # noqa: E731
+    for transform in (capstan.grad, capstan.value_and_grad):
+        assert agree(outcome(lambda: transform(f)(x)), outcome(lambda: transform(f)(Sub(x))))
+        assert agree(outcome(lambda: transform(two, argnums=1)(x, x)),
+                     outcome(lambda: transform(two, argnums=1)(Sub(x), Sub(x))))
+        assert agree(outcome(lambda: transform(two, argnums=-1)(x, x)),  # (not a shortcut's)
+                     outcome(lambda: transform(two, argnums=-1)(Sub(x), Sub(x))))
+    with pytest.raises(ValueError, match=r"^capstan\.grad: argnums=2, but f was called with 2 positional"):
+        capstan.grad(two, argnums=2)(x, x)
+
+
+@pytest.mark.parametrize("x", POINTS, ids=repr)
+def test_pullback_of_a_float_is_the_general_paths_answer(x):
+    for f in FUNCTIONS.values():
+        fast, general = outcome(lambda: capstan.pullback(f, x)), outcome(lambda: capstan.pullback(f, Sub(x)))
+        assert fast[0] == general[0]
+        if fast[0] != "ok":
+            assert fast[1] == general[1]
+            continue
+        (y, back), (ys, backs) = fast[1], general[1]
+        assert same(y, ys)
+        assert agree(outcome(lambda: back(1.5)), outcome(lambda: backs(1.5)))
+
+
+def test_the_checks_skipped_for_a_float_pass_it():
+    for x in POINTS:
+        assert checks.require_differentiable("D", (x,), "x cannot carry a derivative") is None
+        assert checks.require_differentiable("gradient", (3, x)) is None
+        assert forward._seed(x, "D") is x
+        checks.point_given("gradient", (x,), {})
+
+
+def test_float_leaves_flatten_as_the_general_walk_does():
+    for x in [0.5, (0.5, -1.0), (), (0.5,)]:
+        leaves, rebuild = structure.flatten(x)
+        walked = []
+        build = structure._flatten(x, walked)
+        assert leaves == walked
+        new = [float(i) + 0.25 for i in range(len(leaves))]
+        assert rebuild(new) == build(iter(new))
+        assert type(rebuild(new)) is type(x)
+    ctx = forward.ForwardCtx()
+    t = forward._seeded(2.0, ctx, 1.0)
+    assert structure.flatten(t)[0] == [t]
+
+
+def test_other_inputs_never_take_a_shortcut_and_keep_their_messages():
+    square = FUNCTIONS["square"]
+    assert capstan.D(square, np.float64(1.5)) == 3.0
+    assert capstan.D(square, 1.5 + 0j) == 3.0 + 0j
+    assert capstan.gradient(square, np.float64(1.5)) == (3.0,)
+    assert type(capstan.gradient(square, np.float32(1.5))[0]) is np.float32
+    assert capstan.jvp(square, (1.5,), (np.array(1.0),))[1] == 3.0
+    with pytest.raises(TypeError, match=r"^capstan\.D: x cannot carry a derivative: got int 3; pass 3\.0 "):
+        capstan.D(square, 3)
+    with pytest.raises(TypeError, match=r"^capstan\.D: x cannot carry a derivative: got bool True; booleans"):
+        capstan.D(square, True)
+    with pytest.raises(TypeError, match=r"^capstan\.gradient: no argument can carry a derivative: got int 3"):
+        capstan.gradient(square, 3)
+    with pytest.raises(ValueError, match=r"^capstan\.jvp: tangent 0 has shape \(2,\), its primal \(\)"):
+        capstan.jvp(square, (1.5,), (np.ones(2),))
+    with pytest.raises(ValueError, match=r"^capstan\.gradient: f returned a complex number"):
+        capstan.gradient(lambda x: x * 1j, 1.5)
+    with pytest.raises(ValueError, match=r"^capstan\.gradient: f must return a real scalar, got tuple"):
+        capstan.gradient(lambda x: (x, x), 1.5)
+
+
+def test_nested_D_of_floats():
+    assert capstan.D(lambda x: capstan.D(lambda y: x * y * y, 1.0), 2.0) == 2.0
+    assert capstan.D(lambda x: capstan.gradient(lambda y: x * y * y, 3.0)[0], 2.0) == 6.0
+
+
+def test_pullbacks_keep_their_own_tapes_and_give_their_contexts_back():
+    backs = [capstan.pullback(lambda x, k=k: k * x * x, 2.0) for k in range(1, 4)]
+    for _ in range(6):  # other runs in between borrow and return contexts
+        assert capstan.gradient(lambda x: x * x * x, 2.0) == (12.0,)
+    assert [back(1.0) for _, back in backs] == [(4.0,), (8.0,), (12.0,)]
+    idle = pool._local.pools[ReverseCtx]
+    del idle[:]
+    y, back = capstan.pullback(lambda x: x * x, 3.0)
+    assert back(1.0) == (6.0,) and not idle
+    del back
+    gc.collect()
+    assert len(idle) == 1  # the context went back when nothing could use its tape
+    with pytest.raises(ZeroDivisionError):
+        capstan.pullback(lambda x: x / 0.0, 3.0)
+    assert len(idle) == 1  # a failed run gives its context back at once
