@@ -12,7 +12,7 @@ import traceback
 import pytest
 
 import overdub
-from overdub import codegen, lookaside
+from overdub import _native, codegen, lookaside
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.dirname(os.path.abspath(overdub.__file__))
@@ -47,6 +47,9 @@ def test_a_slot_has_its_own_file_name_and_source():
     assert linecache.getline(filename, slot.__code__.co_firstlineno).strip() == "def slot(a, b):"
     assert lookaside.is_internal(slot.__code__)
     call = ctx._runtime.call
+    if not _native.PURE_PYTHON:  # (the C layer's dispatcher: C code, no Python source)
+        assert type(call) is _native.Dispatcher
+        call = codegen.dispatchers_factory(None, True, False)(*[None] * 7)[0]
     assert os.path.basename(call.__code__.co_filename).startswith("<overdub call dispatcher any arity ")
     assert "def call(f, /, *args, **kwargs):" in inspect.getsource(call)
 
@@ -124,4 +127,6 @@ def test_keep_frames_shows_generated_lines(keep):
     assert len(slot) == 1, proc.stderr
     assert lines[slot[0]].endswith(", in slot")
     assert lines[slot[0] + 1].strip() == "r = step(a, b)"  # the generated line itself
-    assert os.sep + "<overdub call dispatcher " in proc.stderr and "semantics.py" in proc.stderr
+    # the pure-Python path's call dispatcher is generated code too (the C layer's is C)
+    assert (os.sep + "<overdub call dispatcher " in proc.stderr) == _native.PURE_PYTHON
+    assert "semantics.py" in proc.stderr

@@ -114,8 +114,9 @@ def test_overdub_imports_form_no_cycle():
 def test_the_operator_tables_and_tagging_depend_on_nothing():
     graph = import_graph()
     assert graph["ops"] <= {"_compat"}, graph["ops"]
-    assert graph["tagging"] <= {"_compat"}, graph["tagging"]
+    assert graph["tagging"] <= {"_compat", "_native"}, graph["tagging"]
     assert graph["_compat"] == set()
+    assert graph["_native"] == set()  # (the choice between the C layer and its reference)
 
 
 def test_rewrite_and_context_stay_below_the_dispatcher():
