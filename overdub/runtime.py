@@ -142,6 +142,10 @@ class Runtime:
         self.outer = outer
         self.outer_call = outer.call if outer is not None else None
         self.prehook, self.posthook = self.bound("prehook"), self.bound("posthook")
+        # nothing sees a call itself (no hook, wildcard or canrecurse): the entry function of
+        # a run is resolved straight to what runs it (``enter``)
+        self.plain_calls = not (spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse
+                                or outer is not None)
         self.canrecurse, self.fallback = self.bound("canrecurse"), self.bound("fallback")
         self.fcache = {}
         self.kept = {}  # the entries of fcache for builtins, which survive a run's end
@@ -204,6 +208,16 @@ class Runtime:
         if native is not None and self.outer_call is None:
             return MethodType(native, self.ctx)
         return MethodType(self.user(fn), self.ctx)
+
+    def enter(self, f):
+        """What ``call(f, ...)`` runs for the entry function ``f`` of a run when nothing sees
+        calls (``plain_calls``): a Python function without a primitive is stepped into
+        (``_target``: its routed twin) without a trip through the call cache, which the
+        previous run's end emptied.  None: ask ``call``."""
+        spec = self.spec
+        if type(f) is not FunctionType or f in spec.totals or f in spec.primitives:
+            return None
+        return self._target(f)
 
     def forget_callees(self):
         """Drop what was resolved during this run (builtins excepted): a callee is resolved
