@@ -4,7 +4,7 @@ and capstan's forward context with no tangents to carry, as when they run plainl
 
 ``python -m harness.packages`` runs pytest with the plugin ``harness.pytest_plugin`` in
 subprocesses (restarted after a crash or a hang); the full run is that script without
-arguments.  ``tests/probes/recursion_probe.py`` holds a divergence that every routing
+arguments.  ``tests/probes/routed_code_probe.py`` holds a divergence that every routing
 context must show (recursion depth: two frames per routed call), so a harness that stopped
 routing, or stopped comparing, fails here.
 """
@@ -14,6 +14,8 @@ import subprocess
 import sys
 
 import pytest
+
+from harness.report import ROUTED_CODE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONTEXTS = ["count", "wild", "forward"]
@@ -41,8 +43,8 @@ def test_package_module_outcomes_match_plain_run(module, tmp_path):
 
 
 def test_harness_finds_the_known_divergence(tmp_path):
-    probe = os.path.join("tests", "probes", "recursion_probe.py")
+    probe = os.path.join("tests", "probes", "routed_code_probe.py")
     result, table = run_harness(probe, tmp_path)
     assert result["tests"] == 2
     found = {(d["id"].split("::")[-1], d["context"], d["cause"]) for d in result["divergences"]}
-    assert found == {("test_deep_recursion", ctx, "recursion depth") for ctx in CONTEXTS}, table
+    assert found == {("test_frame_code", ctx, ROUTED_CODE) for ctx in CONTEXTS}, table
