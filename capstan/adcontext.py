@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from overdub import Context, Tagged, is_structural, overdub, primitive, recurse
+from overdub import Context, Tagged, is_structural, ops, overdub, primitive, recurse
 
 from . import losses, structure
 from .aliasing import root_of
@@ -37,26 +37,19 @@ _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.
            operator.imatmul, operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
            operator.ne, operator.getitem}
 _UNARY = {operator.neg, operator.pos, abs}
-INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-           operator.itruediv: operator.truediv, operator.ipow: operator.pow,
-           operator.imatmul: operator.matmul, operator.imod: operator.mod,
-           operator.ifloordiv: operator.floordiv}
-
-
-_DUNDERS = {  # operator -> (method, reflected method, symbol)
-    operator.add: ("__add__", "__radd__", "+"), operator.sub: ("__sub__", "__rsub__", "-"),
-    operator.mul: ("__mul__", "__rmul__", "*"), operator.truediv: ("__truediv__", "__rtruediv__", "/"),
-    operator.floordiv: ("__floordiv__", "__rfloordiv__", "//"), operator.mod: ("__mod__", "__rmod__", "%"),
-    operator.pow: ("__pow__", "__rpow__", "** or pow()"), operator.matmul: ("__matmul__", "__rmatmul__", "@"),
-}
+#: the arithmetic operators capstan differentiates, by their names in overdub's one table
+_ARITHMETIC = ("ADD", "SUBTRACT", "MULTIPLY", "TRUE_DIVIDE", "FLOOR_DIVIDE", "REMAINDER", "POWER",
+               "MATRIX_MULTIPLY")
+#: in-place operator -> its plain operator (``operator.iadd -> operator.add``...)
+INPLACE = {ops.INPLACE["INPLACE_" + name][0]: ops.BINARY[name][0] for name in _ARITHMETIC}
+#: operator -> (method, reflected method, symbol in CPython's error message)
+_DUNDERS = {ops.BINARY[name][0]: ops.BINARY[name][1:] for name in _ARITHMETIC}
 _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__", "unary +"),
                   abs: ("__abs__", "abs()")}
 _NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
 _PLAIN_NUMERIC = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128, Tagged}
 NOT_MINE = object()
-OPERATORS = set(_DUNDERS) | set(_UNARY_DUNDERS) | {operator.iadd, operator.isub, operator.imul,
-                                                   operator.itruediv, operator.ifloordiv, operator.imod,
-                                                   operator.ipow, operator.imatmul}
+OPERATORS = set(_DUNDERS) | set(_UNARY_DUNDERS) | set(INPLACE)
 
 
 def _conditions(f):

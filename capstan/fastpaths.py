@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from overdub import Tagged, primitive
+from overdub import Tagged, ops, primitive
 from overdub._native import capstan_native
 
 from .rules import math_rules  # noqa: F401  (the math partials the fast paths are made from)
@@ -42,10 +42,10 @@ POWER = ("a ** b", "(b * a ** (b - 1) if b else 0.0)")
 #: the partial of a ** b wrt the exponent b, for a positive base a
 POWER_EXPONENT = "r * math.log(a)"
 #: decisions on values, spelled out for the guards of generated tape code
-COMPARE = {operator.lt: "a < b", operator.le: "a <= b", operator.gt: "a > b", operator.ge: "a >= b",
-           operator.eq: "a == b", operator.ne: "a != b"}
-IN_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-            operator.itruediv: operator.truediv}
+COMPARE = {fn: "a %s b" % symbol for fn, _, _, symbol in ops.COMPARE.values()}
+#: the in-place forms of BINARY's operators (from overdub's one operator table)
+IN_PLACE = {ops.INPLACE["INPLACE_" + name][0]: ops.BINARY[name][0]
+            for name in ("ADD", "SUBTRACT", "MULTIPLY", "TRUE_DIVIDE")}
 
 # Each template is written once; the mode decides what a differentiated operand must carry
 # (CHECK: a float tangent in forward mode, any tape node in reverse) and what a result is
