@@ -168,8 +168,12 @@ if capstan_native is not None:  # the kernels build Tagged results; NumPy scalar
     capstan_native.setup(Tagged, np.float64)
 
 #: the operation each native kernel of ``_capstan_native`` performs, by operator function
-_KERNEL_OPS = {operator.add: "ADD", operator.sub: "SUB", operator.mul: "MUL",
-               operator.truediv: "DIV", operator.pow: "POW", operator.neg: "NEG"}
+#: (plain and in-place forms alike, from overdub's operator table)
+_KERNEL_OPS = {operator.neg: "NEG"}
+for _name, _kernel in (("ADD", "ADD"), ("SUBTRACT", "SUB"), ("MULTIPLY", "MUL"), ("TRUE_DIVIDE", "DIV"),
+                       ("POWER", "POW")):
+    _KERNEL_OPS[ops.BINARY[_name][0]] = _KERNEL_OPS[ops.INPLACE["INPLACE_" + _name][0]] = _kernel
+del _name, _kernel
 
 
 def _twin(method, mode, f):
@@ -178,7 +182,6 @@ def _twin(method, mode, f):
     The pure-Python path (``OVERDUB_PURE_PYTHON=1``) keeps ``method`` alone."""
     if capstan_native is None:
         return method
-    f = IN_PLACE.get(f, {operator.ipow: operator.pow}.get(f, f))
     reverse = mode == "reverse"
     if f in _KERNEL_OPS:
         kernel = capstan_native.Kernel(getattr(capstan_native, _KERNEL_OPS[f]), reverse, method)

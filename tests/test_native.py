@@ -522,6 +522,14 @@ def test_recursion_depth_under_a_routed_context():
         assert depth >= 700
 
 
+def _repr_outcome(fn, *args):
+    """``fn(*args)``'s result as its repr, or the exception it raises."""
+    try:
+        return ("ok", repr(fn(*args)))
+    except Exception as exc:  # noqa: BLE001 (the exception is the outcome)
+        return ("raises", type(exc), str(exc))
+
+
 class _Attrs:
     x = 1
 
@@ -563,14 +571,7 @@ def test_attribute_loads_do_what_the_python_slot_does(ctx_type):
                (_Attrs(), "missing"), (len, "__name__"), ([1], "append"), (1.5, "real"),
                (type, "mro"), (ModuleTypeAlias, "__name__"), (Tagged(2.0, 1.0, ctx), "real")]
     for obj, name in objects:
-        outcomes = []
-        for fn in (load, load.slot):
-            try:
-                out = ("ok", repr(fn(obj, name)))
-            except Exception as exc:  # noqa: BLE001 (the exception is the outcome)
-                out = ("raises", type(exc), str(exc))
-            outcomes.append(out)
-        assert outcomes[0] == outcomes[1], (obj, name)
+        assert _repr_outcome(load, obj, name) == _repr_outcome(load.slot, obj, name), (obj, name)
 
 
 ModuleTypeAlias = type(math)
@@ -597,11 +598,4 @@ def test_subscripts_do_what_the_python_slot_does(ctx_type):
              ([1, 2], "x"), (np.ones(2), 0), (range(5), 3), ([1, 2], np.int64(1)), ({(1, 2): 3}, (1, 2)),
              ([Tagged(2.0, 1.0, ctx)], 0), (b"ab", 1), ([1], True)]
     for c, k in cases:
-        outcomes = []
-        for fn in (item, item.slot):
-            try:
-                out = ("ok", repr(fn(c, k)))
-            except Exception as exc:  # noqa: BLE001 (the exception is the outcome)
-                out = ("raises", type(exc), str(exc))
-            outcomes.append(out)
-        assert outcomes[0] == outcomes[1], (c, k)
+        assert _repr_outcome(item, c, k) == _repr_outcome(item.slot, c, k), (c, k)
