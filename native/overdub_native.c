@@ -896,11 +896,562 @@ static PyTypeObject Dispatcher_Type = {
     .tp_clear = (inquiry)dispatcher_clear,
 };
 
+/* ------------------------------------------------------------------------------------------
+ * RuntimeBase: the fields of overdub.runtime.Runtime that the entry points below read on
+ * every call.  Runtime subclasses it (in Python) as Tagged subclasses TaggedBase.
+ */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *ctx;             /* the context this runtime serves */
+    PyObject *ctx_type;        /* its type when the runtime was made */
+    PyObject *spec;            /* what that type overrides (a stale spec: make a new runtime) */
+    PyObject *outer;           /* the run this one is nested in, or None */
+    PyObject *targets;         /* dict: f -> what recurse runs for it (this run) */
+    PyObject *fallback_kinds;  /* dict: builtin -> how the default fallback calls it */
+    PyObject *recursable;      /* dict: builtin -> the default canrecurse's answer for it */
+    PyObject *attr_answers;    /* dict: (op, id(type), name, nargs) -> (version tag, answer) */
+    Py_ssize_t depth;          /* runs of this runtime in progress */
+    char own_canrecurse;       /* the context overrides canrecurse */
+    char own_fallback;         /* the context overrides fallback */
+} RuntimeBaseObject;
+
+static PyMemberDef runtime_members[] = {
+    {"ctx", T_OBJECT_EX, offsetof(RuntimeBaseObject, ctx), 0, NULL},
+    {"ctx_type", T_OBJECT_EX, offsetof(RuntimeBaseObject, ctx_type), 0, NULL},
+    {"spec", T_OBJECT_EX, offsetof(RuntimeBaseObject, spec), 0, NULL},
+    {"outer", T_OBJECT_EX, offsetof(RuntimeBaseObject, outer), 0, NULL},
+    {"targets", T_OBJECT_EX, offsetof(RuntimeBaseObject, targets), 0, NULL},
+    {"fallback_kinds", T_OBJECT_EX, offsetof(RuntimeBaseObject, fallback_kinds), 0, NULL},
+    {"recursable", T_OBJECT_EX, offsetof(RuntimeBaseObject, recursable), 0, NULL},
+    {"attr_answers", T_OBJECT_EX, offsetof(RuntimeBaseObject, attr_answers), 0, NULL},
+    {"depth", T_PYSSIZET, offsetof(RuntimeBaseObject, depth), 0, NULL},
+    {"own_canrecurse", T_BOOL, offsetof(RuntimeBaseObject, own_canrecurse), 0, NULL},
+    {"own_fallback", T_BOOL, offsetof(RuntimeBaseObject, own_fallback), 0, NULL},
+    {NULL}
+};
+
+static int
+runtime_traverse(RuntimeBaseObject *rt, visitproc visit, void *arg)
+{
+    Py_VISIT(rt->ctx);
+    Py_VISIT(rt->ctx_type);
+    Py_VISIT(rt->spec);
+    Py_VISIT(rt->outer);
+    Py_VISIT(rt->targets);
+    Py_VISIT(rt->fallback_kinds);
+    Py_VISIT(rt->recursable);
+    Py_VISIT(rt->attr_answers);
+    return 0;
+}
+
+static int
+runtime_clear(RuntimeBaseObject *rt)
+{
+    Py_CLEAR(rt->ctx);
+    Py_CLEAR(rt->ctx_type);
+    Py_CLEAR(rt->spec);
+    Py_CLEAR(rt->outer);
+    Py_CLEAR(rt->targets);
+    Py_CLEAR(rt->fallback_kinds);
+    Py_CLEAR(rt->recursable);
+    Py_CLEAR(rt->attr_answers);
+    return 0;
+}
+
+static void
+runtime_dealloc(RuntimeBaseObject *rt)
+{
+    PyObject_GC_UnTrack(rt);
+    runtime_clear(rt);
+    Py_TYPE(rt)->tp_free((PyObject *)rt);
+}
+
+static PyTypeObject RuntimeBase_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.RuntimeBase",
+    .tp_doc = "The fields of overdub.runtime.Runtime that recurse, canrecurse and fallback "
+              "read on every call.",
+    .tp_basicsize = sizeof(RuntimeBaseObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_members = runtime_members,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)runtime_dealloc,
+    .tp_traverse = (traverseproc)runtime_traverse,
+    .tp_clear = (inquiry)runtime_clear,
+};
+
+/* ------------------------------------------------------------------------------------------
+ * The entry points recurse(ctx, f, *args, **kwargs), canrecurse(...) and fallback(...).
+ *
+ * Each takes its common case here -- a context with a ready runtime inside a run, a callee
+ * whose answer the runtime already knows -- and hands every other case, unchanged, to its
+ * Python reference in overdub/dispatch.py, which also fills the tables read here.  No
+ * frame of overdub's then stands between a wildcard primitive and the callee it recurses
+ * into or falls back to.  `configure_entry_points` gives this module the references and
+ * the tables once, at import.
+ */
+
+static struct {
+    PyObject *recurse, *canrecurse, *fallback;  /* the Python references */
+    PyObject *machinery_files;   /* dict: co_filename -> bool (overdub's own code) */
+    PyObject *machinery_codes;   /* dict: id(code) -> weakref (code declared opaque) */
+    PyObject *op_by_fn;          /* dict: operator function -> its slot entry */
+    PyObject *native_types;      /* set: types whose operators run no Python */
+    PyObject *tagged_type;       /* overdub.tagging.Tagged */
+    PyObject *plain, *as_is, *structural, *attribute_write;  /* the fallback kinds called here */
+    PyObject *type_new;          /* type.__new__ (its fallback rewrites arguments) */
+    PyObject *attribute_ops;     /* (getattr, setattr, delattr) */
+    PyObject *fallback_kind;     /* fallback_kind(rt, f): how the default fallback calls f */
+} entry;
+
+static PyObject *str_runtime, *str_stale, *str_target;
+
+/* ctx's runtime when it is ready for the common case (made for ctx and its type, from a
+   spec still current, inside a run), else NULL; a new reference, no error set */
+static RuntimeBaseObject *
+ready_runtime(PyObject *ctx)
+{
+    if (entry.recurse == NULL) {
+        return NULL;
+    }
+    PyObject *rt = PyObject_GetAttr(ctx, str_runtime);
+    if (rt == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    RuntimeBaseObject *r = (RuntimeBaseObject *)rt;
+    if (!PyObject_TypeCheck(rt, &RuntimeBase_Type) || r->ctx != ctx
+        || r->ctx_type != (PyObject *)Py_TYPE(ctx) || r->depth <= 0 || r->spec == NULL) {
+        Py_DECREF(rt);
+        return NULL;
+    }
+    PyObject *stale = PyObject_GetAttr(r->spec, str_stale);
+    if (stale == NULL) {
+        PyErr_Clear();
+    }
+    else {
+        Py_DECREF(stale);
+    }
+    if (stale != Py_False) {
+        Py_DECREF(rt);
+        return NULL;
+    }
+    return r;
+}
+
+/* d[key] as a borrowed reference, or NULL (no error set) when absent or unhashable */
+static PyObject *
+lookup(PyObject *d, PyObject *key)
+{
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    if (v == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+    }
+    return v;
+}
+
+static PyObject *
+call_plainly(PyObject *f, PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
+{
+    if (!ENTER_CALLEE()) {
+        return NULL;
+    }
+    PyObject *r = PyObject_Vectorcall(f, args, n, kwnames);
+    LEAVE_CALLEE();
+    return r;
+}
+
+static PyObject *
+entry_recurse(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    RuntimeBaseObject *rt = n >= 2 ? ready_runtime(args[0]) : NULL;
+    if (rt == NULL) {
+        return PyObject_Vectorcall(entry.recurse, args, nargsf, kwnames);
+    }
+    if (rt->own_canrecurse) {
+        Py_DECREF(rt);
+        return PyObject_Vectorcall(entry.recurse, args, nargsf, kwnames);
+    }
+    /* what recurse runs for f: known this run, else Runtime.target finds (and keeps) it */
+    PyObject *g = Py_XNewRef(lookup(rt->targets, args[1]));
+    if (g == NULL) {
+        g = PyObject_CallMethodOneArg((PyObject *)rt, str_target, args[1]);
+    }
+    Py_DECREF(rt);
+    if (g == NULL) {
+        return NULL;
+    }
+    PyObject *r = call_plainly(g, args + 2, n - 2, kwnames);
+    Py_DECREF(g);
+    return r;
+}
+
+/* whether code is overdub's own: 1, 0, or -1 when only the Python reference knows */
+static int
+is_machinery(PyObject *code)
+{
+    PyObject *inside = lookup(entry.machinery_files, ((PyCodeObject *)code)->co_filename);
+    if (inside == Py_True) {
+        return 1;
+    }
+    if (inside != Py_False) {
+        return -1;
+    }
+    if (PyDict_GET_SIZE(entry.machinery_codes) == 0) {
+        return 0;
+    }
+    PyObject *key = PyLong_FromVoidPtr(code);  /* id(code) */
+    if (key == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    PyObject *opaque = lookup(entry.machinery_codes, key);
+    Py_DECREF(key);
+    return opaque == NULL ? 0 : -1;
+}
+
+/* Attribute access on instances of a Python class (getattr, setattr, delattr): whether it
+ * runs Python code depends on the class's namespace alone, which CPython's type version tag
+ * follows.  The Python reference's answers are kept under the class's id and checked
+ * against its tag (a class made later at the same address has another tag), so that the
+ * table holds no class alive. */
+
+/* the key of an attribute answer, or NULL (no error set) when the call has none */
+static PyObject *
+attribute_key(PyObject *f, PyObject *const *args, Py_ssize_t n)
+{
+    if (n < 2 || !PyUnicode_CheckExact(args[1]) || (PyObject *)Py_TYPE(args[0]) == entry.tagged_type
+        || entry.attribute_ops == NULL) {
+        return NULL;
+    }
+    int op = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entry.attribute_ops); i++) {
+        op |= PyTuple_GET_ITEM(entry.attribute_ops, i) == f;
+    }
+    if (!op) {
+        return NULL;
+    }
+    PyObject *key = Py_BuildValue("(ONOn)", f, PyLong_FromVoidPtr(Py_TYPE(args[0])), args[1], n);
+    if (key == NULL) {
+        PyErr_Clear();
+    }
+    return key;
+}
+
+static int
+type_tag_valid(PyTypeObject *tp)
+{
+    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && tp->tp_version_tag != 0;
+}
+
+static int
+known_attribute_answer(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *key = attribute_key(f, args, n);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *known = lookup(rt->attr_answers, key);
+    Py_DECREF(key);
+    PyTypeObject *tp = Py_TYPE(args[0]);
+    if (known == NULL || !type_tag_valid(tp)
+        || PyLong_AsUnsignedLong(PyTuple_GET_ITEM(known, 0)) != tp->tp_version_tag) {
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+        }
+        return -1;
+    }
+    return PyTuple_GET_ITEM(known, 1) == Py_True;
+}
+
+/* keep the Python reference's answer for an attribute access (best effort: errors dropped) */
+static void
+remember_attribute_answer(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py_ssize_t n,
+                          PyObject *answer)
+{
+    if ((answer != Py_True && answer != Py_False) || PyDict_GET_SIZE(rt->attr_answers) >= 4096) {
+        return;
+    }
+    PyObject *key = attribute_key(f, args, n);
+    if (key == NULL) {
+        return;
+    }
+    PyTypeObject *tp = Py_TYPE(args[0]);
+    (void)_PyType_Lookup(tp, args[1]);  /* (assigns the type a version tag) */
+    if (type_tag_valid(tp)) {
+        PyObject *value = Py_BuildValue("(kO)", (unsigned long)tp->tp_version_tag, answer);
+        if (value == NULL || PyDict_SetItem(rt->attr_answers, key, value) < 0) {
+            PyErr_Clear();
+        }
+        Py_XDECREF(value);
+    }
+    Py_DECREF(key);
+}
+
+/* the default canrecurse's answer: 1, 0, or -1 when only the Python reference knows */
+static int
+default_canrecurse(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py_ssize_t n)
+{
+    PyTypeObject *tf = Py_TYPE(f);
+    if (tf == &PyMethod_Type) {
+        f = PyMethod_GET_FUNCTION(f);
+        tf = Py_TYPE(f);
+    }
+    if (tf == &PyFunction_Type) {
+        int internal = is_machinery(PyFunction_GET_CODE(f));
+        return internal < 0 ? -1 : !internal;
+    }
+    if (lookup(entry.op_by_fn, f) != NULL) {  /* an operator on values of native types */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int native = PySet_Contains(entry.native_types, (PyObject *)Py_TYPE(args[i]));
+            if (native != 1) {
+                if (native < 0) {
+                    PyErr_Clear();
+                }
+                return known_attribute_answer(rt, f, args, n);
+            }
+        }
+        return 0;
+    }
+    PyObject *known = lookup(rt->recursable, f);
+    if (known == Py_True || known == Py_False) {
+        return known == Py_True;
+    }
+    return -1;
+}
+
+static PyObject *
+entry_canrecurse(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    RuntimeBaseObject *rt = n >= 2 ? ready_runtime(args[0]) : NULL;
+    if (rt == NULL) {
+        return PyObject_Vectorcall(entry.canrecurse, args, nargsf, kwnames);
+    }
+    PyObject *r;
+    int answer = rt->own_canrecurse ? -1 : default_canrecurse(rt, args[1], args + 2, n - 2);
+    if (answer >= 0) {
+        r = Py_NewRef(answer ? Py_True : Py_False);
+    }
+    else {
+        r = PyObject_Vectorcall(entry.canrecurse, args, nargsf, kwnames);
+        if (r != NULL && kwnames == NULL && !rt->own_canrecurse) {
+            remember_attribute_answer(rt, args[1], args + 2, n - 2, r);
+        }
+    }
+    Py_DECREF(rt);
+    return r;
+}
+
+static PyObject *
+entry_fallback(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    RuntimeBaseObject *rt = n >= 2 ? ready_runtime(args[0]) : NULL;
+    if (rt != NULL && (rt->own_fallback || rt->outer != Py_None)) {
+        Py_CLEAR(rt);
+    }
+    if (rt != NULL) {
+        PyObject *f = args[1];
+        PyObject *kind = NULL;
+        if (f != (PyObject *)&PyType_Type && f != entry.type_new) {
+            kind = Py_XNewRef(lookup(rt->fallback_kinds, f));
+            if (kind == NULL) {
+                PyObject *fargs[2] = {(PyObject *)rt, f};
+                kind = PyObject_Vectorcall(entry.fallback_kind, fargs, 2, NULL);
+                if (kind == NULL) {
+                    Py_DECREF(rt);
+                    return NULL;
+                }
+            }
+        }
+        int plainly = kind != NULL && (kind == entry.as_is || kind == entry.structural);
+        if (kind != NULL && kind == entry.attribute_write && n >= 3) {
+            /* setattr/delattr on an object neither tagged nor a function (whose code and
+               names the runtime follows) */
+            PyTypeObject *t = Py_TYPE(args[2]);
+            plainly = (PyObject *)t != entry.tagged_type && t != &PyFunction_Type;
+        }
+        if (kind != NULL && kind == entry.plain && kwnames == NULL) {
+            /* a plain call with nothing to untag */
+            plainly = 1;
+            for (Py_ssize_t i = 2; i < n; i++) {
+                PyObject *t = (PyObject *)Py_TYPE(args[i]);
+                if (t == entry.tagged_type || t == (PyObject *)&PyTuple_Type) {
+                    plainly = 0;
+                    break;
+                }
+            }
+        }
+        Py_XDECREF(kind);  /* (compared by identity only from here on) */
+        Py_DECREF(rt);
+        if (plainly) {
+            Py_INCREF(f);
+            PyObject *r = call_plainly(f, args + 2, n - 2, kwnames);
+            Py_DECREF(f);
+            return r;
+        }
+    }
+    return PyObject_Vectorcall(entry.fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+configure_entry_points(PyObject *module, PyObject *args)
+{
+    PyObject *recurse, *canrecurse, *fallback, *files, *codes, *ops, *natives, *tagged;
+    PyObject *plain, *as_is, *structural, *attribute_write, *type_new, *attribute_ops, *kind;
+    if (!PyArg_ParseTuple(args, "OOOO!O!O!O!OOOOOOO!O:configure_entry_points", &recurse, &canrecurse,
+                          &fallback, &PyDict_Type, &files, &PyDict_Type, &codes, &PyDict_Type, &ops,
+                          &PySet_Type, &natives, &tagged, &plain, &as_is, &structural,
+                          &attribute_write, &type_new, &PyTuple_Type, &attribute_ops, &kind)) {
+        return NULL;
+    }
+    Py_XSETREF(entry.attribute_ops, Py_NewRef(attribute_ops));
+    Py_XSETREF(entry.fallback_kind, Py_NewRef(kind));
+    Py_XSETREF(entry.recurse, Py_NewRef(recurse));
+    Py_XSETREF(entry.canrecurse, Py_NewRef(canrecurse));
+    Py_XSETREF(entry.fallback, Py_NewRef(fallback));
+    Py_XSETREF(entry.machinery_files, Py_NewRef(files));
+    Py_XSETREF(entry.machinery_codes, Py_NewRef(codes));
+    Py_XSETREF(entry.op_by_fn, Py_NewRef(ops));
+    Py_XSETREF(entry.native_types, Py_NewRef(natives));
+    Py_XSETREF(entry.tagged_type, Py_NewRef(tagged));
+    Py_XSETREF(entry.plain, Py_NewRef(plain));
+    Py_XSETREF(entry.as_is, Py_NewRef(as_is));
+    Py_XSETREF(entry.structural, Py_NewRef(structural));
+    Py_XSETREF(entry.attribute_write, Py_NewRef(attribute_write));
+    Py_XSETREF(entry.type_new, Py_NewRef(type_new));
+    Py_RETURN_NONE;
+}
+
+/* EntryPoint(which): recurse (0), canrecurse (1) or fallback (2) as a callable object.
+ * overdub.dispatch copies its Python reference's name, documentation and annotations onto
+ * it (functools.update_wrapper: the instance has a __dict__), and like a Python function it
+ * binds as a method when it is a class attribute. */
+
+typedef struct {
+    PyObject_HEAD
+    int which;
+    PyObject *dict;
+    vectorcallfunc vectorcall;
+} EntryPointObject;
+
+static PyObject *
+entry_point_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    int which;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "EntryPoint takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "i:EntryPoint", &which)) {
+        return NULL;
+    }
+    static const vectorcallfunc entries[3] = {
+        (vectorcallfunc)entry_recurse, (vectorcallfunc)entry_canrecurse, (vectorcallfunc)entry_fallback};
+    if (which < 0 || which > 2) {
+        PyErr_SetString(PyExc_ValueError, "EntryPoint(which): 0 (recurse), 1 (canrecurse) or 2 (fallback)");
+        return NULL;
+    }
+    EntryPointObject *e = (EntryPointObject *)type->tp_alloc(type, 0);
+    if (e == NULL) {
+        return NULL;
+    }
+    e->which = which;
+    e->vectorcall = entries[which];
+    return (PyObject *)e;
+}
+
+static PyObject *
+entry_point_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self);
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *
+entry_point_reduce(PyObject *self, PyObject *unused)
+{
+    return PyObject_GetAttrString(self, "__qualname__");  /* pickled by name, as a function */
+}
+
+static PyObject *
+entry_point_repr(EntryPointObject *e)
+{
+    static const char *names[3] = {"recurse", "canrecurse", "fallback"};
+    return PyUnicode_FromFormat("<built-in function %s>", names[e->which]);
+}
+
+static int
+entry_point_traverse(EntryPointObject *e, visitproc visit, void *arg)
+{
+    Py_VISIT(e->dict);
+    return 0;
+}
+
+static int
+entry_point_clear(EntryPointObject *e)
+{
+    Py_CLEAR(e->dict);
+    return 0;
+}
+
+static void
+entry_point_dealloc(EntryPointObject *e)
+{
+    PyObject_GC_UnTrack(e);
+    entry_point_clear(e);
+    Py_TYPE(e)->tp_free((PyObject *)e);
+}
+
+static PyMethodDef entry_point_methods[] = {
+    {"__reduce__", entry_point_reduce, METH_NOARGS, NULL},
+    {NULL}
+};
+
+static PyGetSetDef entry_point_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL}
+};
+
+static PyTypeObject EntryPoint_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.EntryPoint",
+    .tp_doc = "EntryPoint(which): overdub's recurse (0), canrecurse (1) or fallback (2), in C.",
+    .tp_basicsize = sizeof(EntryPointObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(EntryPointObject, vectorcall),
+    .tp_dictoffset = offsetof(EntryPointObject, dict),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = entry_point_get,
+    .tp_new = entry_point_new,
+    .tp_repr = (reprfunc)entry_point_repr,
+    .tp_methods = entry_point_methods,
+    .tp_getset = entry_point_getset,
+    .tp_dealloc = (destructor)entry_point_dealloc,
+    .tp_traverse = (traverseproc)entry_point_traverse,
+    .tp_clear = (inquiry)entry_point_clear,
+};
+
+static PyMethodDef module_functions[] = {
+    {"configure_entry_points", configure_entry_points, METH_VARARGS,
+     "configure_entry_points(recurse, canrecurse, fallback, machinery_files, machinery_codes, "
+     "op_by_fn, native_types, Tagged, PLAIN, AS_IS, STRUCTURAL, ATTRIBUTE_WRITE, type_new, "
+     "(getattr, setattr, delattr), fallback_kind): the Python references and the tables the "
+     "entry points read (overdub.dispatch calls it once)."},
+    {NULL}
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_overdub_native",
     .m_doc = "The C layer of overdub's runtime (see overdub/_native.py).",
     .m_size = -1,
+    .m_methods = module_functions,
 };
 
 PyMODINIT_FUNC
@@ -908,7 +1459,12 @@ PyInit__overdub_native(void)
 {
     str_tagkey = PyUnicode_InternFromString("_tagkey");
     str_dict = PyUnicode_InternFromString("__dict__");
-    if (str_tagkey == NULL || str_dict == NULL || PyType_Ready(&TaggedBase_Type) < 0
+    str_runtime = PyUnicode_InternFromString("_runtime");
+    str_stale = PyUnicode_InternFromString("stale");
+    str_target = PyUnicode_InternFromString("target");
+    if (str_tagkey == NULL || str_dict == NULL || str_runtime == NULL || str_stale == NULL || str_target == NULL
+        || PyType_Ready(&TaggedBase_Type) < 0 || PyType_Ready(&RuntimeBase_Type) < 0
+        || PyType_Ready(&EntryPoint_Type) < 0
         || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0
         || PyType_Ready(&Attribute_Type) < 0 || PyType_Ready(&Subscript_Type) < 0) {
         return NULL;
@@ -922,11 +1478,15 @@ PyInit__overdub_native(void)
     Py_INCREF(&Dispatcher_Type);
     Py_INCREF(&Attribute_Type);
     Py_INCREF(&Subscript_Type);
+    Py_INCREF(&RuntimeBase_Type);
+    Py_INCREF(&EntryPoint_Type);
     if (PyModule_AddObject(m, "GuardedOperator", (PyObject *)&Guarded_Type) < 0
         || PyModule_AddObject(m, "Dispatcher", (PyObject *)&Dispatcher_Type) < 0
         || PyModule_AddObject(m, "GuardedAttribute", (PyObject *)&Attribute_Type) < 0
         || PyModule_AddObject(m, "GuardedSubscript", (PyObject *)&Subscript_Type) < 0
         || PyModule_AddObject(m, "TaggedBase", (PyObject *)&TaggedBase_Type) < 0
+        || PyModule_AddObject(m, "RuntimeBase", (PyObject *)&RuntimeBase_Type) < 0
+        || PyModule_AddObject(m, "EntryPoint", (PyObject *)&EntryPoint_Type) < 0
         || PyModule_AddIntConstant(m, "ABI", OVERDUB_NATIVE_ABI) < 0
         || PyModule_AddIntConstant(m, "TAGGED_SIZE", (long)sizeof(TaggedObject)) < 0) {
         Py_DECREF(&TaggedBase_Type);

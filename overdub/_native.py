@@ -10,13 +10,13 @@ do: the library never runs half in C and half in Python by accident.
 import os
 from typing import Any
 
-__all__ = ["PURE_PYTHON", "TaggedBase", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
+__all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
            "capstan_native"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 1  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 2  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -45,14 +45,31 @@ class _PyTaggedBase:
         self._ctx = ctx
 
 
+class _PyRuntimeBase:
+    """The fields of a runtime that the entry points read on every call, in Python (the
+    reference for the C RuntimeBase)."""
+
+    __slots__ = ("ctx", "ctx_type", "spec", "outer", "targets", "fallback_kinds", "recursable", "attr_answers",
+                 "depth", "own_canrecurse", "own_fallback")
+
+
 TaggedBase: type = _PyTaggedBase
+RuntimeBase: type = _PyRuntimeBase
 GuardedOperator: Any
 Dispatcher: Any
 GuardedAttribute: Any
 GuardedSubscript: Any
 capstan_native: Any
+#: the C module's ``configure_entry_points``, or None (pure Python: overdub.dispatch's
+#: own ``recurse``, ``canrecurse`` and ``fallback`` are the entry points)
+entry_points: Any
+#: the type of the C entry points (None: pure Python)
+EntryPoint: Any
 if PURE_PYTHON:
     TaggedBase = _PyTaggedBase
+    RuntimeBase = _PyRuntimeBase
+    entry_points = None
+    EntryPoint = None
     #: (pure Python: rewritten code guards its operators inline instead; see rewrite.py)
     GuardedOperator = None
     #: (pure Python: codegen.CALL_SRC generates the dispatchers)
@@ -64,6 +81,9 @@ if PURE_PYTHON:
 else:
     _overdub_native = _load("_overdub_native")
     TaggedBase = _overdub_native.TaggedBase
+    RuntimeBase = _overdub_native.RuntimeBase
+    entry_points = _overdub_native
+    EntryPoint = _overdub_native.EntryPoint
     #: one binary or comparison operator of rewritten code: CPython's own operator for
     #: operands of guarded types, the context's slot otherwise (see rewrite._guarded)
     GuardedOperator = _overdub_native.GuardedOperator

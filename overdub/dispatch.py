@@ -10,11 +10,11 @@ through the hook it registers in ``tagging``, so neither imports this module.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
 import os as _os
-from functools import partial
-from typing import Any, Callable
+from functools import partial, update_wrapper
+from typing import TYPE_CHECKING, Any, Callable
 from types import FunctionType, MethodType
 
-from . import codegen, lookaside, semantics
+from . import _native, codegen, lookaside, semantics
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .ops import NATIVE
 from .plaincall import any_tagged, is_builtin, is_structural, plain_call
@@ -122,7 +122,20 @@ def canrecurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any
     rt = runtime_of(ctx, "canrecurse")
     if rt.spec.canrecurse:
         return bool(rt.canrecurse(f, *args, **kwargs))
-    return bool(_default_canrecurse(rt, f, args))
+    answer = bool(_default_canrecurse(rt, f, args))
+    _remember_recursable(rt, f, answer)
+    return answer
+
+
+def _remember_recursable(rt, f, answer):
+    """Keep the default canrecurse's answer for a builtin whose answer depends on it alone
+    (not an operator, which depends on its operands' types): the C entry point reads it."""
+    try:
+        if (is_builtin(f) and f not in codegen.OP_BY_FN and f not in rt.recursable
+                and len(rt.recursable) < CACHE_LIMIT):
+            rt.recursable[f] = answer
+    except TypeError:  # unhashable
+        pass
 
 
 # ----------------------------------------------------------------------------- nested contexts
@@ -250,8 +263,8 @@ def _fallback_kind(rt, f):
     reader = rt.frame_reader(f)
     if reader is not None:
         kind = reader
-    elif type(f) is FunctionType and lookaside.is_internal(f.__code__):
-        kind = _AS_IS  # machinery (overdub.metadata...) takes tagged values as they are
+    elif (type(f) is FunctionType and lookaside.is_internal(f.__code__)) or (f_hashable and f in NESTING):
+        kind = _AS_IS  # machinery (overdub.metadata, the entry points...) takes tagged values as they are
     elif is_structural(f):
         kind = _ATTRIBUTE_WRITE if (f is setattr or f is delattr) else _STRUCTURAL
     else:
@@ -290,3 +303,17 @@ def _default_fallback(rt, f, args, kwargs):
 
 CONTEXT_DEFAULTS.update(canrecurse=default_canrecurse, fallback=default_fallback)
 register_dispatcher(overdub, note_tagging)
+
+
+# ----------------------------------------------------------------------------- the C entry points
+# With the C layer, ``recurse``, ``canrecurse`` and ``fallback`` are C functions that take
+# their common cases themselves (no Python frame between a wildcard primitive and its
+# callee) and hand every other case to the Python functions above, which stay the reference.
+if _native.entry_points is not None and not TYPE_CHECKING:
+    _native.entry_points.configure_entry_points(
+        recurse, canrecurse, fallback, lookaside._machinery_files, lookaside._machinery_codes,
+        codegen.OP_BY_FN, NATIVE, Tagged, _PLAIN, _AS_IS, _STRUCTURAL, _ATTRIBUTE_WRITE, lookaside.TYPE_NEW,
+        (getattr, setattr, delattr), _fallback_kind)
+    recurse, canrecurse, fallback = (update_wrapper(_native.entry_points.EntryPoint(i), reference)
+                                     for i, reference in enumerate((recurse, canrecurse, fallback)))
+    NESTING.update({recurse: _nested_recurse, fallback: _nested_fallback, canrecurse: _nested_canrecurse})

@@ -26,7 +26,7 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
                    MethodType, ModuleType)
 
 from . import codegen, lookaside, rewrite, semantics
-from ._native import Dispatcher, GuardedAttribute, GuardedOperator, GuardedSubscript
+from ._native import Dispatcher, EntryPoint, GuardedAttribute, GuardedOperator, GuardedSubscript, RuntimeBase
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
@@ -130,8 +130,10 @@ def _template(code, pass_, ctx_type, inline_prehook):
 
 
 # ----------------------------------------------------------------------------- the runtime
-class Runtime:
-    """The callables that one context instance's rewritten code calls."""
+class Runtime(RuntimeBase):
+    """The callables that one context instance's rewritten code calls.  The fields that
+    ``recurse``, ``canrecurse`` and ``fallback`` read on every call live in
+    :class:`RuntimeBase` (C, or its pure-Python reference)."""
 
     def __init__(self, ctx, spec, outer=None):
         self.ctx = ctx
@@ -150,6 +152,9 @@ class Runtime:
         self.fcache = {}
         self.kept = {}  # the entries of fcache for builtins, which survive a run's end
         self.fallback_kinds = {}  # builtin -> how the default fallback calls it
+        self.recursable = {}  # builtin -> the default canrecurse's answer for it
+        self.attr_answers = {}  # (C) attribute accesses on Python classes -> canrecurse's answer
+        self.own_canrecurse, self.own_fallback = spec.canrecurse, spec.fallback
         self.codes = CodeCache()
         self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
         self.depth = 0
@@ -226,6 +231,7 @@ class Runtime:
         self.fcache.clear()
         self.fcache.update(self.kept)
         self.targets.clear()
+        self.attr_answers.clear()
 
     def target(self, f):
         """``_target(f)`` (what ``recurse`` runs), remembered for the run like ``resolve``'s
@@ -346,6 +352,8 @@ class Runtime:
         if (len(rules) == 1 and not rules[0][0] and params == args and not spec.prehook
                 and not spec.posthook and spec.wildcard is None):
             return MethodType(self.user(rules[0][1]), ctx)  # the primitive itself: no frame between
+        if spec.wildcard is not None and params == args and not spec.prehook and not spec.posthook:
+            return partial(self.user(spec.wildcard), ctx, fn)  # the wildcard itself: no frame between
         if spec.wildcard is not None:
             env["w"] = self.user(spec.wildcard)
             plain = "r = w(ctx, fn, %s)" % args
@@ -509,8 +517,7 @@ class Runtime:
                 always = any(not argtypes for argtypes, _ in rules)
                 return self._primitive_dispatch(rules, None if always else self._target(f))
         if spec.wildcard is not None:
-            wildcard, ctx = self.user(spec.wildcard), self.ctx
-            return lambda *a, **k: wildcard(ctx, f, *a, **k)
+            return partial(self.user(spec.wildcard), self.ctx, f)  # (C: no frame of its own)
         if spec.canrecurse:
             can, target, fall = self.canrecurse, self._target(f), self._fallback_for(f)
 
@@ -542,13 +549,15 @@ class Runtime:
                 nested = NESTING.get(f)
                 return f if nested is None else partial(nested, self)
             return self._rewritten(f)
+        if tf is EntryPoint:  # (the C layer's recurse, canrecurse, fallback)
+            return partial(NESTING[f], self)
         if tf is MethodType:
             func, obj = f.__func__, f.__self__
             try:
                 inner = self.fcache[func]
             except (KeyError, TypeError):
                 inner = self.resolve(func)
-            return lambda *a, **k: inner(obj, *a, **k)
+            return partial(inner, obj)
         if f is type or f is lookaside.TYPE_NEW:  # (they name the caller's module)
             plain = self._fallback_for(f)
             return lambda *a, **k: plain(*lookaside.class_args(f, a), **k)

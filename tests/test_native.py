@@ -599,3 +599,169 @@ def test_subscripts_do_what_the_python_slot_does(ctx_type):
              ([Tagged(2.0, 1.0, ctx)], 0), (b"ab", 1), ([1], True)]
     for c, k in cases:
         assert _repr_outcome(item, c, k) == _repr_outcome(item.slot, c, k), (c, k)
+
+
+# ----------------------------------------------------------------------------- entry points
+# With the C layer, ``overdub.recurse``, ``canrecurse`` and ``fallback`` are C objects that
+# take their common cases themselves and hand the rest to their Python references
+# (``__wrapped__``).  Each answer and each call must be the reference's.
+
+
+class _Recording(overdub.Context):
+    """A wildcard that asks both canrecurse's (C and reference) about every event."""
+
+    @overdub.primitive()
+    def every(self, f, /, *args, **kwargs):
+        here = overdub.canrecurse(self, f, *args, **kwargs)
+        reference = overdub.dispatch.canrecurse.__wrapped__(self, f, *args, **kwargs)
+        self.metadata.append((getattr(f, "__name__", type(f).__name__), here, reference))
+        if here:
+            return overdub.recurse(self, f, *args, **kwargs)
+        return overdub.fallback(self, f, *args, **kwargs)
+
+
+class _Plain:
+    def __init__(self, v):
+        self.v = v
+
+    def get(self):
+        return self.v
+
+    def __add__(self, other):
+        return _Plain(self.v + other.v)
+
+
+class _Summed:
+    def __call__(self, *xs):
+        return sum(xs)
+
+
+def _entry_program(p, scale):
+    from functools import partial
+    total = len([1, 2]) + math.floor(2.5) + sorted([3, 1])[0]
+    total += p.get() + p.v + (p + p).v + getattr(p, "v") + (1 + 2) * 3.0
+    p.w = scale
+    setattr(p, "u", 2)
+    del p.u
+    bound = p.get
+    total += bound() + partial(operator.mul, 2)(scale) + _Summed()(1, 2)
+    total += int("4") + float(scale) + max(p.v, p.w) + (not overdub.istagged(scale, _Wild()))
+    return total + (lambda q: q * 2)(p.w)
+
+
+@native
+def test_entry_points_answer_what_their_references_answer():
+    ctx = _Recording(metadata=[])
+    for run in range(3):  # (the second and third runs find what the first one kept)
+        ctx.metadata.clear()
+        assert overdub.overdub(ctx, _entry_program, _Plain(1.5), 2.0) == _entry_program(_Plain(1.5), 2.0)
+        names = {name for name, _, _ in ctx.metadata}
+        assert {"get", "getattr", "setattr", "delattr", "len", "add", "partial", "<lambda>"} <= names
+        for name, here, reference in ctx.metadata:
+            assert here == reference, (run, name)
+        assert any(here for _, here, _ in ctx.metadata) and not all(here for _, here, _ in ctx.metadata)
+
+
+class _Later:
+    def __init__(self):
+        self.x = 1
+
+
+def _read_x(obj):
+    return obj.x
+
+
+@native
+def test_attribute_answers_follow_the_class():
+    """canrecurse(getattr, obj, "x") is kept per class version: a property added to the
+    class between runs is seen, and a class made later at a dead class's address too."""
+    ctx = _Recording(metadata=[])
+    obj = _Later()
+    assert overdub.overdub(ctx, _read_x, obj) == 1
+    assert ("getattr", False, False) in ctx.metadata
+    ctx.metadata.clear()
+    _Later.x = property(lambda self: 7)
+    try:
+        assert overdub.overdub(ctx, _read_x, obj) == 7
+    finally:
+        del _Later.x
+    assert ("getattr", True, True) in ctx.metadata
+    assert "<lambda>" in [name for name, _, _ in ctx.metadata]  # recursed into the getter
+    for _ in range(20):  # classes born at recycled addresses
+        ctx.metadata.clear()
+        cls = type("K", (), {"x": property(lambda self: 3)} if _ % 2 else {})
+        obj = cls()
+        if not _ % 2:
+            obj.x = 3
+        assert overdub.overdub(ctx, _read_x, obj) == 3
+        answers = [(here, ref) for name, here, ref in ctx.metadata if name == "getattr"]
+        assert answers == [(bool(_ % 2), bool(_ % 2))]
+        del cls, obj
+
+
+class _Wild(overdub.Context):
+    @overdub.primitive()
+    def every(self, f, /, *args, **kwargs):
+        if overdub.canrecurse(self, f, *args, **kwargs):
+            return overdub.recurse(self, f, *args, **kwargs)
+        return overdub.fallback(self, f, *args, **kwargs)
+
+
+def _calls_many(p, n):
+    for _ in range(n):
+        p.get()
+        len([p])
+        p.v = p.v + 0
+    return p
+
+
+@native
+def test_entry_point_reference_counts_balance():
+    ctx, p = _Wild(), _Plain(1.0)
+    overdub.overdub(ctx, _calls_many, p, 10)
+    before = (sys.getrefcount(p), sys.getrefcount(ctx), sys.getrefcount(_Plain.get), sys.getrefcount(len))
+    overdub.overdub(ctx, _calls_many, p, 1000)
+    after = (sys.getrefcount(p), sys.getrefcount(ctx), sys.getrefcount(_Plain.get), sys.getrefcount(len))
+    assert before == after
+
+
+def test_entry_points_look_like_the_python_functions():
+    import inspect
+    import pickle
+    for entry, name in ((overdub.recurse, "recurse"), (overdub.canrecurse, "canrecurse"),
+                        (overdub.fallback, "fallback")):
+        assert entry.__name__ == entry.__qualname__ == name and entry.__module__ == "overdub.dispatch"
+        assert str(inspect.signature(entry)).startswith("(ctx: overdub.context.Context, f: Callable")
+        assert entry.__doc__ and pickle.loads(pickle.dumps(entry)) is entry
+
+    class Holder(overdub.Context):
+        can = overdub.canrecurse  # a class attribute binds, as a Python function does
+
+    assert Holder().can(_entry_program, _Plain(1.0), 1.0) is True
+    assert Holder().can(len, [1]) is False
+    with pytest.raises(TypeError, match="recurse"):
+        overdub.recurse(object(), len, [1])
+
+
+def _raises_deep():
+    raise RuntimeError("deep")
+
+
+def _calls_raiser():
+    return _raises_deep()
+
+
+def test_no_frame_of_ours_between_a_wildcard_and_its_callee():
+    """Under a wildcard that recurses, a routed callee's caller is the wildcard method
+    (the user's code) with the C layer; the pure-Python path has ``recurse`` between."""
+    with pytest.raises(RuntimeError) as info:
+        overdub.overdub(_Wild(), _calls_raiser)
+    tb = info.value.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_name == "_raises_deep"
+    caller = tb.tb_frame.f_back.f_code
+    if _native.PURE_PYTHON:
+        assert caller.co_name == "recurse"
+    else:
+        assert (caller.co_name, caller.co_filename) == ("every", __file__)
