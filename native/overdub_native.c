@@ -119,12 +119,15 @@ static PyTypeObject TaggedBase_Type = {
 
 /* ------------------------------------------------------------------ guarded operators */
 
-/* GuardedOperator(name, guard, slot, pre, fn): what rewritten code calls for one binary
- * or comparison operator, `op(a, b)`.  It does what the pure-Python rewrite inlines:
+/* GuardedOperator(name, guard, slot, pre, fn, post=None): what rewritten code calls for one
+ * binary or comparison operator, `op(a, b)`.  It does what the pure-Python rewrite inlines
+ * (and, for a posthook, what the operator's slot does):
  *
  *     if pre is not None: pre(fn, a, b)          # a prehook called inline
  *     if guard and type(a) in guard and type(b) in guard:
- *         return a <op> b                        # CPython's own operator
+ *         r = a <op> b                           # CPython's own operator
+ *         if post is not None: post(r, fn, a, b) # a posthook called inline
+ *         return r
  *     return slot(a, b)                          # the context's dispatch
  *
  * guard is a set of exact types (empty: the context sees every operation); slot is the
@@ -156,7 +159,8 @@ typedef struct {
     PyObject *slot_func;  /* the slot's function when it is a bound method, else NULL */
     PyObject *slot_self;
     PyObject *pre;        /* the inline prehook, or NULL */
-    PyObject *fn;         /* the operator function the prehook is told about */
+    PyObject *post;       /* the inline posthook, or NULL */
+    PyObject *fn;         /* the operator function the hooks are told about */
     vectorcallfunc vectorcall;
 } GuardedObject;
 
@@ -226,7 +230,16 @@ guarded_vectorcall(GuardedObject *g, PyObject *const *args, size_t nargsf, PyObj
             return NULL;
         }
         if (in) {
-            return native_operation(g->op, a, b);
+            PyObject *r = native_operation(g->op, a, b);
+            if (r != NULL && g->post != NULL) {
+                PyObject *call[4] = {r, g->fn, a, b};
+                PyObject *h = PyObject_Vectorcall(g->post, call, 4, NULL);
+                if (h == NULL) {
+                    Py_CLEAR(r);
+                }
+                Py_XDECREF(h);
+            }
+            return r;
         }
     }
     if (!ENTER_CALLEE()) {
@@ -247,11 +260,11 @@ guarded_vectorcall(GuardedObject *g, PyObject *const *args, size_t nargsf, PyObj
 static PyObject *
 guarded_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"name", "guard", "slot", "pre", "fn", NULL};
+    static char *kwlist[] = {"name", "guard", "slot", "pre", "fn", "post", NULL};
     const char *name;
-    PyObject *guard, *slot, *pre, *fn;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOO:GuardedOperator", kwlist,
-                                     &name, &guard, &slot, &pre, &fn)) {
+    PyObject *guard, *slot, *pre, *fn, *post = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOO|O:GuardedOperator", kwlist,
+                                     &name, &guard, &slot, &pre, &fn, &post)) {
         return NULL;
     }
     int op = -1;
@@ -268,8 +281,9 @@ guarded_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "GuardedOperator: guard must be a set of types");
         return NULL;
     }
-    if (!PyCallable_Check(slot) || (pre != Py_None && !PyCallable_Check(pre))) {
-        PyErr_SetString(PyExc_TypeError, "GuardedOperator: slot and pre must be callable");
+    if (!PyCallable_Check(slot) || (pre != Py_None && !PyCallable_Check(pre))
+        || (post != Py_None && !PyCallable_Check(post))) {
+        PyErr_SetString(PyExc_TypeError, "GuardedOperator: slot, pre and post must be callable");
         return NULL;
     }
     GuardedObject *g = (GuardedObject *)type->tp_alloc(type, 0);
@@ -284,6 +298,7 @@ guarded_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         g->slot_self = Py_NewRef(PyMethod_GET_SELF(slot));
     }
     g->pre = pre == Py_None ? NULL : Py_NewRef(pre);
+    g->post = post == Py_None ? NULL : Py_NewRef(post);
     g->fn = Py_NewRef(fn);
     g->vectorcall = (vectorcallfunc)guarded_vectorcall;
     return (PyObject *)g;
@@ -297,6 +312,7 @@ guarded_traverse(GuardedObject *g, visitproc visit, void *arg)
     Py_VISIT(g->slot_func);
     Py_VISIT(g->slot_self);
     Py_VISIT(g->pre);
+    Py_VISIT(g->post);
     Py_VISIT(g->fn);
     return 0;
 }
@@ -309,6 +325,7 @@ guarded_clear(GuardedObject *g)
     Py_CLEAR(g->slot_func);
     Py_CLEAR(g->slot_self);
     Py_CLEAR(g->pre);
+    Py_CLEAR(g->post);
     Py_CLEAR(g->fn);
     return 0;
 }

@@ -130,7 +130,7 @@ def _op_table():
         table[("binop", name)] = (fn, "binary", (name,), "a, b", "a, b", fast)
     for name, (fn, _) in INPLACE.items():
         sym = SYMBOLS.get(name[len("INPLACE_"):])
-        fast = (both, "a %s= b\n{i}    r = a" % sym) if sym else None
+        fast = (both, "r = a\n{i}    r %s= b" % sym) if sym else None  # (a stays the operand the hooks see)
         table[("binop", name)] = (fn, "inplace", (name,), "a, b", "a, b", fast)
     for name, (fn, *_) in COMPARE.items():
         table[("compare", name)] = (fn, "compare", (name,), "a, b", "a, b",

@@ -276,19 +276,32 @@ class Runtime(RuntimeBase):
         self.ops[fn] = step
         return step
 
-    def _inline_prehook(self, key):
-        """Whether rewritten code calls the prehook itself before operator ``key``: when
-        the prehook is all the context has to say about it (no posthook, wildcard,
-        custom canrecurse/fallback or primitive for it)."""
+    def _inline_hooks(self, key):
+        """Whether the hooks are all the context has to say about operator ``key`` (no
+        wildcard, custom canrecurse/fallback or primitive for it)."""
         spec = self.spec
-        return (spec.prehook and not (spec.posthook or spec.wildcard or spec.canrecurse
-                                      or spec.fallback)
+        return (not (spec.wildcard or spec.canrecurse or spec.fallback)
                 and codegen.OP_SLOTS[key][0] not in spec.primitives)
+
+    def _inline_prehook(self, key):
+        """Whether rewritten code calls the prehook itself before operator ``key``, running
+        the operator natively on builtin operands: when the hooks are all the context has
+        to say about it, and -- on the pure-Python path, whose inline guard calls no
+        posthook -- there is no posthook."""
+        spec = self.spec
+        return bool(spec.prehook and (GuardedOperator is not None or not spec.posthook)
+                    and self._inline_hooks(key))
+
+    def _inline_posthook(self, key):
+        """Whether the C layer's guarded operator calls the posthook itself after running
+        operator ``key`` natively on builtin operands (the slot calls it otherwise)."""
+        return bool(self.spec.posthook and GuardedOperator is not None and self._inline_hooks(key))
 
     def _guard_set(self, key):
         if self.outer is not None:  # builtin operands run natively only if neither context looks
             outer = self.outer
-            if outer._inline_prehook(key):  # (its prehook is called by its own code only)
+            if outer._inline_prehook(key) or outer._inline_posthook(key):  # (its hooks are called
+                # by its own code only)
                 return frozenset()
             return TypeSet(self._compute_guard_set(key) & outer._guard_set(key))
         memo = (id(self.spec), key, len(NATIVE))
@@ -304,7 +317,7 @@ class Runtime(RuntimeBase):
         called inline has seen it already)."""
         fn = codegen.OP_SLOTS[key][0]
         spec = self.spec
-        if self._inline_prehook(key):
+        if self._inline_prehook(key) or self._inline_posthook(key):
             return NATIVE
         if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse:
             return frozenset()  # (a fallback never sees operators on builtin operands)
@@ -400,7 +413,8 @@ class Runtime(RuntimeBase):
         if key[0] == "guarded":  # the C layer's form of an inline guard (rewrite._guarded)
             op = key[1:]
             fn = self.ops[key] = GuardedOperator(op[1], self.slot(("guard",) + op), self.slot(op),
-                                                 self.slot(("pre",) + op), codegen.OP_SLOTS[op][0])
+                                                 self.slot(("pre",) + op), codegen.OP_SLOTS[op][0],
+                                                 self.posthook if self._inline_posthook(op) else None)
             return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))

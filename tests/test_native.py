@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+import traceback
 import tracemalloc
 import weakref
 
@@ -765,3 +766,75 @@ def test_no_frame_of_ours_between_a_wildcard_and_its_callee():
         assert caller.co_name == "recurse"
     else:
         assert (caller.co_name, caller.co_filename) == ("every", __file__)
+
+
+# ----------------------------------------------------------------------------- inline posthooks
+def _shown(x):
+    """repr of builtin values; the type's name of others (half-built objects included)."""
+    if type(x) in (list, tuple):
+        return "%s(%s)" % (type(x).__name__, ", ".join(map(_shown, x)))
+    if type(x) in (int, float, str, bool, type(None)):
+        return repr(x)
+    return type(x).__name__
+
+
+class _PostOnly(overdub.Context):
+    def posthook(self, output, f, /, *args, **kwargs):
+        self.metadata.append(("post", getattr(f, "__name__", _shown(f)), _shown(args), _shown(output)))
+
+
+class _PreAndPost(_PostOnly):
+    def prehook(self, f, /, *args, **kwargs):
+        self.metadata.append(("pre", getattr(f, "__name__", _shown(f)), _shown(args)))
+
+
+def _operator_program(a, b):
+    x = a * b + 1 - a / b
+    y = (x < 3, x >= a, a == b, a != 2)
+    z = [a] * 2 + [b]
+    s = "%s-%d" % ("k", b) + "!"
+    try:
+        x / 0
+    except ZeroDivisionError:
+        caught = True
+    x += 2
+    x **= 2
+    return x, y, z, s, caught, a // b, a % b, a & 3, a | 4, a ^ 1, a << 1, a >> 1
+
+
+def _hook_events(names):
+    out = []
+    for name in names:
+        ctx = {"_PostOnly": _PostOnly, "_PreAndPost": _PreAndPost}[name](metadata=[])
+        result = overdub.overdub(ctx, _operator_program, 7, 2)
+        out.append([repr(result), ctx.metadata])
+    return out
+
+
+def test_posthooks_see_what_the_python_slots_show():
+    """A posthook context's operators on builtin operands run natively in the C layer's
+    guarded operator, which calls the posthook itself: the same events as the
+    pure-Python path's slots, and no frame of overdub's in a traceback."""
+    names = ["_PostOnly", "_PreAndPost"]
+    here = json.loads(json.dumps(_hook_events(names)))
+    assert here[0][0] == repr(_operator_program(7, 2))
+    assert ["post", "mul", "tuple(7, 2)", "14"] in here[0][1] and ["pre", "mul", "tuple(7, 2)"] in here[1][1]
+    script = ("import json, sys\nsys.path.insert(0, %r)\nfrom test_native import _hook_events\n"
+              "print(json.dumps(_hook_events(%r)))\n" % (os.path.join(ROOT, "tests"), names))
+    env = dict(os.environ, OVERDUB_PURE_PYTHON="0" if _native.PURE_PYTHON else "1")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == here
+
+
+def _divides(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError as exc:  # (seen inside the run, before overdub tidies tracebacks)
+        return [entry.name for entry in traceback.extract_tb(exc.__traceback__)]
+
+
+def test_posthook_operator_errors_carry_no_frame_of_ours():
+    names = overdub.overdub(_PostOnly(metadata=[]), _divides, 1, 0)
+    assert names == (["_divides", "slot"] if _native.PURE_PYTHON else ["_divides"])
