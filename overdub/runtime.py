@@ -218,11 +218,13 @@ class Runtime(RuntimeBase):
         """What ``call(f, ...)`` runs for the entry function ``f`` of a run when nothing sees
         calls (``plain_calls``): a Python function without a primitive is stepped into
         (``_target``: its routed twin) without a trip through the call cache, which the
-        previous run's end emptied.  None: ask ``call``."""
+        previous run's end emptied; inside an enclosing run (a rule of a nested
+        differentiation entering the outer one), through that run's ``target`` cache.
+        None: ask ``call``."""
         spec = self.spec
         if type(f) is not FunctionType or f in spec.totals or f in spec.primitives:
             return None
-        return self._target(f)
+        return self.target(f) if self.depth > 1 else self._target(f)
 
     def forget_callees(self):
         """Drop what was resolved during this run (builtins excepted): a callee is resolved
@@ -583,13 +585,13 @@ class Runtime(RuntimeBase):
             return construct if construct is not None else self._fallback_for(f)
         if tf is partial:
             call, fn, pargs, pkw = self.call, f.func, f.args, f.keywords
-            return lambda *a, **k: call(fn, *pargs, *a, **{**pkw, **k})
+            return partial(call, fn, *pargs, **pkw)
         if tf is staticmethod:
             return self._resolve(f.__func__)
         dunder = semantics.lookup(tf, "__call__")
         if type(dunder) is FunctionType and tf is not Tagged:
             inner = self._resolve(dunder)
-            return lambda *a, **k: inner(f, *a, **k)
+            return partial(inner, f)
         return self._fallback_for(f)
 
     def _builtin_step(self, f):
@@ -608,7 +610,7 @@ class Runtime(RuntimeBase):
             unbound = semantics.lookup(type(owner), f.__name__)
             if unbound in lookaside.CALLBACKS:
                 step = lookaside.wrap_callbacks(unbound, self.call)
-                return lambda *a, **k: step(owner, *a, **k)
+                return partial(step, owner)
         return None
 
     def _rewritten(self, f):
@@ -674,13 +676,12 @@ class Runtime(RuntimeBase):
         if reader is not None:  # called plainly they would read the dispatcher's frame
             return reader
         if self.spec.fallback:
-            fall = self.fallback
-            return lambda *a, **k: fall(f, *a, **k)
+            return partial(self.fallback, f)
         call = self.outer_call
         if call is not None:  # nested: what this context calls plainly, the outer one routes
             ctx = self.ctx
             if is_structural(f):
-                return lambda *a, **k: call(f, *a, **k)
+                return partial(call, f)
             return lambda *a, **k: plain_call(f, ctx._tagkey, a, k, call)
         if not self.checking or is_structural(f):
             return f
