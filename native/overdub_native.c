@@ -1157,10 +1157,15 @@ attribute_key(PyObject *f, PyObject *const *args, Py_ssize_t n)
     return key;
 }
 
+/* whether tp has a version tag now (3.11 marks it with a flag; 3.12+ by a tag other than 0) */
 static int
 type_tag_valid(PyTypeObject *tp)
 {
+#if PY_VERSION_HEX < 0x030C0000
     return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && tp->tp_version_tag != 0;
+#else
+    return tp->tp_version_tag != 0;
+#endif
 }
 
 static int

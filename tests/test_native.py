@@ -672,6 +672,31 @@ def _read_x(obj):
     return obj.x
 
 
+class _Kept(overdub.Context):
+    """A wildcard that notes, at each event, how many attribute answers the C layer keeps."""
+
+    @overdub.primitive()
+    def every(self, f, /, *args, **kwargs):
+        self.metadata.append(len(self._runtime.attr_answers))
+        if overdub.canrecurse(self, f, *args, **kwargs):
+            return overdub.recurse(self, f, *args, **kwargs)
+        return overdub.fallback(self, f, *args, **kwargs)
+
+
+def _reads_x_twice(obj):
+    return obj.x + obj.x
+
+
+@native
+def test_attribute_answers_are_kept_for_the_run():
+    """The C canrecurse keeps the answer for ``obj.x`` on a Python class (on every
+    version's way of marking type version tags), and forgets it when the run ends."""
+    ctx = _Kept(metadata=[])
+    assert overdub.overdub(ctx, _reads_x_twice, _Later()) == 2
+    assert ctx.metadata[-1] == 1  # (the second read found the first read's answer)
+    assert len(ctx._runtime.attr_answers) == 0
+
+
 @native
 def test_attribute_answers_follow_the_class():
     """canrecurse(getattr, obj, "x") is kept per class version: a property added to the
