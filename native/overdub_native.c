@@ -927,7 +927,7 @@ typedef struct {
     PyObject *targets;         /* dict: f -> what recurse runs for it (this run) */
     PyObject *fallback_kinds;  /* dict: builtin -> how the default fallback calls it */
     PyObject *recursable;      /* dict: builtin -> the default canrecurse's answer for it */
-    PyObject *attr_answers;    /* dict: (op, id(type), name, nargs) -> (version tag, answer) */
+    PyObject *op_answers;      /* dict: (op, name or None, id(type) per operand) -> (tags..., answer) */
     Py_ssize_t depth;          /* runs of this runtime in progress */
     char own_canrecurse;       /* the context overrides canrecurse */
     char own_fallback;         /* the context overrides fallback */
@@ -941,7 +941,7 @@ static PyMemberDef runtime_members[] = {
     {"targets", T_OBJECT_EX, offsetof(RuntimeBaseObject, targets), 0, NULL},
     {"fallback_kinds", T_OBJECT_EX, offsetof(RuntimeBaseObject, fallback_kinds), 0, NULL},
     {"recursable", T_OBJECT_EX, offsetof(RuntimeBaseObject, recursable), 0, NULL},
-    {"attr_answers", T_OBJECT_EX, offsetof(RuntimeBaseObject, attr_answers), 0, NULL},
+    {"op_answers", T_OBJECT_EX, offsetof(RuntimeBaseObject, op_answers), 0, NULL},
     {"depth", T_PYSSIZET, offsetof(RuntimeBaseObject, depth), 0, NULL},
     {"own_canrecurse", T_BOOL, offsetof(RuntimeBaseObject, own_canrecurse), 0, NULL},
     {"own_fallback", T_BOOL, offsetof(RuntimeBaseObject, own_fallback), 0, NULL},
@@ -958,7 +958,7 @@ runtime_traverse(RuntimeBaseObject *rt, visitproc visit, void *arg)
     Py_VISIT(rt->targets);
     Py_VISIT(rt->fallback_kinds);
     Py_VISIT(rt->recursable);
-    Py_VISIT(rt->attr_answers);
+    Py_VISIT(rt->op_answers);
     return 0;
 }
 
@@ -972,7 +972,7 @@ runtime_clear(RuntimeBaseObject *rt)
     Py_CLEAR(rt->targets);
     Py_CLEAR(rt->fallback_kinds);
     Py_CLEAR(rt->recursable);
-    Py_CLEAR(rt->attr_answers);
+    Py_CLEAR(rt->op_answers);
     return 0;
 }
 
@@ -1129,30 +1129,47 @@ is_machinery(PyObject *code)
     return opaque == NULL ? 0 : -1;
 }
 
-/* Attribute access on instances of a Python class (getattr, setattr, delattr): whether it
- * runs Python code depends on the class's namespace alone, which CPython's type version tag
- * follows.  The Python reference's answers are kept under the class's id and checked
- * against its tag (a class made later at the same address has another tag), so that the
- * table holds no class alive. */
+/* An operator (getattr, setattr, delattr included) on instances of Python classes: whether
+ * it runs Python code depends on its operands' classes' namespaces alone (and, for the
+ * attribute operators, on the name), which CPython's type version tags follow.  The Python
+ * reference's answers are kept under the classes' ids and checked against their tags (a
+ * class made later at the same address has another tag), so that the table holds no class
+ * alive. */
 
-/* the key of an attribute answer, or NULL (no error set) when the call has none */
+#define MAX_KEPT_OPERANDS 3
+
+/* the key of an operator answer, or NULL (no error set) when the call has none */
 static PyObject *
-attribute_key(PyObject *f, PyObject *const *args, Py_ssize_t n)
+operator_key(PyObject *f, PyObject *const *args, Py_ssize_t n)
 {
-    if (n < 2 || !PyUnicode_CheckExact(args[1]) || (PyObject *)Py_TYPE(args[0]) == entry.tagged_type
-        || entry.attribute_ops == NULL) {
+    if (n < 1 || n > MAX_KEPT_OPERANDS || entry.attribute_ops == NULL) {
         return NULL;
     }
-    int op = 0;
+    PyObject *name = Py_None;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entry.attribute_ops); i++) {
-        op |= PyTuple_GET_ITEM(entry.attribute_ops, i) == f;
+        if (PyTuple_GET_ITEM(entry.attribute_ops, i) == f) {
+            if (n < 2 || !PyUnicode_CheckExact(args[1])) {
+                return NULL;
+            }
+            name = args[1];
+        }
     }
-    if (!op) {
-        return NULL;
-    }
-    PyObject *key = Py_BuildValue("(ONOn)", f, PyLong_FromVoidPtr(Py_TYPE(args[0])), args[1], n);
+    PyObject *key = PyTuple_New(2 + n);
     if (key == NULL) {
         PyErr_Clear();
+        return NULL;
+    }
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(f));
+    PyTuple_SET_ITEM(key, 1, Py_NewRef(name));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = (PyObject *)Py_TYPE(args[i]);
+        PyObject *id = t == entry.tagged_type ? NULL : PyLong_FromVoidPtr(t);
+        if (id == NULL) {
+            PyErr_Clear();
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, 2 + i, id);
     }
     return key;
 }
@@ -1169,45 +1186,67 @@ type_tag_valid(PyTypeObject *tp)
 }
 
 static int
-known_attribute_answer(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py_ssize_t n)
+known_operator_answer(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py_ssize_t n)
 {
-    PyObject *key = attribute_key(f, args, n);
+    PyObject *key = operator_key(f, args, n);
     if (key == NULL) {
         return -1;
     }
-    PyObject *known = lookup(rt->attr_answers, key);
+    PyObject *known = lookup(rt->op_answers, key);
     Py_DECREF(key);
-    PyTypeObject *tp = Py_TYPE(args[0]);
-    if (known == NULL || !type_tag_valid(tp)
-        || PyLong_AsUnsignedLong(PyTuple_GET_ITEM(known, 0)) != tp->tp_version_tag) {
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-        }
+    if (known == NULL) {
         return -1;
     }
-    return PyTuple_GET_ITEM(known, 1) == Py_True;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTypeObject *tp = Py_TYPE(args[i]);
+        if (!type_tag_valid(tp)
+            || PyLong_AsUnsignedLong(PyTuple_GET_ITEM(known, i)) != tp->tp_version_tag) {
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+            }
+            return -1;
+        }
+    }
+    return PyTuple_GET_ITEM(known, n) == Py_True;
 }
 
-/* keep the Python reference's answer for an attribute access (best effort: errors dropped) */
+/* keep the Python reference's answer for an operator (best effort: errors dropped) */
 static void
-remember_attribute_answer(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py_ssize_t n,
-                          PyObject *answer)
+remember_operator_answer(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py_ssize_t n,
+                         PyObject *answer)
 {
-    if ((answer != Py_True && answer != Py_False) || PyDict_GET_SIZE(rt->attr_answers) >= 4096) {
+    if ((answer != Py_True && answer != Py_False) || PyDict_GET_SIZE(rt->op_answers) >= 4096
+        || lookup(entry.op_by_fn, f) == NULL) {
         return;
     }
-    PyObject *key = attribute_key(f, args, n);
+    PyObject *key = operator_key(f, args, n);
     if (key == NULL) {
         return;
     }
-    PyTypeObject *tp = Py_TYPE(args[0]);
-    (void)_PyType_Lookup(tp, args[1]);  /* (assigns the type a version tag) */
-    if (type_tag_valid(tp)) {
-        PyObject *value = Py_BuildValue("(kO)", (unsigned long)tp->tp_version_tag, answer);
-        if (value == NULL || PyDict_SetItem(rt->attr_answers, key, value) < 0) {
+    PyObject *value = PyTuple_New(n + 1);
+    for (Py_ssize_t i = 0; value != NULL && i < n; i++) {
+        PyTypeObject *tp = Py_TYPE(args[i]);
+        (void)_PyType_Lookup(tp, str_dict);  /* (assigns the type a version tag) */
+        if (!type_tag_valid(tp)) {
+            Py_CLEAR(value);
+            break;
+        }
+        PyObject *tag = PyLong_FromUnsignedLong(tp->tp_version_tag);
+        if (tag == NULL) {
+            Py_CLEAR(value);
+            break;
+        }
+        PyTuple_SET_ITEM(value, i, tag);
+    }
+    if (value != NULL) {
+        PyTuple_SET_ITEM(value, n, Py_NewRef(answer));
+        if (PyDict_SetItem(rt->op_answers, key, value) < 0) {
             PyErr_Clear();
         }
-        Py_XDECREF(value);
+        Py_DECREF(value);
+    }
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
     }
     Py_DECREF(key);
 }
@@ -1232,7 +1271,7 @@ default_canrecurse(RuntimeBaseObject *rt, PyObject *f, PyObject *const *args, Py
                 if (native < 0) {
                     PyErr_Clear();
                 }
-                return known_attribute_answer(rt, f, args, n);
+                return known_operator_answer(rt, f, args, n);
             }
         }
         return 0;
@@ -1260,7 +1299,7 @@ entry_canrecurse(PyObject *self, PyObject *const *args, size_t nargsf, PyObject 
     else {
         r = PyObject_Vectorcall(entry.canrecurse, args, nargsf, kwnames);
         if (r != NULL && kwnames == NULL && !rt->own_canrecurse) {
-            remember_attribute_answer(rt, args[1], args + 2, n - 2, r);
+            remember_operator_answer(rt, args[1], args + 2, n - 2, r);
         }
     }
     Py_DECREF(rt);

@@ -49,7 +49,7 @@ class _PyRuntimeBase:
     """The fields of a runtime that the entry points read on every call, in Python (the
     reference for the C RuntimeBase)."""
 
-    __slots__ = ("ctx", "ctx_type", "spec", "outer", "targets", "fallback_kinds", "recursable", "attr_answers",
+    __slots__ = ("ctx", "ctx_type", "spec", "outer", "targets", "fallback_kinds", "recursable", "op_answers",
                  "depth", "own_canrecurse", "own_fallback")
 
 

@@ -153,7 +153,7 @@ class Runtime(RuntimeBase):
         self.kept = {}  # the entries of fcache for builtins, which survive a run's end
         self.fallback_kinds = {}  # builtin -> how the default fallback calls it
         self.recursable = {}  # builtin -> the default canrecurse's answer for it
-        self.attr_answers = {}  # (C) attribute accesses on Python classes -> canrecurse's answer
+        self.op_answers = {}  # (C) operators on Python classes' instances -> canrecurse's answer
         self.own_canrecurse, self.own_fallback = spec.canrecurse, spec.fallback
         self.codes = CodeCache()
         self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
@@ -233,7 +233,7 @@ class Runtime(RuntimeBase):
         self.fcache.clear()
         self.fcache.update(self.kept)
         self.targets.clear()
-        self.attr_answers.clear()
+        self.op_answers.clear()
 
     def target(self, f):
         """``_target(f)`` (what ``recurse`` runs), remembered for the run like ``resolve``'s

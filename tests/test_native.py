@@ -677,7 +677,7 @@ class _Kept(overdub.Context):
 
     @overdub.primitive()
     def every(self, f, /, *args, **kwargs):
-        self.metadata.append(len(self._runtime.attr_answers))
+        self.metadata.append(len(self._runtime.op_answers))
         if overdub.canrecurse(self, f, *args, **kwargs):
             return overdub.recurse(self, f, *args, **kwargs)
         return overdub.fallback(self, f, *args, **kwargs)
@@ -694,7 +694,59 @@ def test_attribute_answers_are_kept_for_the_run():
     ctx = _Kept(metadata=[])
     assert overdub.overdub(ctx, _reads_x_twice, _Later()) == 2
     assert ctx.metadata[-1] == 1  # (the second read found the first read's answer)
-    assert len(ctx._runtime.attr_answers) == 0
+    assert len(ctx._runtime.op_answers) == 0
+
+
+class _Num:
+    def __init__(self, v):
+        self.v = v
+
+
+def _adds(a, b):
+    try:
+        return a + b
+    except TypeError:
+        return "no +"
+
+
+@native
+def test_operator_answers_follow_the_classes():
+    """canrecurse(operator.add, a, b) on instances of Python classes is kept per version of
+    both classes: ``__add__`` added between runs, and removed again, is seen each time."""
+    ctx = _Recording(metadata=[])
+    for step, expected in ((0, "no +"), (1, 5), (2, "no +")):
+        if step == 1:
+            _Num.__add__ = lambda self, other: self.v + other.v
+        elif step == 2:
+            del _Num.__add__
+        for _ in range(2):  # (the second run of each finds what the first kept)
+            ctx.metadata.clear()
+            assert overdub.overdub(ctx, _adds, _Num(2), _Num(3)) == expected
+            answers = [(here, ref) for name, here, ref in ctx.metadata if name == "add"]
+            assert answers[0] == (step == 1, step == 1)  # (then, in step 1, the ints' +)
+            assert all(here == ref for here, ref in answers)
+
+
+class _Num2:
+    def __init__(self, v):
+        self.v = v
+
+
+def _adds_before_and_after_a_change(a, b):
+    first = _adds(a, b)
+    _Num2.__add__ = lambda self, other: self.v + other.v
+    try:
+        return first, _adds(a, b)
+    finally:
+        del _Num2.__add__
+
+
+@native
+def test_operator_answers_notice_a_class_changed_during_the_run():
+    ctx = _Recording(metadata=[])
+    assert overdub.overdub(ctx, _adds_before_and_after_a_change, _Num2(2), _Num2(3)) == ("no +", 5)
+    answers = [(here, ref) for name, here, ref in ctx.metadata if name == "add"]
+    assert answers[:2] == [(False, False), (True, True)]
 
 
 @native
