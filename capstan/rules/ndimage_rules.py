@@ -16,7 +16,7 @@ filters' Python code, which returns ``output``, hands back the differentiated re
 """
 import numpy as np
 
-from .registry import defimpl
+from .registry import defimpl, defjvp, defvjp, plain_valued
 
 try:
     from scipy.ndimage import _nd_image
@@ -118,3 +118,211 @@ if _nd_image is not None:
         FUNCTIONS.append(_f)
 defimpl(np.bincount, bincount)
 FUNCTIONS.append(np.bincount)
+
+
+# ----------------------------------------------------------------------------------------
+# Spline prefilter and geometric transforms: linear in the image.
+#
+# ``spline_filter1d``, ``zoom_shift`` and ``geometric_transform`` (behind ``spline_filter``,
+# ``zoom``, ``shift``, ``rotate``, ``affine_transform``, ``map_coordinates`` and
+# ``geometric_transform``) are linear in their input array for fixed coordinates (the
+# constant ``cval`` aside).  Each runs, in its C function's place, a pure primitive whose
+# forward rule applies the C function to the tangent (with ``cval = 0``) and whose reverse
+# rule applies the exact transpose, assembled from the C function itself applied to unit
+# vectors in one dimension at a time:
+#
+# * the spline prefilter along an axis is one ``n x n`` matrix (the C filter of the
+#   identity), applied transposed along that axis;
+# * every interpolation weighs the coefficients around an output point by a product of
+#   one-dimensional weights, one per axis (SciPy's C code computes the weights, and folds
+#   the indices at the edges, axis by axis).  So the weights of axis ``d`` for every output
+#   point are the one-dimensional C transform of the unit vectors of that axis's length:
+#   ``n_d`` calls, each over all the output points; the transpose contracts the cotangent
+#   with these per-axis weight matrices.  For ``zoom_shift`` an axis's coordinates depend
+#   only on that axis's output index (a small ``out_d x n_d`` matrix); for
+#   ``geometric_transform`` they are the output points' own coordinates (the given
+#   ``coordinates``; ``matrix @ index + offset``; the user's ``mapping`` at each index).
+#
+# The tests check the transposes against the forward rule by the dot-product identity in
+# every mode and order.  The coordinates, zoom factors, shifts and matrices are not
+# differentiated: a differentiated one is refused (NoRuleError naming it).
+# ----------------------------------------------------------------------------------------
+
+def _refuse_parameter(function, argument, why=""):
+    from ..losses import NoRuleError
+    raise NoRuleError("capstan: scipy.ndimage.%s has no derivative with respect to its argument %s%s "
+                      "(the derivative in the image is supported)" % (function, argument, why))
+
+
+def _part_of_complex(output):
+    """Whether ``output`` is a real view of a complex array (its real or imaginary part)."""
+    base = getattr(output, "base", None)
+    return base is not None and np.iscomplexobj(base) and not np.iscomplexobj(output)
+
+
+def _writable(output, function):
+    """``output``, unless it is the real or imaginary part of a complex array: SciPy filters
+    a complex image as two real ones written into those views, which capstan cannot follow."""
+    if _part_of_complex(output):
+        raise TypeError("capstan: scipy.ndimage.%s of a complex image has no derivative rule (SciPy writes "
+                        "its real and imaginary parts into views of a complex output); transform "
+                        "np.real(x) and np.imag(x) separately and combine them" % function)
+    return output
+
+
+def spline_filtered(input, order, axis, mode, dtype):
+    """``_nd_image.spline_filter1d`` as a pure function: the B-spline coefficients of
+    ``input`` along ``axis``."""
+    out = np.zeros(np.shape(input), dtype=dtype)
+    _nd_image.spline_filter1d(input, order, axis, out, mode)
+    return out
+
+
+def _spline_matrix(n, order, mode):
+    """Row ``j``: the spline prefilter of the ``j``-th unit vector of length ``n``
+    (so the prefilter's matrix, transposed)."""
+    out = np.zeros((n, n))
+    _nd_image.spline_filter1d(np.eye(n), order, 1, out, mode)
+    return out
+
+
+def _along_axis(matrix, g, axis):
+    """``matrix`` (``m x n``) applied along ``axis`` of ``g`` (length ``n`` there)."""
+    return np.moveaxis(np.tensordot(matrix, np.moveaxis(g, axis, 0), axes=1), 0, axis)
+
+
+def _spline_filtered_vjp(g, ans, input, order, axis, mode, dtype):
+    rows = _spline_matrix(np.shape(input)[axis], order, mode)
+    gx = _along_axis(rows, np.real(g) if not np.iscomplexobj(input) else g, axis)
+    return gx
+
+
+def spline_filter1d(input, order, axis, output, mode):
+    """``_nd_image.spline_filter1d(input, order, axis, output, mode)``."""
+    _writable(output, "spline_filter")[...] = spline_filtered(input, order, axis, mode, output.dtype)
+
+
+def zoomed(input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
+    """``_nd_image.zoom_shift`` as a pure function (``shape``, ``dtype``: the output's)."""
+    out = np.zeros(shape, dtype=dtype)
+    _nd_image.zoom_shift(input, zoom, shift, out, order, mode, cval, npad, grid_mode)
+    return out
+
+
+def _zoom_jvp(ts, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
+    if ts[1] is not None:
+        _refuse_parameter("zoom", "zoom")
+    if ts[2] is not None:
+        _refuse_parameter("shift", "shift", " (nor affine_transform in its matrix or offset)")
+    if ts[0] is None:
+        return None
+    return zoomed(ts[0], zoom, shift, order, mode, 0.0, npad, grid_mode, shape, dtype)
+
+
+def _zoom_weights(n, m, zoom, shift, d, order, mode, npad, grid_mode):
+    """The ``m x n`` weights of axis ``d``: the one-dimensional C transform of each unit
+    vector of length ``n``."""
+    z = None if zoom is None else np.ascontiguousarray(zoom[d:d + 1], dtype=np.float64)
+    s = None if shift is None else np.ascontiguousarray(shift[d:d + 1], dtype=np.float64)
+    cols = np.zeros((n, m))
+    for j, e in enumerate(np.eye(n)):
+        _nd_image.zoom_shift(e, z, s, cols[j], order, mode, 0.0, npad, grid_mode)
+    return cols.T
+
+
+def _zoom_vjp(g, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
+    if not np.iscomplexobj(input):
+        g = np.real(g)
+    for d in range(np.ndim(input)):
+        w = _zoom_weights(np.shape(input)[d], shape[d], zoom, shift, d, order, mode, npad, grid_mode)
+        g = _along_axis(w.T, g, d)
+    return g
+
+
+def zoom_shift(input, zoom, shift, output, order, mode, cval, npad, grid_mode):
+    """``_nd_image.zoom_shift(input, zoom, shift, output, ...)``."""
+    _writable(output, "zoom/shift")[...] = zoomed(input, zoom, shift, order, mode, cval, npad, grid_mode,
+                         np.shape(output), output.dtype)
+
+
+def transformed(input, coordinates, order, mode, cval, npad, shape, dtype):
+    """``_nd_image.geometric_transform`` as a pure function of the input and the
+    coordinates of every output point (``coordinates``: ``ndim x points``)."""
+    out = np.zeros(shape, dtype=dtype)
+    _nd_image.geometric_transform(input, None, np.reshape(coordinates, (np.ndim(input),) + tuple(shape)),
+                                  None, None, out, order, mode, cval, npad, None, None)
+    return out
+
+
+def _transformed_jvp(ts, ans, input, coordinates, order, mode, cval, npad, shape, dtype):
+    if ts[1] is not None:
+        _refuse_parameter("map_coordinates", "coordinates",
+                          " (nor affine_transform in its matrix or offset, geometric_transform "
+                          "through its mapping)")
+    if ts[0] is None:
+        return None
+    return transformed(ts[0], coordinates, order, mode, 0.0, npad, shape, dtype)
+
+
+def _point_weights(n, coords, order, mode, npad):
+    """``points x n``: the one-dimensional C interpolation of each unit vector of length
+    ``n`` at the coordinates ``coords`` (one axis's coordinate of every output point)."""
+    coords = np.ascontiguousarray(np.reshape(coords, (1, -1)), dtype=np.float64)
+    cols = np.zeros((n, coords.shape[1]))
+    for j, e in enumerate(np.eye(n)):
+        _nd_image.geometric_transform(e, None, coords, None, None, cols[j], order, mode, 0.0, npad,
+                                      None, None)
+    return cols.T
+
+
+def _transformed_vjp(g, ans, input, coordinates, order, mode, cval, npad, shape, dtype):
+    if not np.iscomplexobj(input):
+        g = np.real(g)
+    coordinates = np.reshape(coordinates, (np.ndim(input), -1))
+    weights = [_point_weights(n, coordinates[d], order, mode, npad) for d, n in enumerate(np.shape(input))]
+    acc = np.reshape(g, (-1, 1)) * weights[0]  # points x n_0 x ... (one axis at a time)
+    for w in weights[1:]:
+        acc = acc[..., None] * np.reshape(w, (w.shape[0],) + (1,) * (acc.ndim - 1) + (w.shape[1],))
+    return np.sum(acc, axis=0)
+
+
+def _output_coordinates(input, mapping, coordinates, matrix, offset, shape, extra_arguments,
+                        extra_keywords):
+    """The input coordinates of every output point (``ndim x points``), as the C function
+    computes them."""
+    if coordinates is not None:
+        return np.reshape(coordinates, (np.ndim(input), -1))
+    index = np.indices(shape, dtype=np.float64).reshape(len(shape), -1)
+    if matrix is not None:
+        return np.asarray(matrix, dtype=np.float64) @ index + np.reshape(np.asarray(offset, np.float64), (-1, 1))
+    args = () if extra_arguments is None else tuple(extra_arguments)
+    kw = {} if extra_keywords is None else dict(extra_keywords)
+    points = [mapping(tuple(int(i) for i in point), *args, **kw) for point in index.T]
+    return np.asarray(points, dtype=np.float64).reshape(-1, np.ndim(input)).T
+
+
+def geometric_transform(input, mapping, coordinates, matrix, offset, output, order, mode, cval, npad,
+                        extra_arguments, extra_keywords):
+    """``_nd_image.geometric_transform``: the output points' coordinates, then the
+    interpolation at them."""
+    coords = _output_coordinates(input, mapping, coordinates, matrix, offset, np.shape(output),
+                                 extra_arguments, extra_keywords)
+    _writable(output, "map_coordinates/affine_transform/geometric_transform")[...] = transformed(input, coords, order, mode, cval, npad, np.shape(output), output.dtype)
+
+
+plain_valued(_part_of_complex)  # (it reads the array's memory layout, not its values)
+if _nd_image is not None:
+    defjvp(spline_filtered, lambda ts, ans, input, order, axis, mode, dtype:
+           None if ts[0] is None else spline_filtered(ts[0], order, axis, mode, dtype))
+    defvjp(spline_filtered, _spline_filtered_vjp, None)
+    defjvp(zoomed, _zoom_jvp)
+    defvjp(zoomed, _zoom_vjp, lambda *a: _refuse_parameter("zoom", "zoom"),
+           lambda *a: _refuse_parameter("shift", "shift", " (nor affine_transform in its matrix or offset)"))
+    defjvp(transformed, _transformed_jvp)
+    defvjp(transformed, _transformed_vjp, lambda *a: _refuse_parameter(
+        "map_coordinates", "coordinates", " (nor affine_transform in its matrix or offset, "
+        "geometric_transform through its mapping)"))
+    for _f, _impl in ((_nd_image.spline_filter1d, spline_filter1d), (_nd_image.zoom_shift, zoom_shift),
+                      (_nd_image.geometric_transform, geometric_transform)):
+        defimpl(_f, _impl)
+        FUNCTIONS.append(_f)

@@ -1,0 +1,132 @@
+"""scipy.ndimage's spline prefilter and geometric transforms (capstan/rules/ndimage_rules.py)
+in the image: forward mode (the C function applied to the tangent) against finite
+differences, reverse mode (transposes assembled from one-dimensional C transforms of unit
+vectors) against forward by the dot-product identity in every boundary mode and spline
+order, second order through the rules; the transform parameters (coordinates, shifts,
+zoom factors, matrices) are refused clearly."""
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import capstan
+from rule_checks import C, Case, R, check_forward, check_reverse, check_second_order, reseed
+
+reseed("ndimage transforms")
+
+MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-wrap", "grid-constant", "grid-mirror"]
+IMG = R(5, 6)
+
+
+def cases():
+    out = []
+    for mode in MODES:
+        for order in (0, 1, 3):
+            out.append(Case(ndi.shift, IMG, (0.4, -1.3), order=order, mode=mode, cval=0.7,
+                            name="shift %s order %d" % (mode, order)))
+        for order in (1, 2, 5):
+            out.append(Case(ndi.zoom, IMG, (1.4, 0.7), order=order, mode=mode, cval=0.3,
+                            name="zoom %s order %d" % (mode, order)))
+        out.append(Case(ndi.map_coordinates, IMG, np.array([[0.2, 1.5, 3.9, -0.6, 4.4], [5.7, 2.2, 0.0, 1.1, 6.5]]),
+                        order=3, mode=mode, cval=0.2, name="map_coordinates %s" % mode))
+        out.append(Case(ndi.affine_transform, IMG, np.array([[0.9, 0.2], [-0.3, 1.1]]), offset=(0.4, -0.5),
+                        order=2, mode=mode, name="affine_transform %s" % mode))
+        out.append(Case(ndi.spline_filter1d, IMG, order=3, axis=0, mode=mode, name="spline_filter1d %s" % mode))
+    out += [
+        Case(ndi.spline_filter, IMG, order=5, name="spline_filter order 5"),
+        Case(ndi.spline_filter, R(1, 4), order=2, name="spline_filter n=1"),
+        Case(ndi.spline_filter1d, R(7), order=4, mode="grid-wrap", name="spline_filter1d 1-D"),
+        Case(ndi.shift, R(7), 2.25, order=4, name="shift 1-D order 4"),
+        Case(ndi.shift, R(1, 4), (0.0, 0.5), name="shift n=1"),
+        Case(ndi.shift, R(3, 2, 4), (0.5, -0.2, 1.3), order=3, mode="nearest", name="shift 3-D"),
+        Case(ndi.zoom, IMG, 1.5, grid_mode=True, mode="grid-constant", name="zoom grid_mode"),
+        Case(ndi.zoom, R(2, 3, 4), (1.0, 1.5, 0.5), order=1, name="zoom 3-D"),
+        Case(ndi.rotate, IMG, 30.0, name="rotate reshape"),
+        Case(ndi.rotate, IMG, -20.0, reshape=False, order=1, mode="nearest", name="rotate order 1"),
+        Case(ndi.rotate, R(3, 4, 3), 15.0, axes=(0, 2), order=2, name="rotate 3-D"),
+        Case(ndi.affine_transform, IMG, np.array([0.8, 1.2]), offset=0.3, name="affine_transform diagonal"),
+        Case(ndi.affine_transform, IMG, np.array([[0.9, 0.2, 0.3], [-0.3, 1.1, -0.4], [0, 0, 1]]),
+             output_shape=(4, 7), order=1, name="affine_transform homogeneous"),
+        Case(ndi.map_coordinates, R(6), np.array([[0.3, 2.5, 5.9, 7.0]]), order=5, name="map_coordinates 1-D"),
+        Case(ndi.map_coordinates, IMG, np.array([[[0.2, 1.5], [3.9, 2.0]], [[5.7, 2.2], [0.0, 1.1]]]),
+             prefilter=False, order=3, name="map_coordinates no prefilter"),
+        Case(ndi.geometric_transform, IMG, lambda c: (c[0] * 0.9 + 0.3, c[1] - 0.4 * c[0]), order=3,
+             mode="mirror", name="geometric_transform"),
+        Case(ndi.geometric_transform, IMG, lambda c, s: (c[0] + s, c[1] * 1.1), output_shape=(3, 4), order=1,
+             extra_arguments=(0.4,), name="geometric_transform extra_arguments"),
+    ]
+    for c in out:
+        c.diff = [0]  # (the image; the parameters are refused, below)
+    return out
+
+
+CASES = cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_forward_matches_finite_differences(case):
+    check_forward(case)
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_reverse_is_adjoint_of_forward(case):
+    check_reverse(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "complex" not in c.name][::6], ids=repr)
+def test_second_order(case):
+    check_second_order(case)
+
+
+def test_the_image_gradient_of_a_nonlinear_loss():
+    """The gradient of ``sum(zoom(x)**3)`` (reverse) equals the forward Jacobian's
+    transpose times ``3 zoom(x)**2``."""
+    x = R(4, 5)
+
+    def loss(v):
+        return np.sum(ndi.zoom(v, 1.5, order=3) ** 3)
+
+    jac = capstan.jacobian(lambda v: ndi.zoom(v, 1.5, order=3), x)
+    want = np.tensordot(3 * ndi.zoom(x, 1.5, order=3) ** 2, jac, axes=2)
+    np.testing.assert_allclose(capstan.gradient(loss, x)[0], want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("f, argument", [
+    (lambda s: ndi.shift(IMG, (s, 0.2), order=1), "shift"),
+    (lambda z: ndi.affine_transform(IMG, np.array([z, 1.0]), order=1), "zoom"),
+    (lambda c: ndi.map_coordinates(IMG, np.array([[c, 1.0], [2.0, 3.0]]), order=3), "coordinates"),
+    (lambda a: ndi.rotate(IMG, a, reshape=False, order=3), "coordinates"),
+    (lambda m: ndi.affine_transform(IMG, np.array([[m, 0.1], [0.0, 1.0]]), order=1), "coordinates"),
+    (lambda s: ndi.affine_transform(IMG, np.array([1.0, 1.0]), offset=(s, 0.0), order=1), "shift"),
+], ids=["shift", "affine diagonal", "map_coordinates", "rotate", "affine matrix", "affine offset"])
+def test_transform_parameters_are_refused(f, argument):
+    for mode in ("forward", "reverse"):
+        with pytest.raises(capstan.NoRuleError, match=argument):
+            if mode == "forward":
+                capstan.D(lambda s: np.sum(f(s)), 0.9)
+            else:
+                capstan.gradient(lambda s: np.sum(f(s)), 0.9)
+
+
+def test_a_mapping_closing_over_a_differentiated_value_is_refused():
+    with pytest.raises(capstan.NoRuleError):
+        capstan.D(lambda s: np.sum(ndi.geometric_transform(IMG, lambda c: (c[0] * s, c[1]), order=1)), 0.7)
+
+
+def test_the_zoom_factor_only_sets_the_shape():
+    """``zoom``'s factor reaches the interpolation only through the output shape (SciPy
+    recomputes the ratio from the shapes): piecewise constant, derivative zero."""
+    def f(z):
+        return np.sum(ndi.zoom(IMG, z, order=1))
+
+    assert capstan.D(f, 0.93) == 0.0
+    assert f(0.93 + 1e-4) == f(0.93 - 1e-4)
+
+
+@pytest.mark.parametrize("f", [lambda x: ndi.zoom(x, 1.5), lambda x: ndi.shift(x, 0.3),
+                               lambda x: ndi.map_coordinates(x, [[0.5, 1.5], [1.0, 2.0]]),
+                               lambda x: ndi.spline_filter(x)], ids=["zoom", "shift", "map_coordinates",
+                                                                    "spline_filter"])
+@pytest.mark.filterwarnings("ignore:promoting specified output dtype")  # (SciPy's, for spline_filter)
+def test_complex_images_are_refused_clearly(f):
+    with pytest.raises(TypeError, match="complex image"):
+        capstan.jacobian(f, C(3, 4))
