@@ -264,26 +264,47 @@ def _transformed_jvp(ts, ans, input, coordinates, order, mode, cval, npad, shape
     return transformed(ts[0], coordinates, order, mode, 0.0, npad, shape, dtype)
 
 
-def _point_weights(n, coords, order, mode, npad):
-    """``points x n``: the one-dimensional C interpolation of each unit vector of length
-    ``n`` at the coordinates ``coords`` (one axis's coordinate of every output point)."""
+def _point_weights(n, coords, order, mode, npad, chunk=1 << 20):
+    """The one-dimensional C interpolation of each unit vector of length ``n`` at the
+    coordinates ``coords`` (one axis's coordinate of every output point), kept sparse:
+    ``(index, weight)``, each ``points x m`` for the at most ``m`` indices that weigh on
+    each point (computed over chunks of points, so memory stays ``n x chunk / n``)."""
     coords = np.ascontiguousarray(np.reshape(coords, (1, -1)), dtype=np.float64)
-    cols = np.zeros((n, coords.shape[1]))
-    for j, e in enumerate(np.eye(n)):
-        _nd_image.geometric_transform(e, None, coords, None, None, cols[j], order, mode, 0.0, npad,
-                                      None, None)
-    return cols.T
+    step = max(1, chunk // max(n, 1))
+    blocks = []
+    for start in range(0, coords.shape[1], step):
+        part = coords[:, start:start + step]
+        cols = np.zeros((n, part.shape[1]))
+        for j, e in enumerate(np.eye(n)):
+            _nd_image.geometric_transform(e, None, part, None, None, cols[j], order, mode, 0.0, npad,
+                                          None, None)
+        blocks.append(cols.T)
+    rows = np.concatenate(blocks) if blocks else np.zeros((0, n))
+    m = max(1, int(np.max(np.count_nonzero(rows, axis=1), initial=1)))
+    index = np.argsort(rows == 0, axis=1, kind="stable")[:, :m]  # (the nonzero entries first)
+    return index, np.take_along_axis(rows, index, axis=1)
 
 
 def _transformed_vjp(g, ans, input, coordinates, order, mode, cval, npad, shape, dtype):
+    """``gx[j] = sum_p g[p] prod_d w_d[p, j_d]`` over the few indices weighing on each point."""
     if not np.iscomplexobj(input):
         g = np.real(g)
-    coordinates = np.reshape(coordinates, (np.ndim(input), -1))
-    weights = [_point_weights(n, coordinates[d], order, mode, npad) for d, n in enumerate(np.shape(input))]
-    acc = np.reshape(g, (-1, 1)) * weights[0]  # points x n_0 x ... (one axis at a time)
-    for w in weights[1:]:
-        acc = acc[..., None] * np.reshape(w, (w.shape[0],) + (1,) * (acc.ndim - 1) + (w.shape[1],))
-    return np.sum(acc, axis=0)
+    dims = np.shape(input)
+    coordinates = np.reshape(coordinates, (len(dims), -1))
+    flat = np.zeros((coordinates.shape[1], 1), dtype=np.intp)
+    weight = np.ones((coordinates.shape[1], 1))
+    for d, n in enumerate(dims):
+        index, w = _point_weights(n, coordinates[d], order, mode, npad)
+        flat = (flat[:, :, None] * n + index[:, None, :]).reshape(len(flat), -1)
+        weight = (weight[:, :, None] * w[:, None, :]).reshape(len(weight), -1)
+    contributions = np.reshape(g, (-1, 1)) * weight
+    size = int(np.prod(dims))
+    if np.iscomplexobj(contributions):
+        total = (np.bincount(flat.ravel(), np.real(contributions).ravel(), size)
+                 + 1j * np.bincount(flat.ravel(), np.imag(contributions).ravel(), size))
+    else:
+        total = np.bincount(flat.ravel(), contributions.ravel(), size)
+    return np.reshape(total, dims)
 
 
 def _output_coordinates(input, mapping, coordinates, matrix, offset, shape, extra_arguments,
