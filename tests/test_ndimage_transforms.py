@@ -130,3 +130,38 @@ def test_the_zoom_factor_only_sets_the_shape():
 def test_complex_images_are_refused_clearly(f):
     with pytest.raises(TypeError, match="complex image"):
         capstan.jacobian(f, C(3, 4))
+
+
+# ---------------------------------------------------------------- Fourier-domain filters
+SPECTRUM = C(4, 6)
+FOURIER = [
+    Case(ndi.fourier_gaussian, R(4, 6), 1.2, name="fourier_gaussian real"),
+    Case(ndi.fourier_gaussian, SPECTRUM, (0.5, 1.0), name="fourier_gaussian"),
+    Case(ndi.fourier_uniform, SPECTRUM, 2.0, n=7, axis=0, name="fourier_uniform n axis"),
+    Case(ndi.fourier_ellipsoid, R(4, 6), 1.5, name="fourier_ellipsoid"),
+    Case(ndi.fourier_ellipsoid, C(5), 1.5, name="fourier_ellipsoid 1-D"),
+    Case(ndi.fourier_shift, SPECTRUM, (0.3, -1.2), name="fourier_shift"),
+    Case(ndi.fourier_shift, R(1, 5), 0.5, name="fourier_shift real n=1"),
+    Case(lambda v: np.real(np.fft.ifft2(ndi.fourier_gaussian(np.fft.fft2(v), 1.0))), R(4, 6),
+         name="blur through the spectrum"),
+]
+for _c in FOURIER:
+    _c.diff = [0]
+
+
+@pytest.mark.parametrize("case", FOURIER, ids=repr)
+def test_fourier_filters(case):
+    check_forward(case)
+    check_reverse(case)
+    check_second_order(case)
+
+
+@pytest.mark.parametrize("f, argument", [(lambda s: ndi.fourier_gaussian(SPECTRUM, s), "sigma"),
+                                         (lambda s: ndi.fourier_uniform(SPECTRUM, s), "size"),
+                                         (lambda s: ndi.fourier_shift(SPECTRUM, s), "shift")],
+                         ids=["gaussian", "uniform", "shift"])
+def test_fourier_parameters_are_refused(f, argument):
+    with pytest.raises(capstan.NoRuleError, match=argument):
+        capstan.D(lambda s: np.sum(np.abs(f(s))), 1.4)
+    with pytest.raises(capstan.NoRuleError, match=argument):
+        capstan.gradient(lambda s: np.sum(np.abs(f(s))), 1.4)

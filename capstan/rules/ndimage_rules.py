@@ -347,3 +347,60 @@ if _nd_image is not None:
                       (_nd_image.geometric_transform, geometric_transform)):
         defimpl(_f, _impl)
         FUNCTIONS.append(_f)
+
+
+# ----------------------------------------------------------------------------------------
+# Fourier-domain filters: ``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid``
+# (``_nd_image.fourier_filter``) and ``fourier_shift`` (``_nd_image.fourier_shift``)
+# multiply their input elementwise by a weight that depends only on the shape and the
+# parameters.  The weights are the C function applied to ones; the product is NumPy's, so
+# both modes (and higher orders) follow.  The parameters (sigma, size, shift) are not
+# differentiated: a differentiated one is refused.
+# ----------------------------------------------------------------------------------------
+
+_FOURIER_NAMES = {0: ("fourier_gaussian", "sigma"), 1: ("fourier_uniform", "size"),
+                  2: ("fourier_ellipsoid", "size"), "shift": ("fourier_shift", "shift")}
+
+
+def fourier_weights(shape, parameters, n, axis, kind, dtype):
+    """The weights ``_nd_image.fourier_filter`` (``kind``: its filter type) or
+    ``fourier_shift`` (``kind == "shift"``) multiplies an array of ``shape`` by."""
+    out = np.zeros(shape, dtype=dtype)
+    ones = np.ones(shape, dtype=np.float64)
+    if kind == "shift":
+        _nd_image.fourier_shift(ones, parameters, n, axis, out)
+    else:
+        _nd_image.fourier_filter(ones, parameters, n, axis, out, kind)
+    return out
+
+
+def _refuse_fourier_parameter(kind):
+    function, argument = _FOURIER_NAMES.get(kind, ("fourier filter", "parameters"))
+    _refuse_parameter(function, argument)
+
+
+def _fourier_weights_jvp(ts, ans, shape, parameters, n, axis, kind, dtype):
+    if ts[1] is not None:
+        _refuse_fourier_parameter(kind)
+    return None
+
+
+def fourier_filter(input, sigmas, n, axis, output, filter_type):
+    """``_nd_image.fourier_filter``: the input times the filter's weights."""
+    weights = fourier_weights(np.shape(input), sigmas, n, axis, filter_type, output.dtype)
+    _writable(output, _FOURIER_NAMES.get(filter_type, ("fourier filter",))[0])[...] = input * weights
+
+
+def fourier_shift(input, shifts, n, axis, output):
+    """``_nd_image.fourier_shift``: the input times the phase ramp of the shift."""
+    weights = fourier_weights(np.shape(input), shifts, n, axis, "shift", output.dtype)
+    _writable(output, "fourier_shift")[...] = input * weights
+
+
+if _nd_image is not None:
+    defjvp(fourier_weights, _fourier_weights_jvp)
+    defvjp(fourier_weights, None, lambda g, ans, shape, parameters, n, axis, kind, dtype:
+           _refuse_fourier_parameter(kind))
+    for _f, _impl in ((_nd_image.fourier_filter, fourier_filter), (_nd_image.fourier_shift, fourier_shift)):
+        defimpl(_f, _impl)
+        FUNCTIONS.append(_f)
