@@ -404,3 +404,48 @@ if _nd_image is not None:
     for _f, _impl in ((_nd_image.fourier_filter, fourier_filter), (_nd_image.fourier_shift, fourier_shift)):
         defimpl(_f, _impl)
         FUNCTIONS.append(_f)
+
+
+# ----------------------------------------------------------------------------------------
+# Rank filters: ``rank_filter``, ``median_filter``, ``percentile_filter`` (and
+# ``scipy.signal.medfilt``): the element of the given rank among the footprint's
+# neighbours.  As the other filters: the image extended by the boundary mode (``np.pad``),
+# the neighbours as shifted slices, then ``np.sort`` along the neighbours; the derivative is
+# the selected element's.  Ties between different elements follow ``np.sort``'s rule (each
+# position follows one element, equal values in footprint order), as for ``np.median``.
+# ----------------------------------------------------------------------------------------
+
+def _neighbours(input, footprint, mode, cval, origins):
+    """The stack (footprint elements first) of the shifted views of ``input`` (extended
+    by ``mode``) that hold each output element's neighbours."""
+    footprint = np.asarray(footprint, dtype=bool)
+    ext = input
+    shape = np.shape(input)
+    for axis, (size, origin) in enumerate(zip(np.shape(footprint), origins)):
+        before = size // 2 + origin
+        ext = _padded(ext, axis, before, size - 1 - before, mode, cval)
+    views = [ext[tuple(slice(o, o + n) for o, n in zip(offset, shape))]
+             for offset in np.ndindex(*np.shape(footprint)) if footprint[offset]]
+    return np.stack(views, axis=0)
+
+
+def rank_filter(input, rank, footprint, output, mode, cval, origins):
+    """``_nd_image.rank_filter``: the ``rank``-th smallest of the footprint's neighbours."""
+    output[...] = np.sort(_neighbours(input, footprint, mode, cval, origins), axis=0)[rank]
+
+
+def rank_filter_1d(x, rank, size, x_out, mode, cval, origin):
+    """``_rank_filter_1d.rank_filter``: the one-dimensional rank filter of ``size``."""
+    x_out[...] = np.sort(_neighbours(x, np.ones(size, dtype=bool), mode, cval, (origin,)), axis=0)[rank]
+
+
+try:
+    from scipy.ndimage import _rank_filter_1d
+except ImportError:  # pragma: no cover - older SciPy: every rank filter goes through _nd_image
+    _rank_filter_1d = None
+if _nd_image is not None:
+    defimpl(_nd_image.rank_filter, rank_filter)
+    FUNCTIONS.append(_nd_image.rank_filter)
+if _rank_filter_1d is not None:
+    defimpl(_rank_filter_1d.rank_filter, rank_filter_1d)
+    FUNCTIONS.append(_rank_filter_1d.rank_filter)
