@@ -68,3 +68,17 @@ def test_the_derivative_is_the_selected_elements():
     assert np.array_equal(x[np.argmax(jac, axis=1)], out)
     np.testing.assert_array_equal(capstan.jacobian(lambda v: ndi.median_filter(v, 3, mode="nearest"), x,
                                                    mode="reverse"), jac)
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda v: ndi.median_filter(v, 3), np.array([1.0, 2.0, 2.0, 0.5, 3.0])),            # two elements
+    (lambda v: sig.medfilt(v, 3), np.array([0.0, 1.0, 2.0, 3.0])),                         # an element and cval
+    (lambda v: ndi.percentile_filter(v, 50, size=(2, 2)), np.array([[1.0, 2.0], [2.0, 1.0]])),
+], ids=["elements", "cval", "2-D"])
+def test_ties_between_different_elements_are_refused(f, x):
+    """Where the selected value is shared by different elements, the one-sided derivatives
+    differ (central differences give their mean): refused in both modes, never one of them."""
+    with pytest.raises(capstan.NoRuleError, match="shared by different input elements"):
+        capstan.jacobian(f, x)
+    with pytest.raises(capstan.NoRuleError, match="shared by different input elements"):
+        capstan.jacobian(f, x, mode="reverse")

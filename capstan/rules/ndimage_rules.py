@@ -411,8 +411,9 @@ if _nd_image is not None:
 # ``scipy.signal.medfilt``): the element of the given rank among the footprint's
 # neighbours.  As the other filters: the image extended by the boundary mode (``np.pad``),
 # the neighbours as shifted slices, then ``np.sort`` along the neighbours; the derivative is
-# the selected element's.  Ties between different elements follow ``np.sort``'s rule (each
-# position follows one element, equal values in footprint order), as for ``np.median``.
+# the selected element's.  Where the selected value is shared by different elements (or an
+# element and ``cval``), the derivative does not exist: refused (NoRuleError), never one
+# of the one-sided derivatives chosen silently.
 # ----------------------------------------------------------------------------------------
 
 def _neighbours(input, footprint, mode, cval, origins):
@@ -429,14 +430,36 @@ def _neighbours(input, footprint, mode, cval, origins):
     return np.stack(views, axis=0)
 
 
+def _ranked(input, rank, footprint, mode, cval, origins, function):
+    """The ``rank``-th smallest neighbour of every element, refused where the selected value
+    is shared by different elements (or by an element and the constant ``cval``): there the
+    one-sided derivatives differ, and no derivative exists.  Copies of one element made by
+    the boundary mode are that element (its derivative either way)."""
+    neighbours = _neighbours(input, footprint, mode, cval, origins)
+    selected = np.sort(neighbours, axis=0)[rank]
+    tied = neighbours == selected[None]  # (a comparison: plain booleans)
+    source = _neighbours(np.arange(np.size(input)).reshape(np.shape(input)), footprint, mode, -1, origins)
+    first = np.min(np.where(tied, source, np.size(input)), axis=0)
+    last = np.max(np.where(tied, source, -2), axis=0)
+    if np.any(first != last):
+        from ..losses import NoRuleError
+        raise NoRuleError("capstan: scipy.ndimage.%s: at %d output elements the selected value is "
+                          "shared by different input elements (or by an element and cval); the "
+                          "derivative does not exist there (its one-sided derivatives differ)"
+                          % (function, int(np.count_nonzero(first != last))))
+    return selected
+
+
 def rank_filter(input, rank, footprint, output, mode, cval, origins):
     """``_nd_image.rank_filter``: the ``rank``-th smallest of the footprint's neighbours."""
-    output[...] = np.sort(_neighbours(input, footprint, mode, cval, origins), axis=0)[rank]
+    output[...] = _ranked(input, rank, footprint, mode, cval, origins,
+                          "rank_filter (median_filter, percentile_filter)")
 
 
 def rank_filter_1d(x, rank, size, x_out, mode, cval, origin):
     """``_rank_filter_1d.rank_filter``: the one-dimensional rank filter of ``size``."""
-    x_out[...] = np.sort(_neighbours(x, np.ones(size, dtype=bool), mode, cval, (origin,)), axis=0)[rank]
+    x_out[...] = _ranked(x, rank, np.ones(size, dtype=bool), mode, cval, (origin,),
+                         "rank_filter (median_filter, percentile_filter, scipy.signal.medfilt)")
 
 
 try:
