@@ -14,6 +14,8 @@ of shifted slices: plain NumPy that both modes differentiate.  The C functions w
 their ``output`` argument; the equivalents do the same (``output[...] = ...``), so the
 filters' Python code, which returns ``output``, hands back the differentiated result.
 """
+import math
+
 import numpy as np
 
 from .registry import defimpl, defjvp, defvjp, plain_valued
@@ -209,14 +211,50 @@ def zoomed(input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype)
     return out
 
 
+def _zoom_coordinates(input, zoom, shift, shape):
+    """The input coordinates ``zoom * (index + shift)`` of every output point of
+    ``zoom_shift`` (``ndim x points``; ``None``: no zoom, no shift), and the output indices."""
+    index = np.indices(shape, dtype=np.float64).reshape(len(shape), -1)
+    zoom = np.ones(len(shape)) if zoom is None else zoom
+    shift = np.zeros(len(shape)) if shift is None else shift
+    return np.reshape(zoom, (-1, 1)) * (index + np.reshape(shift, (-1, 1))), index
+
+
+def _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape):
+    """``d out / d coordinates`` at the points of ``zoom_shift`` (its interpolation is the
+    geometric transform's at ``zoom * (index + shift)``), and the output indices."""
+    if grid_mode:  # pragma: no cover - SciPy's zoom computes its factors from the shapes
+        _refuse_parameter("zoom", "zoom", " with grid_mode=True")
+    coordinates, index = _zoom_coordinates(input, zoom, shift, shape)
+    return _coordinate_gradients(input, coordinates, order, mode, cval, npad), index
+
+
 def _zoom_jvp(ts, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
-    if ts[1] is not None:
-        _refuse_parameter("zoom", "zoom")
-    if ts[2] is not None:
-        _refuse_parameter("shift", "shift", " (nor affine_transform in its matrix or offset)")
-    if ts[0] is None:
-        return None
-    return zoomed(ts[0], zoom, shift, order, mode, 0.0, npad, grid_mode, shape, dtype)
+    out = None
+    if ts[0] is not None:
+        out = zoomed(ts[0], zoom, shift, order, mode, 0.0, npad, grid_mode, shape, dtype)
+    if ts[1] is not None or ts[2] is not None:
+        slopes, index = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
+        moved = 0.0
+        if ts[1] is not None:  # d(zoom * (index + shift))
+            moved = np.reshape(ts[1], (-1, 1)) * (index + (0.0 if shift is None else np.reshape(shift, (-1, 1))))
+        if ts[2] is not None:
+            moved = moved + np.reshape(ts[2], (-1, 1)) * (1.0 if zoom is None else np.reshape(zoom, (-1, 1)))
+        term = np.reshape(np.sum(slopes * moved, axis=0), shape)
+        out = term if out is None else out + term
+    return out
+
+
+def _zoom_factor_vjp(g, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
+    slopes, index = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
+    moved = index + (0.0 if shift is None else np.reshape(shift, (-1, 1)))
+    return np.sum(slopes * moved * np.reshape(np.real(g), (1, -1)), axis=1)
+
+
+def _zoom_shift_vjp(g, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
+    slopes, index = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
+    gshift = np.sum(slopes * np.reshape(np.real(g), (1, -1)), axis=1)
+    return gshift if zoom is None else gshift * zoom
 
 
 def _zoom_weights(n, m, zoom, shift, d, order, mode, npad, grid_mode):
@@ -254,14 +292,88 @@ def transformed(input, coordinates, order, mode, cval, npad, shape, dtype):
     return out
 
 
+# The derivative in the coordinates.  SciPy's one-dimensional weights ``W_k(x)`` (order
+# ``k``, the C function on unit vectors) satisfy the B-spline identity
+# ``W_k'(x) = W_(k-1)(x + 1/2) - W_(k-1)(x - 1/2)`` in the modes whose edges only fold
+# indices (checked for every order and mode in the tests); in ``constant`` mode the
+# weights are ``mirror``'s inside ``[0, n - 1]`` and zero outside (the output is ``cval``
+# there).  ``wrap`` (SciPy's legacy periodic mode) is refused.  Higher derivatives repeat
+# the identity, so the rules are differentiable in turn.
+_CONSTANT, _MIRROR, _WRAP, _GRID_CONSTANT = 4, 3, 1, 6
+
+
+def axis_weights(n, x, order, mode, npad, deriv):
+    """``points x n``: the ``deriv``-th derivative in ``x`` of the one-dimensional
+    interpolation weights of order ``order`` at the coordinates ``x``."""
+    x = np.ascontiguousarray(np.reshape(x, (1, -1)), dtype=np.float64)
+    if deriv > order:
+        return np.zeros((x.shape[1], n))
+    if mode == _WRAP and deriv:
+        _refuse_parameter("map_coordinates", "coordinates", " in mode 'wrap' (use 'grid-wrap')")
+    base = _MIRROR if mode == _CONSTANT and deriv else mode
+    total = np.zeros((x.shape[1], n))
+    for i in range(deriv + 1):  # the deriv-th central difference of the lower order's weights
+        at = x + (deriv / 2.0 - i)
+        cols = np.zeros((n, x.shape[1]))
+        for j, e in enumerate(np.eye(n)):
+            _nd_image.geometric_transform(e, None, at, None, None, cols[j], order - deriv, base, 0.0, npad,
+                                          None, None)
+        total += (-1) ** i * math.comb(deriv, i) * cols.T
+    if mode == _CONSTANT and deriv:
+        inside = (x[0] >= 0) & (x[0] <= n - 1)
+        total *= inside[:, None]
+    return total
+
+
+def _axis_weights_jvp(ts, ans, n, x, order, mode, npad, deriv):
+    return axis_weights(n, x, order, mode, npad, deriv + 1) * np.reshape(ts[1], (-1, 1))
+
+
+def _axis_weights_vjp(g, ans, n, x, order, mode, npad, deriv):
+    return np.reshape(np.sum(g * axis_weights(n, x, order, mode, npad, deriv + 1), axis=1), np.shape(x))
+
+
+def _interpolated(input, weights):
+    """``sum_j input[j] prod_d weights[d][p, j_d]`` for every point ``p``."""
+    letters = "abcdefghijklmnopqrstuvwxyz"[:np.ndim(input)]
+    spec = ",".join("z" + c for c in letters) + "," + letters + "->z"
+    return np.einsum(spec, *weights, input)
+
+
+def _coordinate_gradients(input, coordinates, order, mode, cval, npad):
+    """``d out[p] / d coordinates[e, p]`` for every axis ``e`` (``ndim x points``).  In
+    ``grid-constant`` mode the coefficients beyond the edges are ``cval``: the output is
+    ``cval`` plus the interpolation of ``input - cval`` (the weights sum to one)."""
+    coordinates = np.reshape(coordinates, (np.ndim(input), -1))
+    if mode == _GRID_CONSTANT:
+        input = input - cval
+    dims = np.shape(input)
+    values = [axis_weights(n, coordinates[d], order, mode, npad, 0) for d, n in enumerate(dims)]
+    slopes = [axis_weights(n, coordinates[d], order, mode, npad, 1) for d, n in enumerate(dims)]
+    return np.stack([_interpolated(input, values[:e] + [slopes[e]] + values[e + 1:]) for e in range(len(dims))])
+
+
 def _transformed_jvp(ts, ans, input, coordinates, order, mode, cval, npad, shape, dtype):
+    out = None
+    if ts[0] is not None:
+        out = transformed(ts[0], coordinates, order, mode, 0.0, npad, shape, dtype)
     if ts[1] is not None:
-        _refuse_parameter("map_coordinates", "coordinates",
-                          " (nor affine_transform in its matrix or offset, geometric_transform "
-                          "through its mapping)")
-    if ts[0] is None:
-        return None
-    return transformed(ts[0], coordinates, order, mode, 0.0, npad, shape, dtype)
+        _complex_coefficients(input)
+        slopes = _coordinate_gradients(input, coordinates, order, mode, cval, npad)
+        term = np.reshape(np.sum(slopes * np.reshape(ts[1], np.shape(slopes)), axis=0), shape)
+        out = term if out is None else out + term
+    return out
+
+
+def _complex_coefficients(input):
+    if np.iscomplexobj(input):  # pragma: no cover - SciPy transforms complex images part by part
+        _refuse_parameter("map_coordinates", "coordinates", " of a complex image")
+
+
+def _transformed_coordinates_vjp(g, ans, input, coordinates, order, mode, cval, npad, shape, dtype):
+    _complex_coefficients(input)
+    slopes = _coordinate_gradients(input, coordinates, order, mode, cval, npad)
+    return np.reshape(slopes * np.reshape(np.real(g), (1, -1)), np.shape(coordinates))
 
 
 def _point_weights(n, coords, order, mode, npad, chunk=1 << 20):
@@ -337,12 +449,11 @@ if _nd_image is not None:
            None if ts[0] is None else spline_filtered(ts[0], order, axis, mode, dtype))
     defvjp(spline_filtered, _spline_filtered_vjp, None)
     defjvp(zoomed, _zoom_jvp)
-    defvjp(zoomed, _zoom_vjp, lambda *a: _refuse_parameter("zoom", "zoom"),
-           lambda *a: _refuse_parameter("shift", "shift", " (nor affine_transform in its matrix or offset)"))
+    defvjp(zoomed, _zoom_vjp, _zoom_factor_vjp, _zoom_shift_vjp)
     defjvp(transformed, _transformed_jvp)
-    defvjp(transformed, _transformed_vjp, lambda *a: _refuse_parameter(
-        "map_coordinates", "coordinates", " (nor affine_transform in its matrix or offset, "
-        "geometric_transform through its mapping)"))
+    defvjp(transformed, _transformed_vjp, _transformed_coordinates_vjp)
+    defjvp(axis_weights, _axis_weights_jvp)
+    defvjp(axis_weights, None, _axis_weights_vjp)
     for _f, _impl in ((_nd_image.spline_filter1d, spline_filter1d), (_nd_image.zoom_shift, zoom_shift),
                       (_nd_image.geometric_transform, geometric_transform)):
         defimpl(_f, _impl)
