@@ -139,9 +139,60 @@ def test_every_entry_is_in_the_tables():
     assert all(f in IMPLS or (f in JVP and f in VJP) for f in signal_rules.FUNCTIONS)
 
 
-def test_upfirdn_is_refused_clearly():
-    """``upfirdn`` (behind ``resample_poly`` and ``decimate(ftype="fir")``) has no rule yet:
-    a clear refusal, never a zero."""
-    for f in (lambda v: sig.decimate(v, 3, ftype="fir"), lambda v: sig.upfirdn([1.0, 0.5], v, up=2)):
+def test_the_equivalents_compute_what_scipy_computes():
+    """``convolve2d``'s and ``upfirdn``'s Python equivalents against SciPy: every mode,
+    boundary and flip; every up/down factor and axis; awkward shapes."""
+    from scipy.signal import _sigtools
+
+    rng = np.random.default_rng(0)
+    for s1 in [(4, 5), (1, 3), (3, 1), (2, 2)]:
+        for s2 in [(2, 3), (3, 3), (1, 1), (4, 1)]:
+            a, k = rng.normal(size=s1), rng.normal(size=s2) + 0.5j * rng.normal(size=s2)
+            for flip in (0, 1):
+                for mode in (0, 1, 2):
+                    if mode == 0 and (s2[0] > s1[0] or s2[1] > s1[1]):
+                        continue
+                    for boundary in (0, 4, 8):
+                        want = _sigtools._convolve2d(a, k, flip, mode, boundary, 0.7)
+                        np.testing.assert_allclose(signal_rules.convolve2d(a, k, flip, mode, boundary, 0.7), want,
+                                                   atol=1e-12)
+    for shape, axis in [((7,), -1), ((4, 5), 0), ((3, 6), 1), ((1,), 0)]:
+        x = rng.normal(size=shape)
+        for h in [np.array([1.0]), rng.normal(size=3), rng.normal(size=8)]:
+            for up in (1, 2, 3):
+                for down in (1, 2, 5):
+                    np.testing.assert_allclose(signal_rules.upfirdn(h, x, up, down, axis=axis),
+                                               sig.upfirdn(h, x, up, down, axis=axis), atol=1e-12)
+
+
+KERNEL = np.array([[0.2, 0.1], [0.3, 0.4], [-0.5, 0.2]])
+MORE = [
+    Case(sig.convolve2d, R(4, 5), KERNEL, name="convolve2d"),
+    Case(sig.convolve2d, R(4, 5), KERNEL, mode="same", boundary="symm", name="convolve2d same symm"),
+    Case(sig.convolve2d, R(4, 5), KERNEL, mode="valid", boundary="wrap", name="convolve2d valid wrap"),
+    Case(sig.correlate2d, R(4, 5), KERNEL, mode="same", boundary="fill", fillvalue=0.3, name="correlate2d"),
+    Case(sig.correlate2d, KERNEL, R(4, 5), mode="valid", name="correlate2d swapped"),
+    Case(sig.correlate2d, C(3, 4), KERNEL + 0.5j, name="correlate2d complex"),
+    Case(sig.upfirdn, R(4), R(9), up=3, down=2, name="upfirdn"),
+    Case(sig.upfirdn, np.array([1.0, 0.5]), R(5, 3), up=2, axis=0, name="upfirdn axis=0"),
+    Case(sig.resample_poly, R(12), 3, 2, name="resample_poly"),
+    Case(sig.resample_poly, R(12), 2, 1, padtype="mean", name="resample_poly mean"),
+    Case(sig.decimate, R(24), 3, ftype="fir", name="decimate fir"),
+    Case(sig.decimate, R(24), 3, ftype="fir", zero_phase=False, name="decimate fir causal"),
+]
+
+
+@pytest.mark.parametrize("case", MORE, ids=repr)
+def test_convolutions_and_resampling(case):
+    check_forward(case)
+    check_reverse(case)
+    if case.name in ("convolve2d same symm", "upfirdn", "correlate2d"):
+        check_second_order(case)
+
+
+def test_upfirdn_extensions_are_refused_clearly():
+    """Only the zero extension is covered: the other modes raise NoRuleError, never a zero."""
+    for f in (lambda v: sig.upfirdn([1.0, 0.5], v, up=2, mode="symmetric"),
+              lambda v: sig.upfirdn([1.0, 0.5], v, up=2, cval=1.0)):
         with pytest.raises(capstan.NoRuleError, match="upfirdn"):
             capstan.jvp(f, (R(12),), (R(12),))

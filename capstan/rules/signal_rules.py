@@ -31,6 +31,7 @@ from .registry import conj, defimpl, defjvp, defvjp
 
 try:
     import scipy.signal as _signal
+    from scipy.signal import _sigtools
     from scipy.signal._filter_design import _validate_sos
 except ImportError:  # pragma: no cover - scipy is optional
     _signal = None
@@ -181,9 +182,74 @@ def sosfilt(sos, x, axis=-1, zi=None):
     return signal if zi is None else (signal, np.stack(states))
 
 
+_BOUNDARIES = {0: "constant", 1 << 2: "symmetric", 2 << 2: "wrap"}  # (_sigtools' codes)
+
+
+def convolve2d(in1, in2, flip, mode, boundary, fillvalue):
+    """``scipy.signal._sigtools._convolve2d``: the two-dimensional convolution (``flip``)
+    or correlation of ``in1`` with ``in2``, ``in1`` extended beyond its edges by
+    ``boundary``; the ``full`` result (a sum of shifted slices of the extended ``in1``,
+    weighted by ``in2``'s elements), cropped for ``same`` (centred) and ``valid``."""
+    pad = _BOUNDARIES.get(boundary)
+    if pad is None or mode not in (0, 1, 2):
+        raise ValueError("capstan: scipy.signal.convolve2d/correlate2d: boundary code %r and mode "
+                         "code %r have no derivative rule" % (boundary, mode))
+    in1, in2 = np.asarray(in1), np.asarray(in2)
+    (m, n), (p, q) = np.shape(in1), np.shape(in2)
+    widths = ((p - 1, p - 1), (q - 1, q - 1))
+    ext = (np.pad(in1, widths, mode="constant", constant_values=fillvalue) if pad == "constant"
+           else np.pad(in1, widths, mode=pad))
+    kernel = in2[::-1, ::-1] if flip else in2
+    full = 0.0
+    for a in range(p):
+        for b in range(q):
+            full = full + kernel[a, b] * ext[a:a + m + p - 1, b:b + n + q - 1]
+    if mode == 2:
+        return full
+    if mode == 1:
+        top, left = (p - 1) // 2 if flip else p // 2, (q - 1) // 2 if flip else q // 2
+        return full[top:top + m, left:left + n]
+    return full[p - 1:m, q - 1:n]
+
+
+def upfirdn(h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
+    """``scipy.signal.upfirdn`` (behind ``resample_poly`` and ``decimate(ftype="fir")``):
+    ``x`` upsampled by ``up`` (zeros between samples), filtered by the FIR filter ``h``
+    (``lfilter(h, [1], .)`` over the full length), then every ``down``-th sample kept.
+    Linear in ``x`` and in ``h``.  Only the zero extension (``mode="constant"``,
+    ``cval=0``, the default) is covered."""
+    if mode != "constant" or not (cval is None or (np.ndim(cval) == 0 and cval == 0)):
+        from ..losses import NoRuleError
+        raise NoRuleError("capstan: scipy.signal.upfirdn(..., mode=%r, cval=%r) has no derivative rule "
+                          "(only the default zero extension, mode='constant' with cval=0, is covered)"
+                          % (mode, cval))
+    h = np.asarray(h)
+    x = np.asarray(x)
+    up, down = int(up), int(down)
+    if h.ndim != 1 or h.size == 0 or up < 1 or down < 1 or x.ndim == 0:
+        return _signal.upfirdn(np.asarray(h), np.asarray(x), up, down, axis)  # (SciPy's own error)
+    axis = axis % x.ndim
+    n = np.shape(x)[axis]
+    dtype = np.result_type(h.dtype, x.dtype, np.float32)
+    if up > 1:  # (each sample followed by up - 1 zeros, the last ones dropped)
+        zeros = np.zeros(np.shape(x) + (up - 1,), dtype=x.dtype)
+        spread = np.concatenate([np.expand_dims(x, -1), zeros], axis=-1)
+        spread = np.moveaxis(spread, axis, -2)
+        spread = np.reshape(spread, np.shape(spread)[:-2] + (n * up,))
+        x = np.moveaxis(spread, -1, axis)
+        x = _along(x, axis, 0, (n - 1) * up + 1)
+    tail = np.zeros(_state_shape(x, axis, len(h) - 1), dtype=x.dtype)
+    full = _signal.lfilter(h, np.ones(1, dtype=h.dtype), np.concatenate([x, tail], axis=axis), axis=axis)
+    index = [slice(None)] * np.ndim(full)
+    index[axis] = slice(None, None, down)
+    return full[tuple(index)].astype(dtype, copy=False)
+
+
 if _signal is not None:
     defjvp(filter_with_state, _filter_jvp)
     defvjp(filter_with_state, _filter_vjp)
     defimpl(_signal.lfilter, lfilter)
     defimpl(_signal.sosfilt, sosfilt)
-    FUNCTIONS += [filter_with_state, _signal.lfilter, _signal.sosfilt]
+    defimpl(_sigtools._convolve2d, convolve2d)
+    defimpl(_signal.upfirdn, upfirdn)
+    FUNCTIONS += [filter_with_state, _signal.lfilter, _signal.sosfilt, _sigtools._convolve2d, _signal.upfirdn]
