@@ -214,3 +214,17 @@ def test_fourier_parameters_are_refused(f, argument):
         capstan.D(lambda s: np.sum(np.abs(f(s))), 1.4)
     with pytest.raises(capstan.NoRuleError, match=argument):
         capstan.gradient(lambda s: np.sum(np.abs(f(s))), 1.4)
+
+
+@pytest.mark.parametrize("f, at, where", [
+    (lambda s: ndi.shift(IMG, (s, 0.25), order=1, mode="nearest"), 0.0, "knot"),  # integer coordinates: kinks
+    (lambda s: ndi.shift(IMG, (s, 0.25), order=3), 0.0, "edge"),                   # constant mode: value jumps
+    (lambda c: ndi.map_coordinates(IMG, np.array([[c, 1.5], [2.5, 3.5]]), order=1), 2.0, "knot"),
+], ids=["shift order 1 at 0", "shift constant at 0", "map_coordinates at an integer"])
+def test_points_where_no_derivative_exists_are_refused(f, at, where):
+    """At a kink the one-sided derivatives differ (central differences give their mean):
+    refused in both modes, never one side."""
+    with pytest.raises(capstan.NoRuleError, match=where):
+        capstan.D(lambda s: np.sum(f(s) ** 2), at)
+    with pytest.raises(capstan.NoRuleError, match=where):
+        capstan.gradient(lambda s: np.sum(f(s) ** 2), at)

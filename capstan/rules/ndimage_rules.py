@@ -298,7 +298,10 @@ def transformed(input, coordinates, order, mode, cval, npad, shape, dtype):
 # indices (checked for every order and mode in the tests); in ``constant`` mode the
 # weights are ``mirror``'s inside ``[0, n - 1]`` and zero outside (the output is ``cval``
 # there).  ``wrap`` (SciPy's legacy periodic mode) is refused.  Higher derivatives repeat
-# the identity, so the rules are differentiable in turn.
+# the identity, so the rules are differentiable in turn.  Where the derivative asked for
+# does not exist -- a point exactly on a knot where it jumps (an integer coordinate for
+# order 1), or exactly on the edge in ``constant`` mode (the value jumps to ``cval``) --
+# it is refused rather than one side chosen.
 _CONSTANT, _MIRROR, _WRAP, _GRID_CONSTANT = 4, 3, 1, 6
 
 
@@ -310,10 +313,19 @@ def axis_weights(n, x, order, mode, npad, deriv):
         return np.zeros((x.shape[1], n))
     if mode == _WRAP and deriv:
         _refuse_parameter("map_coordinates", "coordinates", " in mode 'wrap' (use 'grid-wrap')")
+    if mode == _CONSTANT and deriv and np.any((x == 0) | (x == n - 1)):
+        _refuse_parameter("map_coordinates", "coordinates",
+                          " at a point exactly on the image's edge in mode 'constant' (the value jumps to "
+                          "cval just outside: no derivative exists there)")
     base = _MIRROR if mode == _CONSTANT and deriv else mode
     total = np.zeros((x.shape[1], n))
     for i in range(deriv + 1):  # the deriv-th central difference of the lower order's weights
         at = x + (deriv / 2.0 - i)
+        if order == deriv and np.any(np.isfinite(at) & (np.floor(at - 0.5) == at - 0.5)):
+            _refuse_parameter("map_coordinates", "coordinates",
+                              " at a point exactly on a knot of the order-%d spline (an integer for "
+                              "order 1): its derivative of order %d jumps there and does not exist"
+                              % (order, deriv))
         cols = np.zeros((n, x.shape[1]))
         for j, e in enumerate(np.eye(n)):
             _nd_image.geometric_transform(e, None, at, None, None, cols[j], order - deriv, base, 0.0, npad,
