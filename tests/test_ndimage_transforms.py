@@ -156,29 +156,16 @@ def test_wrap_mode_coordinates_are_refused():
             how(lambda s: np.sum(ndi.shift(IMG, (s, 0.2), order=3, mode="wrap")), 0.3)
 
 
-def test_a_mapping_closing_over_a_differentiated_value_is_refused():
-    with pytest.raises(capstan.NoRuleError):
-        capstan.D(lambda s: np.sum(ndi.geometric_transform(IMG, lambda c: (c[0] * s, c[1]), order=1)), 0.7)
+def test_a_mapping_closing_over_a_differentiated_value():
+    """``geometric_transform``'s mapping runs in Python under the differentiation, so a
+    parameter it closes over is differentiated through the coordinates it makes."""
+    def f(s):
+        return ndi.geometric_transform(IMG, lambda c: (c[0] * s + 0.13, c[1] - 0.4 * s), order=3, mode="nearest")
 
-
-def test_the_zoom_factor_only_sets_the_shape():
-    """``zoom``'s factor reaches the interpolation only through the output shape (SciPy
-    recomputes the ratio from the shapes): piecewise constant, derivative zero."""
-    def f(z):
-        return np.sum(ndi.zoom(IMG, z, order=1))
-
-    assert capstan.D(f, 0.93) == 0.0
-    assert f(0.93 + 1e-4) == f(0.93 - 1e-4)
-
-
-@pytest.mark.parametrize("f", [lambda x: ndi.zoom(x, 1.5), lambda x: ndi.shift(x, 0.3),
-                               lambda x: ndi.map_coordinates(x, [[0.5, 1.5], [1.0, 2.0]]),
-                               lambda x: ndi.spline_filter(x)], ids=["zoom", "shift", "map_coordinates",
-                                                                    "spline_filter"])
-@pytest.mark.filterwarnings("ignore:promoting specified output dtype")  # (SciPy's, for spline_filter)
-def test_complex_images_are_refused_clearly(f):
-    with pytest.raises(TypeError, match="complex image"):
-        capstan.jacobian(f, C(3, 4))
+    case = Case(f, 0.71, name="geometric_transform closure")
+    check_forward(case)
+    check_reverse(case)
+    check_second_order(case)
 
 
 # ---------------------------------------------------------------- Fourier-domain filters

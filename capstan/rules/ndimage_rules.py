@@ -18,7 +18,9 @@ import math
 
 import numpy as np
 
-from .registry import defimpl, defjvp, defvjp, plain_valued
+from overdub import overdub
+
+from .registry import defimpl, defjvp, defsolver, defvjp, plain_valued
 
 try:
     from scipy.ndimage import _nd_image
@@ -470,6 +472,10 @@ if _nd_image is not None:
                       (_nd_image.geometric_transform, geometric_transform)):
         defimpl(_f, _impl)
         FUNCTIONS.append(_f)
+    # (every call: a ``mapping`` may close over a differentiated value, which its arguments
+    # do not show; it then runs in Python, under the differentiation)
+    defsolver(_nd_image.geometric_transform,
+              lambda ctx, f, args, kwargs: overdub(ctx, geometric_transform, *args, **kwargs))
 
 
 # ----------------------------------------------------------------------------------------
