@@ -239,7 +239,8 @@ def _zoom_jvp(ts, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, s
         slopes, index = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
         moved = 0.0
         if ts[1] is not None:  # d(zoom * (index + shift))
-            moved = np.reshape(ts[1], (-1, 1)) * (index + (0.0 if shift is None else np.reshape(shift, (-1, 1))))
+            shifted = index + (0.0 if shift is None else np.reshape(shift, (-1, 1)))
+            moved = np.reshape(ts[1], (-1, 1)) * shifted
         if ts[2] is not None:
             moved = moved + np.reshape(ts[2], (-1, 1)) * (1.0 if zoom is None else np.reshape(zoom, (-1, 1)))
         term = np.reshape(np.sum(slopes * moved, axis=0), shape)
@@ -364,7 +365,8 @@ def _coordinate_gradients(input, coordinates, order, mode, cval, npad):
     dims = np.shape(input)
     values = [axis_weights(n, coordinates[d], order, mode, npad, 0) for d, n in enumerate(dims)]
     slopes = [axis_weights(n, coordinates[d], order, mode, npad, 1) for d, n in enumerate(dims)]
-    return np.stack([_interpolated(input, values[:e] + [slopes[e]] + values[e + 1:]) for e in range(len(dims))])
+    return np.stack([_interpolated(input, values[:e] + [slopes[e]] + values[e + 1:])
+                     for e in range(len(dims))])
 
 
 def _transformed_jvp(ts, ans, input, coordinates, order, mode, cval, npad, shape, dtype):
@@ -441,7 +443,8 @@ def _output_coordinates(input, mapping, coordinates, matrix, offset, shape, extr
         return np.reshape(coordinates, (np.ndim(input), -1))
     index = np.indices(shape, dtype=np.float64).reshape(len(shape), -1)
     if matrix is not None:
-        return np.asarray(matrix, dtype=np.float64) @ index + np.reshape(np.asarray(offset, np.float64), (-1, 1))
+        offset = np.reshape(np.asarray(offset, np.float64), (-1, 1))
+        return np.asarray(matrix, dtype=np.float64) @ index + offset
     args = () if extra_arguments is None else tuple(extra_arguments)
     kw = {} if extra_keywords is None else dict(extra_keywords)
     points = [mapping(tuple(int(i) for i in point), *args, **kw) for point in index.T]
@@ -454,7 +457,8 @@ def geometric_transform(input, mapping, coordinates, matrix, offset, output, ord
     interpolation at them."""
     coords = _output_coordinates(input, mapping, coordinates, matrix, offset, np.shape(output),
                                  extra_arguments, extra_keywords)
-    _writable(output, "map_coordinates/affine_transform/geometric_transform")[...] = transformed(input, coords, order, mode, cval, npad, np.shape(output), output.dtype)
+    out = transformed(input, coords, order, mode, cval, npad, np.shape(output), output.dtype)
+    _writable(output, "map_coordinates/affine_transform/geometric_transform")[...] = out
 
 
 plain_valued(_part_of_complex)  # (it reads the array's memory layout, not its values)

@@ -26,6 +26,7 @@ Both rules call ``lfilter``, which has these rules, so they are differentiated i
 (Hessians).
 """
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from .registry import conj, defimpl, defjvp, defvjp
 
@@ -142,9 +143,9 @@ def lfilter(b, a, x, axis=-1, zi=None):
     b = np.atleast_1d(b)
     a = np.atleast_1d(a)
     x = np.asarray(x)
-    if b.ndim != 1 or a.ndim != 1 or not b.size or not a.size or x.ndim == 0:
+    if b.ndim != 1 or a.ndim != 1 or not b.size or not a.size or x.ndim == 0 or not -x.ndim <= axis < x.ndim:
         return filter_with_state(b, a, x, zi, axis)  # (SciPy's own error)
-    axis = axis % x.ndim if -x.ndim <= axis < x.ndim else axis
+    axis = axis % x.ndim
     n = np.shape(x)[axis]
     if zi is None:
         return _along(filter_with_state(b, a, x, None, axis), axis, 0, n)
@@ -164,9 +165,7 @@ def sosfilt(sos, x, axis=-1, zi=None):
     does when ``zi`` is given."""
     x = np.asarray(x)
     sos, n_sections = _validate_sos(sos)
-    if x.ndim == 0:
-        raise ValueError("x must be at least 1-D")
-    axis = axis % x.ndim if -x.ndim <= axis < x.ndim else axis
+    axis = normalize_axis_index(axis, x.ndim)
     shape = (n_sections,) + _state_shape(x, axis, 2)
     if zi is not None and np.shape(zi) != shape:
         raise ValueError("Invalid zi shape. With axis=%r, an input with shape %r, and an sos array "
@@ -226,9 +225,11 @@ def upfirdn(h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
     h = np.asarray(h)
     x = np.asarray(x)
     up, down = int(up), int(down)
-    if h.ndim != 1 or h.size == 0 or up < 1 or down < 1 or x.ndim == 0:
-        return _signal.upfirdn(np.asarray(h), np.asarray(x), up, down, axis)  # (SciPy's own error)
-    axis = axis % x.ndim
+    if h.ndim != 1 or h.size == 0:
+        raise ValueError("h must be 1-D with non-zero length")  # (SciPy's checks and messages)
+    if up < 1 or down < 1:
+        raise ValueError("Both up and down must be >= 1")
+    axis = normalize_axis_index(axis, max(x.ndim, 1))
     n = np.shape(x)[axis]
     dtype = np.result_type(h.dtype, x.dtype, np.float32)
     if up > 1:  # (each sample followed by up - 1 zeros, the last ones dropped)
