@@ -215,3 +215,16 @@ def test_points_where_no_derivative_exists_are_refused(f, at, where):
         capstan.D(lambda s: np.sum(f(s) ** 2), at)
     with pytest.raises(capstan.NoRuleError, match=where):
         capstan.gradient(lambda s: np.sum(f(s) ** 2), at)
+
+
+def test_forward_mode_spares_points_that_do_not_move():
+    """Row 0 of ``c[0] * s`` stays exactly on the edge (constant mode) whatever ``s``: its
+    tangent is zero, so forward mode differentiates; reverse mode cannot see which points
+    move and refuses."""
+    def f(s):
+        return np.sum(ndi.geometric_transform(IMG, lambda c: (c[0] * s, c[1]), order=1) ** 2)
+
+    h = 1e-6
+    np.testing.assert_allclose(capstan.D(f, 0.7), (f(0.7 + h) - f(0.7 - h)) / (2 * h), rtol=1e-6)
+    with pytest.raises(capstan.NoRuleError, match="edge"):
+        capstan.gradient(f, 0.7)

@@ -222,13 +222,24 @@ def _zoom_coordinates(input, zoom, shift, shape):
     return np.reshape(zoom, (-1, 1)) * (index + np.reshape(shift, (-1, 1))), index
 
 
-def _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape):
+def _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dzoom=None, dshift=None,
+                 forward=False):
     """``d out / d coordinates`` at the points of ``zoom_shift`` (its interpolation is the
-    geometric transform's at ``zoom * (index + shift)``), and the output indices."""
+    geometric transform's at ``zoom * (index + shift)``), the output indices, and (forward
+    mode: ``dzoom``, ``dshift`` given) the coordinates' tangent."""
     if grid_mode:  # pragma: no cover - SciPy's zoom computes its factors from the shapes
         _refuse_parameter("zoom", "zoom", " with grid_mode=True")
     coordinates, index = _zoom_coordinates(input, zoom, shift, shape)
-    return _coordinate_gradients(input, coordinates, order, mode, cval, npad), index
+    moved = None
+    if forward:
+        moved = 0.0
+        if dzoom is not None:  # d(zoom * (index + shift))
+            shifted = index + (0.0 if shift is None else np.reshape(shift, (-1, 1)))
+            moved = np.reshape(dzoom, (-1, 1)) * shifted
+        if dshift is not None:
+            moved = moved + np.reshape(dshift, (-1, 1)) * (1.0 if zoom is None else np.reshape(zoom, (-1, 1)))
+        moved = moved * np.ones(np.shape(coordinates))
+    return _coordinate_gradients(input, coordinates, order, mode, cval, npad, moved), index, moved
 
 
 def _zoom_jvp(ts, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
@@ -236,26 +247,21 @@ def _zoom_jvp(ts, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, s
     if ts[0] is not None:
         out = zoomed(ts[0], zoom, shift, order, mode, 0.0, npad, grid_mode, shape, dtype)
     if ts[1] is not None or ts[2] is not None:
-        slopes, index = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
-        moved = 0.0
-        if ts[1] is not None:  # d(zoom * (index + shift))
-            shifted = index + (0.0 if shift is None else np.reshape(shift, (-1, 1)))
-            moved = np.reshape(ts[1], (-1, 1)) * shifted
-        if ts[2] is not None:
-            moved = moved + np.reshape(ts[2], (-1, 1)) * (1.0 if zoom is None else np.reshape(zoom, (-1, 1)))
+        slopes, index, moved = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape,
+                                            ts[1], ts[2], forward=True)
         term = np.reshape(np.sum(slopes * moved, axis=0), shape)
         out = term if out is None else out + term
     return out
 
 
 def _zoom_factor_vjp(g, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
-    slopes, index = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
+    slopes, index, _ = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
     moved = index + (0.0 if shift is None else np.reshape(shift, (-1, 1)))
     return np.sum(slopes * moved * np.reshape(np.real(g), (1, -1)), axis=1)
 
 
 def _zoom_shift_vjp(g, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
-    slopes, index = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
+    slopes, index, _ = _zoom_slopes(input, zoom, shift, order, mode, cval, npad, grid_mode, shape)
     gshift = np.sum(slopes * np.reshape(np.real(g), (1, -1)), axis=1)
     return gshift if zoom is None else gshift * zoom
 
@@ -308,27 +314,45 @@ def transformed(input, coordinates, order, mode, cval, npad, shape, dtype):
 _CONSTANT, _MIRROR, _WRAP, _GRID_CONSTANT = 4, 3, 1, 6
 
 
+_TRANSFORMS = "map_coordinates/affine_transform/rotate/shift/geometric_transform"
+
+
+def _check_defined(n, x, order, mode, deriv, moving=None):
+    """Refuse the ``deriv``-th derivative in the coordinates ``x`` where it does not exist:
+    ``wrap`` mode; a point exactly on the edge in ``constant`` mode (the value jumps to
+    ``cval``); a point exactly on a knot where that derivative jumps.  ``moving`` (forward
+    mode: the coordinates' tangent) spares the points that do not move."""
+    if not deriv or deriv > order:
+        return
+    x = np.reshape(x, -1)
+    live = np.ones(x.shape, dtype=bool) if moving is None else np.reshape(moving, -1) != 0
+    if mode == _WRAP and np.any(live):
+        _refuse_parameter(_TRANSFORMS, "coordinates", " in mode 'wrap' (use 'grid-wrap')")
+    if mode == _CONSTANT and np.any(live & ((x == 0) | (x == n - 1))):
+        _refuse_parameter(_TRANSFORMS, "coordinates",
+                          " at a point exactly on the image's edge in mode 'constant' (the value jumps to "
+                          "cval just outside: no derivative exists there)")
+    if order == deriv:
+        for i in range(deriv + 1):
+            at = x + (deriv / 2.0 - i)
+            if np.any(live & np.isfinite(at) & (np.floor(at - 0.5) == at - 0.5)):
+                _refuse_parameter(_TRANSFORMS, "coordinates",
+                                  " at a point exactly on a knot of the order-%d spline (an integer for "
+                                  "order 1): its derivative of order %d jumps there and does not exist"
+                                  % (order, deriv))
+
+
 def axis_weights(n, x, order, mode, npad, deriv):
     """``points x n``: the ``deriv``-th derivative in ``x`` of the one-dimensional
-    interpolation weights of order ``order`` at the coordinates ``x``."""
+    interpolation weights of order ``order`` at the coordinates ``x`` (where it exists:
+    the callers check with ``_check_defined``)."""
     x = np.ascontiguousarray(np.reshape(x, (1, -1)), dtype=np.float64)
     if deriv > order:
         return np.zeros((x.shape[1], n))
-    if mode == _WRAP and deriv:
-        _refuse_parameter("map_coordinates", "coordinates", " in mode 'wrap' (use 'grid-wrap')")
-    if mode == _CONSTANT and deriv and np.any((x == 0) | (x == n - 1)):
-        _refuse_parameter("map_coordinates", "coordinates",
-                          " at a point exactly on the image's edge in mode 'constant' (the value jumps to "
-                          "cval just outside: no derivative exists there)")
     base = _MIRROR if mode == _CONSTANT and deriv else mode
     total = np.zeros((x.shape[1], n))
     for i in range(deriv + 1):  # the deriv-th central difference of the lower order's weights
         at = x + (deriv / 2.0 - i)
-        if order == deriv and np.any(np.isfinite(at) & (np.floor(at - 0.5) == at - 0.5)):
-            _refuse_parameter("map_coordinates", "coordinates",
-                              " at a point exactly on a knot of the order-%d spline (an integer for "
-                              "order 1): its derivative of order %d jumps there and does not exist"
-                              % (order, deriv))
         cols = np.zeros((n, x.shape[1]))
         for j, e in enumerate(np.eye(n)):
             _nd_image.geometric_transform(e, None, at, None, None, cols[j], order - deriv, base, 0.0, npad,
@@ -341,10 +365,12 @@ def axis_weights(n, x, order, mode, npad, deriv):
 
 
 def _axis_weights_jvp(ts, ans, n, x, order, mode, npad, deriv):
+    _check_defined(n, x, order, mode, deriv + 1, ts[1])
     return axis_weights(n, x, order, mode, npad, deriv + 1) * np.reshape(ts[1], (-1, 1))
 
 
 def _axis_weights_vjp(g, ans, n, x, order, mode, npad, deriv):
+    _check_defined(n, x, order, mode, deriv + 1)
     return np.reshape(np.sum(g * axis_weights(n, x, order, mode, npad, deriv + 1), axis=1), np.shape(x))
 
 
@@ -355,11 +381,15 @@ def _interpolated(input, weights):
     return np.einsum(spec, *weights, input)
 
 
-def _coordinate_gradients(input, coordinates, order, mode, cval, npad):
-    """``d out[p] / d coordinates[e, p]`` for every axis ``e`` (``ndim x points``).  In
-    ``grid-constant`` mode the coefficients beyond the edges are ``cval``: the output is
-    ``cval`` plus the interpolation of ``input - cval`` (the weights sum to one)."""
+def _coordinate_gradients(input, coordinates, order, mode, cval, npad, moving=None):
+    """``d out[p] / d coordinates[e, p]`` for every axis ``e`` (``ndim x points``;
+    ``moving``: the coordinates' tangent, in forward mode).  In ``grid-constant`` mode the
+    coefficients beyond the edges are ``cval``: the output is ``cval`` plus the
+    interpolation of ``input - cval`` (the weights sum to one)."""
     coordinates = np.reshape(coordinates, (np.ndim(input), -1))
+    for d, n in enumerate(np.shape(input)):
+        _check_defined(n, coordinates[d], order, mode, 1,
+                       None if moving is None else np.reshape(moving, (np.ndim(input), -1))[d])
     if mode == _GRID_CONSTANT:
         input = input - cval
     dims = np.shape(input)
@@ -375,7 +405,7 @@ def _transformed_jvp(ts, ans, input, coordinates, order, mode, cval, npad, shape
         out = transformed(ts[0], coordinates, order, mode, 0.0, npad, shape, dtype)
     if ts[1] is not None:
         _complex_coefficients(input)
-        slopes = _coordinate_gradients(input, coordinates, order, mode, cval, npad)
+        slopes = _coordinate_gradients(input, coordinates, order, mode, cval, npad, ts[1])
         term = np.reshape(np.sum(slopes * np.reshape(ts[1], np.shape(slopes)), axis=0), shape)
         out = term if out is None else out + term
     return out
