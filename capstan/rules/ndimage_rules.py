@@ -314,7 +314,7 @@ def transformed(input, coordinates, order, mode, cval, npad, shape, dtype):
 _CONSTANT, _MIRROR, _WRAP, _GRID_CONSTANT = 4, 3, 1, 6
 
 
-_TRANSFORMS = "map_coordinates/affine_transform/rotate/shift/geometric_transform"
+_TRANSFORMS = "map_coordinates (and affine_transform, rotate, shift, geometric_transform)"
 
 
 def _check_defined(n, x, order, mode, deriv, moving=None):
