@@ -29,6 +29,7 @@ from .rules import distribution_rules  # noqa: F401  (scipy.stats' distribution 
 from .rules import stdlib_rules, ufunc_rules  # noqa: F401  (C helpers: partial, heapq, ufunc methods...)
 from .rules import interpolate_rules  # noqa: F401  (scipy.interpolate's kernels)
 from .rules import ndimage_rules  # noqa: F401  (scipy.ndimage's filters)
+from .rules import signal_rules  # noqa: F401  (scipy.signal's recursive filters)
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape
 from .mixed import elementwise  # (after the rule tables: it reads them)

@@ -189,7 +189,7 @@ class ReverseCtx(ADContext):
         if out is not None:
             self.before_write(out)
         ans = run(f, *vals, **kwargs)
-        if out is None and type(ans) is np.ndarray:
+        if out is None and type(untagged(ans)) is np.ndarray:  # (also an enclosing context's value)
             same = returned_argument(ans, vals, parents)
             if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                 return args[same]

@@ -37,6 +37,7 @@ import capstan.rules.numpy_rules as numpy_rules
 from capstan.rules import statistics_rules, stride_rules, registry
 from capstan import mixed
 from capstan.rules import distribution_rules, interpolate_rules, ndimage_rules, stdlib_rules, ufunc_rules
+from capstan.rules import signal_rules
 from test_numpy_rules import TABLE, C, Case, P, R
 
 rng = np.random.default_rng(8)
@@ -258,11 +259,16 @@ def _checked_by_own_tests(f):
     if getattr(f, "__module__", None) in ("capstan.rules.special_rules", "capstan.rules.decomposition_rules",
                                            "capstan.rules.fft_rules"):
         return True
+    # (the primitives of the scipy.signal and scipy.ndimage tables: their own tests check
+    # them at first and second order, with the inputs each needs -- test_signal_rules.py,
+    # test_ndimage_transforms.py, test_ndimage_rank_filters.py)
+    if getattr(f, "__module__", None) in ("capstan.rules.signal_rules", "capstan.rules.ndimage_rules"):
+        return True
     # (and the tables of distribution functions, C helpers and interpolation kernels:
     # tests/test_distributions.py, test_coverage_rules.py, test_interpolate.py,
     # test_ndimage_rules.py; their functions take inputs the generic driver cannot make)
     if any(f is g or f == g for m in (distribution_rules, stdlib_rules, ufunc_rules, interpolate_rules,
-                                      ndimage_rules)
+                                      ndimage_rules, signal_rules)
            for g in m.FUNCTIONS):
         return True
     return any(f is v for m in (scipy.special, scipy.linalg, np.linalg, np.fft, scipy.fft)

@@ -210,3 +210,12 @@ def _cholesky_vjp(g, ans, a, *args, upper=False, **kw):
 
 defjvp(_la.cholesky, _cholesky_jvp, batched=True)
 defvjp(_la.cholesky, _cholesky_vjp)
+
+try:  # SciPy's array-API view of NumPy (``xp.linalg.solve`` in ``scipy.signal.lfilter_zi``...)
+    from scipy._lib._array_api import array_namespace as _array_namespace
+    _xp_solve = _array_namespace(np.ones(1)).linalg.solve
+except (ImportError, AttributeError):  # pragma: no cover - scipy is optional
+    _xp_solve = None
+if _xp_solve is not None and _xp_solve is not _la.solve:  # (the same: a 1-D b is a vector)
+    defjvp(_xp_solve, _solve_jvp, batched=True)
+    defvjp(_xp_solve, _solve_vjp)
