@@ -1335,12 +1335,13 @@ entry_fallback(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *k
             PyTypeObject *t = Py_TYPE(args[2]);
             plainly = (PyObject *)t != entry.tagged_type && t != &PyFunction_Type;
         }
-        if (kind != NULL && kind == entry.plain && kwnames == NULL) {
-            /* a plain call with nothing to untag */
+        if (kind != NULL && kind == entry.plain) {
+            /* a plain call with nothing to untag (plaincall.plain_call's first case) */
+            Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
             plainly = 1;
-            for (Py_ssize_t i = 2; i < n; i++) {
+            for (Py_ssize_t i = 2; i < n + nkw; i++) {
                 PyObject *t = (PyObject *)Py_TYPE(args[i]);
-                if (t == entry.tagged_type || t == (PyObject *)&PyTuple_Type) {
+                if (t == entry.tagged_type || (i < n && t == (PyObject *)&PyTuple_Type)) {
                     plainly = 0;
                     break;
                 }
