@@ -9,7 +9,6 @@ a context does not override them; the context module reaches them through the
 through the hook it registers in ``tagging``, so neither imports this module.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
-import os as _os
 from functools import partial
 from typing import Any, Callable
 from types import FunctionType, MethodType
@@ -22,6 +21,7 @@ from .runtime import (CACHE_LIMIT, NESTING, Runtime, function_changed, function_
                       note_tagging, runtime_of)
 from .runtime import unroutable  # noqa: F401 (documented as overdub.dispatch.unroutable)
 from .tagging import Tagged, register_dispatcher
+from .tracebacks import KEEP_FRAMES  # (OVERDUB_KEEP_FRAMES, read from the environment there)
 
 __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 
@@ -29,13 +29,6 @@ __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 def _check_callable(f, fname):
     if not callable(f):
         raise TypeError("%s(ctx, f, ...): f must be callable, got %s" % (fname, type(f).__name__))
-
-
-#: ``OVERDUB_KEEP_FRAMES=1`` in the environment (read once, here) keeps the machinery's
-#: frames -- the dispatcher, the runtime, generated slots and dispatchers, shown with their
-#: generated source -- in the tracebacks of exceptions leaving ``overdub``: for debugging
-#: overdub itself, or a context's hooks and primitives
-KEEP_FRAMES = _os.environ.get("OVERDUB_KEEP_FRAMES", "") not in ("", "0")
 
 
 def _strip_internal_frames(exc):

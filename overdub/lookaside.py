@@ -29,6 +29,7 @@ from types import CodeType, ModuleType
 from typing import Any, cast
 
 from . import _compat
+from .tracebacks import drop_own_frames
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -159,7 +160,11 @@ class Callback:
         self.call = call
 
     def __call__(self, /, *args, **kwargs):
-        return self.call(self.fn, *args, **kwargs)
+        try:
+            return self.call(self.fn, *args, **kwargs)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     def __reduce__(self):
         return _FIRST, ((self.fn,),)  # unpickles as the original, needing no overdub
@@ -181,15 +186,19 @@ def wrap_callbacks(fn, call):
         return Callback(cb, call)
 
     def step(*args, **kwargs):
-        if positions and args and (arity is None or len(args) == arity):
-            args = list(args)
-            for i in positions:
-                if i < len(args):
-                    args[i] = wrap(args[i])
-        for k in keywords:
-            if k in kwargs:
-                kwargs[k] = wrap(kwargs[k])
-        return fn(*args, **kwargs)
+        try:
+            if positions and args and (arity is None or len(args) == arity):
+                args = list(args)
+                for i in positions:
+                    if i < len(args):
+                        args[i] = wrap(args[i])
+            for k in keywords:
+                if k in kwargs:
+                    kwargs[k] = wrap(kwargs[k])
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     return step
 
@@ -215,8 +224,12 @@ class FrameReaders:
     def getframemodulename(depth=0):
         """``sys._getframemodulename`` (3.12+): the module of the function running in the
         user's frame ``depth`` levels out (read from the frame's globals)."""
-        frame = user_frame(depth)
-        return None if frame is None else frame.f_globals.get("__name__")
+        try:
+            frame = user_frame(depth)
+            return None if frame is None else frame.f_globals.get("__name__")
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     @staticmethod
     def locals():
@@ -285,18 +298,26 @@ class FrameReaders:
         return source
 
     def eval(self, source, /, *args, **kwargs):
-        bound = _namespaces_of(args, kwargs, ())
-        if bound is None:  # a call CPython rejects: let it say why
-            return _EVAL(source, *args, **kwargs)
-        globals_, locals_ = self._namespaces(*bound[:2])
-        return _EVAL(self._code(source, "eval"), globals_, locals_)
+        try:
+            bound = _namespaces_of(args, kwargs, ())
+            if bound is None:  # a call CPython rejects: let it say why
+                return _EVAL(source, *args, **kwargs)
+            globals_, locals_ = self._namespaces(*bound[:2])
+            return _EVAL(self._code(source, "eval"), globals_, locals_)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     def exec(self, source, /, *args, **kwargs):
-        bound = _namespaces_of(args, kwargs, ("closure",))
-        if bound is None:
-            return _EXEC(source, *args, **kwargs)
-        globals_, locals_ = self._namespaces(*bound[:2])
-        return _EXEC(self._code(source, "exec"), globals_, locals_, **bound[2])
+        try:
+            bound = _namespaces_of(args, kwargs, ("closure",))
+            if bound is None:
+                return _EXEC(source, *args, **kwargs)
+            globals_, locals_ = self._namespaces(*bound[:2])
+            return _EXEC(self._code(source, "exec"), globals_, locals_, **bound[2])
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
 
 _EVAL, _EXEC = builtins.eval, builtins.exec
@@ -332,9 +353,13 @@ def _rejecting_misuse(builtin, reader, most):
     """``reader`` for calls of ``builtin`` with at most ``most`` positional arguments;
     any other call goes to ``builtin`` itself, which rejects it with CPython's message."""
     def read(*args, **kwargs):
-        if kwargs or len(args) > most:
-            return builtin(*args, **kwargs)
-        return reader(*args)
+        try:
+            if kwargs or len(args) > most:
+                return builtin(*args, **kwargs)
+            return reader(*args)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     return read
 

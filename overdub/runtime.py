@@ -32,6 +32,7 @@ from .ops import NATIVE, TypeSet
 from .passes import PassError
 from .plaincall import WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
 from .tagging import Tagged
+from .tracebacks import drop_own_frames
 
 #: how many entries a runtime's caches hold before they are cleared
 CACHE_LIMIT = 4096
@@ -361,13 +362,16 @@ class Runtime:
                 chain.append("%s %s:\n{i}    r = m%d(ctx, %s)"
                              % ("if" if i == 0 else "elif", cond, i, args))
             plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("{i}", "{i}    ")
-        lines = ["def slot(%s):" % params]
+        lines = ["def slot(%s):" % params, "    try:"]
         if spec.prehook and with_prehook:
-            lines.append("    prehook(fn, %s)" % args)
-        lines.append("    " + plain.format(i="    "))
+            lines.append("        prehook(fn, %s)" % args)
+        lines.append("        " + plain.format(i="        "))
         if spec.posthook:
-            lines.append("    posthook(r, fn, %s)" % args)
-        lines.append("    return r")
+            lines.append("        posthook(r, fn, %s)" % args)
+        # (the user's code sees its exceptions with plain Python's traceback)
+        lines += ["    except BaseException as exc:", "        drop_own_frames(exc)", "        raise",
+                  "    return r"]
+        env["drop_own_frames"] = drop_own_frames
         return codegen.compile_function("\n".join(lines), "slot", env, "slot " + " ".join(map(str, key)))
 
     def slot(self, key):
@@ -454,28 +458,36 @@ class Runtime:
 
     def call_ex(self, f, args, kwargs):
         """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""
-        if type(args) is not tuple:
-            tp = type(args)
-            lookup = semantics.lookup  # (the type's slots, not its metaclass's attributes)
-            if not (lookup(tp, "__iter__") is not None or (lookup(tp, "__getitem__") is not None
-                                                           and not issubclass(tp, dict))):
-                raise TypeError("%s argument after * must be an iterable, not %s"
-                                % (funcstr(f), tp.__name__))
-            args = tuple(args)
-        if kwargs is None:
-            return self.call(f, *args)
-        for key in kwargs:
-            if type(key) is not str and not isinstance(key, str):
-                raise TypeError("%s keywords must be strings" % funcstr(f))
-        return self.call(f, *args, **kwargs)
+        try:
+            if type(args) is not tuple:
+                tp = type(args)
+                lookup = semantics.lookup  # (the type's slots, not its metaclass's attributes)
+                if not (lookup(tp, "__iter__") is not None or (lookup(tp, "__getitem__") is not None
+                                                               and not issubclass(tp, dict))):
+                    raise TypeError("%s argument after * must be an iterable, not %s"
+                                    % (funcstr(f), tp.__name__))
+                args = tuple(args)
+            if kwargs is None:
+                return self.call(f, *args)
+            for key in kwargs:
+                if type(key) is not str and not isinstance(key, str):
+                    raise TypeError("%s keywords must be strings" % funcstr(f))
+            return self.call(f, *args, **kwargs)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     def super_attr(self, global_super, cls, obj, flags):
-        two_args, name = flags
-        if two_args or global_super is super:
-            s = self.call(global_super, cls, obj)
-        else:
-            s = self.call(global_super)
-        return self._getattr_slot(s, name)
+        try:
+            two_args, name = flags
+            if two_args or global_super is super:
+                s = self.call(global_super, cls, obj)
+            else:
+                s = self.call(global_super)
+            return self._getattr_slot(s, name)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     # -- resolving a callee ---------------------------------------------------------------------
     def resolve(self, f, cache=True, lasting=False):
@@ -510,12 +522,24 @@ class Runtime:
                 return self._primitive_dispatch(rules, None if always else self._target(f))
         if spec.wildcard is not None:
             wildcard, ctx = self.user(spec.wildcard), self.ctx
-            return lambda *a, **k: wildcard(ctx, f, *a, **k)
+
+            def to_wildcard(*a, **k):
+                try:
+                    return wildcard(ctx, f, *a, **k)
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
+
+            return to_wildcard
         if spec.canrecurse:
             can, target, fall = self.canrecurse, self._target(f), self._fallback_for(f)
 
             def decide(*a, **k):
-                return target(*a, **k) if can(f, *a, **k) else fall(*a, **k)
+                try:
+                    return target(*a, **k) if can(f, *a, **k) else fall(*a, **k)
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
 
             return decide
         return self._target(f)
@@ -524,13 +548,14 @@ class Runtime:
         """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
         names = ["args[%d]" % i for i in range(codegen.max_arity(rules))]
         conds, env = codegen.rule_conditions(rules, names)
-        lines = ["def dispatch(*args, **kwargs):", "    n = len(args)"]
+        lines = ["def dispatch(*args, **kwargs):", "    try:", "        n = len(args)"]
         for i, cond in enumerate(conds):
             need = len(rules[i][0])
-            lines.append("    if n >= %d and %s:" % (need, cond) if need else "    if True:")
-            lines.append("        return m%d(ctx, *args, **kwargs)" % i)
-        lines.append("    return target(*args, **kwargs)")
-        env.update(ctx=self.ctx, target=target)
+            lines.append("        if n >= %d and %s:" % (need, cond) if need else "        if True:")
+            lines.append("            return m%d(ctx, *args, **kwargs)" % i)
+        lines += ["        return target(*args, **kwargs)",
+                  "    except BaseException as exc:", "        drop_own_frames(exc)", "        raise"]
+        env.update(ctx=self.ctx, target=target, drop_own_frames=drop_own_frames)
         env.update(("m%d" % i, self.user(r[1])) for i, r in enumerate(rules))
         return codegen.compile_function("\n".join(lines), "dispatch", env, "primitive dispatch")
 
@@ -548,10 +573,18 @@ class Runtime:
                 inner = self.fcache[func]
             except (KeyError, TypeError):
                 inner = self.resolve(func)
-            return lambda *a, **k: inner(obj, *a, **k)
+            return _bound(inner, obj)
         if f is type or f is lookaside.TYPE_NEW:  # (they name the caller's module)
             plain = self._fallback_for(f)
-            return lambda *a, **k: plain(*lookaside.class_args(f, a), **k)
+
+            def make_class(*a, **k):
+                try:
+                    return plain(*lookaside.class_args(f, a), **k)
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
+
+            return make_class
         step = self._builtin_step(f)
         if step is not None:
             return step
@@ -560,13 +593,20 @@ class Runtime:
             return construct if construct is not None else self._fallback_for(f)
         if tf is partial:
             call, fn, pargs, pkw = self.call, f.func, f.args, f.keywords
-            return lambda *a, **k: call(fn, *pargs, *a, **{**pkw, **k})
+
+            def call_partial(*a, **k):
+                try:
+                    return call(fn, *pargs, *a, **{**pkw, **k})
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
+
+            return call_partial
         if tf is staticmethod:
             return self._resolve(f.__func__)
         dunder = semantics.lookup(tf, "__call__")
         if type(dunder) is FunctionType and tf is not Tagged:
-            inner = self._resolve(dunder)
-            return lambda *a, **k: inner(f, *a, **k)
+            return _bound(self._resolve(dunder), f)
         return self._fallback_for(f)
 
     def _builtin_step(self, f):
@@ -584,8 +624,7 @@ class Runtime:
         if owner is not None and not isinstance(owner, (ModuleType, type)):
             unbound = semantics.lookup(type(owner), f.__name__)
             if unbound in lookaside.CALLBACKS:
-                step = lookaside.wrap_callbacks(unbound, self.call)
-                return lambda *a, **k: step(owner, *a, **k)
+                return _bound(lookaside.wrap_callbacks(unbound, self.call), owner)
         return None
 
     def _rewritten(self, f):
@@ -651,18 +690,33 @@ class Runtime:
         if reader is not None:  # called plainly they would read the dispatcher's frame
             return reader
         if self.spec.fallback:
-            fall = self.fallback
-            return lambda *a, **k: fall(f, *a, **k)
+            return _bound(self.fallback, f)
         call = self.outer_call
         if call is not None:  # nested: what this context calls plainly, the outer one routes
             ctx = self.ctx
             if is_structural(f):
-                return lambda *a, **k: call(f, *a, **k)
-            return lambda *a, **k: plain_call(f, ctx._tagkey, a, k, call)
+                return _bound(call, f)
+
+            def nested_plain(*a, **k):
+                try:
+                    return plain_call(f, ctx._tagkey, a, k, call)
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
+
+            return nested_plain
         if not self.checking or is_structural(f):
             return f
         ctx = self.ctx
-        return lambda *a, **k: plain_call(f, ctx._tagkey, a, k)
+
+        def checked_plain(*a, **k):
+            try:
+                return plain_call(f, ctx._tagkey, a, k)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
+
+        return checked_plain
 
     def frame_reader(self, f):
         """The stand-in for ``f`` when it is a builtin that reads its caller's frame."""
@@ -675,6 +729,19 @@ class Runtime:
         if self.spec.fallback:
             return self.fallback(f, *args, **kwargs)
         return plain_call(f, self.ctx._tagkey, args, kwargs, self.outer_call)
+
+
+def _bound(fn, first):
+    """``fn`` with ``first`` as its first argument (a bound method's function and its
+    object, a fallback and its callee), called by routed code as one callable."""
+    def bound(*args, **kwargs):
+        try:
+            return fn(first, *args, **kwargs)
+        except BaseException as exc:  # (plain Python's traceback: no frame of overdub's)
+            drop_own_frames(exc)
+            raise
+
+    return bound
 
 
 _guards: dict[Any, Any] = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)

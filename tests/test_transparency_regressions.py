@@ -7,6 +7,7 @@ posthook -- contexts that really route every call -- as when called plainly.
 import abc
 import builtins
 import collections
+import contextlib
 import enum
 import functools
 import gc
@@ -16,6 +17,7 @@ import pickle
 import re
 import sys
 import threading
+import traceback
 import types
 import typing
 import weakref
@@ -792,3 +794,87 @@ def eval_with_a_mapping_for_locals():
 
 def test_eval_with_a_mapping_for_locals():
     assert check(lambda: eval_with_a_mapping_for_locals)[1] == (12, ["x", "y", "z"], True)
+
+
+# ----------------------------------------------------------------------------- tracebacks
+class RaisesEverywhere:
+    """Special methods, a property, a constructor and a method that all raise."""
+
+    def __add__(self, other):
+        raise ValueError("add")
+
+    def __eq__(self, other):
+        raise ValueError("eq")
+
+    __hash__ = None
+
+    def __getitem__(self, key):
+        raise ValueError("getitem")
+
+    def __iter__(self):
+        raise ValueError("iter")
+
+    def __call__(self):
+        raise ValueError("call")
+
+    @property
+    def prop(self):
+        raise ValueError("prop")
+
+    def method(self):
+        raise ValueError("method")
+
+
+class RaisesInInit:
+    def __init__(self):
+        raise ValueError("init")
+
+
+class CallsSuper(RaisesEverywhere):
+    def method(self):
+        return super().method()
+
+
+def raises(*args, **kwargs):
+    raise ValueError("raises")
+
+
+@contextlib.contextmanager
+def managed():
+    yield
+
+
+def traceback_names():
+    """The functions each caught exception's traceback names, for exceptions raised by
+    operators, attributes, subscripts, constructors, bound methods, ``f(*args)``,
+    ``functools.partial``, callback takers, ``eval`` and a ``with`` block
+    (``test_contextlib``'s traceback tests): routed code must not see overdub's frames."""
+    obj = RaisesEverywhere()
+    thunks = [lambda: 1 / 0, lambda: obj + 1, lambda: obj == 1, lambda: obj[0], lambda: [][1],
+              lambda: obj.missing, lambda: obj.prop, lambda: getattr(obj, "prop", None),
+              lambda: RaisesInInit(), lambda: (lambda m: m())(obj.method), lambda: obj.method(),
+              lambda: obj(), lambda: raises(*[1]), lambda: raises(**{"a": 1}),
+              lambda: functools.partial(raises, 1)(), lambda: sorted([1, 2], key=raises),
+              lambda: list(map(raises, [1])), lambda: operator.add(obj, 1), lambda: CallsSuper().method(),
+              lambda: list(obj), lambda: 1 in obj, lambda: setattr(1, "x", 2), lambda: int("x"),
+              lambda: type("X", (1,), {}), lambda: eval("1 / 0")]
+    names = []
+    for thunk in thunks:
+        try:
+            thunk()
+        except Exception as exc:
+            names.append([entry.name for entry in traceback.extract_tb(exc.__traceback__)])
+    try:
+        with managed():
+            1 / 0
+    except ZeroDivisionError as exc:
+        names.append([entry.name for entry in traceback.extract_tb(exc.__traceback__)])
+    return names
+
+
+@pytest.mark.parametrize("make", [Count, Post], ids=lambda c: c.__name__)
+def test_tracebacks_show_no_frame_of_overdub(make):
+    # (the wildcard's own recurse/fallback frames are those of the primitive calling them)
+    expected = traceback_names()
+    assert len(expected) == 26 and ["traceback_names", "<lambda>", "__add__"] in expected
+    assert overdub.overdub(make(), traceback_names) == expected
