@@ -144,33 +144,32 @@ def user_frame(skip=0):
     return None
 
 
-class Callback:
+class Callback(functools.partial):
     """What a callback-taking C function receives in place of the user's callable:
     each call of it runs routed, through the context's dispatcher ``call``.
 
-    It pickles and deep-copies as the callable it stands for (``map``, ``filter`` and
-    the itertools iterators pickle their function), so an iterator made inside a
-    context pickles like a plain one and unpickles to a plain one.
+    A ``functools.partial`` of ``call`` (C code), so no frame of overdub's lies between
+    the C function and the callback (``f_back``, tracebacks).  It pickles and deep-copies
+    as the callable it stands for (``map``, ``filter`` and the itertools iterators pickle
+    their function), so an iterator made inside a context pickles like a plain one and
+    unpickles to a plain one.
     """
 
-    __slots__ = ("fn", "call")
+    __slots__ = ()
 
-    def __init__(self, fn, call):
-        self.fn = fn
-        self.call = call
+    def __new__(cls, fn, call):
+        return super().__new__(cls, call, fn)
 
-    def __call__(self, /, *args, **kwargs):
-        try:
-            return self.call(self.fn, *args, **kwargs)
-        except BaseException as exc:
-            drop_own_frames(exc)
-            raise
+    @property
+    def fn(self):
+        """The user's callable."""
+        return self.args[0]
 
     def __reduce__(self):
-        return _FIRST, ((self.fn,),)  # unpickles as the original, needing no overdub
+        return _FIRST, ((self.args[0],),)  # unpickles as the original, needing no overdub
 
     def __repr__(self):
-        return repr(self.fn)
+        return repr(self.args[0])
 
 
 _FIRST = operator.itemgetter(0)

@@ -522,24 +522,12 @@ class Runtime:
                 return self._primitive_dispatch(rules, None if always else self._target(f))
         if spec.wildcard is not None:
             wildcard, ctx = self.user(spec.wildcard), self.ctx
-
-            def to_wildcard(*a, **k):
-                try:
-                    return wildcard(ctx, f, *a, **k)
-                except BaseException as exc:
-                    drop_own_frames(exc)
-                    raise
-
-            return to_wildcard
+            return lambda *a, **k: wildcard(ctx, f, *a, **k)
         if spec.canrecurse:
             can, target, fall = self.canrecurse, self._target(f), self._fallback_for(f)
 
             def decide(*a, **k):
-                try:
-                    return target(*a, **k) if can(f, *a, **k) else fall(*a, **k)
-                except BaseException as exc:
-                    drop_own_frames(exc)
-                    raise
+                return target(*a, **k) if can(f, *a, **k) else fall(*a, **k)
 
             return decide
         return self._target(f)
@@ -573,7 +561,7 @@ class Runtime:
                 inner = self.fcache[func]
             except (KeyError, TypeError):
                 inner = self.resolve(func)
-            return _bound(inner, obj)
+            return partial(inner, obj)
         if f is type or f is lookaside.TYPE_NEW:  # (they name the caller's module)
             plain = self._fallback_for(f)
 
@@ -592,21 +580,12 @@ class Runtime:
             construct = self.steps.instantiate(f)
             return construct if construct is not None else self._fallback_for(f)
         if tf is partial:
-            call, fn, pargs, pkw = self.call, f.func, f.args, f.keywords
-
-            def call_partial(*a, **k):
-                try:
-                    return call(fn, *pargs, *a, **{**pkw, **k})
-                except BaseException as exc:
-                    drop_own_frames(exc)
-                    raise
-
-            return call_partial
+            return partial(self.call, f.func, *f.args, **f.keywords)  # (C: no frame between)
         if tf is staticmethod:
             return self._resolve(f.__func__)
         dunder = semantics.lookup(tf, "__call__")
         if type(dunder) is FunctionType and tf is not Tagged:
-            return _bound(self._resolve(dunder), f)
+            return partial(self._resolve(dunder), f)
         return self._fallback_for(f)
 
     def _builtin_step(self, f):
@@ -624,7 +603,7 @@ class Runtime:
         if owner is not None and not isinstance(owner, (ModuleType, type)):
             unbound = semantics.lookup(type(owner), f.__name__)
             if unbound in lookaside.CALLBACKS:
-                return _bound(lookaside.wrap_callbacks(unbound, self.call), owner)
+                return partial(lookaside.wrap_callbacks(unbound, self.call), owner)
         return None
 
     def _rewritten(self, f):
@@ -690,12 +669,12 @@ class Runtime:
         if reader is not None:  # called plainly they would read the dispatcher's frame
             return reader
         if self.spec.fallback:
-            return _bound(self.fallback, f)
+            return partial(self.fallback, f)
         call = self.outer_call
         if call is not None:  # nested: what this context calls plainly, the outer one routes
             ctx = self.ctx
             if is_structural(f):
-                return _bound(call, f)
+                return partial(call, f)
 
             def nested_plain(*a, **k):
                 try:
@@ -729,19 +708,6 @@ class Runtime:
         if self.spec.fallback:
             return self.fallback(f, *args, **kwargs)
         return plain_call(f, self.ctx._tagkey, args, kwargs, self.outer_call)
-
-
-def _bound(fn, first):
-    """``fn`` with ``first`` as its first argument (a bound method's function and its
-    object, a fallback and its callee), called by routed code as one callable."""
-    def bound(*args, **kwargs):
-        try:
-            return fn(first, *args, **kwargs)
-        except BaseException as exc:  # (plain Python's traceback: no frame of overdub's)
-            drop_own_frames(exc)
-            raise
-
-    return bound
 
 
 _guards: dict[Any, Any] = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)

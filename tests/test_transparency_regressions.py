@@ -25,6 +25,7 @@ import weakref
 import pytest
 
 import overdub
+from overdub import _native
 
 
 class Count(overdub.Context):
@@ -878,3 +879,44 @@ def test_tracebacks_show_no_frame_of_overdub(make):
     expected = traceback_names()
     assert len(expected) == 26 and ["traceback_names", "<lambda>", "__add__"] in expected
     assert overdub.overdub(make(), traceback_names) == expected
+
+
+def callers_name(*args):
+    return sys._getframe().f_back.f_code.co_name
+
+
+class SeesItsCaller:
+    def method(self):
+        return sys._getframe().f_back.f_code.co_name
+
+    def __call__(self):
+        return sys._getframe().f_back.f_code.co_name
+
+
+def callers_seen_through_stand_ins():
+    """A bound method called through a variable, a callable instance, a
+    ``functools.partial`` and a ``map`` callback each see the calling function as their
+    ``f_back`` (the runtime's stand-ins for them are C partials: no frame in between)."""
+    obj = SeesItsCaller()
+    method = obj.method
+    return (method(), obj(), functools.partial(callers_name, 1)(), list(map(callers_name, [1])),
+            [pair[0] for pair in itertools.starmap(lambda *a: (callers_name(),), [(1,)])])
+
+
+@pytest.mark.parametrize("make", [Count, Post], ids=lambda c: c.__name__)
+def test_stand_ins_leave_no_frame_between_caller_and_callee(make):
+    expected = callers_seen_through_stand_ins()
+    assert expected[:4] == ("callers_seen_through_stand_ins",) * 3 + (["callers_seen_through_stand_ins"],)
+    routed = overdub.overdub(make(), callers_seen_through_stand_ins)
+    if _native.PURE_PYTHON:  # (its call dispatcher is a generated Python function, "call")
+        expected = ("call",) * 3 + (["call"], ["call"])
+    assert routed == expected
+
+
+def test_callbacks_stand_ins_pickle_and_copy_as_the_callable():
+    import copy
+    from overdub import lookaside
+    stand_in = lookaside.Callback(callers_name, print)
+    assert stand_in.fn is callers_name and repr(stand_in) == repr(callers_name)
+    assert pickle.loads(pickle.dumps(stand_in)) is callers_name
+    assert copy.deepcopy(stand_in) is callers_name
