@@ -32,6 +32,7 @@ from .ops import NATIVE, TypeSet
 from .passes import PassError
 from .plaincall import WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
 from .tagging import Tagged
+from .lifetimes import forget_at_collection, is_transient_class
 from .tracebacks import drop_own_frames
 
 #: how many entries a runtime's caches hold before they are cleared
@@ -241,6 +242,8 @@ class Runtime:
                 if len(self.targets) >= CACHE_LIMIT:
                     self.targets.clear()
                 self.targets[f] = g
+                if issubclass(type(f), type) and is_transient_class(f):
+                    forget_at_collection(self.targets, f)
             elif type(f) is FunctionType and g is not f:  # (a routed twin holds no f)
                 self.targets[WeakKey(f, self._drop_target)] = g
         except TypeError:  # unhashable
@@ -324,10 +327,10 @@ class Runtime:
             getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731
         if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
             hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
-            return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self._method_of,
+            return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self.method_of,
                                     getattr_, ModuleType) for method in (False, True))
         make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
-        return make(self.fcache, self.resolve, self.prehook, self.posthook, self._method_of,
+        return make(self.fcache, self.resolve, self.prehook, self.posthook, self.method_of,
                     getattr_, ModuleType)
 
     def _op_slot(self, key, fn, step, params, args, fast, with_prehook=True):
@@ -504,6 +507,8 @@ class Runtime:
             if len(self.fcache) >= CACHE_LIMIT:
                 self.fcache.clear()
             self.fcache[f] = g
+            if issubclass(type(f), type) and is_transient_class(f):
+                forget_at_collection(self.fcache, f)  # (so that a local class dies as plainly)
             if is_builtin(f) and len(self.kept) < CACHE_LIMIT:
                 self.kept[f] = g  # builtins are no user code: kept across runs
         return g
@@ -647,6 +652,14 @@ class Runtime:
         routed = template.replace(co_consts=consts)
         lookaside.ROUTED.add(routed)
         return routed
+
+    def method_of(self, tp, name):
+        """``_method_of(tp, name)``, which the call dispatchers cache under ``(tp, name)``
+        in ``fcache`` (an entry dropped at the next collection when ``tp`` is a class plain
+        Python may free)."""
+        if is_transient_class(tp):
+            forget_at_collection(self.fcache, (tp, name))
+        return self._method_of(tp, name)
 
     @staticmethod
     def _method_of(tp, name):

@@ -25,6 +25,7 @@ from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, Wrap
 
 from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
+from .lifetimes import forget_at_collection, is_transient_class
 from .tracebacks import drop_own_frames
 
 
@@ -384,6 +385,8 @@ class Steps:
         self.attr_info[tp] = info
         if static:
             _STATIC_ATTRS[tp] = info
+        elif is_transient_class(tp):  # (the entry must not keep a local class alive)
+            forget_at_collection(self.attr_info, tp)
         return info
 
     def getattr(self):

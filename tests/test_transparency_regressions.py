@@ -920,3 +920,36 @@ def test_callbacks_stand_ins_pickle_and_copy_as_the_callable():
     assert stand_in.fn is callers_name and repr(stand_in) == repr(callers_name)
     assert pickle.loads(pickle.dumps(stand_in)) is callers_name
     assert copy.deepcopy(stand_in) is callers_name
+
+
+def local_classes_die():
+    """Classes made inside a function -- constructed, their methods and properties used,
+    one made by ``namedtuple`` -- die at the first collection after their last reference
+    goes, as plainly (test_inspect's ``test_cache_does_not_cause_classes_to_persist``)."""
+    class Local:
+        def method(self):
+            return 1
+
+        @property
+        def prop(self):
+            return 2
+
+    Local.instance = Local()
+    used = Local.instance.method() + Local.instance.prop + Local().method()
+    Pair = collections.namedtuple("Pair", "a b")
+    used += Pair(1, 2).a
+    refs = [weakref.ref(Local), weakref.ref(Pair)]
+    del Local, Pair
+    gc.collect()
+    return used, [ref() is None for ref in refs]
+
+
+def test_local_classes_die_when_plain_python_frees_them():
+    assert check(lambda: local_classes_die)[1] == (5, [True, True])
+
+
+def test_module_classes_are_not_transient():
+    from overdub.lifetimes import is_transient_class
+    assert not is_transient_class(RaisesEverywhere) and not is_transient_class(int)
+    assert not is_transient_class(collections.OrderedDict)
+    assert is_transient_class(type("Made", (), {})) and is_transient_class(collections.namedtuple("P", "a"))
