@@ -144,7 +144,7 @@ def user_frame(skip=0):
     return None
 
 
-class Callback(functools.partial):
+class Callback(functools.partial[Any]):
     """What a callback-taking C function receives in place of the user's callable:
     each call of it runs routed, through the context's dispatcher ``call``.
 
