@@ -1,7 +1,7 @@
 """CPython's own regression tests, run plainly and under routed contexts (issue 9).
 
     python -m harness.cpython_tests [MODULE ...] [--contexts count,wild,post]
-                                    [--budget SECONDS] [--json FILE] [--jobs N]
+                                    [--budget SECONDS] [--json FILE]
 
 Each ``test`` module runs in a subprocess of its own (``--worker``), with a timeout.
 Inside it the module's unittest suite is loaded afresh for every run: plainly, then once

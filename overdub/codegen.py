@@ -16,38 +16,47 @@ from ._compat import BUILTINS
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 from .ops import BINARY, COMPARE, INPLACE, SYMBOLS, UNARY, UNARY_SYMBOLS
 from .tagging import Tagged
+from .tracebacks import drop_own_frames
 
 CALL_SRC = '''
 def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
     def call(f, /, {params}):
-        {pre}
         try:
-            g = fcache[f]
-        except KeyError:
-            g = resolve(f)
-        except TypeError:
-            g = resolve(f, False)
-        {ret}
+            {pre}
+            try:
+                g = fcache[f]
+            except KeyError:
+                g = resolve(f)
+            except TypeError:
+                g = resolve(f, False)
+            {ret}
+        except BaseException as exc:  # (plain Python's traceback: no frame of ours)
+            drop_own_frames(exc)
+            raise
 
     def meth(obj, name, /, {params}):
-        tp = type(obj)
-        if tp is ModuleType:
-            # a module's attribute is no method: load it as ``mod.f`` is loaded (CPython
-            # compiles ``math.sqrt(x)`` either way, depending on how math came in)
-            return call(getattr_(obj, name), {args})
-        else:
-            try:
-                f, hasdict = fcache[tp, name]
-            except KeyError:
-                f, hasdict = fcache[tp, name] = method_of(tp, name)
-            if f is not None and not (hasdict and name in obj.__dict__):
-                {pre_self}
+        try:
+            tp = type(obj)
+            if tp is ModuleType:
+                # a module's attribute is no method: load it as ``mod.f`` is loaded (CPython
+                # compiles ``math.sqrt(x)`` either way, depending on how math came in)
+                return call(getattr_(obj, name), {args})
+            else:
                 try:
-                    g = fcache[f]
+                    f, hasdict = fcache[tp, name]
                 except KeyError:
-                    g = resolve(f, True, True)
-                {ret_self}
-        return call(getattr_(obj, name), {args})
+                    f, hasdict = fcache[tp, name] = method_of(tp, name)
+                if f is not None and not (hasdict and name in obj.__dict__):
+                    {pre_self}
+                    try:
+                        g = fcache[f]
+                    except KeyError:
+                        g = resolve(f, True, True)
+                    {ret_self}
+            return call(getattr_(obj, name), {args})
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     return call, meth
 '''
@@ -64,9 +73,9 @@ def call_source(arity, prehook, posthook):
     fmt["pre"] = "prehook(f%s%s)" % (sep, args) if prehook else "pass"
     fmt["pre_self"] = "prehook(f, obj%s%s)" % (sep, args) if prehook else "pass"
     if posthook:
-        fmt["ret"] = "r = g(%s)\n        posthook(r, f%s%s)\n        return r" % (args, sep, args)
-        fmt["ret_self"] = ("r = g(obj%s%s)\n                posthook(r, f, obj%s%s)\n"
-                           "                return r" % (sep, args, sep, args))
+        fmt["ret"] = "r = g(%s)\n            posthook(r, f%s%s)\n            return r" % (args, sep, args)
+        fmt["ret_self"] = ("r = g(obj%s%s)\n                    posthook(r, f, obj%s%s)\n"
+                           "                    return r" % (sep, args, sep, args))
     else:
         fmt["ret"] = "return g(%s)" % args
         fmt["ret_self"] = "return g(obj%s%s)" % (sep, args)
@@ -208,4 +217,5 @@ def _forget_source(factory):
 def dispatchers_factory(arity, prehook, posthook):
     """The ``make`` function building ``(call, meth)`` for one arity and hook set."""
     label = "call dispatcher %s" % ("any arity" if arity is None else "arity %d" % arity)
-    return compile_function(call_source(arity, prehook, posthook), "make", {}, label)
+    return compile_function(call_source(arity, prehook, posthook), "make",
+                            {"drop_own_frames": drop_own_frames}, label)

@@ -9,7 +9,6 @@ a context does not override them; the context module reaches them through the
 through the hook it registers in ``tagging``, so neither imports this module.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
-import os as _os
 from functools import partial, update_wrapper
 from typing import TYPE_CHECKING, Any, Callable
 from types import FunctionType, MethodType
@@ -22,6 +21,7 @@ from .runtime import (CACHE_LIMIT, NESTING, Runtime, function_changed, function_
                       note_tagging, runtime_of)
 from .runtime import unroutable  # noqa: F401 (documented as overdub.dispatch.unroutable)
 from .tagging import Tagged, register_dispatcher
+from .tracebacks import KEEP_FRAMES, drop_own_frames  # (OVERDUB_KEEP_FRAMES, read from the environment there)
 
 __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 
@@ -29,13 +29,6 @@ __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
 def _check_callable(f, fname):
     if not callable(f):
         raise TypeError("%s(ctx, f, ...): f must be callable, got %s" % (fname, type(f).__name__))
-
-
-#: ``OVERDUB_KEEP_FRAMES=1`` in the environment (read once, here) keeps the machinery's
-#: frames -- the dispatcher, the runtime, generated slots and dispatchers, shown with their
-#: generated source -- in the tracebacks of exceptions leaving ``overdub``: for debugging
-#: overdub itself, or a context's hooks and primitives
-KEEP_FRAMES = _os.environ.get("OVERDUB_KEEP_FRAMES", "") not in ("", "0")
 
 
 def _strip_internal_frames(exc):
@@ -105,26 +98,37 @@ def recurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -
         if rt.spec.canrecurse and not rt.canrecurse(f, *args, **kwargs):
             return rt.fallback(f, *args, **kwargs)
         return rt.target(f)(*args, **kwargs)
+    except BaseException as exc:
+        drop_own_frames(exc)  # (the wildcard calling recurse sees plain Python's traceback)
+        raise
     finally:
         leave(rt)
 
 
 def fallback(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Call ``f`` plainly as ``ctx`` would (its ``fallback`` method)."""
-    rt = runtime_of(ctx, "fallback")
-    if rt.spec.fallback:
-        return rt.fallback(f, *args, **kwargs)
-    return _default_fallback(rt, f, args, kwargs)
+    try:
+        rt = runtime_of(ctx, "fallback")
+        if rt.spec.fallback:
+            return rt.fallback(f, *args, **kwargs)
+        return _default_fallback(rt, f, args, kwargs)
+    except BaseException as exc:
+        drop_own_frames(exc)
+        raise
 
 
 def canrecurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> bool:
     """Whether ``recurse(ctx, f, ...)`` would step into ``f``'s body."""
-    rt = runtime_of(ctx, "canrecurse")
-    if rt.spec.canrecurse:
-        return bool(rt.canrecurse(f, *args, **kwargs))
-    answer = bool(_default_canrecurse(rt, f, args))
-    _remember_recursable(rt, f, answer)
-    return answer
+    try:
+        rt = runtime_of(ctx, "canrecurse")
+        if rt.spec.canrecurse:
+            return bool(rt.canrecurse(f, *args, **kwargs))
+        answer = bool(_default_canrecurse(rt, f, args))
+        _remember_recursable(rt, f, answer)
+        return answer
+    except BaseException as exc:
+        drop_own_frames(exc)
+        raise
 
 
 def _remember_recursable(rt, f, answer):

@@ -29,6 +29,7 @@ from types import CodeType, ModuleType
 from typing import Any, cast
 
 from . import _compat
+from .tracebacks import drop_own_frames
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -143,29 +144,32 @@ def user_frame(skip=0):
     return None
 
 
-class Callback:
+class Callback(functools.partial[Any]):
     """What a callback-taking C function receives in place of the user's callable:
     each call of it runs routed, through the context's dispatcher ``call``.
 
-    It pickles and deep-copies as the callable it stands for (``map``, ``filter`` and
-    the itertools iterators pickle their function), so an iterator made inside a
-    context pickles like a plain one and unpickles to a plain one.
+    A ``functools.partial`` of ``call`` (C code), so no frame of overdub's lies between
+    the C function and the callback (``f_back``, tracebacks).  It pickles and deep-copies
+    as the callable it stands for (``map``, ``filter`` and the itertools iterators pickle
+    their function), so an iterator made inside a context pickles like a plain one and
+    unpickles to a plain one.
     """
 
-    __slots__ = ("fn", "call")
+    __slots__ = ()
 
-    def __init__(self, fn, call):
-        self.fn = fn
-        self.call = call
+    def __new__(cls, fn, call):
+        return super().__new__(cls, call, fn)
 
-    def __call__(self, /, *args, **kwargs):
-        return self.call(self.fn, *args, **kwargs)
+    @property
+    def fn(self):
+        """The user's callable."""
+        return self.args[0]
 
     def __reduce__(self):
-        return _FIRST, ((self.fn,),)  # unpickles as the original, needing no overdub
+        return _FIRST, ((self.args[0],),)  # unpickles as the original, needing no overdub
 
     def __repr__(self):
-        return repr(self.fn)
+        return repr(self.args[0])
 
 
 _FIRST = operator.itemgetter(0)
@@ -181,15 +185,19 @@ def wrap_callbacks(fn, call):
         return Callback(cb, call)
 
     def step(*args, **kwargs):
-        if positions and args and (arity is None or len(args) == arity):
-            args = list(args)
-            for i in positions:
-                if i < len(args):
-                    args[i] = wrap(args[i])
-        for k in keywords:
-            if k in kwargs:
-                kwargs[k] = wrap(kwargs[k])
-        return fn(*args, **kwargs)
+        try:
+            if positions and args and (arity is None or len(args) == arity):
+                args = list(args)
+                for i in positions:
+                    if i < len(args):
+                        args[i] = wrap(args[i])
+            for k in keywords:
+                if k in kwargs:
+                    kwargs[k] = wrap(kwargs[k])
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     return step
 
@@ -215,8 +223,12 @@ class FrameReaders:
     def getframemodulename(depth=0):
         """``sys._getframemodulename`` (3.12+): the module of the function running in the
         user's frame ``depth`` levels out (read from the frame's globals)."""
-        frame = user_frame(depth)
-        return None if frame is None else frame.f_globals.get("__name__")
+        try:
+            frame = user_frame(depth)
+            return None if frame is None else frame.f_globals.get("__name__")
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     @staticmethod
     def locals():
@@ -285,18 +297,26 @@ class FrameReaders:
         return source
 
     def eval(self, source, /, *args, **kwargs):
-        bound = _namespaces_of(args, kwargs, ())
-        if bound is None:  # a call CPython rejects: let it say why
-            return _EVAL(source, *args, **kwargs)
-        globals_, locals_ = self._namespaces(*bound[:2])
-        return _EVAL(self._code(source, "eval"), globals_, locals_)
+        try:
+            bound = _namespaces_of(args, kwargs, ())
+            if bound is None:  # a call CPython rejects: let it say why
+                return _EVAL(source, *args, **kwargs)
+            globals_, locals_ = self._namespaces(*bound[:2])
+            return _EVAL(self._code(source, "eval"), globals_, locals_)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     def exec(self, source, /, *args, **kwargs):
-        bound = _namespaces_of(args, kwargs, ("closure",))
-        if bound is None:
-            return _EXEC(source, *args, **kwargs)
-        globals_, locals_ = self._namespaces(*bound[:2])
-        return _EXEC(self._code(source, "exec"), globals_, locals_, **bound[2])
+        try:
+            bound = _namespaces_of(args, kwargs, ("closure",))
+            if bound is None:
+                return _EXEC(source, *args, **kwargs)
+            globals_, locals_ = self._namespaces(*bound[:2])
+            return _EXEC(self._code(source, "exec"), globals_, locals_, **bound[2])
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
 
 _EVAL, _EXEC = builtins.eval, builtins.exec
@@ -332,9 +352,13 @@ def _rejecting_misuse(builtin, reader, most):
     """``reader`` for calls of ``builtin`` with at most ``most`` positional arguments;
     any other call goes to ``builtin`` itself, which rejects it with CPython's message."""
     def read(*args, **kwargs):
-        if kwargs or len(args) > most:
-            return builtin(*args, **kwargs)
-        return reader(*args)
+        try:
+            if kwargs or len(args) > most:
+                return builtin(*args, **kwargs)
+            return reader(*args)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     return read
 

@@ -32,6 +32,8 @@ from .ops import NATIVE, TypeSet
 from .passes import PassError
 from .plaincall import WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
 from .tagging import Tagged
+from .lifetimes import forget_at_collection, is_transient_class
+from .tracebacks import drop_own_frames
 
 #: how many entries a runtime's caches hold before they are cleared
 CACHE_LIMIT = 4096
@@ -248,6 +250,8 @@ class Runtime(RuntimeBase):
                 if len(self.targets) >= CACHE_LIMIT:
                     self.targets.clear()
                 self.targets[f] = g
+                if issubclass(type(f), type) and is_transient_class(f):
+                    forget_at_collection(self.targets, f)
             elif type(f) is FunctionType and g is not f:  # (a routed twin holds no f)
                 self.targets[WeakKey(f, self._drop_target)] = g
         except TypeError:  # unhashable
@@ -344,10 +348,10 @@ class Runtime(RuntimeBase):
             getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731
         if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
             hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
-            return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self._method_of,
+            return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self.method_of,
                                     getattr_, ModuleType) for method in (False, True))
         make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
-        return make(self.fcache, self.resolve, self.prehook, self.posthook, self._method_of,
+        return make(self.fcache, self.resolve, self.prehook, self.posthook, self.method_of,
                     getattr_, ModuleType)
 
     def _op_slot(self, key, fn, step, params, args, fast, with_prehook=True):
@@ -384,13 +388,16 @@ class Runtime(RuntimeBase):
                 chain.append("%s %s:\n{i}    r = m%d(ctx, %s)"
                              % ("if" if i == 0 else "elif", cond, i, args))
             plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("{i}", "{i}    ")
-        lines = ["def slot(%s):" % params]
+        lines = ["def slot(%s):" % params, "    try:"]
         if spec.prehook and with_prehook:
-            lines.append("    prehook(fn, %s)" % args)
-        lines.append("    " + plain.format(i="    "))
+            lines.append("        prehook(fn, %s)" % args)
+        lines.append("        " + plain.format(i="        "))
         if spec.posthook:
-            lines.append("    posthook(r, fn, %s)" % args)
-        lines.append("    return r")
+            lines.append("        posthook(r, fn, %s)" % args)
+        # (the user's code sees its exceptions with plain Python's traceback)
+        lines += ["    except BaseException as exc:", "        drop_own_frames(exc)", "        raise",
+                  "    return r"]
+        env["drop_own_frames"] = drop_own_frames
         return codegen.compile_function("\n".join(lines), "slot", env, "slot " + " ".join(map(str, key)))
 
     def slot(self, key):
@@ -478,28 +485,36 @@ class Runtime(RuntimeBase):
 
     def call_ex(self, f, args, kwargs):
         """``f(*args, **kwargs)`` with CPython's own checks on ``args`` and ``kwargs``."""
-        if type(args) is not tuple:
-            tp = type(args)
-            lookup = semantics.lookup  # (the type's slots, not its metaclass's attributes)
-            if not (lookup(tp, "__iter__") is not None or (lookup(tp, "__getitem__") is not None
-                                                           and not issubclass(tp, dict))):
-                raise TypeError("%s argument after * must be an iterable, not %s"
-                                % (funcstr(f), tp.__name__))
-            args = tuple(args)
-        if kwargs is None:
-            return self.call(f, *args)
-        for key in kwargs:
-            if type(key) is not str and not isinstance(key, str):
-                raise TypeError("%s keywords must be strings" % funcstr(f))
-        return self.call(f, *args, **kwargs)
+        try:
+            if type(args) is not tuple:
+                tp = type(args)
+                lookup = semantics.lookup  # (the type's slots, not its metaclass's attributes)
+                if not (lookup(tp, "__iter__") is not None or (lookup(tp, "__getitem__") is not None
+                                                               and not issubclass(tp, dict))):
+                    raise TypeError("%s argument after * must be an iterable, not %s"
+                                    % (funcstr(f), tp.__name__))
+                args = tuple(args)
+            if kwargs is None:
+                return self.call(f, *args)
+            for key in kwargs:
+                if type(key) is not str and not isinstance(key, str):
+                    raise TypeError("%s keywords must be strings" % funcstr(f))
+            return self.call(f, *args, **kwargs)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     def super_attr(self, global_super, cls, obj, flags):
-        two_args, name = flags
-        if two_args or global_super is super:
-            s = self.call(global_super, cls, obj)
-        else:
-            s = self.call(global_super)
-        return self._getattr_slot(s, name)
+        try:
+            two_args, name = flags
+            if two_args or global_super is super:
+                s = self.call(global_super, cls, obj)
+            else:
+                s = self.call(global_super)
+            return self._getattr_slot(s, name)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
 
     # -- resolving a callee ---------------------------------------------------------------------
     def resolve(self, f, cache=True, lasting=False):
@@ -516,6 +531,8 @@ class Runtime(RuntimeBase):
             if len(self.fcache) >= CACHE_LIMIT:
                 self.fcache.clear()
             self.fcache[f] = g
+            if issubclass(type(f), type) and is_transient_class(f):
+                forget_at_collection(self.fcache, f)  # (so that a local class dies as plainly)
             if is_builtin(f) and len(self.kept) < CACHE_LIMIT:
                 self.kept[f] = g  # builtins are no user code: kept across runs
         return g
@@ -547,13 +564,14 @@ class Runtime(RuntimeBase):
         """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
         names = ["args[%d]" % i for i in range(codegen.max_arity(rules))]
         conds, env = codegen.rule_conditions(rules, names)
-        lines = ["def dispatch(*args, **kwargs):", "    n = len(args)"]
+        lines = ["def dispatch(*args, **kwargs):", "    try:", "        n = len(args)"]
         for i, cond in enumerate(conds):
             need = len(rules[i][0])
-            lines.append("    if n >= %d and %s:" % (need, cond) if need else "    if True:")
-            lines.append("        return m%d(ctx, *args, **kwargs)" % i)
-        lines.append("    return target(*args, **kwargs)")
-        env.update(ctx=self.ctx, target=target)
+            lines.append("        if n >= %d and %s:" % (need, cond) if need else "        if True:")
+            lines.append("            return m%d(ctx, *args, **kwargs)" % i)
+        lines += ["        return target(*args, **kwargs)",
+                  "    except BaseException as exc:", "        drop_own_frames(exc)", "        raise"]
+        env.update(ctx=self.ctx, target=target, drop_own_frames=drop_own_frames)
         env.update(("m%d" % i, self.user(r[1])) for i, r in enumerate(rules))
         return codegen.compile_function("\n".join(lines), "dispatch", env, "primitive dispatch")
 
@@ -576,7 +594,15 @@ class Runtime(RuntimeBase):
             return partial(inner, obj)
         if f is type or f is lookaside.TYPE_NEW:  # (they name the caller's module)
             plain = self._fallback_for(f)
-            return lambda *a, **k: plain(*lookaside.class_args(f, a), **k)
+
+            def make_class(*a, **k):
+                try:
+                    return plain(*lookaside.class_args(f, a), **k)
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
+
+            return make_class
         step = self._builtin_step(f)
         if step is not None:
             return step
@@ -584,14 +610,12 @@ class Runtime(RuntimeBase):
             construct = self.steps.instantiate(f)
             return construct if construct is not None else self._fallback_for(f)
         if tf is partial:
-            call, fn, pargs, pkw = self.call, f.func, f.args, f.keywords
-            return partial(call, fn, *pargs, **pkw)
+            return partial(self.call, f.func, *f.args, **f.keywords)  # (C: no frame between)
         if tf is staticmethod:
             return self._resolve(f.__func__)
         dunder = semantics.lookup(tf, "__call__")
         if type(dunder) is FunctionType and tf is not Tagged:
-            inner = self._resolve(dunder)
-            return partial(inner, f)
+            return partial(self._resolve(dunder), f)
         return self._fallback_for(f)
 
     def _builtin_step(self, f):
@@ -609,8 +633,7 @@ class Runtime(RuntimeBase):
         if owner is not None and not isinstance(owner, (ModuleType, type)):
             unbound = semantics.lookup(type(owner), f.__name__)
             if unbound in lookaside.CALLBACKS:
-                step = lookaside.wrap_callbacks(unbound, self.call)
-                return partial(step, owner)
+                return partial(lookaside.wrap_callbacks(unbound, self.call), owner)
         return None
 
     def _rewritten(self, f):
@@ -655,6 +678,14 @@ class Runtime(RuntimeBase):
         lookaside.ROUTED.add(routed)
         return routed
 
+    def method_of(self, tp, name):
+        """``_method_of(tp, name)``, which the call dispatchers cache under ``(tp, name)``
+        in ``fcache`` (an entry dropped at the next collection when ``tp`` is a class plain
+        Python may free)."""
+        if is_transient_class(tp):
+            forget_at_collection(self.fcache, (tp, name))
+        return self._method_of(tp, name)
+
     @staticmethod
     def _method_of(tp, name):
         """``(function, instances_have_dict)`` for ``obj.name(...)`` when CPython's
@@ -682,11 +713,27 @@ class Runtime(RuntimeBase):
             ctx = self.ctx
             if is_structural(f):
                 return partial(call, f)
-            return lambda *a, **k: plain_call(f, ctx._tagkey, a, k, call)
+
+            def nested_plain(*a, **k):
+                try:
+                    return plain_call(f, ctx._tagkey, a, k, call)
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
+
+            return nested_plain
         if not self.checking or is_structural(f):
             return f
         ctx = self.ctx
-        return lambda *a, **k: plain_call(f, ctx._tagkey, a, k)
+
+        def checked_plain(*a, **k):
+            try:
+                return plain_call(f, ctx._tagkey, a, k)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
+
+        return checked_plain
 
     def frame_reader(self, f):
         """The stand-in for ``f`` when it is a builtin that reads its caller's frame."""

@@ -25,6 +25,8 @@ from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, Wrap
 
 from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
+from .lifetimes import forget_at_collection, is_transient_class
+from .tracebacks import drop_own_frames
 
 
 _CALLABLE_SLOTS = (FunctionType, WrapperDescriptorType, MethodDescriptorType)
@@ -189,9 +191,13 @@ class Steps:
         slow = self._binary_slow
 
         def step(a, b):
-            if type(a) in NATIVE and type(b) in NATIVE:
-                return opfn(a, b)
-            return slow(a, b, opfn, name, rname, sym)
+            try:
+                if type(a) in NATIVE and type(b) in NATIVE:
+                    return opfn(a, b)
+                return slow(a, b, opfn, name, rname, sym)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return step
 
@@ -242,22 +248,26 @@ class Steps:
         isym = sym + "=" if sym != "** or pow()" else "**="
 
         def step(a, b):
-            ta, tb = type(a), type(b)
-            if ta in NATIVE and tb in NATIVE:
-                return opfn(a, b)
-            if ta is Tagged or tb is Tagged:
-                return self.fallback(opfn, (a, b), {})
-            mi = lookup_slot(ta, iname)
-            ma = lookup_slot(ta, name)
-            mb = lookup_slot(tb, rname) if tb is not ta else None
-            if not (is_py(mi) or is_py(ma) or is_py(mb)) or (
-                    not is_py(mi) and not is_py(ma) and issubclass(ta, _SEQUENCES)):
-                return opfn(a, b)
-            if mi is not None and isinstance(mi, _CALLABLE_SLOTS):
-                r = self.apply(mi, a, b)
-                if r is not NotImplemented:
-                    return r
-            return self.binary_rules(a, b, ta, tb, ma, mb, rname, isym)
+            try:
+                ta, tb = type(a), type(b)
+                if ta in NATIVE and tb in NATIVE:
+                    return opfn(a, b)
+                if ta is Tagged or tb is Tagged:
+                    return self.fallback(opfn, (a, b), {})
+                mi = lookup_slot(ta, iname)
+                ma = lookup_slot(ta, name)
+                mb = lookup_slot(tb, rname) if tb is not ta else None
+                if not (is_py(mi) or is_py(ma) or is_py(mb)) or (
+                        not is_py(mi) and not is_py(ma) and issubclass(ta, _SEQUENCES)):
+                    return opfn(a, b)
+                if mi is not None and isinstance(mi, _CALLABLE_SLOTS):
+                    r = self.apply(mi, a, b)
+                    if r is not NotImplemented:
+                        return r
+                return self.binary_rules(a, b, ta, tb, ma, mb, rname, isym)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return step
 
@@ -266,26 +276,30 @@ class Steps:
         opfn, name, swapped, sym = COMPARE[opname]
 
         def step(a, b):
-            ta, tb = type(a), type(b)
-            if ta in NATIVE and tb in NATIVE:
-                return opfn(a, b)
-            if ta is Tagged or tb is Tagged:
-                return self.fallback(opfn, (a, b), {})
-            ma = lookup(ta, name)
-            mb = lookup(tb, swapped)
-            if not (is_py(ma) or is_py(mb)):
-                return opfn(a, b)
-            # a subclass goes first (rich comparison does not ask whether it overrides)
-            reflected_first = tb is not ta and is_subtype(tb, ta) and mb is not None
-            r = self._first_answer(a, b, ma, mb, reflected_first)
-            if r is not NotImplemented:
-                return r
-            if opname == "EQ":
-                return a is b
-            if opname == "NE":
-                return a is not b
-            raise TypeError("'%s' not supported between instances of '%s' and '%s'"
-                            % (sym, ta.__name__, tb.__name__))
+            try:
+                ta, tb = type(a), type(b)
+                if ta in NATIVE and tb in NATIVE:
+                    return opfn(a, b)
+                if ta is Tagged or tb is Tagged:
+                    return self.fallback(opfn, (a, b), {})
+                ma = lookup(ta, name)
+                mb = lookup(tb, swapped)
+                if not (is_py(ma) or is_py(mb)):
+                    return opfn(a, b)
+                # a subclass goes first (rich comparison does not ask whether it overrides)
+                reflected_first = tb is not ta and is_subtype(tb, ta) and mb is not None
+                r = self._first_answer(a, b, ma, mb, reflected_first)
+                if r is not NotImplemented:
+                    return r
+                if opname == "EQ":
+                    return a is b
+                if opname == "NE":
+                    return a is not b
+                raise TypeError("'%s' not supported between instances of '%s' and '%s'"
+                                % (sym, ta.__name__, tb.__name__))
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return step
 
@@ -294,13 +308,17 @@ class Steps:
         opfn, name = UNARY[opname]
 
         def step(a):
-            ta = type(a)
-            if ta in NATIVE:
-                return opfn(a)
-            if ta is Tagged:
-                return self.fallback(opfn, (a,), {})
-            m = lookup(ta, name)
-            return self.call(m, a) if is_py(m) else opfn(a)
+            try:
+                ta = type(a)
+                if ta in NATIVE:
+                    return opfn(a)
+                if ta is Tagged:
+                    return self.fallback(opfn, (a,), {})
+                m = lookup(ta, name)
+                return self.call(m, a) if is_py(m) else opfn(a)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return step
 
@@ -308,16 +326,20 @@ class Steps:
         call, fallback = self.call, self.fallback
 
         def step(c, *args):
-            tc = type(c)
-            if tc in NATIVE:
+            try:
+                tc = type(c)
+                if tc in NATIVE:
+                    return opfn(c, *args)
+                if tc is Tagged:
+                    return fallback(opfn, (c,) + args, {})
+                m = lookup(tc, name)
+                if is_py(m):
+                    r = call(m, c, *args)
+                    return convert(r) if convert is not None else r
                 return opfn(c, *args)
-            if tc is Tagged:
-                return fallback(opfn, (c,) + args, {})
-            m = lookup(tc, name)
-            if is_py(m):
-                r = call(m, c, *args)
-                return convert(r) if convert is not None else r
-            return opfn(c, *args)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return step
 
@@ -363,22 +385,28 @@ class Steps:
         self.attr_info[tp] = info
         if static:
             _STATIC_ATTRS[tp] = info
+        elif is_transient_class(tp):  # (the entry must not keep a local class alive)
+            forget_at_collection(self.attr_info, tp)
         return info
 
     def getattr(self):
         plain_attrs = self._plain_attrs
 
         def step(obj, name, *default):
-            tp = type(obj)
-            if tp in NATIVE or tp is Tagged or type(name) is not str:
-                return getattr(obj, name, *default)
-            if name not in plain_attrs(tp):
-                return getattr(obj, name, *default)
             try:
-                return self._getattr(obj, tp, name)
-            except AttributeError:
-                if default:
-                    return default[0]
+                tp = type(obj)
+                if tp in NATIVE or tp is Tagged or type(name) is not str:
+                    return getattr(obj, name, *default)
+                if name not in plain_attrs(tp):
+                    return getattr(obj, name, *default)
+                try:
+                    return self._getattr(obj, tp, name)
+                except AttributeError:
+                    if default:
+                        return default[0]
+                    raise
+            except BaseException as exc:
+                drop_own_frames(exc)
                 raise
 
         return step
@@ -415,63 +443,71 @@ class Steps:
         plain_attrs = self._plain_attrs
 
         def step(obj, name, value):
-            tp = type(obj)
-            if tp is Tagged:  # the attribute belongs to the object under the tags
-                obj = innermost(obj)
+            try:
                 tp = type(obj)
-            if tp in NATIVE:
+                if tp is Tagged:  # the attribute belongs to the object under the tags
+                    obj = innermost(obj)
+                    tp = type(obj)
+                if tp in NATIVE:
+                    return setattr(obj, name, value)
+                if tp is FunctionType:
+                    setattr(obj, name, value)
+                    if name in FUNCTION_BODY:
+                        self.function_changed()
+                    elif name in FUNCTION_NAMES:
+                        self.function_renamed(obj)
+                    return None
+                if name not in plain_attrs(tp):
+                    return setattr(obj, name, value)
+                sa = lookup(tp, "__setattr__")
+                if is_py(sa):
+                    return self.call(sa, obj, name, value)
+                attr = lookup(tp, name) if type(name) is str else None
+                if attr is not None:
+                    atp = type(attr)
+                    if atp is property and is_py(attr.fset):
+                        return self.call(attr.fset, obj, value)
+                    if atp is not property and atp is not FunctionType:
+                        s = lookup(atp, "__set__")
+                        if is_py(s):
+                            return self.call(s, attr, obj, value)
                 return setattr(obj, name, value)
-            if tp is FunctionType:
-                setattr(obj, name, value)
-                if name in FUNCTION_BODY:
-                    self.function_changed()
-                elif name in FUNCTION_NAMES:
-                    self.function_renamed(obj)
-                return None
-            if name not in plain_attrs(tp):
-                return setattr(obj, name, value)
-            sa = lookup(tp, "__setattr__")
-            if is_py(sa):
-                return self.call(sa, obj, name, value)
-            attr = lookup(tp, name) if type(name) is str else None
-            if attr is not None:
-                atp = type(attr)
-                if atp is property and is_py(attr.fset):
-                    return self.call(attr.fset, obj, value)
-                if atp is not property and atp is not FunctionType:
-                    s = lookup(atp, "__set__")
-                    if is_py(s):
-                        return self.call(s, attr, obj, value)
-            return setattr(obj, name, value)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return step
 
     def delattr(self):
         def step(obj, name):
-            tp = type(obj)
-            if tp is Tagged:
-                obj = innermost(obj)
+            try:
                 tp = type(obj)
-            if tp in NATIVE:
+                if tp is Tagged:
+                    obj = innermost(obj)
+                    tp = type(obj)
+                if tp in NATIVE:
+                    return delattr(obj, name)
+                if tp is FunctionType:
+                    delattr(obj, name)
+                    if name in FUNCTION_BODY:
+                        self.function_changed()
+                    return None
+                da = lookup(tp, "__delattr__")
+                if is_py(da):
+                    return self.call(da, obj, name)
+                attr = lookup(tp, name) if type(name) is str else None
+                if attr is not None:
+                    atp = type(attr)
+                    if atp is property and is_py(attr.fdel):
+                        return self.call(attr.fdel, obj)
+                    if atp is not property and atp is not FunctionType:
+                        d = lookup(atp, "__delete__")
+                        if is_py(d):
+                            return self.call(d, attr, obj)
                 return delattr(obj, name)
-            if tp is FunctionType:
-                delattr(obj, name)
-                if name in FUNCTION_BODY:
-                    self.function_changed()
-                return None
-            da = lookup(tp, "__delattr__")
-            if is_py(da):
-                return self.call(da, obj, name)
-            attr = lookup(tp, name) if type(name) is str else None
-            if attr is not None:
-                atp = type(attr)
-                if atp is property and is_py(attr.fdel):
-                    return self.call(attr.fdel, obj)
-                if atp is not property and atp is not FunctionType:
-                    d = lookup(atp, "__delete__")
-                    if is_py(d):
-                        return self.call(d, attr, obj)
-            return delattr(obj, name)
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return step
 
@@ -524,7 +560,15 @@ class Steps:
         meta_call = lookup(type(cls), "__call__")
         if is_py(meta_call):
             call = self.call
-            return lambda *a, **k: call(meta_call, cls, *a, **k)
+
+            def construct_by_metaclass(*args, **kwargs):
+                try:
+                    return call(meta_call, cls, *args, **kwargs)
+                except BaseException as exc:
+                    drop_own_frames(exc)
+                    raise
+
+            return construct_by_metaclass
         if meta_call is not type.__call__:
             return None
         new = lookup(cls, "__new__")
@@ -535,14 +579,18 @@ class Steps:
         apply = self.apply
 
         def construct(*args, **kwargs):
-            obj = apply(new_fn, cls, *args, **kwargs)
-            tobj = type(obj)
-            if not is_subtype(tobj, cls):
+            try:
+                obj = apply(new_fn, cls, *args, **kwargs)
+                tobj = type(obj)
+                if not is_subtype(tobj, cls):
+                    return obj
+                init_fn = lookup(tobj, "__init__")
+                r = apply(init_fn, obj, *args, **kwargs)
+                if r is not None:
+                    raise TypeError("__init__() should return None, not '%s'" % type(r).__name__)
                 return obj
-            init_fn = lookup(tobj, "__init__")
-            r = apply(init_fn, obj, *args, **kwargs)
-            if r is not None:
-                raise TypeError("__init__() should return None, not '%s'" % type(r).__name__)
-            return obj
+            except BaseException as exc:
+                drop_own_frames(exc)
+                raise
 
         return construct

@@ -7,6 +7,7 @@ posthook -- contexts that really route every call -- as when called plainly.
 import abc
 import builtins
 import collections
+import contextlib
 import enum
 import functools
 import gc
@@ -16,6 +17,7 @@ import pickle
 import re
 import sys
 import threading
+import traceback
 import types
 import typing
 import weakref
@@ -23,6 +25,7 @@ import weakref
 import pytest
 
 import overdub
+from overdub import _native
 
 
 class Count(overdub.Context):
@@ -792,3 +795,161 @@ def eval_with_a_mapping_for_locals():
 
 def test_eval_with_a_mapping_for_locals():
     assert check(lambda: eval_with_a_mapping_for_locals)[1] == (12, ["x", "y", "z"], True)
+
+
+# ----------------------------------------------------------------------------- tracebacks
+class RaisesEverywhere:
+    """Special methods, a property, a constructor and a method that all raise."""
+
+    def __add__(self, other):
+        raise ValueError("add")
+
+    def __eq__(self, other):
+        raise ValueError("eq")
+
+    __hash__ = None
+
+    def __getitem__(self, key):
+        raise ValueError("getitem")
+
+    def __iter__(self):
+        raise ValueError("iter")
+
+    def __call__(self):
+        raise ValueError("call")
+
+    @property
+    def prop(self):
+        raise ValueError("prop")
+
+    def method(self):
+        raise ValueError("method")
+
+
+class RaisesInInit:
+    def __init__(self):
+        raise ValueError("init")
+
+
+class CallsSuper(RaisesEverywhere):
+    def method(self):
+        return super().method()
+
+
+def raises(*args, **kwargs):
+    raise ValueError("raises")
+
+
+@contextlib.contextmanager
+def managed():
+    yield
+
+
+def traceback_names():
+    """The functions each caught exception's traceback names, for exceptions raised by
+    operators, attributes, subscripts, constructors, bound methods, ``f(*args)``,
+    ``functools.partial``, callback takers, ``eval`` and a ``with`` block
+    (``test_contextlib``'s traceback tests): routed code must not see overdub's frames."""
+    obj = RaisesEverywhere()
+    thunks = [lambda: 1 / 0, lambda: obj + 1, lambda: obj == 1, lambda: obj[0], lambda: [][1],
+              lambda: obj.missing, lambda: obj.prop, lambda: getattr(obj, "prop", None),
+              lambda: RaisesInInit(), lambda: (lambda m: m())(obj.method), lambda: obj.method(),
+              lambda: obj(), lambda: raises(*[1]), lambda: raises(**{"a": 1}),
+              lambda: functools.partial(raises, 1)(), lambda: sorted([1, 2], key=raises),
+              lambda: list(map(raises, [1])), lambda: operator.add(obj, 1), lambda: CallsSuper().method(),
+              lambda: list(obj), lambda: 1 in obj, lambda: setattr(1, "x", 2), lambda: int("x"),
+              lambda: type("X", (1,), {}), lambda: eval("1 / 0")]
+    names = []
+    for thunk in thunks:
+        try:
+            thunk()
+        except Exception as exc:
+            names.append([entry.name for entry in traceback.extract_tb(exc.__traceback__)])
+    try:
+        with managed():
+            1 / 0
+    except ZeroDivisionError as exc:
+        names.append([entry.name for entry in traceback.extract_tb(exc.__traceback__)])
+    return names
+
+
+@pytest.mark.parametrize("make", [Count, Post], ids=lambda c: c.__name__)
+def test_tracebacks_show_no_frame_of_overdub(make):
+    # (the wildcard's own recurse/fallback frames are those of the primitive calling them)
+    expected = traceback_names()
+    assert len(expected) == 26 and ["traceback_names", "<lambda>", "__add__"] in expected
+    assert overdub.overdub(make(), traceback_names) == expected
+
+
+def callers_name(*args):
+    return sys._getframe().f_back.f_code.co_name
+
+
+class SeesItsCaller:
+    def method(self):
+        return sys._getframe().f_back.f_code.co_name
+
+    def __call__(self):
+        return sys._getframe().f_back.f_code.co_name
+
+
+def callers_seen_through_stand_ins():
+    """A bound method called through a variable, a callable instance, a
+    ``functools.partial`` and a ``map`` callback each see the calling function as their
+    ``f_back`` (the runtime's stand-ins for them are C partials: no frame in between)."""
+    obj = SeesItsCaller()
+    method = obj.method
+    return (method(), obj(), functools.partial(callers_name, 1)(), list(map(callers_name, [1])),
+            [pair[0] for pair in itertools.starmap(lambda *a: (callers_name(),), [(1,)])])
+
+
+@pytest.mark.parametrize("make", [Count, Post], ids=lambda c: c.__name__)
+def test_stand_ins_leave_no_frame_between_caller_and_callee(make):
+    expected = callers_seen_through_stand_ins()
+    assert expected[:4] == ("callers_seen_through_stand_ins",) * 3 + (["callers_seen_through_stand_ins"],)
+    routed = overdub.overdub(make(), callers_seen_through_stand_ins)
+    if _native.PURE_PYTHON:  # (its call dispatcher is a generated Python function, "call")
+        expected = ("call",) * 3 + (["call"], ["call"])
+    assert routed == expected
+
+
+def test_callbacks_stand_ins_pickle_and_copy_as_the_callable():
+    import copy
+    from overdub import lookaside
+    stand_in = lookaside.Callback(callers_name, print)
+    assert stand_in.fn is callers_name and repr(stand_in) == repr(callers_name)
+    assert pickle.loads(pickle.dumps(stand_in)) is callers_name
+    assert copy.deepcopy(stand_in) is callers_name
+
+
+def local_classes_die():
+    """Classes made inside a function -- constructed, their methods and properties used,
+    one made by ``namedtuple`` -- die at the first collection after their last reference
+    goes, as plainly (test_inspect's ``test_cache_does_not_cause_classes_to_persist``)."""
+    class Local:
+        def method(self):
+            return 1
+
+        @property
+        def prop(self):
+            return 2
+
+    Local.instance = Local()
+    used = Local.instance.method() + Local.instance.prop + Local().method()
+    Pair = collections.namedtuple("Pair", "a b")
+    used += Pair(1, 2).a
+    refs = [weakref.ref(Local), weakref.ref(Pair)]
+    del Local, Pair
+    gc.collect()
+    return used, [ref() is None for ref in refs]
+
+
+def test_local_classes_die_when_plain_python_frees_them():
+    assert check(lambda: local_classes_die)[1] == (5, [True, True])
+
+
+def test_module_classes_are_not_transient():
+    from overdub.lifetimes import is_transient_class
+    assert not is_transient_class(RaisesEverywhere) and not is_transient_class(int)
+    assert not is_transient_class(collections.OrderedDict)
+    assert is_transient_class(type("Made", (), {})) and is_transient_class(collections.namedtuple("P", "a"))
