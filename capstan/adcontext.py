@@ -431,7 +431,8 @@ class ADContext(Context):
                     raise losses.in_function(self, err, f) from None
         if isinstance(f, type) and issubclass(f, BaseException):
             return f(*args, **kwargs)  # exceptions keep their arguments as they are
-        if f in _INSPECTING:  # (they read types and dtypes, never values: no write to watch for)
+        key = _table_key(f)  # (a bound method of an array, a ctypes function: in no table)
+        if key in _INSPECTING:  # (they read types and dtypes, never values: no write to watch for)
             return self._plain(f, args, kwargs)
         if not self._differentiated(args, kwargs):
             result = self._plain(f, args, kwargs)
@@ -443,12 +444,11 @@ class ADContext(Context):
             # a NumPy function without a rule whose body is Python (np.polyval, np.linspace...):
             # differentiate through that body
             return overdub(self, implementation, *args, **kwargs)
-        container = _storing_into(f, args)
+        container = _storing_into(f, key, args)
         if container is not None:  # C functions that store their arguments (heapq, deque...)
             out = f(*args, **kwargs)
             self.remember(container)
             return out
-        key = _table_key(f)  # (a bound method of an array is unhashable: in no table)
         if key in EXPORTING:
             raise losses.refuse(self, no_rule(f, self.mode))
         if key in registry.NONDIFF:
@@ -585,13 +585,13 @@ def _table_key(f):
     return f
 
 
-def _storing_into(f, args):
+def _storing_into(f, key, args):
     """The container a storing C function (``heapq.heappush(h, x)``, ``d.append(x)``)
-    writes into, or ``None``."""
+    writes into, or ``None`` (``key``: ``f`` as a table key)."""
     owner = getattr(f, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType):
-        return owner if getattr(type(owner), getattr(f, "__name__", ""), None) in STORING else None
-    return args[0] if f in STORING and args else None
+        return owner if _table_key(getattr(type(owner), getattr(f, "__name__", ""), None)) in STORING else None
+    return args[0] if key in STORING and args else None
 
 
 _SEQUENCES = (list, tuple, str, bytes, bytearray, dict, np.ndarray, Tagged, numbers.Number)
@@ -602,7 +602,7 @@ _READ_LIMITS = {np.fromiter: (2, "count")}
 
 
 def _read_limit(f, args, kwargs):
-    where = _READ_LIMITS.get(f)
+    where = _READ_LIMITS.get(_table_key(f))
     if where is None:
         return None
     count = args[where[0]] if len(args) > where[0] else kwargs.get(where[1], -1)

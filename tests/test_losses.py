@@ -347,3 +347,25 @@ def test_an_output_array_of_objects_holding_derivatives_is_refused():
     assert t == (1.0, 1.0)
     with pytest.raises(TypeError, match="dtype=object"):
         checks.no_object_arrays([np.array([overdub.tag(1.0, overdub.Context(), None)], dtype=object)], "jvp")
+
+
+def test_unhashable_c_callables_are_refused_clearly_in_every_mode():
+    """A ctypes function is a C callable that cannot be hashed: given a differentiated
+    value it is a NoRuleError naming it in every mode (it was an internal 'unhashable
+    type' TypeError); given plain values it is called as is."""
+    import ctypes
+
+    libm = ctypes.CDLL(None)
+    cbrt = libm.cbrt
+    cbrt.restype, cbrt.argtypes = ctypes.c_double, [ctypes.c_double]
+    with pytest.raises(TypeError):
+        hash(cbrt)
+    f = lambda x: cbrt(x) * 2.0  # noqa: E731
+    for run in (lambda: capstan.D(f, 8.0), lambda: capstan.gradient(f, 8.0),
+                lambda: capstan.hessian(f, 8.0), lambda: capstan.record_tape(f, 8.0),
+                lambda: capstan.hessian_sparsity(lambda v: f(v[0]), np.ones(1)),
+                lambda: capstan.jacobian_sparsity(lambda v: f(v[0]), np.ones(1))):
+        with pytest.raises(capstan.NoRuleError, match="cbrt has no derivative rule"):
+            run()
+    g = lambda x: x * cbrt(8.0)  # noqa: E731
+    assert capstan.D(g, 3.0) == 2.0 and capstan.gradient(g, 3.0) == (2.0,)
