@@ -13,6 +13,7 @@
 """
 import bisect
 import collections
+import functools
 import heapq
 import itertools
 import numbers
@@ -444,6 +445,10 @@ class ADContext(Context):
             # a NumPy function without a rule whose body is Python (np.polyval, np.linspace...):
             # differentiate through that body
             return overdub(self, implementation, *args, **kwargs)
+        if type(f) is _MEMOIZED:
+            # functools.lru_cache/cache: differentiated arguments call the body (a cache
+            # would keep differentiated values past the run, and hand them to later calls)
+            return overdub(self, f.__wrapped__, *args, **kwargs)
         container = _storing_into(f, key, args)
         if container is not None:  # C functions that store their arguments (heapq, deque...)
             out = f(*args, **kwargs)
@@ -574,6 +579,9 @@ STORING = {heapq.heappush, heapq.heappushpop, heapq.heapreplace, bisect.insort_l
            collections.deque.extend, collections.deque.extendleft, collections.deque.insert}
 STORING |= {getattr(heapq, name) for name in ("_heapreplace_max", "heapreplace_max", "heappush_max",
                                               "heappushpop_max") if hasattr(heapq, name)}  # (nsmallest)
+
+
+_MEMOIZED = type(functools.lru_cache()(lambda: None))  # functools._lru_cache_wrapper
 
 
 def _table_key(f):

@@ -369,3 +369,28 @@ def test_unhashable_c_callables_are_refused_clearly_in_every_mode():
             run()
     g = lambda x: x * cbrt(8.0)  # noqa: E731
     assert capstan.D(g, 3.0) == 2.0 and capstan.gradient(g, 3.0) == (2.0,)
+
+
+def test_lru_cache_functions_and_methods_are_differentiated_through_their_body():
+    """functools.lru_cache/cache wrap a Python body in a C object: differentiated
+    arguments call the body (derivatives right in every mode; it was a NoRuleError), and
+    the cache never keeps a differentiated value (later plain calls see plain numbers)."""
+    import functools
+
+    @functools.lru_cache(maxsize=None)
+    def sq(t):
+        return t * t * math.sin(t)
+
+    class Model:
+        @functools.cache
+        def energy(self, t):
+            return math.exp(t) * t
+
+    m = Model()
+    f = lambda x: sq(x) + m.energy(x) + sq(2.0)  # noqa: E731
+    exact = lambda x: 2 * x * math.sin(x) + x * x * math.cos(x) + math.exp(x) * (1 + x)  # noqa: E731
+    assert math.isclose(capstan.D(f, 0.7), exact(0.7), rel_tol=1e-13)
+    assert math.isclose(capstan.gradient(f, 0.7)[0], exact(0.7), rel_tol=1e-13)
+    assert math.isclose(capstan.hessian(f, 0.7), capstan.D(exact, 0.7), rel_tol=1e-12)
+    assert sq.cache_info().currsize == 1  # only the plain call sq(2.0) was cached
+    assert type(sq(2.0)) is float and sq.cache_info().hits >= 1
