@@ -734,10 +734,18 @@ def sparse_jacobian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, colo
 
 
 def sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, coloring: str = "star",
-                   hvp: str = "auto") -> Any:
+                   hvp: str = "auto", method: str = "coloring") -> Any:
     """The Hessian of scalar ``f`` at ``x`` as a symmetric ``scipy.sparse.csr_array`` with
     exactly the detected (or given) pattern's structure.  To evaluate at many points,
     prepare once with :func:`prepare_sparse_hessian`.
+
+    ``method="coloring"`` (default) detects the pattern, colours it and evaluates
+    Hessian-vector products; ``method="edge_pushing"`` records ``f`` once on a tape and
+    sweeps it backwards carrying the nonlinear interactions between values (Gower and
+    Mello's edge pushing, ``capstan.edge_pushing``): no detection, colouring or products,
+    but ``f`` must read ``x`` element by element (a scalar tape: Python loops over
+    ``x[i]``), and ``coloring``/``hvp`` do not apply.  A ``sparsity`` given to edge
+    pushing is checked: a nonzero outside it is a ``ValueError``.
 
     Example::
 
@@ -751,6 +759,14 @@ def sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, color
         TypeError, ValueError, capstan.NoRuleError: as :func:`prepare_sparse_hessian`.
     """
     fname = "sparse_hessian"
+    if method == "edge_pushing":
+        from .edge_pushing import edge_pushing_hessian
+
+        if not callable(f):
+            raise TypeError("capstan.%s(f, x): f must be callable, got %r" % (fname, f))
+        return edge_pushing_hessian(f, point(x, fname), fname, sparsity)
+    if method != "coloring":
+        raise ValueError("capstan.%s: method must be 'coloring' or 'edge_pushing', got %r" % (fname, method))
     try:
         prep = SparseHessian(f, x, sparsity, coloring, hvp, "error")
     except (TypeError, ValueError) as err:
