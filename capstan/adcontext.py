@@ -137,6 +137,9 @@ class ADContext(Context):
     def store_item(self, c, k, v):
         if type(c) is np.ndarray or self.owns(c):
             return self.setitem(c, k, v)
+        if type(c) is np.flatiter:  # plain.flat[k] = x (np.diagflat): a write in C order
+            overdub(self, np.put, c.base, np.arange(c.base.size)[k], v)
+            return None
         out = recurse(self, operator.setitem, c, k, v)
         if isinstance(c, (list, dict)):
             self.remember(c)
@@ -469,6 +472,12 @@ class ADContext(Context):
         if op is not None:  # a.__setitem__(i, x), np.ndarray.__mul__(a, b): the operator itself
             return overdub(self, op, *args, **kwargs)
         owner = getattr(f, "__self__", None)
+        if owner is not None and type(owner) not in (Tagged, np.ufunc) and not isinstance(owner, (type, types.ModuleType)):
+            unbound = _table_key(getattr(type(owner), getattr(f, "__name__", ""), None))
+            if unbound is not None and (unbound in registry.IMPLS or unbound in registry.JVP):
+                # plain.choose(differentiated choices), a converter's wrap(differentiated):
+                # the unbound method's rule, with the owner first
+                return overdub(self, unbound, owner, *args, **kwargs)
         reduction = _UFUNC_REDUCTIONS.get((owner, f.__name__)) if type(owner) is np.ufunc else None
         if reduction is not None and args:  # np.add.reduce(a, axis) is np.sum(a, axis)...
             kwargs = dict(kwargs)

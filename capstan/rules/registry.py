@@ -30,6 +30,23 @@ def _check(f, what):
         raise TypeError("%s(f, ...): f must be a callable, got %r" % (what, f))
 
 
+_DISPATCHER = type(np.concatenate)  # (NumPy's __array_function__ dispatchers)
+
+
+def _keys(f):
+    """The table keys of ``f``: ``f``, and for a NumPy function the implementation its
+    dispatcher calls (``f.__wrapped__``), which NumPy's own code calls directly
+    (``np.block`` calls ``np.concatenate.__wrapped__``): one rule serves both."""
+    raw = getattr(f, "__wrapped__", None) if type(f) is _DISPATCHER else None
+    return (f,) if raw is None or raw is f or not callable(raw) else (f, raw)
+
+
+def _put(table, f, entry):
+    for key in _keys(f):
+        table[key] = entry
+        _changed(key)
+
+
 def defderiv(f: Callable[..., Any], *partials: Callable[..., Any] | None) -> None:
     """Register the partial derivatives of scalar/elementwise ``f``, one per positional
     argument: ``partials[i](ans, *args, **kwargs)``; ``None`` for an argument that
@@ -39,8 +56,7 @@ def defderiv(f: Callable[..., Any], *partials: Callable[..., Any] | None) -> Non
         if p is not None and not callable(p):
             raise TypeError("defderiv(%s, ...): each partial must be a callable "
                             "(ans, *args) -> derivative, or None; got %r" % (_name(f), p))
-    PARTIALS[f] = partials
-    _changed(f)
+    _put(PARTIALS, f, partials)
 
 
 def defjvp(f: Callable[..., Any], rule: Callable[..., Any] | None = None, *,
@@ -53,8 +69,7 @@ def defjvp(f: Callable[..., Any], rule: Callable[..., Any] | None = None, *,
         return lambda r: (defjvp(f, r, batched=batched), r)[1]
     if not callable(rule):
         raise TypeError("defjvp(%s, rule): rule must be callable, got %r" % (_name(f), rule))
-    JVP[f] = (rule, batched)
-    _changed(f)
+    _put(JVP, f, (rule, batched))
     return rule
 
 
@@ -75,8 +90,7 @@ def defvjp(f: Callable[..., Any], rule: Callable[..., Any] | None = None,
     from ..checks import autograd_style_vjp, vjp_rule_error  # (the usual autograd mix-up)
     if any(r is not None and autograd_style_vjp(f, r) for r in rules):
         raise vjp_rule_error(_name(f))
-    VJP[f] = rules if per_argument else rule
-    _changed(f)
+    _put(VJP, f, rules if per_argument else rule)
     return rule
 
 
@@ -113,13 +127,13 @@ def defpattern(f: Callable[..., Any], kind: str | None = None, *, second: Any = 
     if kind is not None and kind not in _PATTERN_KINDS:
         raise ValueError("defpattern(%s, kind): kind must be one of %s or None, got %r"
                          % (_name(f), ", ".join(_PATTERN_KINDS), kind))
-    if kind is not None:
-        PATTERN[f] = kind
-    if second is None:
-        SECOND.pop(f, None)
-    else:
-        pairs = tuple((int(i), int(j)) for i, j in second)
-        SECOND[f] = pairs
+    for key in _keys(f):
+        if kind is not None:
+            PATTERN[key] = kind
+        if second is None:
+            SECOND.pop(key, None)
+        else:
+            SECOND[key] = tuple((int(i), int(j)) for i, j in second)
 
 
 def defimpl(f: Callable[..., Any], impl: Callable[..., Any]) -> None:
@@ -127,8 +141,7 @@ def defimpl(f: Callable[..., Any], impl: Callable[..., Any]) -> None:
     place -- for C functions that take iterables of numbers, such as ``math.fsum``."""
     _check(f, "defimpl")
     _check(impl, "defimpl")
-    IMPLS[f] = impl
-    _changed(f)
+    _put(IMPLS, f, impl)
 
 
 def defsolver(f: Callable[..., Any], handler: Callable[..., Any]) -> None:
@@ -138,8 +151,7 @@ def defsolver(f: Callable[..., Any], handler: Callable[..., Any]) -> None:
     itself then carries none), see ``capstan.rules.solver_rules``."""
     _check(f, "defsolver")
     _check(handler, "defsolver")
-    SOLVERS[f] = handler
-    _changed(f)
+    _put(SOLVERS, f, handler)
 
 
 def nondifferentiable(*fs: Callable[..., Any]) -> None:
@@ -147,8 +159,9 @@ def nondifferentiable(*fs: Callable[..., Any]) -> None:
     integer- or boolean-valued)."""
     for f in fs:
         _check(f, "nondifferentiable")
-        NONDIFF.add(f)
-        _changed(f)
+        for key in _keys(f):
+            NONDIFF.add(key)
+            _changed(key)
 
 
 def plain_valued(f):

@@ -199,8 +199,27 @@ def _tolist(a):
     return [_tolist(a[i]) for i in range(len(a))]
 
 
+def _converter_wrap(conv, arr, /, to_scalar=None):
+    """``wrap`` of a converter NumPy made from plain inputs (``np.choose``'s
+    ``_wrapit``), given a differentiated result: the array itself, or its scalar, as the
+    converter gives for the plain result; a subclass it would wrap into is refused."""
+    from ..markers import stop_gradient
+
+    plain = conv.wrap(stop_gradient(arr), to_scalar=to_scalar)
+    out = np.asarray(arr)
+    if type(plain) is np.ndarray:
+        return out
+    if isinstance(plain, (np.generic, float, complex, int)):
+        return out[()]
+    from ..losses import NoRuleError
+
+    raise NoRuleError("capstan: numpy's array converter would wrap a differentiated result into a %s; "
+                      "there is no derivative rule for that" % type(plain).__name__)
+
+
 if _array_converter is not None:
     defimpl(_array_converter, ArrayConverter)
+    defimpl(_array_converter.wrap, _converter_wrap)
 try:  # NumPy 2.3+: np.unique's hash table, which answers NotImplemented for what it cannot do
     from numpy._core._multiarray_umath import _unique_hash
 except ImportError:  # pragma: no cover
@@ -209,4 +228,5 @@ if _unique_hash is not None:  # (values being differentiated take np.unique's so
     defimpl(_unique_hash, lambda ar, **kw: NotImplemented)
 defimpl(np.ndarray.tolist, _tolist)
 #: the functions this table gives entries (tests/test_coverage_rules.py checks each one)
-FUNCTIONS = [f for f in (_array_converter, _unique_hash, np.ndarray.tolist, _plain_shift) if f is not None]
+FUNCTIONS = [f for f in (_array_converter, getattr(_array_converter, "wrap", None), _unique_hash,
+                          np.ndarray.tolist, _plain_shift) if f is not None]

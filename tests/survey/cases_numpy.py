@@ -440,3 +440,28 @@ def _copy_write(x):
     y = x.copy()
     y[0] = y[1] * y[2]
     return y
+
+
+# ----------------------------------------------------------------------------- NumPy 2 and composite functions
+def _flat_write(x):
+    y = np.zeros((2, 3)).T
+    y.flat[[0, 4]] = x[:2] ** 2
+    return y
+
+
+if hasattr(np, "vecdot"):  # (NumPy 2.0+; matvec and vecmat 2.2+; cumulative_sum and unstack 2.1+)
+    add("np.vecdot", lambda x: np.vecdot(M, x), A)
+if hasattr(np, "matvec"):
+    add("np.matvec", lambda x: np.matvec(M, x * x), A)
+    add("np.vecmat", lambda x: np.vecmat(x, M), A)
+add("np.divmod remainder", lambda x: np.divmod(5 * x, 0.7)[1], A)
+add("np.modf", lambda x: np.modf(3 * x)[0], A)
+add("np.frexp", lambda x: np.frexp(5 * x)[0], A)
+add("np.compress", lambda x: np.compress([True, False, True], x) ** 2, A)
+add("np.choose", lambda x: np.choose([1, 0, 1], [x, x ** 2]), A)
+add("np.block", lambda x: np.block([[x, x ** 2], [x[::-1], x * 3]]), A)
+add("np.diagflat", lambda x: np.diagflat(x, k=1).sum(axis=0), A)
+add("plain.flat[k] = x", _flat_write, A)
+if hasattr(np, "unstack"):
+    add("np.cumulative_sum", lambda x: np.cumulative_sum(x * x, include_initial=True), A)
+    add("np.unstack", lambda x: np.unstack(np.outer(x, x))[1], A)

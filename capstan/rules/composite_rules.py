@@ -1,0 +1,124 @@
+"""NumPy functions differentiated through a Python equivalent written with functions that
+have rules (``defimpl``): NumPy 2's vector gufuncs (``vecdot``, ``matvec``, ``vecmat``),
+the ufuncs with two results (``divmod``, ``modf``, ``frexp``; ``math.frexp`` too), the
+selections ``compress`` and ``choose``, and ``squeeze`` of a NumPy scalar.  Each equivalent gives the very values NumPy gives; the
+ufunc keywords a rule does not cover (``out=``, ``where=``, ``axes=``...) are refused
+with a ``NoRuleError`` naming them."""
+import math
+
+import numpy as np
+
+from .registry import defimpl
+
+
+def _refuse_keywords(name, kwargs):
+    if kwargs:
+        from ..losses import NoRuleError
+
+        raise NoRuleError("capstan: numpy.%s(..., %s=...) has no derivative rule for that keyword "
+                          "argument (the rule covers the plain call%s)"
+                          % (name, sorted(kwargs)[0], " and axis=" if name == "vecdot" else ""))
+
+
+def _vecdot(x1, x2, /, *, axis=-1, **kwargs):
+    """``sum(conj(x1) * x2)`` along ``axis``."""
+    _refuse_keywords("vecdot", kwargs)
+    return np.sum(np.conj(x1) * x2, axis=axis)
+
+
+def _matvec(x1, x2, /, **kwargs):
+    """``x1 @ x2`` for stacks of matrices ``x1`` and vectors ``x2``."""
+    _refuse_keywords("matvec", kwargs)
+    return np.matmul(x1, np.expand_dims(x2, -1))[..., 0]
+
+
+def _vecmat(x1, x2, /, **kwargs):
+    """``conj(x1) @ x2`` for stacks of vectors ``x1`` and matrices ``x2``."""
+    _refuse_keywords("vecmat", kwargs)
+    return np.matmul(np.expand_dims(np.conj(x1), -2), x2)[..., 0, :]
+
+
+def _divmod(x1, x2, /, **kwargs):
+    """``(floor_divide, remainder)``: the quotient is piecewise constant."""
+    _refuse_keywords("divmod", kwargs)
+    return np.floor_divide(x1, x2), np.remainder(x1, x2)
+
+
+def _exact_shift(x, plain):
+    """``plain - x`` where ``plain`` is finite: 0.0 in value, -1 in derivative (so that
+    ``v - shift`` keeps ``v``'s value, signed zeros included, and gains ``x``'s tangent)."""
+    return np.where(np.isfinite(plain), plain - x, 0.0)
+
+
+def _modf(x, /, **kwargs):
+    """``(fractional part, integral part)``: NumPy's values; the fractional part has
+    derivative 1, the integral part none."""
+    _refuse_keywords("modf", kwargs)
+    from ..markers import stop_gradient
+
+    plain = stop_gradient(x)
+    frac, whole = np.modf(plain)
+    return frac - _exact_shift(x, plain), whole
+
+
+def _frexp(x, /, **kwargs):
+    """``(mantissa, exponent)``: NumPy's values; the mantissa is ``x`` scaled by a power
+    of two, so its derivative is that power (the exponent has none)."""
+    _refuse_keywords("frexp", kwargs)
+    from ..markers import stop_gradient
+
+    plain = stop_gradient(x)
+    mantissa, exponent = np.frexp(plain)
+    return mantissa - np.ldexp(_exact_shift(x, plain), -exponent), exponent
+
+
+def _math_frexp(x, /):
+    """``math.frexp``: ``(mantissa, exponent)``, the mantissa with derivative
+    ``2 ** -exponent``."""
+    from ..markers import stop_gradient
+
+    plain = stop_gradient(x)
+    mantissa, exponent = math.frexp(plain)
+    if not math.isfinite(plain):
+        return mantissa, exponent
+    return mantissa - math.ldexp(plain - x, -exponent), exponent
+
+
+def _compress(a, condition, axis=None, out=None):
+    """``a.compress(condition, axis)``: the entries (along ``axis``, or of the flattened
+    ``a``) where ``condition`` holds."""
+    if out is not None:
+        _refuse_keywords("compress", {"out": out})
+    picked = np.flatnonzero(np.asarray(condition))
+    if axis is None:
+        return np.take(np.ravel(a), picked)
+    return np.take(a, picked, axis=axis)
+
+
+def _choose(a, choices, out=None, mode="raise"):
+    """``a.choose(choices)``: ``choices[a[i]][i]`` at every position ``i`` (broadcast)."""
+    if out is not None:
+        _refuse_keywords("choose", {"out": out})
+    index = np.asarray(a)
+    n = len(choices)
+    if mode == "wrap":
+        index = index % n
+    elif mode == "clip":
+        index = np.clip(index, 0, n - 1)
+    elif np.any((index < 0) | (index >= n)):
+        raise ValueError("invalid entry in choice array")
+    arrays = np.broadcast_arrays(index, *choices)
+    stacked = np.stack(arrays[1:])
+    return np.take_along_axis(stacked, arrays[0][None], axis=0)[0]
+
+
+for _name, _impl in (("vecdot", _vecdot), ("matvec", _matvec), ("vecmat", _vecmat)):
+    if hasattr(np, _name):  # (vecdot since NumPy 2.0, matvec and vecmat since 2.2)
+        defimpl(getattr(np, _name), _impl)
+defimpl(np.divmod, _divmod)
+defimpl(np.modf, _modf)
+defimpl(np.frexp, _frexp)
+defimpl(math.frexp, _math_frexp)
+defimpl(np.generic.squeeze, lambda x, /, axis=None: x)  # (a scalar squeezed is itself)
+defimpl(np.ndarray.compress, _compress)
+defimpl(np.ndarray.choose, _choose)
