@@ -1,11 +1,11 @@
 """NumPy functions differentiated through a Python equivalent written with functions that
 have rules (``defimpl``): NumPy 2's vector gufuncs (``vecdot``, ``matvec``, ``vecmat``),
-the ufuncs with two results (``divmod``, ``modf``, ``frexp``; ``math.frexp`` too), the
-selections ``compress`` and ``choose``, and ``squeeze`` of a NumPy scalar.  Each equivalent gives the very values NumPy gives; the
+the ufuncs with two results (``divmod``, ``modf``), the selections ``compress`` and
+``choose``, and ``squeeze`` of a NumPy scalar.  (``np.frexp`` and ``math.frexp`` stay
+refused, as in ``stdlib_rules``: their mantissa is mostly taken apart into integers to
+rebuild the number exactly, where ``int()`` would drop the derivative silently.)  Each equivalent gives the very values NumPy gives; the
 ufunc keywords a rule does not cover (``out=``, ``where=``, ``axes=``...) are refused
 with a ``NoRuleError`` naming them."""
-import math
-
 import numpy as np
 
 from .registry import defimpl
@@ -61,29 +61,6 @@ def _modf(x, /, **kwargs):
     return frac - _exact_shift(x, plain), whole
 
 
-def _frexp(x, /, **kwargs):
-    """``(mantissa, exponent)``: NumPy's values; the mantissa is ``x`` scaled by a power
-    of two, so its derivative is that power (the exponent has none)."""
-    _refuse_keywords("frexp", kwargs)
-    from ..markers import stop_gradient
-
-    plain = stop_gradient(x)
-    mantissa, exponent = np.frexp(plain)
-    return mantissa - np.ldexp(_exact_shift(x, plain), -exponent), exponent
-
-
-def _math_frexp(x, /):
-    """``math.frexp``: ``(mantissa, exponent)``, the mantissa with derivative
-    ``2 ** -exponent``."""
-    from ..markers import stop_gradient
-
-    plain = stop_gradient(x)
-    mantissa, exponent = math.frexp(plain)
-    if not math.isfinite(plain):
-        return mantissa, exponent
-    return mantissa - math.ldexp(plain - x, -exponent), exponent
-
-
 def _compress(a, condition, axis=None, out=None):
     """``a.compress(condition, axis)``: the entries (along ``axis``, or of the flattened
     ``a``) where ``condition`` holds."""
@@ -117,8 +94,6 @@ for _name, _impl in (("vecdot", _vecdot), ("matvec", _matvec), ("vecmat", _vecma
         defimpl(getattr(np, _name), _impl)
 defimpl(np.divmod, _divmod)
 defimpl(np.modf, _modf)
-defimpl(np.frexp, _frexp)
-defimpl(math.frexp, _math_frexp)
 defimpl(np.generic.squeeze, lambda x, /, axis=None: x)  # (a scalar squeezed is itself)
 defimpl(np.ndarray.compress, _compress)
 defimpl(np.ndarray.choose, _choose)

@@ -456,7 +456,6 @@ if hasattr(np, "matvec"):
     add("np.vecmat", lambda x: np.vecmat(x, M), A)
 add("np.divmod remainder", lambda x: np.divmod(5 * x, 0.7)[1], A)
 add("np.modf", lambda x: np.modf(3 * x)[0], A)
-add("np.frexp", lambda x: np.frexp(5 * x)[0], A)
 add("np.compress", lambda x: np.compress([True, False, True], x) ** 2, A)
 add("np.choose", lambda x: np.choose([1, 0, 1], [x, x ** 2]), A)
 add("np.block", lambda x: np.block([[x, x ** 2], [x[::-1], x * 3]]), A)
