@@ -89,11 +89,13 @@ def _choose(a, choices, out=None, mode="raise"):
     return np.take_along_axis(stacked, arrays[0][None], axis=0)[0]
 
 
-for _name, _impl in (("vecdot", _vecdot), ("matvec", _matvec), ("vecmat", _vecmat)):
-    if hasattr(np, _name):  # (vecdot since NumPy 2.0, matvec and vecmat since 2.2)
-        defimpl(getattr(np, _name), _impl)
+#: the functions this table gives entries (tests/test_composite_rules.py checks each one)
+FUNCTIONS = [getattr(np, name) for name in ("vecdot", "matvec", "vecmat") if hasattr(np, name)]
+for _f, _impl in zip(FUNCTIONS, (_vecdot, _matvec, _vecmat)):  # (vecdot: NumPy 2.0+, the others 2.2+)
+    defimpl(_f, _impl)
 defimpl(np.divmod, _divmod)
 defimpl(np.modf, _modf)
-defimpl(np.generic.squeeze, lambda x, /, axis=None: x)  # (a scalar squeezed is itself)
 defimpl(np.ndarray.compress, _compress)
 defimpl(np.ndarray.choose, _choose)
+defimpl(np.generic.squeeze, lambda x, /, axis=None: x)  # (a scalar squeezed is itself)
+FUNCTIONS += [np.divmod, np.modf, np.ndarray.compress, np.ndarray.choose, np.generic.squeeze]
