@@ -392,7 +392,8 @@ def _backward_lines(bwd, out):
             term = _term(g, partial)
             if p in name:
                 if name[p] != "g%d" % p:  # an alias about to be updated: give it its own variable
-                    body.append("g%d = %s" % (p, name[p]))
+                    # (before any ``if g:``, so that it exists when g is 0.0 and the body is skipped)
+                    lines.append("g%d = %s" % (p, name[p]))
                     name[p] = "g%d" % p
                 body.append("g%d += %s" % (p, term))
             elif polynomial and partial == "1.0":

@@ -3,6 +3,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import capstan
 from capstan import TapeGuardError, record_tape
@@ -208,3 +210,39 @@ def test_compiled_tape_with_numba_when_installed():
         fast(-6.0, 0.2)
     with pytest.raises(TypeError, match="numba"):
         record_tape(lambda x: math.erf(x) * x, 0.5).compile(numba=True)
+
+
+@st.composite
+def _programs_with_zero_cotangents(draw):
+    """Straight-line programs over one input where some values are scaled by 0.0 (their
+    cotangents are exactly zero, so the compiled backward pass skips their bodies) and
+    others are used again later (aliased cotangents)."""
+    names, lines = ["x"], []
+    for k in range(draw(st.integers(2, 9))):
+        a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        form = draw(st.sampled_from(["{a} + 1.0", "{a} * 0.0", "math.sin({a})", "{a} + {b}",
+                                     "{a} * {b}", "math.exp(0.1 * {a})", "{a} - {b}"]))
+        lines.append("t%d = %s" % (k, form.format(a=a, b=b)))
+        names.append("t%d" % k)
+    used = draw(st.lists(st.sampled_from(names[1:]), min_size=1, max_size=3))
+    src = "def prog(x):\n    %s\n    return %s\n" % ("\n    ".join(lines), " + ".join(used))
+    ns = {"math": math}
+    exec(compile(src, "<prog>", "exec"), ns)  # noqa: S102
+    return ns["prog"], src
+
+
+def _aliased_then_zero(x):
+    a = x + 1.0
+    return math.sin(a) * 0.0 + a
+
+
+@settings(max_examples=60, deadline=None)
+@given(_programs_with_zero_cotangents(), st.floats(-1.0, 1.0))
+@example((_aliased_then_zero, "a = x + 1.0; return sin(a) * 0.0 + a"), 0.5)
+def test_compiled_tape_with_zero_cotangents_matches_gradient(case, x):
+    # (an aliased cotangent was once given its own variable inside the ``if g:`` body of a
+    # step whose cotangent was 0.0: UnboundLocalError)
+    prog, src = case
+    tape = capstan.record_tape(prog, x)
+    assert tape.compile()(x)[1] == pytest.approx(capstan.gradient(prog, x), rel=1e-12, abs=1e-12), src
+    assert tape.gradient(x) == pytest.approx(capstan.gradient(prog, x), rel=1e-12, abs=1e-12), src
