@@ -340,7 +340,7 @@ def compile_tape(tape, use_numba=None):
     back, names = _backward_lines(bwd, out)
     lines += ["    " + line for line in back]
     lines.append("    return v%d, (%s,)" % (out, ", ".join(names.get(n, "0.0") for n in inputs)))
-    source = "\n".join(lines)
+    source = "\n".join(lines[:1] + _reuse_names(lines[1:], {"v%d" % n for n in inputs}))
     exec(compile(source, "<capstan compiled tape of %s>" % getattr(tape.f, "__name__", "f"), "exec"), env)
     fn = env["compiled"]
     fn.source = source
@@ -348,6 +348,47 @@ def compile_tape(tape, use_numba=None):
     if use_numba:
         fn = _with_numba(fn, source, not any(name[0] in "fpck" and name[1:2].isdigit() for name in env))
     return fn
+
+
+_LOCAL = re.compile(r"\b([vg]\d+)\b")
+_ASSIGNMENT = re.compile(r"^(\s*)([vg]\d+) (\+?=) (.*)$")
+
+
+def _reuse_names(lines, params):
+    """The body of a generated function with its ``v``/``g`` locals renamed so that a
+    name is used again once its value is dead: a frame of a few dozen locals instead of
+    one per record (each call allocates, and on return clears, every local).  The body is
+    straight-line code whose ``=`` assignments all run unconditionally (only ``+=`` may sit
+    in an ``if g:`` body), so textual order is execution order and a value is dead after
+    the last line that mentions it."""
+    last = {}
+    for i, line in enumerate(lines):
+        for name in _LOCAL.findall(line):
+            last[name] = i
+    mapping = {p: p for p in params}
+    free: list[str] = []
+    fresh = 0
+    out = []
+    for i, line in enumerate(lines):
+        m = _ASSIGNMENT.match(line)
+        target = m.group(2) if m and m.group(3) == "=" and m.group(2) not in mapping else None
+        rhs = m.group(4) if target is not None else line
+        renamed = _LOCAL.sub(lambda t: mapping[t.group(1)], rhs)
+        for name in set(_LOCAL.findall(rhs)):
+            if last[name] == i and name not in params:
+                free.append(mapping.pop(name))
+        if target is None:
+            out.append(renamed)
+            continue
+        if free:
+            mapping[target] = free.pop()
+        else:
+            fresh += 1
+            mapping[target] = "r%d" % fresh
+        out.append("%s%s = %s" % (m.group(1), mapping[target], renamed))
+        if last[target] == i:  # (a value nothing reads)
+            free.append(mapping.pop(target))
+    return out
 
 
 def _with_numba(fn, source, pure):
