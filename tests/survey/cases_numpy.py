@@ -454,7 +454,7 @@ if hasattr(np, "vecdot"):  # (NumPy 2.0+; matvec and vecmat 2.2+; cumulative_sum
 if hasattr(np, "matvec"):
     add("np.matvec", lambda x: np.matvec(M, x * x), A)
     add("np.vecmat", lambda x: np.vecmat(x, M), A)
-add("np.divmod remainder", lambda x: np.divmod(5 * x, 0.7)[1], A)
+add("np.divmod remainder", lambda x: np.divmod(5 * x, 0.65)[1], A)
 add("np.modf", lambda x: np.modf(3 * x)[0], A)
 add("np.compress", lambda x: np.compress([True, False, True], x) ** 2, A)
 add("np.choose", lambda x: np.choose([1, 0, 1], [x, x ** 2]), A)
