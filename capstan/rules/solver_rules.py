@@ -37,7 +37,7 @@ callback's ``args=``, in the callback's closure, defaults, bound object or
 
 Refused with a clear :class:`capstan.NoRuleError`: weighted and ``points=``
 quadrature, differentiated time spans and events of ODEs, second-order derivatives of
-ODE solutions and minimisers, and solver failures.  See docs/capstan-scipy.md ("Solvers").
+ODE solutions, and solver failures.  See docs/capstan-scipy.md ("Solvers").
 """
 import functools
 import inspect
@@ -420,24 +420,25 @@ def _first(func):
 # ----------------------------------------------------------------------------- minimisers
 def _gradient_of(F, scalar):
     """The residual of the optimality condition: ``F``'s derivative in its first argument."""
-    from ..derivatives import jacobian
     from ..forward import D
+    from ..reverse import gradient
 
     if scalar:
         return lambda x, *fargs: D(lambda z: F(z, *fargs), x)
-    # (forward mode: the Newton step differentiates this again, forward over forward)
-    return lambda x, *fargs: jacobian(lambda z: F(z, *fargs), x)
+    # (reverse mode: a second-order Newton step differentiates this again by a forward
+    # Jacobian, and an enclosing Hessian twice more; forward Jacobians nested three deep
+    # are refused by the engine today)
+    return lambda x, *fargs: gradient(lambda z: F(z, *fargs), x)[0]
 
 
 def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message, bounds=None):
-    """The minimiser ``x_plain`` of ``F(., *fargs)`` made differentiable (a Newton step on
-    the optimality condition, first order only), and ``F`` there: ``(x, F(x))``.  With
+    """The minimiser ``x_plain`` of ``F(., *fargs)`` made differentiable (Newton steps on
+    the optimality condition ``grad F = 0``, as for roots: one for first derivatives, two
+    for second), and ``F`` there: ``(x, F(x))``.  With
     ``bounds`` ``(lower, upper)``: refused unless the minimiser is clear of them (on a
     bound the optimality condition does not hold)."""
     scalar = np.ndim(x_plain) == 0
-    if _newton_steps() > 1:
-        raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
-                       "supported; differentiate once" % name)
+    steps = _newton_steps()
     clearance = np.inf
     x_flat = np.ravel(np.asarray(x_plain, dtype=float))
     scale = 1 + np.max(np.abs(x_flat))
@@ -455,10 +456,10 @@ def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message, bounds=None):
         raise _no_rule(_BOUNDED % name)
     residual = _gradient_of(F, scalar)
     if scalar:
-        x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, 1, False,
+        x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, steps, False,
                                            float(np.ravel(J)[0])))
     else:
-        x = _add(ctx, x_plain, _correction(ctx, _vector_newton, residual, x_plain, fargs, 1, J))
+        x = _add(ctx, x_plain, _correction(ctx, _vector_newton, residual, x_plain, fargs, steps, J))
     return x, overdub(ctx, F, x, *fargs)  # (F's derivative there: the envelope theorem's F_p)
 
 
