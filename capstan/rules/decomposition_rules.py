@@ -622,6 +622,58 @@ defjvp(generalized_eigvals, _generalized_eigvals_jvp)
 defvjp(generalized_eigvals, _generalized_eigvals_vjp)
 
 
+# ----------------------------------------------------------------------------- eig(a, b): vectors
+def generalized_eig(a, b):
+    """The eigenvalues and right eigenvectors of a real pencil ``(a, b)`` with real, finite
+    eigenvalues, as one real array (the values a row above the vectors, unit columns as
+    SciPy normalizes them).  Refused elsewhere: complex eigenvectors of ``ggev`` come in a
+    phase that no normalization fixes (LAPACK scales their largest component only in
+    modulus), so they have no derivative to give; an infinite eigenvalue (``b`` singular)
+    has none either."""
+    if np.iscomplexobj(a) or np.iscomplexobj(b):
+        _refuse("scipy.linalg.eig", ("b=..., complex matrices", "the phase of ggev's complex eigenvectors is "
+                                     "not fixed by a normalization; use the eigenvalues (right=False)"))
+    w, v = sl.eig(a, b)
+    if not np.all(np.isfinite(w)):
+        raise ValueError("capstan: scipy.linalg.eig(a, b) has no derivative at an infinite eigenvalue "
+                         "(b singular)")
+    if np.any(np.imag(w) != 0):
+        _refuse("scipy.linalg.eig", ("b=..., complex eigenvalues", "the phase of ggev's complex "
+                                     "eigenvectors is not fixed by a normalization; use the "
+                                     "eigenvalues (right=False)"))
+    return np.concatenate([np.real(w)[None, :], np.real(v)], axis=0)
+
+
+def _pencil_matrix(a, b):
+    """``b^-1 a``: the pencil's eigenvectors are this matrix's, with the same values."""
+    return la.solve(b, a)
+
+
+def _generalized_eig_jvp(ts, ans, a, b):
+    """Through ``C = b^-1 a`` (``dC = b^-1 (da - db C)``) and ``eig``'s rule: the pencil's
+    vectors are ``C``'s, unit norm and real."""
+    c = _pencil_matrix(a, b)
+    dc = 0
+    if ts[0] is not None:
+        dc = dc + ts[0]
+    if ts[1] is not None:
+        dc = dc - ts[1] @ c
+    return _eig_jvp((la.solve(b, dc + np.zeros_like(c)),), ans, c)
+
+
+def _generalized_eig_vjp(g, ans, a, b):
+    """``eig``'s adjoint ``gC`` taken back through ``C = b^-1 a``: ``ga = b^-T gC``,
+    ``gb = -ga C^T``."""
+    c = _pencil_matrix(a, b)
+    gc = _eig_vjp(g, ans, c)[0]
+    ga = la.solve(_t(b), gc)
+    return ga, -(ga @ _t(c))
+
+
+defjvp(generalized_eig, _generalized_eig_jvp)
+defvjp(generalized_eig, _generalized_eig_vjp)
+
+
 def _register_scipy():
     def triangular_vjp(g, ans, a, b, trans=0, lower=False, unit_diagonal=False, *args, **kw):
         op = _trans_code(trans)
@@ -788,9 +840,13 @@ def _register_scipy():
             homogeneous_eigvals=False):
         if b is not None and not left and not right and not homogeneous_eigvals:
             return generalized_eigvals(a, b)  # (eigvals(a, b): the values of the pencil)
+        if b is not None and right and not left and not homogeneous_eigvals:
+            p = generalized_eig(a, b)  # (the right eigenvectors of a real pencil, real eigenvalues)
+            return p[0, :] + 0j, p[1:, :]
         if b is not None or left or homogeneous_eigvals:
-            _refuse("scipy.linalg.eig", ("b=/left=True/homogeneous_eigvals=True", "only right eigenvectors "
-                                         "of the standard problem, and the eigenvalues of a pencil (a, b)"))
+            _refuse("scipy.linalg.eig", ("left=True/homogeneous_eigvals=True", "only right eigenvectors "
+                                         "(of the standard problem, or of a real pencil (a, b) with real "
+                                         "eigenvalues), and the eigenvalues of a pencil (a, b)"))
         p = _eig_packed(a, "scipy")
         w = p[..., 0, :] + 0j  # SciPy's eigenvalues are always complex
         return (w, p[..., 1:, :]) if right else w
