@@ -214,6 +214,50 @@ def test_solve_ivp_harmonic_oscillator_t_eval():
     check(f, 1.3, -times * np.sin(1.3 * times), rtol=1e-7)
 
 
+def test_ode_second_order_closed_forms():
+    """Second derivatives of ODE solutions (two Newton steps on the collocation equations):
+    exponential decay (d^2/dp^2 exp(-p t) = t^2 exp(-p t)) through solve_ivp and odeint, in
+    both nestings; the harmonic oscillator cos(w t) (-t^2 cos(w t)); an initial value
+    y0 = p^2 (2 exp(-t/2))."""
+    want = math.exp(-X)
+    assert np.isclose(capstan.D(lambda p: capstan.D(decay_ivp, p), X), want, rtol=1e-7)
+    assert np.isclose(capstan.hessian(lambda p: decay_ivp(p[0]), np.array([X]))[0, 0], want, rtol=1e-7)
+    assert np.isclose(capstan.D(lambda p: capstan.D(lambda q: decay_ivp(q, "Radau"), p), X), want, rtol=1e-6)
+    by_odeint = lambda p: integrate.odeint(lambda y, t, a: -a * y, 1.0, [0.0, 0.5, 1.0], args=(p,),  # noqa: E731
+                                           **TIGHT)[-1, 0]
+    assert np.isclose(capstan.hessian(lambda p: by_odeint(p[0]), np.array([X]))[0, 0], want, rtol=1e-6)
+    times = np.array([0.5, 1.0, 2.0])
+    cosine = lambda w: integrate.solve_ivp(lambda t, y: [y[1], -w * w * y[0]], (0.0, 2.0), [1.0, 0.0],  # noqa: E731
+                                           t_eval=times, **TIGHT).y[0]
+    np.testing.assert_allclose(capstan.jacobian(lambda w: capstan.jvp(cosine, (w,), (1.0,))[1], 1.3),
+                               -times ** 2 * np.cos(1.3 * times), rtol=1e-6)
+    start = lambda p: integrate.solve_ivp(lambda t, y: -0.5 * y, (0.0, 1.0), [p * p], **TIGHT).y[0, -1]  # noqa: E731
+    assert np.isclose(capstan.D(lambda p: capstan.D(start, p), X), 2 * math.exp(-0.5), rtol=1e-8)
+
+
+def test_ode_hessian_of_a_nonlinear_system_in_all_nestings():
+    """The logistic equation y' = r y (1 - y/k), y(0) = y0, in (r, k, y0): the Hessian of
+    y(2) against the closed form's (differentiated by capstan), forward over reverse,
+    reverse over reverse and forward over forward -- the equation's own second derivatives
+    (in y and mixed) enter here."""
+    def solved(q):
+        return integrate.solve_ivp(lambda t, y: q[0] * y * (1 - y / q[1]), (0.0, 2.0), [q[2]],
+                                   **TIGHT).y[0, -1]
+
+    def closed(q):
+        r, k, y0 = q[0], q[1], q[2]
+        return k / (1 + (k / y0 - 1) * np.exp(-2.0 * r))
+
+    q0 = np.array([0.9, 2.0, 0.3])
+    want = capstan.hessian(closed, q0)
+    np.testing.assert_allclose(capstan.hessian(solved, q0), want, rtol=1e-6, atol=1e-8)
+    for i, e in enumerate(np.eye(3)):
+        rr = capstan.gradient(lambda q: capstan.gradient(solved, q)[0][i], q0)[0]
+        ff = capstan.jacobian(lambda q: capstan.jvp(solved, (q,), (e,))[1], q0)
+        np.testing.assert_allclose(rr, want[i], rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(ff, want[i], rtol=1e-6, atol=1e-8)
+
+
 def test_solve_ivp_stiff_method_with_jacobian():
     def f(p):
         return integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], method="Radau",
@@ -292,7 +336,7 @@ def test_odeint_forms():
     (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, p), [1.0]).y, "time span"),
     (lambda p: integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], events=lambda t, y: y[0] - 0.5).y,
      "events"),
-    (lambda p: capstan.D(lambda q: decay_ivp(p * q), 1.0), "second order"),
+    (lambda p: capstan.D(lambda q: capstan.D(lambda r: decay_ivp(p * q * r), 1.0), 1.0), "third or higher"),
 ])
 def test_ode_refusals(call, match):
     with pytest.raises(capstan.NoRuleError, match=match):
