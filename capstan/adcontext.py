@@ -256,7 +256,8 @@ class ADContext(Context):
         impl = registry.IMPLS.get(f)
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
-        if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
+        if kwargs and impl is None and any(self.meta(v) is not None for v in kwargs.values()):
+            # (an implementation takes the call as it is: no signature to bind)
             args, kwargs = registry.positional(f, args, kwargs) or (args, kwargs)
         vals, metas, found, foreign = self._split(args)
         if impl is not None and (found or self._differentiated((), kwargs) or any(

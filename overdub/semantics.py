@@ -159,6 +159,21 @@ FUNCTION_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 #: the names of a function, which its routed twin shows too (generators take their names)
 FUNCTION_NAMES = frozenset({"__name__", "__qualname__"})
 _STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
+_STATIC_DESCRIPTORS = {}  # C type -> whether its instances are Python-level descriptors (as above)
+
+
+def _python_descriptor(atp):
+    """Whether a class attribute of type ``atp`` runs Python code when accessed on an
+    instance (a property, or a descriptor class with a Python ``__get__``...); kept for
+    C types, whose answer cannot change (a class's many plain attributes -- strings,
+    slot wrappers, method descriptors -- are then one dictionary read each)."""
+    found = _STATIC_DESCRIPTORS.get(atp)
+    if found is not None:
+        return found
+    found = atp is property or any(is_py(lookup(atp, m)) for m in ("__get__", "__set__", "__delete__"))
+    if not type_flags(atp) & _HEAPTYPE and len(_STATIC_DESCRIPTORS) < 4096:
+        _STATIC_DESCRIPTORS[atp] = found
+    return found
 
 
 _STEPS_INTO = {}  # (step, its arguments, operand C types...) -> whether it runs Python
@@ -376,8 +391,7 @@ class Steps:
                     atp = type(attr)
                     if atp is FunctionType or atp in NATIVE:
                         continue
-                    if atp is property or any(is_py(lookup(atp, m))
-                                              for m in ("__get__", "__set__", "__delete__")):
+                    if _python_descriptor(atp):
                         info.add(name)
             info = frozenset(info)
         if tp is FunctionType:  # replacing these changes what calling the function runs

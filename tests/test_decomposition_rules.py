@@ -118,6 +118,9 @@ SCIPY = [
     Case(named("scipy-eigh-upper", lambda a: phase_free_eigh(a, sl.eigh, lower=False)), SYM(3)),
     Case(sl.eigh, SYM(3), eigvals_only=True),
     Case(sl.eigvalsh, SYM(3, True)), Case(sl.eig, EIG("pair")), Case(sl.eigvals, R(3, 3)),
+    Case(named("scipy-eig-pencil", lambda a, b: sl.eig(a, b)), SPD(3) @ EIG("real"), SPD(3)),
+    Case(named("scipy-eig-symmetric-pencil", lambda a, b: sl.eig(a, b)), SYMD(3), SPD(3)),
+    Case(sl.schur, EIG("real", 4)), Case(sl.schur, EIG("real", 3), output="r"), Case(sl.schur, SYMD(3)),
     Case(sl.svd, R(4, 3), full_matrices=False), Case(sl.svd, R(3, 4), compute_uv=False),
     Case(sl.svdvals, R(3, 2)),
     Case(sl.qr, R(4, 3), mode="economic"), Case(sl.qr, R(3, 3)), Case(sl.qr, R(4, 2), mode="r"),
@@ -209,6 +212,35 @@ def test_repeated_eigenvalues():
 def test_options_without_derivative_are_refused(f, match):
     with pytest.raises(TypeError, match=match):
         capstan.jvp(f, (R(4, 3),), (R(4, 3),))
+
+
+def test_pencil_eigenvectors_without_a_derivative_are_refused():
+    """eig(a, b): complex eigenvectors (ggev fixes their modulus, not their phase), complex
+    matrices, and an infinite eigenvalue (b singular)."""
+    b = SPD(3)
+    with pytest.raises(TypeError, match="scipy.linalg.eig.*complex eigenvalues"):
+        capstan.gradient(lambda a: np.sum(np.real(sl.eig(a, b)[1])), b @ EIG("pair"))
+    with pytest.raises(TypeError, match="scipy.linalg.eig.*complex matrices"):
+        capstan.jvp(lambda a: sl.eig(a, b + 0j)[1], (SYM(3) + 0j,), (R(3, 3) + 0j,))
+    singular = np.diag([1.0, 1.0, 0.0])
+    with pytest.raises(ValueError, match="infinite eigenvalue"):
+        capstan.gradient(lambda a: np.sum(sl.eig(a, singular)[1]), SYMD(3))
+
+
+@pytest.mark.parametrize("f,error,match", [
+    (lambda a: sl.schur(a)[0], TypeError, "complex eigenvalues"),
+    (lambda a: sl.schur(a + 0j)[0], TypeError, "complex matrix"),
+    (lambda a: sl.schur(a, output="complex")[0], TypeError, "output='complex'"),
+    (lambda a: sl.schur(a, sort="lhp")[0], TypeError, "sort="),
+    (lambda a: sl.schur(np.eye(3) + 0 * a)[1], ValueError, "repeated eigenvalue"),
+    (lambda a: sl.schur(np.stack([a, a]))[0], TypeError, "stack"),
+], ids=["complex-pair", "complex-matrix", "complex-output", "sort", "repeated", "stack"])
+def test_schur_forms_without_a_derivative_are_refused(f, error, match):
+    """The real Schur form has a derivative for real matrices with real, distinct
+    eigenvalues; a 2x2 block, complex Schur vectors (their phases follow no normalization),
+    a chosen order, and a repeated eigenvalue are refused."""
+    with pytest.raises(error, match=match):
+        capstan.jvp(f, (EIG("pair"),), (R(3, 3),))
 
 
 def test_c_function_writing_into_a_differentiated_array_is_refused():

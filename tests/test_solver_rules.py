@@ -214,6 +214,50 @@ def test_solve_ivp_harmonic_oscillator_t_eval():
     check(f, 1.3, -times * np.sin(1.3 * times), rtol=1e-7)
 
 
+def test_ode_second_order_closed_forms():
+    """Second derivatives of ODE solutions (two Newton steps on the collocation equations):
+    exponential decay (d^2/dp^2 exp(-p t) = t^2 exp(-p t)) through solve_ivp and odeint, in
+    both nestings; the harmonic oscillator cos(w t) (-t^2 cos(w t)); an initial value
+    y0 = p^2 (2 exp(-t/2))."""
+    want = math.exp(-X)
+    assert np.isclose(capstan.D(lambda p: capstan.D(decay_ivp, p), X), want, rtol=1e-7)
+    assert np.isclose(capstan.hessian(lambda p: decay_ivp(p[0]), np.array([X]))[0, 0], want, rtol=1e-7)
+    assert np.isclose(capstan.D(lambda p: capstan.D(lambda q: decay_ivp(q, "Radau"), p), X), want, rtol=1e-6)
+    by_odeint = lambda p: integrate.odeint(lambda y, t, a: -a * y, 1.0, [0.0, 0.5, 1.0], args=(p,),  # noqa: E731
+                                           **TIGHT)[-1, 0]
+    assert np.isclose(capstan.hessian(lambda p: by_odeint(p[0]), np.array([X]))[0, 0], want, rtol=1e-6)
+    times = np.array([0.5, 1.0, 2.0])
+    cosine = lambda w: integrate.solve_ivp(lambda t, y: [y[1], -w * w * y[0]], (0.0, 2.0), [1.0, 0.0],  # noqa: E731
+                                           t_eval=times, **TIGHT).y[0]
+    np.testing.assert_allclose(capstan.jacobian(lambda w: capstan.jvp(cosine, (w,), (1.0,))[1], 1.3),
+                               -times ** 2 * np.cos(1.3 * times), rtol=1e-6)
+    start = lambda p: integrate.solve_ivp(lambda t, y: -0.5 * y, (0.0, 1.0), [p * p], **TIGHT).y[0, -1]  # noqa: E731
+    assert np.isclose(capstan.D(lambda p: capstan.D(start, p), X), 2 * math.exp(-0.5), rtol=1e-8)
+
+
+def test_ode_hessian_of_a_nonlinear_system_in_all_nestings():
+    """The logistic equation y' = r y (1 - y/k), y(0) = y0, in (r, k, y0): the Hessian of
+    y(2) against the closed form's (differentiated by capstan), forward over reverse,
+    reverse over reverse and forward over forward -- the equation's own second derivatives
+    (in y and mixed) enter here."""
+    def solved(q):
+        return integrate.solve_ivp(lambda t, y: q[0] * y * (1 - y / q[1]), (0.0, 2.0), [q[2]],
+                                   **TIGHT).y[0, -1]
+
+    def closed(q):
+        r, k, y0 = q[0], q[1], q[2]
+        return k / (1 + (k / y0 - 1) * np.exp(-2.0 * r))
+
+    q0 = np.array([0.9, 2.0, 0.3])
+    want = capstan.hessian(closed, q0)
+    np.testing.assert_allclose(capstan.hessian(solved, q0), want, rtol=1e-6, atol=1e-8)
+    for i, e in enumerate(np.eye(3)):
+        rr = capstan.gradient(lambda q: capstan.gradient(solved, q)[0][i], q0)[0]
+        ff = capstan.jacobian(lambda q: capstan.jvp(solved, (q,), (e,))[1], q0)
+        np.testing.assert_allclose(rr, want[i], rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(ff, want[i], rtol=1e-6, atol=1e-8)
+
+
 def test_solve_ivp_stiff_method_with_jacobian():
     def f(p):
         return integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], method="Radau",
@@ -292,9 +336,7 @@ def test_odeint_forms():
     (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, p), [1.0]).y, "time span"),
     (lambda p: integrate.solve_ivp(lambda t, y: -p * y, (0.0, 1.0), [1.0], events=lambda t, y: y[0] - 0.5).y,
      "events"),
-    (lambda p: capstan.D(lambda q: decay_ivp(p * q), 1.0), "second order"),
-    (lambda p: capstan.D(lambda q: optimize.minimize_scalar(lambda t: (t - p * q) ** 2).x, 1.0),
-     "second-order"),
+    (lambda p: capstan.D(lambda q: capstan.D(lambda r: decay_ivp(p * q * r), 1.0), 1.0), "third or higher"),
 ])
 def test_ode_refusals(call, match):
     with pytest.raises(capstan.NoRuleError, match=match):
@@ -421,6 +463,94 @@ def test_linear_least_squares():
     np.testing.assert_allclose(capstan.gradient(norm, b)[0], want, atol=1e-9)
     with pytest.raises(capstan.NoRuleError, match="bound"):
         capstan.D(lambda p: optimize.nnls(A, b * np.array([1.0, -5.0, 1.0]) * p)[0][0], 1.0)
+
+
+def test_minimiser_second_order_scalar_closed_form():
+    """x(p) minimises (t - p)^2 + t^4: 2 (x - p) + 4 x^3 = 0, so x' = 2 / (2 + 12 x^2) and
+    x'' = -48 x x' / (2 + 12 x^2)^2; the minimum m(p) has m' = -2 (x - p), m'' = -2 (x' - 1).
+    Both nestings (D of D, the Hessian), minimize_scalar and golden."""
+    quartic = lambda p: (lambda t: (t - p) ** 2 + t ** 4)  # noqa: E731
+    xs = optimize.golden(quartic(X), tol=1e-12)
+    xp = 2 / (2 + 12 * xs ** 2)
+    xpp = -48 * xs * xp / (2 + 12 * xs ** 2) ** 2
+    for argmin in (lambda p: optimize.minimize_scalar(quartic(p), options={"xtol": 1e-12}).x,
+                   lambda p: optimize.golden(quartic(p), tol=1e-12)):
+        assert np.isclose(capstan.D(lambda p: capstan.D(argmin, p), X), xpp, rtol=1e-6)
+        assert np.isclose(capstan.hessian(lambda p: argmin(p[0]), np.array([X]))[0, 0], xpp, rtol=1e-6)
+    minimum = lambda p: optimize.minimize_scalar(quartic(p), options={"xtol": 1e-12}).fun  # noqa: E731
+    assert np.isclose(capstan.D(lambda p: capstan.D(minimum, p), X), -2 * (xp - 1), rtol=1e-6)
+
+
+def test_minimiser_second_order_quadratic_closed_form():
+    """min 0.5 t'At - t'b(p) with b = (p0^2, p0 p1): x = A^-1 b, exact to second order; the
+    Hessians of w.x and of the minimum -0.5 b'A^-1 b in all four nestings."""
+    A = np.array([[3.0, 1.0], [1.0, 2.0]])
+    w = np.linalg.solve(A.T, np.array([1.0, -2.0]))  # (w.x = w'.b, w' = A^-T (1, -2))
+    p0 = np.array([0.8, 1.3])
+
+    def solve(p):
+        b = np.stack([p[0] ** 2, p[0] * p[1]])
+        return optimize.minimize(lambda t: 0.5 * t @ A @ t - t @ b, np.zeros(2), method="BFGS",
+                                 options={"gtol": 1e-12})
+
+    along = lambda p: np.sum(solve(p).x * np.array([1.0, -2.0]))  # noqa: E731
+    want = np.array([[2 * w[0], w[1]], [w[1], 0.0]])
+    assert_nestings(along, p0, want, rtol=1e-7, atol=1e-9)
+    Ai = np.linalg.inv(A)
+    db = np.array([[2 * p0[0], 0.0], [p0[1], p0[0]]])  # (db/dp)
+    b = np.array([p0[0] ** 2, p0[0] * p0[1]])
+    v = Ai @ b  # m = -0.5 b'A^-1 b: m'' = -(db' A^-1 db + sum_k v_k b_k'')
+    want_m = -(db.T @ Ai @ db + v[0] * np.array([[2.0, 0.0], [0.0, 0.0]]) + v[1] * np.array([[0.0, 1.0], [1.0, 0.0]]))
+    assert_nestings(lambda p: solve(p).fun, p0, want_m, rtol=1e-7, atol=1e-9)
+
+
+def assert_nestings(f, x, want, **tol):
+    """The Hessian of ``f`` at ``x`` in the four nestings of forward and reverse mode."""
+    np.testing.assert_allclose(capstan.hessian(f, x), want, **tol)
+    for i, e in enumerate(np.eye(len(x))):
+        fr = capstan.jvp(lambda p: capstan.gradient(f, p)[0], (x,), (e,))[1]
+        rr = capstan.gradient(lambda p: capstan.gradient(f, p)[0][i], x)[0]
+        ff = capstan.jacobian(lambda p: capstan.jvp(f, (p,), (e,))[1], x)
+        for got in (fr, rr, ff):
+            np.testing.assert_allclose(got, want[i], **tol)
+
+
+def test_minimiser_second_order_against_differences_of_the_gradient():
+    """A non-quadratic objective with parameters in args=: the Hessian of one coordinate of the
+    minimiser against central differences of its (checked) gradient; and least_squares' linear
+    fit, x = pinv(A) b(p), exact."""
+    def objective(t, p):
+        return np.sum(np.cosh(t - p[0])) + 0.5 * np.sum(t * t) + p[1] * t[0] * t[1]
+
+    def stationary(t, p):  # (its gradient in t: for the plain solve's accuracy, and the reference)
+        return np.sinh(t - p[0]) + t + p[1] * t[::-1]
+
+    def coordinate(p):
+        return optimize.minimize(objective, np.zeros(2), args=(p,), jac=stationary, method="BFGS",
+                                 options={"gtol": 1e-13}).x[1]
+
+    def reference(p):
+        return optimize.fsolve(stationary, np.zeros(2), args=(p,), xtol=1e-14)[1]
+
+    p0 = np.array([0.5, 0.3])
+    gradient = lambda p: capstan.gradient(coordinate, p)[0]  # noqa: E731
+    np.testing.assert_allclose(gradient(p0), [central(lambda v: reference(np.array([v, 0.3])), 0.5, 1e-3),
+                                              central(lambda v: reference(np.array([0.5, v])), 0.3, 1e-3)],
+                               rtol=1e-8)
+    by_differences = np.array([central(lambda v: gradient(np.array([v, 0.3])), 0.5, 1e-3),
+                               central(lambda v: gradient(np.array([0.5, v])), 0.3, 1e-3)])
+    np.testing.assert_allclose(capstan.hessian(coordinate, p0), by_differences, rtol=1e-7, atol=1e-9)
+
+    A = np.array([[1.0, 0.2], [0.3, 1.0], [0.5, 0.5]])
+    P = np.linalg.pinv(A)
+
+    def fitted(p):  # b(p) = (p0^2, p0 p1, p1^2)
+        b = np.stack([p[0] ** 2, p[0] * p[1], p[1] ** 2])
+        return optimize.least_squares(lambda t: A @ t - b, np.zeros(2), xtol=1e-15, ftol=1e-15, gtol=1e-15).x[0]
+
+    q = P[0]
+    want = np.array([[2 * q[0], q[1]], [q[1], 2 * q[2]]])
+    np.testing.assert_allclose(capstan.hessian(fitted, np.array([0.4, 0.9])), want, rtol=1e-7, atol=1e-9)
 
 
 def test_constraints_are_refused():

@@ -1,7 +1,7 @@
 """Rules for matrix decompositions and matrix functions: ``numpy.linalg`` (eigh,
 eigvalsh, eig, eigvals, svd, qr, pinv, lstsq) and ``scipy.linalg`` (solve, inv, det,
 cholesky, eigh, eigvalsh, eig, eigvals, svd, svdvals, qr, solve_triangular,
-cho_factor/cho_solve, lu_factor/lu_solve, lu, expm, logm, sqrtm).
+cho_factor/cho_solve, lu_factor/lu_solve, lu, schur, eig(a, b), expm, logm, sqrtm).
 
 Every rule sits on the public function, so LAPACK wrappers never see a differentiated
 value.  Decompositions with several results are one primitive whose result *packs*
@@ -622,6 +622,131 @@ defjvp(generalized_eigvals, _generalized_eigvals_jvp)
 defvjp(generalized_eigvals, _generalized_eigvals_vjp)
 
 
+# ----------------------------------------------------------------------------- eig(a, b): vectors
+def generalized_eig(a, b):
+    """The eigenvalues and right eigenvectors of a real pencil ``(a, b)`` with real, finite
+    eigenvalues, as one real array (the values a row above the vectors, unit columns as
+    SciPy normalizes them).  Refused elsewhere: complex eigenvectors of ``ggev`` come in a
+    phase that no normalization fixes (LAPACK scales their largest component only in
+    modulus), so they have no derivative to give; an infinite eigenvalue (``b`` singular)
+    has none either."""
+    if np.iscomplexobj(a) or np.iscomplexobj(b):
+        _refuse("scipy.linalg.eig", ("b=..., complex matrices", "the phase of ggev's complex eigenvectors is "
+                                     "not fixed by a normalization; use the eigenvalues (right=False)"))
+    w, v = sl.eig(a, b)
+    if not np.all(np.isfinite(w)):
+        raise ValueError("capstan: scipy.linalg.eig(a, b) has no derivative at an infinite eigenvalue "
+                         "(b singular)")
+    if np.any(np.imag(w) != 0):
+        _refuse("scipy.linalg.eig", ("b=..., complex eigenvalues", "the phase of ggev's complex "
+                                     "eigenvectors is not fixed by a normalization; use the "
+                                     "eigenvalues (right=False)"))
+    return np.concatenate([np.real(w)[None, :], np.real(v)], axis=0)
+
+
+def _pencil_matrix(a, b):
+    """``b^-1 a``: the pencil's eigenvectors are this matrix's, with the same values."""
+    return la.solve(b, a)
+
+
+def _generalized_eig_jvp(ts, ans, a, b):
+    """Through ``C = b^-1 a`` (``dC = b^-1 (da - db C)``) and ``eig``'s rule: the pencil's
+    vectors are ``C``'s, unit norm and real."""
+    c = _pencil_matrix(a, b)
+    dc = 0
+    if ts[0] is not None:
+        dc = dc + ts[0]
+    if ts[1] is not None:
+        dc = dc - ts[1] @ c
+    return _eig_jvp((la.solve(b, dc + np.zeros_like(c)),), ans, c)
+
+
+def _generalized_eig_vjp(g, ans, a, b):
+    """``eig``'s adjoint ``gC`` taken back through ``C = b^-1 a``: ``ga = b^-T gC``,
+    ``gb = -ga C^T``."""
+    c = _pencil_matrix(a, b)
+    gc = _eig_vjp(g, ans, c)[0]
+    ga = la.solve(_t(b), gc)
+    return ga, -(ga @ _t(c))
+
+
+defjvp(generalized_eig, _generalized_eig_jvp)
+defvjp(generalized_eig, _generalized_eig_vjp)
+
+
+# ----------------------------------------------------------------------------- schur
+def real_schur(a):
+    """SciPy's real Schur form ``a = Z T Z^T`` of a real matrix with real, distinct
+    eigenvalues (``T`` upper triangular), as one array: ``T`` above ``Z``.  Refused
+    elsewhere: a 2x2 block of a complex pair, and complex Schur forms (the phases of their
+    vectors follow no normalization), have no derivative to give; a repeated eigenvalue
+    leaves ``Z`` without one."""
+    if np.iscomplexobj(a):
+        _refuse("scipy.linalg.schur", ("a complex matrix", "only the real Schur form of a real matrix "
+                                       "with real eigenvalues has a derivative"))
+    t, z = sl.schur(a)
+    n = np.shape(t)[-1]
+    if n > 1 and np.any(np.diag(t, -1) != 0):
+        _refuse("scipy.linalg.schur", ("complex eigenvalues", "the 2x2 blocks of the real Schur form "
+                                       "are not determined by the matrix (only their eigenvalues are)"))
+    w = np.diag(t)
+    gaps = np.abs(w[:, None] - w[None, :]) + np.eye(n)
+    if np.any(gaps <= 1e-10 * (1.0 + np.max(np.abs(w)))):
+        raise ValueError("capstan: scipy.linalg.schur has no derivative at a repeated eigenvalue")
+    return np.concatenate([t, z], axis=0)
+
+
+def _schur_rotation(t, e):
+    """The antisymmetric ``W = Z^T dZ`` that keeps ``dT = E + T W - W T`` upper triangular:
+    its strictly lower part solves ``(T W - W T)_ij = -E_ij`` (``i > j``), row by row from
+    the bottom, each row a triangular system in ``T``'s leading block."""
+    n = np.shape(t)[-1]
+    rows = [np.zeros(n, dtype=np.result_type(t, e))] * n
+    for i in range(n - 1, 0, -1):
+        below = np.stack(rows[i + 1:]) if i + 1 < n else np.zeros((0, n))
+        rhs = -e[i, :i] - t[i, i + 1:] @ below[:, :i]  # (the rows below are solved)
+        lead = t[:i, :i] - t[i, i] * np.eye(i)  # (row i: w M = -rhs, M upper triangular)
+        rows[i] = np.concatenate([la.solve(_t(lead), -rhs), np.zeros(n - i)])
+    lower = np.stack(rows)
+    return lower - _t(lower)
+
+
+def _schur_rotation_adjoint(t, g):
+    """The adjoint of :func:`_schur_rotation` (as a map ``E -> W``), applied to ``g``: the
+    strictly lower ``Y`` with ``(T^T Y - Y T^T)_ij = (g - g^T)_ij`` (``i > j``), row by row
+    from the top, then ``-Y``."""
+    n = np.shape(t)[-1]
+    gl = g - _t(g)
+    rows = [np.zeros(n, dtype=np.result_type(t, g))] * n
+    for i in range(1, n):
+        above = np.stack(rows[:i])
+        rhs = gl[i, :i] - (t[:i, i] @ above)[:i]  # sum over earlier rows k < i of T_ki Y_kj
+        lead = t[i, i] * np.eye(i) - t[:i, :i]  # ((T_ii I - T_lead) y = rhs, upper triangular)
+        rows[i] = np.concatenate([la.solve(lead, rhs), np.zeros(n - i)])
+    return -np.stack(rows)
+
+
+def _schur_jvp(ts, ans, a):
+    n = np.shape(a)[-1]
+    t, z = ans[:n], ans[n:]
+    e = _t(z) @ ts[0] @ z
+    w = _schur_rotation(t, e)
+    return np.concatenate([np.triu(e + t @ w - w @ t), z @ w], axis=0)
+
+
+def _schur_vjp(g, ans, a):
+    n = np.shape(a)[-1]
+    t, z = ans[:n], ans[n:]
+    gt, gz = np.triu(g[:n]), g[n:]
+    gw = _t(z) @ gz + _t(t) @ gt - gt @ _t(t)  # (W enters dZ = Z W and dT = E + T W - W T)
+    ge = gt + np.tril(_schur_rotation_adjoint(t, gw), -1)
+    return (z @ ge @ _t(z),)
+
+
+defjvp(real_schur, _schur_jvp)
+defvjp(real_schur, _schur_vjp)
+
+
 def _register_scipy():
     def triangular_vjp(g, ans, a, b, trans=0, lower=False, unit_diagonal=False, *args, **kw):
         op = _trans_code(trans)
@@ -788,14 +913,33 @@ def _register_scipy():
             homogeneous_eigvals=False):
         if b is not None and not left and not right and not homogeneous_eigvals:
             return generalized_eigvals(a, b)  # (eigvals(a, b): the values of the pencil)
+        if b is not None and right and not left and not homogeneous_eigvals:
+            p = generalized_eig(a, b)  # (the right eigenvectors of a real pencil, real eigenvalues)
+            return p[0, :] + 0j, p[1:, :]
         if b is not None or left or homogeneous_eigvals:
-            _refuse("scipy.linalg.eig", ("b=/left=True/homogeneous_eigvals=True", "only right eigenvectors "
-                                         "of the standard problem, and the eigenvalues of a pencil (a, b)"))
+            _refuse("scipy.linalg.eig", ("left=True/homogeneous_eigvals=True", "only right eigenvectors "
+                                         "(of the standard problem, or of a real pencil (a, b) with real "
+                                         "eigenvalues), and the eigenvalues of a pencil (a, b)"))
         p = _eig_packed(a, "scipy")
         w = p[..., 0, :] + 0j  # SciPy's eigenvalues are always complex
         return (w, p[..., 1:, :]) if right else w
 
     defimpl(sl.eig, eig)
+
+    def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+        if output not in ("real", "r"):
+            _refuse("scipy.linalg.schur", ("output=%r" % (output,), "the complex Schur vectors' phases "
+                                           "follow no normalization; use output='real' (real eigenvalues)"))
+        if sort is not None:
+            _refuse("scipy.linalg.schur", ("sort=...", "the order of the eigenvalues is a choice that "
+                                           "changes with their values"))
+        if np.ndim(a) != 2:
+            _refuse("scipy.linalg.schur", ("a stack of matrices", "call it on each matrix"))
+        p = real_schur(a)
+        n = np.shape(p)[-1]
+        return p[:n], p[n:]
+
+    defimpl(sl.schur, schur)
     defimpl(sl.eigvals, lambda a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False:
             eig(a, b, right=False, homogeneous_eigvals=homogeneous_eigvals))
 

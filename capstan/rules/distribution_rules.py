@@ -247,35 +247,64 @@ if sc is not None:
 
 
 # ----------------------------------------------------------------------------- rv_continuous.logpdf / pdf
-def _validity(dist, z, scale, args):
-    """Plain masks of ``rv_continuous.logpdf``/``pdf`` at standardized points ``z``:
-    ``(cond, bad)`` -- where the density is evaluated, and where the result is
-    ``dist.badvalue`` (invalid parameters or NaN points)."""
-    cond0 = dist._argcheck(*args) & (scale > 0)
-    cond = cond0 & dist._support_mask(z, *args) & (scale > 0)
-    return cond, ~cond0 | np.isnan(z)
+def _plan(dist, x, z, scale, args):
+    """What ``rv_continuous.logpdf``/``pdf`` will do at these (plain) arguments, in one
+    plain call, from ``x`` and the standardized points ``z = (x - loc) / scale``:
+    ``(cond, bad, dtype, cast, simple)`` -- where the density is evaluated, where the
+    result is ``dist.badvalue`` (invalid parameters or NaN points; ``None`` when every point
+    is valid), the result's dtype, whether ``z`` needs casting to it, and whether the call
+    is the common simple one (every point valid, ``z`` already a 1-d array of that dtype and
+    of the broadcast shape, every shape parameter of that shape too, and a single
+    ``scale``)."""
+    dtype = np.promote_types(np.asarray(x).dtype, np.float64)
+    cast = type(z) is not np.ndarray or z.dtype != dtype
+    z, scale = np.asarray(z, dtype=dtype), np.asarray(scale)
+    positive = scale > 0
+    cond0 = dist._argcheck(*args) & positive
+    support = dist._support_mask(z, *args)
+    # (valid parameters and a positive single scale: the support mask is the condition)
+    cond = support if np.ndim(cond0) == 0 and cond0 else cond0 & support & positive
+    shape = np.shape(cond)
+    valid = bool(np.all(cond))
+    simple = (valid and not cast and len(shape) == 1 and z.shape == shape and scale.ndim == 0
+              and all(np.shape(a) == shape for a in args))
+    return cond, None if valid else (1 - cond0) + np.isnan(z), dtype, cast, simple  # (as SciPy: 1 - cond0)
 
 
-plain_valued(_validity)
+plain_valued(_plan)
+
+
+def _flat(p, shape):
+    """``p`` broadcast to ``shape`` and raveled (``argsreduce``'s all-valid case)."""
+    return np.ravel(p) if np.shape(p) == shape else np.ravel(np.broadcast_to(p, shape))
 
 
 def _density(log, dist, x, args, kwds):
     """SciPy's ``rv_continuous.logpdf`` (``log``) or ``pdf``, step for step, with the
-    validity masks computed in one plain call: the same values and the same calls of the
-    distribution's ``_logpdf``/``_pdf`` (on the 1-d arrays of valid points, as
-    ``argsreduce`` gives them), in a fraction of the operations to differentiate."""
+    validity masks and every decision on shapes and dtypes made in one plain call
+    (:func:`_plan`): the same values and the same calls of the distribution's
+    ``_logpdf``/``_pdf`` (on the 1-d arrays of valid points, as ``argsreduce`` gives them),
+    in a fraction of the operations to differentiate.
+
+    ``loc`` and ``scale`` enter only by ``(x - loc) / scale`` and ``log(scale)`` (or
+    ``/ scale``); a single ``scale`` is used as given, broadcast by the arithmetic (SciPy
+    broadcasts it to every point first: the same numbers)."""
     args, loc, scale = dist._parse_args(*args, **kwds)
-    x, loc, scale = np.asarray(x), np.asarray(loc), np.asarray(scale)
-    args = tuple(np.asarray(a) for a in args)
-    dtype = np.promote_types(x.dtype, np.float64)
-    z = np.asarray((x - loc) / scale, dtype=dtype)
-    cond, bad = _validity(dist, z, scale, args)
-    if np.all(cond):
+    if args:
+        args = tuple(np.asarray(a) for a in args)
+    z = np.subtract(x, loc) / scale  # (SciPy's asarray(x) - loc: lists are arrays by the ufunc)
+    cond, bad, dtype, cast, simple = _plan(dist, x, z, scale, args)
+    if simple:  # (the values SciPy computes, without broadcasting, raveling or placing)
+        return dist._logpdf(z, *args) - np.log(scale) if log else dist._pdf(z, *args) / scale
+    if cast:
+        z = np.asarray(z, dtype=dtype)
+    if bad is None:  # (every point valid)
         shape = np.shape(cond)  # (the broadcast shape of z, args and scale)
-        parts = [np.ravel(p) if np.shape(p) == shape else np.ravel(np.broadcast_to(p, shape))
-                 for p in (z, *args, scale)]
-        s = parts[-1]
-        values = dist._logpdf(*parts[:-1]) - np.log(s) if log else dist._pdf(*parts[:-1]) / s
+        flat_args = [_flat(a, shape) for a in args] if args else ()
+        values = dist._logpdf(_flat(z, shape), *flat_args) if log else dist._pdf(_flat(z, shape), *flat_args)
+        if np.ndim(scale):
+            scale = _flat(scale, shape)
+        values = values - np.log(scale) if log else values / scale
         output = np.reshape(values, shape)
         if output.dtype != dtype:
             output = output.astype(dtype)
@@ -304,5 +333,5 @@ if sc is not None:
 
     defimpl(rv_continuous.logpdf, rv_continuous_logpdf)
     defimpl(rv_continuous.pdf, rv_continuous_pdf)
-    METHODS = [rv_continuous.logpdf, rv_continuous.pdf, _validity]  # (tests/test_distributions.py)
+    METHODS = [rv_continuous.logpdf, rv_continuous.pdf, _plan]  # (tests/test_distributions.py)
     FUNCTIONS.extend(METHODS)

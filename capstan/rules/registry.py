@@ -171,11 +171,20 @@ def plain_valued(f):
     defvjp(f, lambda g, ans, *args, **kw: (None,) * len(args))
 
 
+_F64 = np.float64
+
+
 def unbroadcast(g, x):
     """Cotangent ``g`` summed down to the shape of argument ``x`` (undoing NumPy
     broadcasting); real when ``x`` is real."""
-    if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape and (
-            g.dtype.kind != "c" or x.dtype.kind == "c"):
+    tg, tx = type(g), type(x)
+    if tg is np.ndarray:
+        if tx is np.ndarray and g.shape == x.shape and (g.dtype.kind != "c" or x.dtype.kind == "c"):
+            return g
+        if g.dtype.kind == "f" and (tx is float or tx is _F64 or (
+                tx is np.ndarray and x.ndim == 0 and x.dtype.kind != "c")):
+            return g.sum()  # (a real scalar operand: every axis summed, a NumPy scalar)
+    elif (tg is float or tg is _F64) and (tx is float or tx is _F64):
         return g
     shape = np.shape(x)
     gshape = np.shape(g)

@@ -33,11 +33,13 @@ callback's ``args=``, in the callback's closure, defaults, bound object or
      the initial value's derivative.  The forcing ``f_p dp`` is the callback itself
      evaluated inside the differentiation at the collocation nodes, so forward mode
      gets forward sensitivities and reverse mode an adjoint (the transposed
-     recurrence), for any number of parameters.
+     recurrence), for any number of parameters.  Nested (second-order) differentiation
+     takes two Newton steps on the collocation equations instead (see
+     ``_two_newton_steps``).
 
 Refused with a clear :class:`capstan.NoRuleError`: weighted and ``points=``
-quadrature, differentiated time spans and events of ODEs, second-order derivatives of
-ODE solutions and minimisers, and solver failures.  See docs/capstan-scipy.md ("Solvers").
+quadrature, differentiated time spans and events of ODEs, third-order derivatives of
+ODE solutions, and solver failures.  See docs/capstan-scipy.md ("Solvers").
 """
 import functools
 import inspect
@@ -420,24 +422,25 @@ def _first(func):
 # ----------------------------------------------------------------------------- minimisers
 def _gradient_of(F, scalar):
     """The residual of the optimality condition: ``F``'s derivative in its first argument."""
-    from ..derivatives import jacobian
     from ..forward import D
+    from ..reverse import gradient
 
     if scalar:
         return lambda x, *fargs: D(lambda z: F(z, *fargs), x)
-    # (forward mode: the Newton step differentiates this again, forward over forward)
-    return lambda x, *fargs: jacobian(lambda z: F(z, *fargs), x)
+    # (reverse mode: a second-order Newton step differentiates this again by a forward
+    # Jacobian, and an enclosing Hessian twice more; forward Jacobians nested three deep
+    # are refused by the engine today)
+    return lambda x, *fargs: gradient(lambda z: F(z, *fargs), x)[0]
 
 
 def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message, bounds=None):
-    """The minimiser ``x_plain`` of ``F(., *fargs)`` made differentiable (a Newton step on
-    the optimality condition, first order only), and ``F`` there: ``(x, F(x))``.  With
+    """The minimiser ``x_plain`` of ``F(., *fargs)`` made differentiable (Newton steps on
+    the optimality condition ``grad F = 0``, as for roots: one for first derivatives, two
+    for second), and ``F`` there: ``(x, F(x))``.  With
     ``bounds`` ``(lower, upper)``: refused unless the minimiser is clear of them (on a
     bound the optimality condition does not hold)."""
     scalar = np.ndim(x_plain) == 0
-    if _newton_steps() > 1:
-        raise _no_rule("%s: second-order derivatives (nested differentiation) of a minimiser are not "
-                       "supported; differentiate once" % name)
+    steps = _newton_steps()
     clearance = np.inf
     x_flat = np.ravel(np.asarray(x_plain, dtype=float))
     scale = 1 + np.max(np.abs(x_flat))
@@ -455,10 +458,10 @@ def _minimiser(ctx, name, F, F_plain, x_plain, fargs, message, bounds=None):
         raise _no_rule(_BOUNDED % name)
     residual = _gradient_of(F, scalar)
     if scalar:
-        x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, 1, False,
+        x = _add(ctx, x_plain, _correction(ctx, _scalar_newton, residual, x_plain, fargs, steps, False,
                                            float(np.ravel(J)[0])))
     else:
-        x = _add(ctx, x_plain, _correction(ctx, _vector_newton, residual, x_plain, fargs, 1, J))
+        x = _add(ctx, x_plain, _correction(ctx, _vector_newton, residual, x_plain, fargs, steps, J))
     return x, overdub(ctx, F, x, *fargs)  # (F's derivative there: the envelope theorem's F_p)
 
 
@@ -850,11 +853,11 @@ def _nodes(breaks, method, sol, n):
     return s, ys
 
 
-def _linearised(jacs, breaks, counts, n, method):
-    """The plain part of the sensitivity recurrence, from the Jacobians ``jacs`` at the
-    nodes.  On each segment, Gauss collocation of ``u' = J u + g`` gives
-    ``u_next = P u + Q g`` (``g``: the forcing at the segment's nodes, stacked); unrolled,
-    the derivative at output ``c`` is ``Phi[c] @ u0 + W[c] @ g_all``."""
+def _segments(jacs, breaks, n, method):
+    """Plain matrices of Gauss collocation of ``u' = J u + g`` on each segment, from the
+    Jacobians ``jacs`` at the nodes: the stage values are ``K = R u + S g`` (``u`` the
+    segment's start, ``g`` its forcing at the nodes, stacked), the end ``u + BJ K + B g``;
+    ``Minv`` solves the stage equations (for residuals, :func:`_sweep`)."""
     _C, _B, _A = _stages(method)
     k = len(_C)
     h = np.diff(breaks)
@@ -865,10 +868,23 @@ def _linearised(jacs, breaks, counts, n, method):
         big[:, i * n:(i + 1) * n, i * n:(i + 1) * n] = jacs[:, i]
     A_big = np.kron(_A, eye)
     M = np.eye(k * n) - h[:, None, None] * (A_big @ big)
-    R = np.linalg.solve(M, np.broadcast_to(np.kron(np.ones((k, 1)), eye), M.shape[:-1] + (n,)))
-    S = h[:, None, None] * np.linalg.solve(M, np.broadcast_to(A_big, M.shape))
+    Minv = np.linalg.inv(M) if len(h) else np.zeros((0, k * n, k * n))
+    R = Minv @ np.kron(np.ones((k, 1)), eye)
+    S = h[:, None, None] * (Minv @ A_big)
     B = h[:, None, None] * np.kron(_B[None, :], eye)
     BJ = B @ big
+    return R, S, Minv, B, BJ
+
+
+def _linearised(jacs, breaks, counts, n, method):
+    """The plain part of the sensitivity recurrence, from the Jacobians ``jacs`` at the
+    nodes.  On each segment, Gauss collocation of ``u' = J u + g`` gives
+    ``u_next = P u + Q g`` (``g``: the forcing at the segment's nodes, stacked); unrolled,
+    the derivative at output ``c`` is ``Phi[c] @ u0 + W[c] @ g_all``."""
+    R, S, _, B, BJ = _segments(jacs, breaks, n, method)
+    k = len(_stages(method)[0])
+    h = np.diff(breaks)
+    eye = np.eye(n)
     P = eye + BJ @ R  # (segments, n, n)
     Q = BJ @ S + B  # (segments, n, k n)
     Phi = np.empty((len(counts), n, n))
@@ -880,6 +896,68 @@ def _linearised(jacs, breaks, counts, n, method):
             acc = acc @ P[j]
         Phi[c] = acc
     return Phi, W.reshape(len(counts), n, -1)
+
+
+def _sweep(segments, u0, g=None, rs=None, re=None):
+    """(Run inside the differentiation.)  The collocation recurrence segment by segment:
+    from the start deviation ``u0``, with forcing ``g`` at the nodes (``(segments, k n)``),
+    or stage and end residuals ``rs``, ``re`` to cancel (a Newton step); returns the
+    deviations at the segments' starts (and the last end) and at the nodes."""
+    R, S, Minv, B, BJ = segments
+    u, starts, nodes = u0, [u0], []
+    for j in range(len(R)):
+        K = R[j] @ u
+        if g is not None:
+            K = K + S[j] @ g[j]
+        if rs is not None:
+            K = K - Minv[j] @ rs[j]
+        u = u + BJ[j] @ K
+        if g is not None:
+            u = u + B[j] @ g[j]
+        if re is not None:
+            u = u - re[j]
+        starts.append(u)
+        nodes.append(K)
+    return starts, nodes
+
+
+def _at_nodes(G, fargs, s, Y, n, batched):
+    """``G`` at every node (``s``, states ``Y`` of shape ``(nodes, n)``): ``(nodes, n)``."""
+    if batched:
+        return np.transpose(np.asarray(G(s, np.transpose(Y), *fargs)))
+    return np.stack([np.reshape(np.asarray(G(si, Y[i], *fargs)), (n,)) for i, si in enumerate(s)])
+
+
+def _two_newton_steps(G, fargs, y0, segments, breaks, s, ys, starts_plain, counts, n, method, batched):
+    """(Run inside the differentiation.)  Second-order derivatives of an ODE solution: the
+    Gauss collocation equations on the plain solution's steps are a system ``F(Y, p) = 0``
+    for the states at the nodes and steps; two Newton steps from the plain solution with
+    its plain Jacobian (each residual minus its own value, so the value stays SciPy's)
+    give derivatives right to second order -- the first step's residual has no first
+    derivative left, so the second step needs no differentiated Jacobian."""
+    from ..markers import stop_gradient
+    _C, _B, _A = _stages(method)
+    k = len(_C)
+    h = np.diff(breaks)
+    segs = len(h)
+    y0 = np.ravel(np.asarray(y0, dtype=float))
+    u0 = y0 - stop_gradient(y0)
+    g = None
+    if segs:
+        g = _at_nodes(G, fargs, s, ys, n, batched)
+        g = np.reshape(g - stop_gradient(g), (segs, k * n))
+    starts1, nodes1 = _sweep(segments, u0, g=g)
+    starts = starts_plain + np.stack(starts1)  # (segs + 1, n): the first step's states
+    r0 = starts[0] - y0
+    delta2 = [-(r0 - stop_gradient(r0))]
+    if segs:
+        Y = ys + np.reshape(np.stack(nodes1), (segs * k, n))
+        F = np.reshape(_at_nodes(G, fargs, s, Y, n, batched), (segs, k, n))
+        rs = np.reshape(Y, (segs, k, n)) - starts[:-1, None, :] - h[:, None, None] * np.matmul(_A, F)
+        re = starts[1:] - starts[:-1] - h[:, None] * np.matmul(_B, F)
+        rs, re = rs - stop_gradient(rs), re - stop_gradient(re)
+        delta2, _ = _sweep(segments, delta2[0], rs=np.reshape(rs, (segs, k * n)), re=re)
+    return np.stack([starts1[c] + delta2[c] for c in counts])
 
 
 def _batches(G, s, ys, fargs, n):
@@ -944,6 +1022,12 @@ def _ode_sensitivity(ctx, G, fargs, y0, sol, step_times, out_times, user_jac=Non
     breaks, counts = _steps_plan(step_times, out_times)
     s, ys = _nodes(breaks, method, sol, n)
     batched = _batches(G_plain, s, ys, plain_args, n)
+    if _levels(G, fargs, y0) > 1:  # (nested differentiation: second order)
+        segments = _segments(_node_jacobians(G_plain, user_jac, s, ys, plain_args, n, batched),
+                             breaks, n, method)
+        starts_plain = np.asarray(sol(breaks), dtype=float).reshape(n, -1).T
+        return _correction(ctx, _two_newton_steps, G, fargs, y0, segments, breaks, s, ys, starts_plain,
+                           counts, n, method, batched, why=_NOT_FINITE)
     Phi, W = _linearised(_node_jacobians(G_plain, user_jac, s, ys, plain_args, n, batched),
                          breaks, counts, n, method)
     u0 = overdub(ctx, _deviation, overdub(ctx, np.ravel, overdub(ctx, np.asarray, y0, float)))
@@ -982,9 +1066,9 @@ def _ode_checks(name, ctx, depends, times):
     if any(np.iscomplexobj(_plain(v)) for v in depends if isinstance(_plain(v), (complex, np.ndarray, list))):
         raise _no_rule("%s of a complex ODE has no derivative rule; write it as a real system of twice the "
                        "size" % name)
-    if _levels(*depends) > 1:
-        raise _no_rule("%s: derivatives of second order (nested differentiation: hessian, D of D) of "
-                       "ODE solutions are not supported; differentiate once" % name)
+    if _levels(*depends) > 2:
+        raise _no_rule("%s: derivatives of third or higher order (differentiation nested three deep) of "
+                       "ODE solutions are not supported" % name)
 
 
 def _solve_ivp_rule(ctx, f, args, kwargs):

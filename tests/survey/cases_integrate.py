@@ -6,6 +6,8 @@ import math
 import numpy as np
 from scipy import integrate
 
+import capstan
+
 from . import Table
 
 T = Table("scipy.integrate")
@@ -63,3 +65,11 @@ def _rk45_final(p):
     while solver.status == "running":
         solver.step()
     return solver.y[0]
+add("solve_ivp decay's slope (second order)",
+    lambda p: capstan.D(lambda q: integrate.solve_ivp(lambda t, y: -q * y, (0.0, 1.0), [1.0], rtol=1e-10,
+                                                      atol=1e-12).y[0, -1], p), X,
+    d=lambda p: math.exp(-p), rtol=1e-5)
+add("odeint logistic's gradient (second order)",
+    lambda q: capstan.gradient(lambda r: integrate.odeint(lambda y, t: r[0] * y * (1 - y / r[1]), 0.3,
+                                                          [0.0, 2.0], rtol=1e-10, atol=1e-12)[-1, 0], q)[0],
+    np.array([0.9, 2.0]), rtol=1e-5, step=1e-3)

@@ -40,6 +40,14 @@ add("svd singular values", lambda x: la.svd(x)[1], N)
 add("eigh values", lambda x: la.eigh(x + x.T)[0], N)
 add("eigvalsh", lambda x: la.eigvalsh(x @ x.T), N)
 add("eigvals sorted", lambda x: np.sort(la.eigvals(x).real), N)
+add("eig(a, b) vectors", lambda x: la.eig(np.diag([1.0, 2.0, 3.0]) + 0.2 * x, np.eye(3) + 0.1 * S)[1], N)
+add("eig(a, b) complex vectors' moduli",
+    lambda x: np.abs(la.eig(np.array([[1.0, 2.0, 0.0], [-0.5, 1.0, 0.0], [0.0, 0.0, 3.0]]) + 0.1 * x,
+                            np.eye(3) + 0.1 * S)[1]), N)
+add("schur T", lambda x: la.schur(np.diag([1.0, 2.0, 3.0]) + 0.2 * x)[0], N)
+add("schur Z", lambda x: la.schur(np.diag([1.0, 2.0, 3.0]) + 0.2 * x)[1], N)
+add("schur of a rotation (complex pair)", lambda x: la.schur(np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0],
+                                                                       [0.0, 0.0, 2.0]]) + 0.1 * x)[0], N)
 add("norm", la.norm, N)
 add("norm 2", lambda x: la.norm(x, 2), N)
 add("pinv", la.pinv, N)

@@ -6,6 +6,8 @@ import math
 import numpy as np
 from scipy import optimize
 
+import capstan
+
 from . import Table
 
 T = Table("scipy.optimize")
@@ -53,6 +55,14 @@ add("minimize L-BFGS-B minimum",
     lambda p: optimize.minimize(lambda t: np.sum((t - p) ** 2) + p * t[0], np.zeros(2),
                                 method="L-BFGS-B").fun, X,
     rtol=1e-4)
+add("minimize_scalar argmin's slope (second order)",
+    lambda p: capstan.D(lambda q: optimize.minimize_scalar(_quartic(q), options={"xtol": 1e-12}).x, p), X,
+    rtol=1e-4)
+add("minimize BFGS argmin's gradient (second order)",
+    lambda p: capstan.gradient(lambda q: np.sum(optimize.minimize(
+        lambda t: np.sum(np.cosh(t - q[0])) + 0.5 * np.sum(t * t) + q[1] * t[0] * t[1], np.zeros(2),
+        jac=lambda t: np.sinh(t - q[0]) + t + q[1] * t[::-1], method="BFGS", options={"gtol": 1e-13}).x),
+        p)[0], np.array([0.5, 0.3]), rtol=1e-4, step=1e-3)
 add("least_squares", lambda p: optimize.least_squares(lambda t: t - p * C, np.zeros(3)).x, X, d=lambda p: C,
     rtol=1e-5)
 add("curve_fit ydata", lambda y: optimize.curve_fit(lambda t, a, b: a * t + b, np.arange(3.0), y)[0], A,
