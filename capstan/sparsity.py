@@ -23,7 +23,6 @@ is kept as a *guard*.  The pattern holds for every input taking the same branche
 prepared sparse derivatives check the guards on each evaluation
 (``capstan.sparse``).
 """
-import itertools
 import math
 import operator
 import warnings
@@ -167,10 +166,48 @@ def bits(mask):
 
 
 def rows_from_masks(masks, n):
-    lists = [bits(m) for m in masks]
-    indptr = np.zeros(len(lists) + 1, _I)
-    np.cumsum([len(b) for b in lists], out=indptr[1:])
-    return Rows(indptr, np.fromiter(itertools.chain.from_iterable(lists), _I, int(indptr[-1])), n)
+    """Rows whose sets are the bit masks ``masks``.  Each distinct mask is converted once;
+    masks whose set bits span at most 64 positions (the usual case: a scalar loop's
+    values depend on a few neighbouring inputs) are converted together, as 64-bit words
+    shifted down to their lowest bit, without a Python loop over their bits."""
+    index: dict[int, int] = {}  # id of a mask -> its number (masks are big ints: slow to hash;
+    unique = []  # the same value is mostly the same object, and ``masks`` keeps each alive)
+    ids = []
+    for m in masks:
+        k = index.get(id(m))
+        if k is None:
+            k = index[id(m)] = len(unique)
+            unique.append(m)
+        ids.append(k)
+    # each mask's top 64 bits (a shift of a big int costs only the digits it keeps) hold all
+    # of its bits when their counts agree
+    shifts = [max(m.bit_length() - 64, 0) for m in unique]
+    tops = [m >> s for m, s in zip(unique, shifts)]
+    near = [k for k, (m, top) in enumerate(zip(unique, tops)) if top.bit_count() == m.bit_count()]
+    counts = np.zeros(len(unique), _I)
+    found_rows, found_cols = [], []
+    if near:
+        words = np.array([tops[k] for k in near], dtype=np.uint64)
+        flags = np.unpackbits(words.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        r, c = np.nonzero(flags)
+        near_ids = np.array(near, _I)
+        found_rows.append(near_ids[r])
+        found_cols.append(c.astype(_I) + np.array(shifts, _I)[near_ids][r])
+    wide = set(range(len(unique))).difference(near) if len(near) != len(unique) else ()
+    for k in sorted(wide):
+        b = bits(unique[k])
+        found_rows.append(np.full(len(b), k, _I))
+        found_cols.append(np.array(b, _I))
+    if found_rows:
+        rows, cols = np.concatenate(found_rows), np.concatenate(found_cols)
+        order = np.argsort(rows, kind="stable")  # (each unique mask's bits stay ascending)
+        rows, cols = rows[order], cols[order]
+        counts = np.bincount(rows, minlength=len(unique)).astype(_I)
+    else:
+        cols = np.zeros(0, _I)
+    uptr = np.zeros(len(unique) + 1, _I)
+    np.cumsum(counts, out=uptr[1:])
+    return gather(Rows(uptr, cols, n), np.array(ids, _I))
 
 
 def row_mask(R, i):
@@ -604,8 +641,12 @@ class PatternCtx(ADContext):
         As = [a for a, _ in self.pairs]
         Bs = [b for _, b in self.pairs]
         if self.scalar_pairs:
-            As.append(rows_from_masks([a for a, _ in self.scalar_pairs], n))
-            Bs.append(rows_from_masks([b for _, b in self.scalar_pairs], n))
+            seen = {}  # (a loop meets the same pairs often; by identity: big ints hash slowly)
+            for pair in self.scalar_pairs:
+                seen.setdefault((id(pair[0]), id(pair[1])), pair)
+            pairs = list(seen.values())
+            As.append(rows_from_masks([a for a, _ in pairs], n))
+            Bs.append(rows_from_masks([b for _, b in pairs], n))
         if not As:
             return sp.csr_array((n, n), dtype=bool)
         A = vstack(As, n).to_scipy().astype(np.int8)

@@ -321,6 +321,29 @@ def test_linear_operations_add_no_hessian_pairs():
     np.testing.assert_array_equal(P, expected)
 
 
+def test_bit_masks_become_the_same_index_sets():
+    """Scalar code's index sets (bit masks) read out as rows: near ones (bits within 64
+    positions) together, wide ones bit by bit, repeated objects once."""
+    from capstan.sparsity import rows_from_masks
+
+    rng = np.random.default_rng(5)
+    for n in (1, 64, 65, 300, 10_000):
+        masks = [0]
+        for _ in range(40):
+            picks = (rng.integers(0, n, 1) + rng.integers(0, 64, rng.integers(1, 5))) % n
+            if rng.random() < 0.4:
+                picks = rng.integers(0, n, rng.integers(1, 30))
+            m = 0
+            for p in picks.tolist():
+                m |= 1 << p
+            masks += [m, m] if rng.random() < 0.3 else [m]
+        R = rows_from_masks(masks, n)
+        assert R.m == len(masks)
+        for i, m in enumerate(masks):
+            want = [b for b in range(n) if m >> b & 1]
+            assert R.indices[R.indptr[i]:R.indptr[i + 1]].tolist() == want
+
+
 def test_a_function_without_a_pattern_rule_is_dense_with_one_warning():
     x = RNG.random(6)
     capstan.sparsity._warned.discard("numpy.linalg.inv")
