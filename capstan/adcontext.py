@@ -13,12 +13,15 @@
 """
 import bisect
 import collections
+import dis
 import heapq
 import itertools
 import numbers
 import operator
 import types
+import weakref
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -685,6 +688,87 @@ def raw(x):
 
 def plain_call(f, /, *args, **kwargs):
     return f(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- rule arithmetic
+# A rule's own arithmetic (a partial times a tangent, a cotangent summed down to an
+# argument's shape) is run by ``run``: the plain call, or, when an enclosing differentiation
+# holds the values, routed into it so that it follows every operation.  Routing costs an
+# entry into rewritten code per call; the helpers below route only the operations that
+# carry a derivative and decide the rest on the plain values underneath, with the same
+# result (nested differentiation: Hessians, hvp, sparse Hessians).
+def product(run, a, b):
+    """``registry.strong_mul(a, b)`` run by ``run``: one routed ``a * b``, and only when
+    that has a non-finite element, strong_mul itself (its mask of exact zeros)."""
+    if run is plain_call:
+        return registry.strong_mul(a, b)
+    r = run(operator.mul, a, b)
+    v = raw(r)
+    if type(v) is np.ndarray and v.dtype.kind in "fc" and not np.isfinite(v).all():
+        return run(registry.strong_mul, a, b)
+    return r
+
+
+def summed_to(run, g, x):
+    """``registry.unbroadcast(g, x)`` run by ``run``; ``g`` itself, unrouted, when it has
+    ``x``'s shape already (and is not complex for a real ``x``): unbroadcast's own first
+    case, read on the plain values."""
+    vg, vx = raw(g), raw(x)
+    if (type(vg) is np.ndarray and type(vx) is np.ndarray and vg.shape == vx.shape
+            and (vg.dtype.kind != "c" or vx.dtype.kind == "c")):
+        return g
+    return run(registry.unbroadcast, g, x)
+
+
+def conjugated(run, d):
+    """``registry.conj(d)`` run by ``run``; ``d`` itself for a real float or array."""
+    v = raw(d)
+    tv = type(v)
+    if tv is float or (tv is np.ndarray and v.dtype.kind in "fi"):
+        return d
+    return run(registry.conj, d)
+
+
+_TRIVIAL: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_SKIPPED = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG"}
+
+
+def trivial(fn):
+    """``("const", c)`` for a Python function whose body is ``return c`` (a constant),
+    ``("arg", k)`` for ``return <its k-th positional parameter>``, else ``None``: such a
+    partial (``lambda ans, a, b: b``) needs no routing, its result is known."""
+    try:
+        return _TRIVIAL[fn]
+    except KeyError:
+        pass
+    except TypeError:  # (not weakly referable: a builtin)
+        return None
+    kind = None
+    code = getattr(fn, "__code__", None)
+    if type(fn) is types.FunctionType and code is not None:
+        steps = [i for i in dis.get_instructions(code) if i.opname not in _SKIPPED]
+        if len(steps) == 1 and steps[0].opname == "RETURN_CONST":
+            kind = ("const", steps[0].argval)
+        elif len(steps) == 2 and steps[1].opname == "RETURN_VALUE":
+            op = steps[0]
+            if op.opname == "LOAD_CONST":
+                kind = ("const", op.argval)
+            elif op.opname == "LOAD_FAST" and op.arg < code.co_argcount:
+                kind = ("arg", op.arg)
+    _TRIVIAL[fn] = kind
+    return kind
+
+
+def call_partial(run, fn, *args, **kwargs):
+    """``run(fn, *args, **kwargs)`` for a rule's partial ``fn``, without routing when its
+    result is a constant or one of its positional arguments (:func:`trivial`)."""
+    kind = trivial(fn)
+    if kind is not None:
+        if kind[0] == "const":
+            return kind[1]
+        if kind[1] < len(args):
+            return args[kind[1]]
+    return run(fn, *args, **kwargs)
 
 
 def out_argument(kwargs):

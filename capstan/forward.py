@@ -20,7 +20,7 @@ import numpy as np
 from overdub import Tagged, overdub, primitive, tag
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import INPLACE, ADContext, out_argument, raw
+from .adcontext import INPLACE, ADContext, call_partial, out_argument, product, raw
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -55,8 +55,8 @@ class ForwardCtx(ADContext):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
             ans = run(f, *vals, **kwargs)
-            if type(ans) is np.ndarray and out_argument(kwargs) is None:
-                same = returned_argument(ans, vals, tans)
+            if (type(ans) is np.ndarray or type(ans) is Tagged) and out_argument(kwargs) is None:
+                same = returned_argument(ans, vals, tans)  # (Tagged: an enclosing one returned it)
                 if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                     return args[same]
         if _takes_arrays(f) and any(type(ti) is list for ti in tans):
@@ -72,8 +72,8 @@ class ForwardCtx(ADContext):
                     continue
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans)
-                p = run(partials[i], ans, *vals, **kwargs)
-                d = ti if type(p) is float and p == 1.0 else run(registry.strong_mul, p, ti)
+                p = call_partial(run, partials[i], ans, *vals, **kwargs)
+                d = ti if type(p) is float and p == 1.0 else product(run, p, ti)
                 t = d if t is None else run(operator.add, t, d)
         else:
             entry = _JVP.get(f)
