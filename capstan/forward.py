@@ -12,6 +12,7 @@ axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 ``ceil(n / N)`` runs of ``f``.
 """
 import numbers
+from functools import partial
 import operator
 from typing import Any, Callable
 
@@ -20,7 +21,7 @@ import numpy as np
 from overdub import Tagged, overdub, primitive, tag
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import INPLACE, ADContext, call_partial, out_argument, product, raw
+from .adcontext import INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -71,7 +72,7 @@ class ForwardCtx(ADContext):
                 if ti is None or i >= len(partials) or partials[i] is None:
                     continue
                 if self.chunk is not None:
-                    ti = _align(ti, vals[i], ans)
+                    ti = _align(ti, vals[i], ans, run)
                 p = call_partial(run, partials[i], ans, *vals, **kwargs)
                 d = ti if type(p) is float and p == 1.0 else product(run, p, ti)
                 t = d if t is None else run(operator.add, t, d)
@@ -170,7 +171,8 @@ class ForwardCtx(ADContext):
             if entry is not None:
                 self.shadows[id(entry[0])] = (entry[0], entry[1], foreign)
         if self.chunk is not None and tv is not None:  # align the block with the region written
-            tv = _align(tv, v, value[k])
+            outer = enclosing(tv)
+            tv = _align(tv, v, value[k], plain_call if outer is None else partial(overdub, outer))
         self.write(tc, _lead(tc, value) + _index(k), 0.0 if tv is None else tv,
                    foreign or (tv._ctx if type(tv) is Tagged else None))
         return None
@@ -255,13 +257,14 @@ def _index(k):
     return k if type(k) is tuple else (k,)
 
 
-def _align(t, value, ans):
-    """Chunked tangent of ``value`` reshaped to broadcast against ``ans``."""
-    missing = np.ndim(ans) - np.ndim(value)
+def _align(t, value, ans, run):
+    """Chunked tangent of ``value`` reshaped (by ``run``: routed into an enclosing
+    differentiation that holds ``t``) to broadcast against ``ans``."""
+    missing = np.ndim(raw(ans)) - np.ndim(raw(value))
     if missing <= 0:
         return t
-    t = np.asarray(t)
-    return t.reshape(t.shape[:1] + (1,) * missing + t.shape[1:])
+    shape = np.shape(raw(t))
+    return run(np.reshape, t, shape[:1] + (1,) * missing + shape[1:])
 
 
 def _slice(t, k):

@@ -77,6 +77,20 @@ def test_arrowhead_sparse_hessian_is_exact_at_1000():
     close(H, capstan.hessian(arwhead, x))
 
 
+@pytest.mark.parametrize("hvp", ["rev_over_fwd", "fwd_over_rev"])
+def test_every_hvp_mode_over_many_colours(hvp):
+    """Column colouring of a banded Hessian with a broadcast scalar (more colours than
+    one reverse-over-forward chunk holds): both HVP modes exact against dense."""
+    def f(z):
+        band = z[:-4] * z[1:-3] * z[2:-2] * z[3:-1] * z[4:]
+        return np.sum(np.sin(band) + z[:-4] ** 2 * z[-1]) + z[0] ** 3
+
+    x = RNG.random(40)
+    prep = capstan.prepare_sparse_hessian(f, x, coloring="column", hvp=hvp)
+    assert prep.ncolors > capstan.sparse.RO_CHUNK
+    close(prep(x), capstan.hessian(f, x))
+
+
 def test_python_loop_code_at_1000():
     u = RNG.random(1000)
     J = capstan.sparse_jacobian(bratu_loop, list(u))  # (a list in, a list out)
