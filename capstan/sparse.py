@@ -493,13 +493,14 @@ class SparseHessian(_Prepared):
                 return _filled(self.template, values)
 
     def _compressed(self, x, decisions):
-        """``H @ seed.T`` by the HVP mode asked for.  With ``"auto"``: forward over reverse
-        (what ``capstan.hessian`` does) first; on the second evaluation both modes, which
-        must agree (else a warning, and forward over reverse from then on); then the
+        """``H @ seed.T`` by the HVP mode asked for.  With ``"auto"``: reverse over forward
+        first (a first call in a process prepares fewer of capstan's own rules for nesting
+        that way); on the second evaluation both modes, which must agree (else a warning,
+        and forward over reverse, what ``capstan.hessian`` does, from then on); then the
         faster one."""
         mode = self.hvp
         if mode == "auto":
-            if not self.timings or "rev_over_fwd" in self.timings or self.trusted:
+            if not self.timings or "fwd_over_rev" in self.timings or self.trusted:
                 mode = self.hvp_mode
             else:
                 B = self._timed("fwd_over_rev", x, decisions)
@@ -520,8 +521,10 @@ class SparseHessian(_Prepared):
         """The HVP mode the next evaluation uses (``"auto"`` resolved)."""
         if self.hvp != "auto":
             return self.hvp
-        if self.trusted or "rev_over_fwd" not in self.timings:
+        if self.trusted:
             return "fwd_over_rev"
+        if "fwd_over_rev" not in self.timings:
+            return "rev_over_fwd"
         return min(self.timings, key=lambda m: min(self.timings[m]))
 
     def _timed(self, mode, x, decisions):
@@ -726,7 +729,7 @@ def prepare_sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = Non
     reverse-mode gradient (as ``capstan.hessian`` does); ``"rev_over_fwd"`` records the
     directional derivatives of one chunked forward run (up to 4 colours) in one reverse
     run and takes one backward pass per colour; ``"auto"``
-    (default) starts with the first, computes both on the second evaluation (they must
+    (default) starts with the second, computes both on the second evaluation (they must
     agree, else a RuntimeWarning and the first from then on) and then keeps the faster
     (``prep.timings``).  ``prep.pattern``, ``prep.colors``, ``prep.ncolors``, ``prep.check(x2)`` and
     ``on_mismatch`` as for :func:`prepare_sparse_jacobian`.
