@@ -295,7 +295,7 @@ class ADContext(Context):
             if self.decisions is not None:
                 self.decided(f, out)
             return out
-        run = plain_call if foreign is None else partial(overdub, foreign)
+        run = plain_call if foreign is None else routed(foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
 
     def decided(self, f, out):
@@ -697,6 +697,25 @@ def plain_call(f, /, *args, **kwargs):
 # entry into rewritten code per call; the helpers below route only the operations that
 # carry a derivative and decide the rest on the plain values underneath, with the same
 # result (nested differentiation: Hessians, hvp, sparse Hessians).
+def routed(ctx):
+    """A ``run`` for rule arithmetic that routes into the enclosing differentiation ``ctx``:
+    a function with a rule goes straight to ``ctx.apply`` (what its primitive does, without
+    the way through ``overdub``'s dispatch), anything else through ``overdub``."""
+    return partial(_route, ctx)
+
+
+def _route(ctx, f, /, *args, **kwargs):
+    if f in _registered and type(ctx) in DIRECT and f not in _SPECIAL:
+        return ctx.apply(f, args, kwargs)
+    return overdub(ctx, f, *args, **kwargs)
+
+
+#: context classes whose primitive for a function with a rule is ``apply`` (forward and
+#: reverse mode add themselves), and the functions with primitives of their own
+DIRECT: set[type] = set()
+_SPECIAL = {operator.getitem, operator.setitem, setattr, getattr, iter, stop_gradient}
+
+
 def product(run, a, b):
     """``registry.strong_mul(a, b)`` run by ``run``: one routed ``a * b``, and only when
     that has a non-finite element, strong_mul itself (its mask of exact zeros)."""

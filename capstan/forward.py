@@ -21,7 +21,7 @@ import numpy as np
 from overdub import Tagged, overdub, primitive, tag
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
+from .adcontext import DIRECT, INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -215,6 +215,7 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
+DIRECT.add(ForwardCtx)  # (its primitives for functions with rules hand them to apply)
 
 
 def _takes_arrays(f):

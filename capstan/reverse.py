@@ -15,7 +15,6 @@ import enum
 import operator
 import weakref
 from typing import Any, Callable
-from functools import partial
 
 import numpy as np
 
@@ -23,8 +22,8 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import (INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call, product,
-                         summed_to)
+from .adcontext import (DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call, product,
+                         routed, summed_to)
 from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
@@ -346,6 +345,7 @@ class ReverseCtx(ADContext):
 
 
 fastpaths.install(ReverseCtx, "reverse")
+DIRECT.add(ReverseCtx)  # (its primitives for functions with rules hand them to apply)
 
 
 _INPUT = Record(INPUT, None, None, (), None, ())  # (shared: inputs carry nothing to change)
@@ -401,7 +401,7 @@ def backward(tape, seeds):
             else:
                 _scatter_into(cts, owned, rec.parents[0], read, g)
             continue
-        run = plain_call if foreign is None else partial(overdub, foreign)
+        run = plain_call if foreign is None else routed(foreign)
         for p, c in zip(rec.parents, _step(rec, g, run)):
             if p is None or c is None:
                 continue
