@@ -780,7 +780,13 @@ def trivial(fn):
 
 def call_partial(run, fn, *args, **kwargs):
     """``run(fn, *args, **kwargs)`` for a rule's partial ``fn``, without routing when its
-    result is a constant or one of its positional arguments (:func:`trivial`)."""
+    result is a constant or one of its positional arguments (:func:`trivial`), by its
+    fold (``registry.FOLDS``) when one applies."""
+    fold = registry.FOLDS.get(fn)
+    if fold is not None and run is not plain_call:
+        out = fold(run, *args, **kwargs)
+        if out is not NotImplemented:
+            return out
     kind = trivial(fn)
     if kind is not None:
         if kind[0] == "const":

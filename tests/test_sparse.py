@@ -451,6 +451,26 @@ def test_auto_hvp_mode_cross_checks_the_two_modes():
     assert set(fine.timings) == {"fwd_over_rev", "rev_over_fwd"}
 
 
+@pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
+def test_hvp_of_squares_and_of_a_differentiated_exponent_of_two(mode):
+    """A square's partial is folded to ``2 * base`` only for a constant exponent: an
+    exponent that is itself differentiated (and happens to be 2) keeps its full partial."""
+    z = np.array([0.3, 1.7, 2.0])
+    v = np.array([0.5, -1.0, 2.0])
+
+    def f(w):
+        return np.sum(w[:-1] ** w[-1]) + w[0] ** 2 * w[1] ** 2.0
+
+    a, b, p = z
+    log_a, log_b = math.log(a), math.log(b)
+    H = np.array([  # closed form of the Hessian at (a, b, p = 2)
+        [p * (p - 1) * a ** (p - 2) + 2 * b * b, 4 * a * b, a ** (p - 1) * (1 + p * log_a)],
+        [4 * a * b, p * (p - 1) * b ** (p - 2) + 2 * a * a, b ** (p - 1) * (1 + p * log_b)],
+        [a ** (p - 1) * (1 + p * log_a), b ** (p - 1) * (1 + p * log_b),
+         a ** p * log_a ** 2 + b ** p * log_b ** 2]])
+    np.testing.assert_allclose(capstan.hvp(f, z, v, mode=mode), H @ v, rtol=1e-13)
+
+
 def test_check_compares_with_dense():
     x = RNG.random(30)
     assert capstan.prepare_sparse_jacobian(bratu, x).check() < 1e-6
