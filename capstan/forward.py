@@ -82,7 +82,7 @@ class ForwardCtx(ADContext):
                 raise losses.refuse(self, no_rule(f, "forward"))
             rule, batched = entry
             if self.chunk is None or batched:
-                t = run(rule, tuple(tans), ans, *vals, **kwargs)
+                t = call_partial(run, rule, tuple(tans), ans, *vals, **kwargs)
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
@@ -250,8 +250,8 @@ def _as_array_argument(value, tangents, chunk, run):
 
 def _lead(t, value):
     """Index prefix selecting every chunk entry of tangent ``t`` of ``value``."""
-    extra = np.ndim(t) - np.ndim(value)
-    return (slice(None),) * extra if extra > 0 else ()
+    extra = np.ndim(raw(t)) - np.ndim(raw(value))  # (read on the plain values: an enclosing
+    return (slice(None),) * extra if extra > 0 else ()  # differentiation's need not see it)
 
 
 def _index(k):
@@ -375,7 +375,8 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
                                  % (i, np.shape(t), np.shape(p)))
             if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
                 outer = enclosing(p, t)
-                t = route(outer, seed_tangent, p, t)
+                # (a plain direction's copy reads only the point's dtype: made outside)
+                t = seed_tangent(raw(p), t) if enclosing(t) is None else route(outer, seed_tangent, p, t)
                 if type(p) is np.ndarray and isinstance(outer, ADContext) and outer.shadow(p) is not None:
                     p = route(outer, copied, p)  # a plain array holding the enclosing derivative
             p = tag(p, ctx, t)

@@ -471,6 +471,23 @@ def test_hvp_of_squares_and_of_a_differentiated_exponent_of_two(mode):
     np.testing.assert_allclose(capstan.hvp(f, z, v, mode=mode), H @ v, rtol=1e-13)
 
 
+@pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
+def test_hvp_through_sums_with_axes_and_masks(mode):
+    """Nested sums (the sum rule's tangent folded to one routed np.sum where no mask is
+    given) against the dense Hessian."""
+    mask = np.array([[True, False, True], [True, True, False]])
+
+    def f(w):
+        a = w.reshape(2, 3)
+        rows = np.sum(a * a, axis=1, keepdims=True)
+        return (np.sum(rows * np.sum(a, axis=0, dtype=float)) + np.sum(np.sin(a), where=mask)
+                + np.sum(a ** 3, axis=(0, 1)))
+
+    x = RNG.random(6)
+    v = RNG.standard_normal(6)
+    close(capstan.hvp(f, x, v, mode=mode), capstan.hessian(f, x) @ v)
+
+
 def test_check_compares_with_dense():
     x = RNG.random(30)
     assert capstan.prepare_sparse_jacobian(bratu, x).check() < 1e-6
