@@ -36,6 +36,7 @@ from overdub import overdub, tag
 
 from . import graph_coloring as _coloring
 from . import losses, structure
+from .adcontext import raw
 from .forward import ForwardCtx, _jvp
 from .nesting import level
 from .pool import borrowed
@@ -207,7 +208,8 @@ def _chunked_directional(f, z, block, decisions):
     ``block`` (``(c, z.size)``), by one chunked forward run: a ``(c,)`` array."""
     with _watching(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
         ctx.chunk = block.shape[0]
-        y = overdub(ctx, f, tag(z, ctx, block.reshape((block.shape[0],) + np.shape(z)).astype(z.dtype)))
+        plain = raw(z)  # (the point's shape and dtype, read without the enclosing differentiation)
+        y = overdub(ctx, f, tag(z, ctx, block.reshape((block.shape[0],) + plain.shape).astype(plain.dtype)))
         losses.check_finished(ctx)
         t = ctx.output_tangent(y)
         decisions.extend(ctx.decisions)
@@ -456,7 +458,7 @@ class SparseHessian(_Prepared):
             self.guards = None
         self.pattern = P
         n = self.n
-        S = _coloring.symmetric(P)
+        S = _coloring.off_diagonal(P)  # (P is symmetric)
         if self.coloring == "column":
             colors = _coloring.column_coloring(P)
         elif self.coloring == "star":
@@ -629,7 +631,7 @@ class _Substitution:
         n = P.shape[0]
         rows, cols = _pattern_rows_cols(P)
         position = {(int(i), int(j)): k for k, (i, j) in enumerate(zip(rows.tolist(), cols.tolist()))}
-        S = _coloring.symmetric(P)
+        S = _coloring.off_diagonal(P)  # (P is symmetric)
         adj = [set(S.indices[S.indptr[v]:S.indptr[v + 1]].tolist()) for v in range(n)]
         cl = colors.tolist()
         steps = []  # (entry k, mirror entry, B index, entries to subtract)
