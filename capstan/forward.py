@@ -370,9 +370,9 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
             seeded.append(_seeded(p, ctx, t))
             continue
         if structure.is_differentiable(p) and t is not None:
-            if np.shape(t) != np.shape(p):
+            if np.shape(raw(t)) != np.shape(raw(p)):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
-                                 % (i, np.shape(t), np.shape(p)))
+                                 % (i, np.shape(raw(t)), np.shape(raw(p))))
             if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
                 outer = enclosing(p, t)
                 # (a plain direction's copy reads only the point's dtype: made outside)
