@@ -781,10 +781,16 @@ def sparse_jacobian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, colo
 
 
 def sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, coloring: str = "star",
-                   hvp: str = "auto") -> Any:
+                   hvp: str = "auto", method: str = "coloring") -> Any:
     """The Hessian of scalar ``f`` at ``x`` as a symmetric ``scipy.sparse.csr_array`` with
     exactly the detected (or given) pattern's structure.  To evaluate at many points,
     prepare once with :func:`prepare_sparse_hessian`.
+
+    ``method="edge_pushing"`` (for scalar code: ``x`` a list of floats, ``f`` loops over
+    it) records ``f`` as a tape and computes the Hessian in one reverse sweep that pushes
+    second-order edges down to the inputs (Gower & Mello), without pattern detection or
+    colouring; its structure is the pairs of inputs that sweep connects
+    (``capstan.edge_pushing``).
 
     Example::
 
@@ -798,6 +804,21 @@ def sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, color
         TypeError, ValueError, capstan.NoRuleError: as :func:`prepare_sparse_hessian`.
     """
     fname = "sparse_hessian"
+    if method not in ("coloring", "edge_pushing"):
+        raise ValueError("capstan.sparse_hessian: method must be 'coloring' or 'edge_pushing', got %r"
+                         % (method,))
+    if method == "edge_pushing":
+        from .edge_pushing import edge_pushing
+
+        if not callable(f):
+            raise TypeError("capstan.sparse_hessian(f, x): f must be callable, got %r" % (f,))
+        if not isinstance(x, (list, tuple)):
+            raise TypeError("capstan.sparse_hessian(f, x, method='edge_pushing'): x must be a list of "
+                            "floats (edge pushing works on scalar code), got %s" % type(x).__name__)
+        if sparsity is not None:
+            raise ValueError("capstan.sparse_hessian: method='edge_pushing' finds the structure itself; "
+                             "sparsity= is for colouring")
+        return edge_pushing(f, point(x, fname), fname)
     try:
         prep = SparseHessian(f, x, sparsity, coloring, hvp, "error")
     except (TypeError, ValueError) as err:

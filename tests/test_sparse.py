@@ -599,3 +599,52 @@ def test_docstring_examples_run(fn):
     for t in tests:
         runner.run(t)
     assert runner.failures == 0
+
+
+# ----------------------------------------------------------------------------- edge pushing
+def _arrowhead_loop(x):
+    n = len(x)
+    s = 0.0
+    for i in range(n - 1):
+        s += (x[i] ** 2 + x[n - 1] ** 2) ** 2 - 4.0 * x[i] + 3.0
+    return s
+
+
+def _every_scalar_step(x):
+    s = x[0] * x[0] + x[1] / x[2] + math.exp(x[3] * x[0]) + x[4] ** x[1] - x[5] ** 3
+    s += math.sin(x[2]) * math.sqrt(x[3]) + math.tanh(x[1]) * math.log(x[4]) + math.atan(x[5] * x[5])
+    s += (x[0] - x[1]) ** 2 / x[3] - math.cos(x[2] * x[5]) + math.log1p(x[0]) * math.expm1(x[1])
+    if x[2] > 0.1:  # (a decision: a guard on the tape, no derivative)
+        s += math.sinh(x[4]) * math.cosh(x[5]) + math.tan(0.3 * x[1]) * -x[3]
+    return s
+
+
+@pytest.mark.parametrize("f, n", [(rosen_loop, 40), (_arrowhead_loop, 40), (_every_scalar_step, 6)])
+def test_edge_pushing_is_exact_against_dense(f, n):
+    x = list(RNG.random(n) + 0.5)
+    H = capstan.sparse_hessian(f, x, method="edge_pushing")
+    dense_H = capstan.hessian(lambda z: f(z), np.array(x))
+    close(H, dense_H)
+    assert (H != H.T).nnz == 0
+    assert ((dense_H != 0) & (dense(H) == 0)).sum() == 0  # (every nonzero is an entry)
+
+
+def test_edge_pushing_structure_of_the_arrowhead():
+    x = list(RNG.random(30) + 0.5)
+    H = capstan.sparse_hessian(_arrowhead_loop, x, method="edge_pushing")
+    expected = np.eye(30, dtype=bool)
+    expected[-1, :] = expected[:, -1] = True
+    np.testing.assert_array_equal(dense(H) != 0, expected)
+    close(H, arwhead_hessian(np.array(x)))
+
+
+def test_edge_pushing_refusals():
+    with pytest.raises(TypeError, match="list of floats"):
+        capstan.sparse_hessian(rosen_loop, np.ones(4), method="edge_pushing")
+    with pytest.raises(ValueError, match="colouring method"):
+        capstan.sparse_hessian(lambda z: float(np.sum(np.array(z) ** 2)) + z[0] * z[1],
+                               [1.0, 2.0], method="edge_pushing")
+    with pytest.raises(ValueError, match="no second derivative of erf"):
+        capstan.sparse_hessian(lambda z: math.erf(z[0] * z[1]), [1.0, 2.0], method="edge_pushing")
+    with pytest.raises(ValueError, match="method must be"):
+        capstan.sparse_hessian(rosen_loop, [1.0, 2.0], method="tapes")
