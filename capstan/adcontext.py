@@ -730,11 +730,11 @@ def product(run, a, b):
 
 def summed_to(run, g, x):
     """``registry.unbroadcast(g, x)`` run by ``run``; ``g`` itself, unrouted, when it has
-    ``x``'s shape already (and is not complex for a real ``x``): unbroadcast's own first
-    case, read on the plain values."""
+    ``x``'s shape already (and is not complex for a real ``x``) or both are Python floats:
+    what unbroadcast returns then, read on the plain values."""
     vg, vx = raw(g), raw(x)
     if (type(vg) is np.ndarray and type(vx) is np.ndarray and vg.shape == vx.shape
-            and (vg.dtype.kind != "c" or vx.dtype.kind == "c")):
+            and (vg.dtype.kind != "c" or vx.dtype.kind == "c")) or (type(vg) is float and type(vx) is float):
         return g
     return run(registry.unbroadcast, g, x)
 

@@ -15,8 +15,8 @@ import capstan
 from capstan import graph_coloring as col
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from sparse_problems import (arwhead, arwhead_hessian, bratu, bratu_jacobian, bratu_loop,  # noqa: E402
-                             brusselator, rosen_loop)
+from sparse_problems import (arwhead, arwhead_hessian, arwhead_loop, bratu, bratu_jacobian,  # noqa: E402
+                             bratu_loop, brusselator, rosen_loop)
 
 RNG = np.random.default_rng(11)
 
@@ -602,14 +602,6 @@ def test_docstring_examples_run(fn):
 
 
 # ----------------------------------------------------------------------------- edge pushing
-def _arrowhead_loop(x):
-    n = len(x)
-    s = 0.0
-    for i in range(n - 1):
-        s += (x[i] ** 2 + x[n - 1] ** 2) ** 2 - 4.0 * x[i] + 3.0
-    return s
-
-
 def _every_scalar_step(x):
     s = x[0] * x[0] + x[1] / x[2] + math.exp(x[3] * x[0]) + x[4] ** x[1] - x[5] ** 3
     s += math.sin(x[2]) * math.sqrt(x[3]) + math.tanh(x[1]) * math.log(x[4]) + math.atan(x[5] * x[5])
@@ -619,7 +611,7 @@ def _every_scalar_step(x):
     return s
 
 
-@pytest.mark.parametrize("f, n", [(rosen_loop, 40), (_arrowhead_loop, 40), (_every_scalar_step, 6)])
+@pytest.mark.parametrize("f, n", [(rosen_loop, 40), (arwhead_loop, 40), (_every_scalar_step, 6)])
 def test_edge_pushing_is_exact_against_dense(f, n):
     x = list(RNG.random(n) + 0.5)
     H = capstan.sparse_hessian(f, x, method="edge_pushing")
@@ -631,7 +623,7 @@ def test_edge_pushing_is_exact_against_dense(f, n):
 
 def test_edge_pushing_structure_of_the_arrowhead():
     x = list(RNG.random(30) + 0.5)
-    H = capstan.sparse_hessian(_arrowhead_loop, x, method="edge_pushing")
+    H = capstan.sparse_hessian(arwhead_loop, x, method="edge_pushing")
     expected = np.eye(30, dtype=bool)
     expected[-1, :] = expected[:, -1] = True
     np.testing.assert_array_equal(dense(H) != 0, expected)
