@@ -14,7 +14,9 @@ gathers the nonzeros out of it:
   ``RO_CHUNK`` colours), then one backward pass per colour over that tape (reverse
   over forward);
 * acyclic colouring of a Hessian: the same products, the nonzeros recovered by
-  substitution along the two-coloured trees.
+  substitution along the two-coloured trees;
+* edge pushing for scalar code (``sparse_hessian(..., method="edge_pushing")``): one
+  reverse sweep over a kept tape, no pattern or colouring (``capstan.edge_pushing``).
 
 The nonzeros are read out by a precomputed gather (``B.flat[take]``), in the CSR order
 of the pattern, so the result is a ``scipy.sparse.csr_array`` with exactly the
