@@ -85,3 +85,12 @@ def rosen_loop(x):
     for i in range(len(x) - 1):
         s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
     return s
+
+
+def arwhead_loop(x):
+    """ARWHEAD as a Python loop (arrowhead Hessian)."""
+    n = len(x)
+    s = 0.0
+    for i in range(n - 1):
+        s += (x[i] ** 2 + x[n - 1] ** 2) ** 2 - 4.0 * x[i] + 3.0
+    return s

@@ -13,13 +13,16 @@
 """
 import bisect
 import collections
+import dis
 import functools
 import heapq
 import itertools
 import numbers
 import operator
 import types
+import weakref
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -297,7 +300,7 @@ class ADContext(Context):
             if self.decisions is not None:
                 self.decided(f, out)
             return out
-        run = plain_call if foreign is None else partial(overdub, foreign)
+        run = plain_call if foreign is None else routed(foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
 
     def decided(self, f, out):
@@ -703,6 +706,112 @@ def raw(x):
 
 def plain_call(f, /, *args, **kwargs):
     return f(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- rule arithmetic
+# A rule's own arithmetic (a partial times a tangent, a cotangent summed down to an
+# argument's shape) is run by ``run``: the plain call, or, when an enclosing differentiation
+# holds the values, routed into it so that it follows every operation.  Routing costs an
+# entry into rewritten code per call; the helpers below route only the operations that
+# carry a derivative and decide the rest on the plain values underneath, with the same
+# result (nested differentiation: Hessians, hvp, sparse Hessians).
+def routed(ctx):
+    """A ``run`` for rule arithmetic that routes into the enclosing differentiation ``ctx``:
+    a function with a rule goes straight to ``ctx.apply`` (what its primitive does, without
+    the way through ``overdub``'s dispatch), anything else through ``overdub``."""
+    return partial(_route, ctx)
+
+
+def _route(ctx, f, /, *args, **kwargs):
+    if f in _registered and type(ctx) in DIRECT and f not in _SPECIAL:
+        return ctx.apply(f, args, kwargs)
+    return overdub(ctx, f, *args, **kwargs)
+
+
+#: context classes whose primitive for a function with a rule is ``apply`` (forward and
+#: reverse mode add themselves), and the functions with primitives of their own
+DIRECT: set[type] = set()
+_SPECIAL = {operator.getitem, operator.setitem, setattr, getattr, iter, stop_gradient}
+
+
+def product(run, a, b):
+    """``registry.strong_mul(a, b)`` run by ``run``: one routed ``a * b``, and only when
+    that has a non-finite element, strong_mul itself (its mask of exact zeros)."""
+    if run is plain_call:
+        return registry.strong_mul(a, b)
+    r = run(operator.mul, a, b)
+    v = raw(r)
+    if type(v) is np.ndarray and v.dtype.kind in "fc" and not np.isfinite(v).all():
+        return run(registry.strong_mul, a, b)
+    return r
+
+
+def summed_to(run, g, x):
+    """``registry.unbroadcast(g, x)`` run by ``run``; ``g`` itself, unrouted, when it has
+    ``x``'s shape already (and is not complex for a real ``x``) or both are Python floats:
+    what unbroadcast returns then, read on the plain values."""
+    vg, vx = raw(g), raw(x)
+    if (type(vg) is np.ndarray and type(vx) is np.ndarray and vg.shape == vx.shape
+            and (vg.dtype.kind != "c" or vx.dtype.kind == "c")) or (type(vg) is float and type(vx) is float):
+        return g
+    return run(registry.unbroadcast, g, x)
+
+
+def conjugated(run, d):
+    """``registry.conj(d)`` run by ``run``; ``d`` itself for a real float or array."""
+    v = raw(d)
+    tv = type(v)
+    if tv is float or (tv is np.ndarray and v.dtype.kind in "fi"):
+        return d
+    return run(registry.conj, d)
+
+
+_TRIVIAL: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_SKIPPED = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG"}
+
+
+def trivial(fn):
+    """``("const", c)`` for a Python function whose body is ``return c`` (a constant),
+    ``("arg", k)`` for ``return <its k-th positional parameter>``, else ``None``: such a
+    partial (``lambda ans, a, b: b``) needs no routing, its result is known."""
+    try:
+        return _TRIVIAL[fn]
+    except KeyError:
+        pass
+    except TypeError:  # (not weakly referable: a builtin)
+        return None
+    kind = None
+    code = getattr(fn, "__code__", None)
+    if type(fn) is types.FunctionType and code is not None:
+        steps = [i for i in dis.get_instructions(code) if i.opname not in _SKIPPED]
+        if len(steps) == 1 and steps[0].opname == "RETURN_CONST":
+            kind = ("const", steps[0].argval)
+        elif len(steps) == 2 and steps[1].opname == "RETURN_VALUE":
+            op = steps[0]
+            if op.opname == "LOAD_CONST":
+                kind = ("const", op.argval)
+            elif op.opname == "LOAD_FAST" and op.arg < code.co_argcount:
+                kind = ("arg", op.arg)
+    _TRIVIAL[fn] = kind
+    return kind
+
+
+def call_partial(run, fn, *args, **kwargs):
+    """``run(fn, *args, **kwargs)`` for a rule's partial ``fn``, without routing when its
+    result is a constant or one of its positional arguments (:func:`trivial`), by its
+    fold (``registry.FOLDS``) when one applies."""
+    fold = registry.FOLDS.get(fn)
+    if fold is not None and run is not plain_call:
+        out = fold(run, *args, **kwargs)
+        if out is not NotImplemented:
+            return out
+    kind = trivial(fn)
+    if kind is not None:
+        if kind[0] == "const":
+            return kind[1]
+        if kind[1] < len(args):
+            return args[kind[1]]
+    return run(fn, *args, **kwargs)
 
 
 def out_argument(kwargs):

@@ -12,6 +12,7 @@ axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 ``ceil(n / N)`` runs of ``f``.
 """
 import numbers
+from functools import partial
 import operator
 from typing import Any, Callable
 
@@ -20,7 +21,7 @@ import numpy as np
 from overdub import Tagged, overdub, primitive, tag
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import INPLACE, ADContext, out_argument, raw
+from .adcontext import DIRECT, INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -55,8 +56,8 @@ class ForwardCtx(ADContext):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
             ans = run(f, *vals, **kwargs)
-            if type(ans) is np.ndarray and out_argument(kwargs) is None:
-                same = returned_argument(ans, vals, tans)
+            if (type(ans) is np.ndarray or type(ans) is Tagged) and out_argument(kwargs) is None:
+                same = returned_argument(ans, vals, tans)  # (Tagged: an enclosing one returned it)
                 if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                     return args[same]
         if _takes_arrays(f) and any(type(ti) is list for ti in tans):
@@ -71,9 +72,9 @@ class ForwardCtx(ADContext):
                 if ti is None or i >= len(partials) or partials[i] is None:
                     continue
                 if self.chunk is not None:
-                    ti = _align(ti, vals[i], ans)
-                p = run(partials[i], ans, *vals, **kwargs)
-                d = ti if type(p) is float and p == 1.0 else run(registry.strong_mul, p, ti)
+                    ti = _align(ti, vals[i], ans, run)
+                p = call_partial(run, partials[i], ans, *vals, **kwargs)
+                d = ti if type(p) is float and p == 1.0 else product(run, p, ti)
                 t = d if t is None else run(operator.add, t, d)
         else:
             entry = _JVP.get(f)
@@ -81,7 +82,7 @@ class ForwardCtx(ADContext):
                 raise losses.refuse(self, no_rule(f, "forward"))
             rule, batched = entry
             if self.chunk is None or batched:
-                t = run(rule, tuple(tans), ans, *vals, **kwargs)
+                t = call_partial(run, rule, tuple(tans), ans, *vals, **kwargs)
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
@@ -170,7 +171,8 @@ class ForwardCtx(ADContext):
             if entry is not None:
                 self.shadows[id(entry[0])] = (entry[0], entry[1], foreign)
         if self.chunk is not None and tv is not None:  # align the block with the region written
-            tv = _align(tv, v, value[k])
+            outer = enclosing(tv)
+            tv = _align(tv, v, value[k], plain_call if outer is None else partial(overdub, outer))
         self.write(tc, _lead(tc, value) + _index(k), 0.0 if tv is None else tv,
                    foreign or (tv._ctx if type(tv) is Tagged else None))
         return None
@@ -213,6 +215,7 @@ class ForwardCtx(ADContext):
 
 
 fastpaths.install(ForwardCtx, "forward")
+DIRECT.add(ForwardCtx)  # (its primitives for functions with rules hand them to apply)
 
 
 def _takes_arrays(f):
@@ -247,21 +250,22 @@ def _as_array_argument(value, tangents, chunk, run):
 
 def _lead(t, value):
     """Index prefix selecting every chunk entry of tangent ``t`` of ``value``."""
-    extra = np.ndim(t) - np.ndim(value)
-    return (slice(None),) * extra if extra > 0 else ()
+    extra = np.ndim(raw(t)) - np.ndim(raw(value))  # (read on the plain values: an enclosing
+    return (slice(None),) * extra if extra > 0 else ()  # differentiation's need not see it)
 
 
 def _index(k):
     return k if type(k) is tuple else (k,)
 
 
-def _align(t, value, ans):
-    """Chunked tangent of ``value`` reshaped to broadcast against ``ans``."""
-    missing = np.ndim(ans) - np.ndim(value)
+def _align(t, value, ans, run):
+    """Chunked tangent of ``value`` reshaped (by ``run``: routed into an enclosing
+    differentiation that holds ``t``) to broadcast against ``ans``."""
+    missing = np.ndim(raw(ans)) - np.ndim(raw(value))
     if missing <= 0:
         return t
-    t = np.asarray(t)
-    return t.reshape(t.shape[:1] + (1,) * missing + t.shape[1:])
+    shape = np.shape(raw(t))
+    return run(np.reshape, t, shape[:1] + (1,) * missing + shape[1:])
 
 
 def _slice(t, k):
@@ -366,12 +370,13 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
             seeded.append(_seeded(p, ctx, t))
             continue
         if structure.is_differentiable(p) and t is not None:
-            if np.shape(t) != np.shape(p):
+            if np.shape(raw(t)) != np.shape(raw(p)):
                 raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
-                                 % (i, np.shape(t), np.shape(p)))
+                                 % (i, np.shape(raw(t)), np.shape(raw(p))))
             if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
                 outer = enclosing(p, t)
-                t = route(outer, seed_tangent, p, t)
+                # (a plain direction's copy reads only the point's dtype: made outside)
+                t = seed_tangent(raw(p), t) if enclosing(t) is None else route(outer, seed_tangent, p, t)
                 if type(p) is np.ndarray and isinstance(outer, ADContext) and outer.shadow(p) is not None:
                     p = route(outer, copied, p)  # a plain array holding the enclosing derivative
             p = tag(p, ctx, t)

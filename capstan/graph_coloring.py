@@ -96,6 +96,21 @@ def symmetric(P):
                          np.searchsorted(r, np.arange(n + 1))), shape=(n, n))
 
 
+def off_diagonal(P):
+    """A symmetric CSR pattern ``P`` (sorted indices) without its diagonal: what
+    :func:`symmetric` gives for it, by dropping entries (no sort)."""
+    import scipy.sparse as sp
+
+    n = P.shape[0]
+    counts = np.diff(P.indptr)
+    rows = np.repeat(np.arange(n, dtype=np.int64), counts)
+    off = rows != P.indices
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows[off], minlength=n), out=indptr[1:])
+    return sp.csr_array((np.ones(int(indptr[-1]), bool), P.indices[off].astype(np.int32),
+                         indptr.astype(np.int32) if indptr[-1] < 2 ** 31 else indptr), shape=(n, n))
+
+
 def _best(candidates):
     best = None
     for colors in candidates:

@@ -15,7 +15,6 @@ import enum
 import operator
 import weakref
 from typing import Any, Callable
-from functools import partial
 
 import numpy as np
 
@@ -23,7 +22,8 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import INPLACE, ADContext, out_argument, plain_call
+from .adcontext import (DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call, product,
+                         routed, summed_to)
 from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
@@ -33,7 +33,6 @@ from .nesting import enclosing, nestlevel, route
 from .pool import borrowed, lent, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
-from .rules.registry import conj, unbroadcast
 
 _PARTIALS, _VJP = registry.PARTIALS, registry.VJP
 ADJOINTS: dict[Any, Any] = {}  # f -> user rule returning (y, pullback)
@@ -346,6 +345,7 @@ class ReverseCtx(ADContext):
 
 
 fastpaths.install(ReverseCtx, "reverse")
+DIRECT.add(ReverseCtx)  # (its primitives for functions with rules hand them to apply)
 
 
 _INPUT = Record(INPUT, None, None, (), None, ())  # (shared: inputs carry nothing to change)
@@ -401,7 +401,7 @@ def backward(tape, seeds):
             else:
                 _scatter_into(cts, owned, rec.parents[0], read, g)
             continue
-        run = plain_call if foreign is None else partial(overdub, foreign)
+        run = plain_call if foreign is None else routed(foreign)
         for p, c in zip(rec.parents, _step(rec, g, run)):
             if p is None or c is None:
                 continue
@@ -476,13 +476,13 @@ def _step(rec, g, run):
             if p is None or i >= len(partials) or partials[i] is None:
                 out.append(None)
                 continue
-            d = run(partials[i], rec.ans, *rec.vals, **rec.kwargs)
+            d = call_partial(run, partials[i], rec.ans, *rec.vals, **rec.kwargs)
             td = type(d)
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
-                c = run(unbroadcast, g, rec.vals[i])
+                c = summed_to(run, g, rec.vals[i])
                 out.append(c if d == 1 else run(operator.mul, c, d))
             else:
-                out.append(run(unbroadcast, run(registry.strong_mul, g, run(conj, d)), rec.vals[i]))
+                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i]))
         return out
     if kind is GETITEM:
         shape, dtype, k = rec.kwargs

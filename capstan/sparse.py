@@ -10,10 +10,13 @@ gathers the nonzeros out of it:
   ``B = S^T J`` (for wide Jacobians);
 * star colouring of a Hessian: ``c`` Hessian-vector products ``B = H S``, in one
   chunked forward run over a reverse-mode gradient (forward over reverse), or one
-  reverse run per colour over a forward-mode directional derivative (reverse over
-  forward);
+  reverse run recording a chunked forward run's directional derivatives (up to
+  ``RO_CHUNK`` colours), then one backward pass per colour over that tape (reverse
+  over forward);
 * acyclic colouring of a Hessian: the same products, the nonzeros recovered by
-  substitution along the two-coloured trees.
+  substitution along the two-coloured trees;
+* edge pushing for scalar code (``sparse_hessian(..., method="edge_pushing")``): one
+  reverse sweep over a kept tape, no pattern or colouring (``capstan.edge_pushing``).
 
 The nonzeros are read out by a precomputed gather (``B.flat[take]``), in the CSR order
 of the pattern, so the result is a ``scipy.sparse.csr_array`` with exactly the
@@ -35,6 +38,7 @@ from overdub import overdub, tag
 
 from . import graph_coloring as _coloring
 from . import losses, structure
+from .adcontext import raw
 from .forward import ForwardCtx, _jvp
 from .nesting import level
 from .pool import borrowed
@@ -43,6 +47,7 @@ from .sparsity import detect, point, same_decision
 from .tape import TapeGuardError
 
 CHUNK = 64  # colours per forward run
+RO_CHUNK = 4  # colours per reverse-over-forward run (each backward pass carries the whole chunk)
 HVP_MODES = ("rev_over_fwd", "fwd_over_rev")
 HESSIAN_HVP = ("auto",) + HVP_MODES
 
@@ -184,6 +189,10 @@ def hessian_compressed(f, x, seed, mode, decisions, fname):
     if mode == "fwd_over_rev":
         sink = []
         return forward_compressed(lambda z: _watched_gradient(f, z, sink, fname), x, seed, decisions, sink)
+    if isinstance(x, np.ndarray):
+        return np.concatenate([_reverse_over_chunk(f, x, seed[start:start + RO_CHUNK], decisions if not start
+                                                   else [], fname)
+                               for start in range(0, seed.shape[0], RO_CHUNK)])
     rows = []
     for k, v in enumerate(seed):
         sink = []
@@ -194,6 +203,42 @@ def hessian_compressed(f, x, seed, mode, decisions, fname):
             decisions.extend(sink)
         rows.append(np.ravel(np.asarray(g, dtype=float)))
     return np.array(rows)
+
+
+def _chunked_directional(f, z, block, decisions):
+    """The directional derivatives of scalar ``f`` at array ``z`` along the rows of
+    ``block`` (``(c, z.size)``), by one chunked forward run: a ``(c,)`` array."""
+    with _watching(ForwardCtx) as ctx, level(ctx), losses.guard(ctx):
+        ctx.chunk = block.shape[0]
+        plain = raw(z)  # (the point's shape and dtype, read without the enclosing differentiation)
+        y = overdub(ctx, f, tag(z, ctx, block.reshape((block.shape[0],) + plain.shape).astype(plain.dtype)))
+        losses.check_finished(ctx)
+        t = ctx.output_tangent(y)
+        decisions.extend(ctx.decisions)
+    return t
+
+
+def _reverse_over_chunk(f, x, block, decisions, fname):
+    """``block @ H`` (``(c, n)``): one reverse run recording the ``c`` directional
+    derivatives of one chunked forward run of ``f`` (reverse over forward), then one
+    backward pass per direction over that one tape."""
+    c = block.shape[0]
+    with borrowed(ReverseCtx) as ctx:
+        run = _Run(lambda z: _chunked_directional(f, z, block, decisions), (x,), fname, ctx)
+        leaves = run.out_leaves
+        if len(leaves) != 1 or np.size(leaves[0]._value if ctx.owns(leaves[0]) else leaves[0]) != c:
+            raise ValueError("capstan.%s: f must return a real scalar" % fname)
+        node = ctx.node(leaves[0])
+        rows = np.zeros((c, np.size(x)))
+        if node is not None:
+            for k in range(c):
+                seed = np.zeros(c)
+                seed[k] = 1.0
+                g = run.back({node: seed})[0]
+                if g is not None:
+                    rows[k] = np.ravel(np.asarray(g, dtype=float))
+        ctx.cleanup()
+    return rows
 
 
 def _gradient_of(f, x, fname):
@@ -415,7 +460,7 @@ class SparseHessian(_Prepared):
             self.guards = None
         self.pattern = P
         n = self.n
-        S = _coloring.symmetric(P)
+        S = _coloring.off_diagonal(P)  # (P is symmetric)
         if self.coloring == "column":
             colors = _coloring.column_coloring(P)
         elif self.coloring == "star":
@@ -452,13 +497,14 @@ class SparseHessian(_Prepared):
                 return _filled(self.template, values)
 
     def _compressed(self, x, decisions):
-        """``H @ seed.T`` by the HVP mode asked for.  With ``"auto"``: forward over reverse
-        (what ``capstan.hessian`` does) first; on the second evaluation both modes, which
-        must agree (else a warning, and forward over reverse from then on); then the
+        """``H @ seed.T`` by the HVP mode asked for.  With ``"auto"``: reverse over forward
+        first (a first call in a process prepares fewer of capstan's own rules for nesting
+        that way); on the second evaluation both modes, which must agree (else a warning,
+        and forward over reverse, what ``capstan.hessian`` does, from then on); then the
         faster one."""
         mode = self.hvp
         if mode == "auto":
-            if not self.timings or "rev_over_fwd" in self.timings or self.trusted:
+            if not self.timings or "fwd_over_rev" in self.timings or self.trusted:
                 mode = self.hvp_mode
             else:
                 B = self._timed("fwd_over_rev", x, decisions)
@@ -479,8 +525,10 @@ class SparseHessian(_Prepared):
         """The HVP mode the next evaluation uses (``"auto"`` resolved)."""
         if self.hvp != "auto":
             return self.hvp
-        if self.trusted or "rev_over_fwd" not in self.timings:
+        if self.trusted:
             return "fwd_over_rev"
+        if "fwd_over_rev" not in self.timings:
+            return "rev_over_fwd"
         return min(self.timings, key=lambda m: min(self.timings[m]))
 
     def _timed(self, mode, x, decisions):
@@ -585,7 +633,7 @@ class _Substitution:
         n = P.shape[0]
         rows, cols = _pattern_rows_cols(P)
         position = {(int(i), int(j)): k for k, (i, j) in enumerate(zip(rows.tolist(), cols.tolist()))}
-        S = _coloring.symmetric(P)
+        S = _coloring.off_diagonal(P)  # (P is symmetric)
         adj = [set(S.indices[S.indptr[v]:S.indptr[v + 1]].tolist()) for v in range(n)]
         cl = colors.tolist()
         steps = []  # (entry k, mirror entry, B index, entries to subtract)
@@ -682,9 +730,10 @@ def prepare_sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = Non
     product; ``"acyclic"`` may need fewer products and recovers the values by
     substitution; ``"column"`` is the distance-2 colouring a Jacobian would use.
     ``hvp="fwd_over_rev"`` computes all the products in one chunked forward run over a
-    reverse-mode gradient (as ``capstan.hessian`` does); ``"rev_over_fwd"`` takes one
-    reverse run per colour over a forward-mode directional derivative; ``"auto"``
-    (default) starts with the first, computes both on the second evaluation (they must
+    reverse-mode gradient (as ``capstan.hessian`` does); ``"rev_over_fwd"`` records the
+    directional derivatives of one chunked forward run (up to 4 colours) in one reverse
+    run and takes one backward pass per colour; ``"auto"``
+    (default) starts with the second, computes both on the second evaluation (they must
     agree, else a RuntimeWarning and the first from then on) and then keeps the faster
     (``prep.timings``).  ``prep.pattern``, ``prep.colors``, ``prep.ncolors``, ``prep.check(x2)`` and
     ``on_mismatch`` as for :func:`prepare_sparse_jacobian`.

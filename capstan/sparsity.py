@@ -23,7 +23,6 @@ is kept as a *guard*.  The pattern holds for every input taking the same branche
 prepared sparse derivatives check the guards on each evaluation
 (``capstan.sparse``).
 """
-import itertools
 import math
 import operator
 import warnings
@@ -167,10 +166,48 @@ def bits(mask):
 
 
 def rows_from_masks(masks, n):
-    lists = [bits(m) for m in masks]
-    indptr = np.zeros(len(lists) + 1, _I)
-    np.cumsum([len(b) for b in lists], out=indptr[1:])
-    return Rows(indptr, np.fromiter(itertools.chain.from_iterable(lists), _I, int(indptr[-1])), n)
+    """Rows whose sets are the bit masks ``masks``.  Each distinct mask is converted once;
+    masks whose set bits span at most 64 positions (the usual case: a scalar loop's
+    values depend on a few neighbouring inputs) are converted together, as 64-bit words
+    shifted down to their lowest bit, without a Python loop over their bits."""
+    index: dict[int, int] = {}  # id of a mask -> its number (masks are big ints: slow to hash;
+    unique = []  # the same value is mostly the same object, and ``masks`` keeps each alive)
+    ids = []
+    for m in masks:
+        k = index.get(id(m))
+        if k is None:
+            k = index[id(m)] = len(unique)
+            unique.append(m)
+        ids.append(k)
+    # each mask's top 64 bits (a shift of a big int costs only the digits it keeps) hold all
+    # of its bits when their counts agree
+    shifts = [max(m.bit_length() - 64, 0) for m in unique]
+    tops = [m >> s for m, s in zip(unique, shifts)]
+    near = [k for k, (m, top) in enumerate(zip(unique, tops)) if top.bit_count() == m.bit_count()]
+    counts = np.zeros(len(unique), _I)
+    found_rows, found_cols = [], []
+    if near:
+        words = np.array([tops[k] for k in near], dtype=np.uint64)
+        flags = np.unpackbits(words.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        r, c = np.nonzero(flags)
+        near_ids = np.array(near, _I)
+        found_rows.append(near_ids[r])
+        found_cols.append(c.astype(_I) + np.array(shifts, _I)[near_ids][r])
+    wide = set(range(len(unique))).difference(near) if len(near) != len(unique) else ()
+    for k in sorted(wide):
+        b = bits(unique[k])
+        found_rows.append(np.full(len(b), k, _I))
+        found_cols.append(np.array(b, _I))
+    if found_rows:
+        rows, cols = np.concatenate(found_rows), np.concatenate(found_cols)
+        order = np.argsort(rows, kind="stable")  # (each unique mask's bits stay ascending)
+        rows, cols = rows[order], cols[order]
+        counts = np.bincount(rows, minlength=len(unique)).astype(_I)
+    else:
+        cols = np.zeros(0, _I)
+    uptr = np.zeros(len(unique) + 1, _I)
+    np.cumsum(counts, out=uptr[1:])
+    return gather(Rows(uptr, cols, n), np.array(ids, _I))
 
 
 def row_mask(R, i):
@@ -204,10 +241,11 @@ class Pat:
     so that writes through either name are seen by both; a root keeps scalar writes
     aside (``pending``) until its sets are read as a whole."""
 
-    __slots__ = ("shape", "n", "_rows", "pending", "root", "where", "version", "_seen")
+    __slots__ = ("shape", "n", "_rows", "pending", "root", "where", "version", "_seen", "identity")
 
     def __init__(self, shape, n, rows=None, root=None, where=None):
         self.shape, self.n, self._rows, self.root, self.where = tuple(shape), n, rows, root, where
+        self.identity = False  # (the input itself, unwritten: element i's set is {i})
         self.pending = {}
         self.version = 0  # (a root's count of writes: views keep what they read until it changes)
         self._seen = None
@@ -234,7 +272,9 @@ class Pat:
         if self.root is not None:
             return self.root.mask(int(self.where.flat[i]))
         m = self.pending.get(i)
-        return m if m is not None else row_mask(self._rows, i)
+        if m is not None:
+            return m
+        return 1 << i if self.identity else row_mask(self._rows, i)
 
     def root_positions(self):
         return self.where if self.root is not None else np.arange(self.size, dtype=_I).reshape(self.shape)
@@ -258,6 +298,7 @@ class Pat:
         self._replace(pos, src)
 
     def _replace(self, pos, new):
+        self.identity = False
         size = self.size
         idx = np.arange(size, dtype=_I)
         idx[pos] = size + np.arange(len(pos), dtype=_I)
@@ -587,13 +628,22 @@ class PatternCtx(ADContext):
         """Rows of every element of output ``y`` (numbers, arrays, lists of them)."""
         leaves, _ = structure.flatten(y)
         parts = []
+        masks = []  # (a run of scalar outputs: their sets read out together)
         for leaf in leaves:
             meta = self.meta(leaf)
             value, _ = self.unwrap(leaf)
             if not isinstance(value, (int, float, complex, np.number, np.ndarray, np.bool_)):
                 raise TypeError("capstan.%s: f must return numbers or arrays (or lists of them), "
                                 "got %s" % (fname, type(value).__name__))
+            if (meta is None or type(meta) is int) and type(value) is not np.ndarray:
+                masks.append(meta or 0)
+                continue
+            if masks:
+                parts.append(rows_from_masks(masks, self.n))
+                masks = []
             parts.append(self.rows_of(value, meta))
+        if masks:
+            parts.append(rows_from_masks(masks, self.n))
         return vstack(parts, self.n)
 
     def interactions(self):
@@ -604,8 +654,12 @@ class PatternCtx(ADContext):
         As = [a for a, _ in self.pairs]
         Bs = [b for _, b in self.pairs]
         if self.scalar_pairs:
-            As.append(rows_from_masks([a for a, _ in self.scalar_pairs], n))
-            Bs.append(rows_from_masks([b for _, b in self.scalar_pairs], n))
+            seen = {}  # (a loop meets the same pairs often; by identity: big ints hash slowly)
+            for pair in self.scalar_pairs:
+                seen.setdefault((id(pair[0]), id(pair[1])), pair)
+            pairs = list(seen.values())
+            As.append(rows_from_masks([a for a, _ in pairs], n))
+            Bs.append(rows_from_masks([b for _, b in pairs], n))
         if not As:
             return sp.csr_array((n, n), dtype=bool)
         A = vstack(As, n).to_scipy().astype(np.int8)
@@ -629,29 +683,39 @@ def same_decision(a, b):
 
 
 # ----------------------------------------------------------------------------- scalar fast paths
-def _fast_binary(f, pairs):
-    def method(self, x, y):
-        key = self._tagkey
-        if type(x) is Tagged and x._tagkey is key:
-            a, ma = x._value, x._meta
-        else:
-            a, ma = x, 0
-        if type(y) is Tagged and y._tagkey is key:
-            b, mb = y._value, y._meta
-        else:
-            b, mb = y, 0
-        if type(ma) is int and type(mb) is int and type(a) in _SCALARS and type(b) in _SCALARS:
-            r = f(a, b)
-            if self.second:
-                for i, j in pairs:
-                    mi, mj = (ma, mb)[i], (ma, mb)[j]
-                    if mi and mj:
-                        self.scalar_pairs.append((mi, mj))
-            return Tagged(r, ma | mb, self)
-        return self.apply(f, (x, y), {})
+_BINARY_SOURCE = """
+def method(self, x, y):
+    key = self._tagkey
+    if type(x) is Tagged and x._tagkey is key:
+        a, ma = x._value, x._meta
+    else:
+        a, ma = x, 0
+    if type(y) is Tagged and y._tagkey is key:
+        b, mb = y._value, y._meta
+    else:
+        b, mb = y, 0
+    if type(ma) is int and type(mb) is int and type(a) in SCALARS and type(b) in SCALARS:
+        r = f(a, b)
+        if self.second:
+{pairs}
+        return Tagged(r, ma | mb if ma and mb else ma or mb, self)
+    return self.apply(f, (x, y), {{}})
+"""
 
-    method.__name__ = "fast_" + f.__name__
-    return method
+
+def _fast_binary(f, pairs):
+    """The scalar fast path of binary operator ``f``: the union of the operands' masks
+    (no new int when one operand is a constant), and the ``pairs`` of operands whose
+    second derivative may be nonzero, written out (generated source: no loop per call)."""
+    lines = []
+    for i, j in pairs:
+        mi, mj = ("ma", "mb")[i], ("ma", "mb")[j]
+        lines.append("            if %s and %s:\n                self.scalar_pairs.append((%s, %s))"
+                     % (mi, mj, mi, mj))
+    source = _BINARY_SOURCE.format(pairs="\n".join(lines) or "            pass")
+    ns = {"Tagged": Tagged, "f": f, "SCALARS": _SCALARS}
+    exec(compile(source, "<capstan sparsity fast path for %s>" % f.__name__, "exec"), ns)
+    return ns["method"]
 
 
 def _fast_unary(f, linear):
@@ -732,6 +796,12 @@ def point(x, fname):
                     % (fname, type(x).__name__))
 
 
+def _identity(shape, n):
+    pat = Pat(shape, n, identity_rows(n))
+    pat.identity = True
+    return pat
+
+
 def detect(f, x, fname, second=False):
     """Run ``f`` at ``x`` under :class:`PatternCtx` (see the module docstring)."""
     if not callable(f):
@@ -741,7 +811,7 @@ def detect(f, x, fname, second=False):
     with borrowed(PatternCtx) as ctx, level(ctx), losses.guard(ctx):
         ctx.n, ctx.second, ctx.decisions = n, second, []
         if isinstance(x, np.ndarray):
-            seeded = Tagged(x.copy(), Pat(x.shape, n, identity_rows(n)), ctx) if n else x.copy()
+            seeded = Tagged(x.copy(), _identity(x.shape, n), ctx) if n else x.copy()
         elif isinstance(x, (list, tuple)):
             seeded = type(x)(Tagged(e, 1 << i, ctx) for i, e in enumerate(x))
         else:

@@ -15,8 +15,8 @@ import capstan
 from capstan import graph_coloring as col
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from sparse_problems import (arwhead, arwhead_hessian, bratu, bratu_jacobian, bratu_loop,  # noqa: E402
-                             brusselator, rosen_loop)
+from sparse_problems import (arwhead, arwhead_hessian, arwhead_loop, bratu, bratu_jacobian,  # noqa: E402
+                             bratu_loop, brusselator, rosen_loop)
 
 RNG = np.random.default_rng(11)
 
@@ -75,6 +75,20 @@ def test_arrowhead_sparse_hessian_is_exact_at_1000():
     H = prep(x)
     close(H, arwhead_hessian(x))
     close(H, capstan.hessian(arwhead, x))
+
+
+@pytest.mark.parametrize("hvp", ["rev_over_fwd", "fwd_over_rev"])
+def test_every_hvp_mode_over_many_colours(hvp):
+    """Column colouring of a banded Hessian with a broadcast scalar (more colours than
+    one reverse-over-forward chunk holds): both HVP modes exact against dense."""
+    def f(z):
+        band = z[:-4] * z[1:-3] * z[2:-2] * z[3:-1] * z[4:]
+        return np.sum(np.sin(band) + z[:-4] ** 2 * z[-1]) + z[0] ** 3
+
+    x = RNG.random(40)
+    prep = capstan.prepare_sparse_hessian(f, x, coloring="column", hvp=hvp)
+    assert prep.ncolors > capstan.sparse.RO_CHUNK
+    close(prep(x), capstan.hessian(f, x))
 
 
 def test_python_loop_code_at_1000():
@@ -321,6 +335,29 @@ def test_linear_operations_add_no_hessian_pairs():
     np.testing.assert_array_equal(P, expected)
 
 
+def test_bit_masks_become_the_same_index_sets():
+    """Scalar code's index sets (bit masks) read out as rows: near ones (bits within 64
+    positions) together, wide ones bit by bit, repeated objects once."""
+    from capstan.sparsity import rows_from_masks
+
+    rng = np.random.default_rng(5)
+    for n in (1, 64, 65, 300, 10_000):
+        masks = [0]
+        for _ in range(40):
+            picks = (rng.integers(0, n, 1) + rng.integers(0, 64, rng.integers(1, 5))) % n
+            if rng.random() < 0.4:
+                picks = rng.integers(0, n, rng.integers(1, 30))
+            m = 0
+            for p in picks.tolist():
+                m |= 1 << p
+            masks += [m, m] if rng.random() < 0.3 else [m]
+        R = rows_from_masks(masks, n)
+        assert R.m == len(masks)
+        for i, m in enumerate(masks):
+            want = [b for b in range(n) if m >> b & 1]
+            assert R.indices[R.indptr[i]:R.indptr[i + 1]].tolist() == want
+
+
 def test_a_function_without_a_pattern_rule_is_dense_with_one_warning():
     x = RNG.random(6)
     capstan.sparsity._warned.discard("numpy.linalg.inv")
@@ -412,6 +449,43 @@ def test_auto_hvp_mode_cross_checks_the_two_modes():
         for _ in range(3):
             close(fine(x), np.diag([2.0, 4.0, 2.0]))
     assert set(fine.timings) == {"fwd_over_rev", "rev_over_fwd"}
+
+
+@pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
+def test_hvp_of_squares_and_of_a_differentiated_exponent_of_two(mode):
+    """A square's partial is folded to ``2 * base`` only for a constant exponent: an
+    exponent that is itself differentiated (and happens to be 2) keeps its full partial."""
+    z = np.array([0.3, 1.7, 2.0])
+    v = np.array([0.5, -1.0, 2.0])
+
+    def f(w):
+        return np.sum(w[:-1] ** w[-1]) + w[0] ** 2 * w[1] ** 2.0
+
+    a, b, p = z
+    log_a, log_b = math.log(a), math.log(b)
+    H = np.array([  # closed form of the Hessian at (a, b, p = 2)
+        [p * (p - 1) * a ** (p - 2) + 2 * b * b, 4 * a * b, a ** (p - 1) * (1 + p * log_a)],
+        [4 * a * b, p * (p - 1) * b ** (p - 2) + 2 * a * a, b ** (p - 1) * (1 + p * log_b)],
+        [a ** (p - 1) * (1 + p * log_a), b ** (p - 1) * (1 + p * log_b),
+         a ** p * log_a ** 2 + b ** p * log_b ** 2]])
+    np.testing.assert_allclose(capstan.hvp(f, z, v, mode=mode), H @ v, rtol=1e-13)
+
+
+@pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
+def test_hvp_through_sums_with_axes_and_masks(mode):
+    """Nested sums (the sum rule's tangent folded to one routed np.sum where no mask is
+    given) against the dense Hessian."""
+    mask = np.array([[True, False, True], [True, True, False]])
+
+    def f(w):
+        a = w.reshape(2, 3)
+        rows = np.sum(a * a, axis=1, keepdims=True)
+        return (np.sum(rows * np.sum(a, axis=0, dtype=float)) + np.sum(np.sin(a), where=mask)
+                + np.sum(a ** 3, axis=(0, 1)))
+
+    x = RNG.random(6)
+    v = RNG.standard_normal(6)
+    close(capstan.hvp(f, x, v, mode=mode), capstan.hessian(f, x) @ v)
 
 
 def test_check_compares_with_dense():
@@ -525,3 +599,46 @@ def test_docstring_examples_run(fn):
     for t in tests:
         runner.run(t)
     assert runner.failures == 0
+
+
+# ----------------------------------------------------------------------------- edge pushing
+def _every_scalar_step(x):
+    s = x[0] * x[0] + x[1] / x[2] + math.exp(x[3] * x[0]) + x[4] ** x[1] - x[5] ** 3
+    s += math.sin(x[2]) * math.sqrt(x[3]) + math.tanh(x[1]) * math.log(x[4]) + math.atan(x[5] * x[5])
+    s += (x[0] - x[1]) ** 2 / x[3] - math.cos(x[2] * x[5]) + math.log1p(x[0]) * math.expm1(x[1])
+    if x[2] > 0.1:  # (a decision: a guard on the tape, no derivative)
+        s += math.sinh(x[4]) * math.cosh(x[5]) + math.tan(0.3 * x[1]) * -x[3]
+    return s
+
+
+@pytest.mark.parametrize("f, n", [(rosen_loop, 40), (arwhead_loop, 40), (_every_scalar_step, 6)])
+def test_edge_pushing_is_exact_against_dense(f, n):
+    x = list(RNG.random(n) + 0.5)
+    H = capstan.sparse_hessian(f, x, method="edge_pushing")
+    dense_H = capstan.hessian(lambda z: f(z), np.array(x))
+    close(H, dense_H)
+    assert (H != H.T).nnz == 0
+    assert ((dense_H != 0) & (dense(H) == 0)).sum() == 0  # (every nonzero is an entry)
+
+
+def test_edge_pushing_structure_of_the_arrowhead():
+    x = list(RNG.random(30) + 0.5)
+    H = capstan.sparse_hessian(arwhead_loop, x, method="edge_pushing")
+    expected = np.eye(30, dtype=bool)
+    expected[-1, :] = expected[:, -1] = True
+    np.testing.assert_array_equal(dense(H) != 0, expected)
+    close(H, arwhead_hessian(np.array(x)))
+
+
+def test_edge_pushing_refusals_and_what_is_not_refused():
+    # (arrays read element by element and functions with a rule but no written-out second
+    # derivative (erf: capstan's own Hessian of that one step) are not refused)
+    close(capstan.sparse_hessian(rosen_loop, np.ones(4) * 0.7, method="edge_pushing"),
+          capstan.hessian(rosen_loop, np.ones(4) * 0.7))
+    erf = lambda z: math.erf(z[0] * z[1])  # noqa: E731
+    close(capstan.sparse_hessian(erf, [1.0, 2.0], method="edge_pushing"), capstan.hessian(erf, np.array([1.0, 2.0])))
+    with pytest.raises(ValueError, match="method='coloring'"):
+        capstan.sparse_hessian(lambda z: float(np.sum(np.array(z) ** 2)) + z[0] * z[1],
+                               [1.0, 2.0], method="edge_pushing")
+    with pytest.raises(ValueError, match="method must be"):
+        capstan.sparse_hessian(rosen_loop, [1.0, 2.0], method="tapes")

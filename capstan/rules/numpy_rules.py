@@ -14,8 +14,10 @@ from collections import Counter
 
 import numpy as np
 
+from overdub import Tagged
+
 from .operator_rules import _abs_jvp, _abs_vjp
-from .registry import defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, unbroadcast
+from .registry import FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, unbroadcast
 from .registry import defvjp as _defvjp
 
 _LN2 = float(np.log(2.0))
@@ -437,6 +439,35 @@ _SUM = ("axis", "dtype", "out", "keepdims")
 _MAX = ("axis", "out", "keepdims")
 _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
 defreduction(np.sum, _SUM, _sum_jvp, _sum_vjp)
+
+
+def _fold_sum_jvp(run, ts, ans, a, *args, **kwargs):
+    """The sum rule's tangent, for a plain array of an enclosing differentiation's values
+    summed without ``where=``/``initial=``: one routed ``np.sum`` of the tangent (the
+    rule's own call), its axes worked out on the plain values."""
+    t = ts[0]
+    if t is None or type(_plain(a)) is not np.ndarray or any(type(v) is Tagged for v in args) or any(
+            type(v) is Tagged for v in kwargs.values()):
+        return NotImplemented
+    p = _args(_SUM, args, kwargs)
+    if any(p.get(k, np._NoValue) is not np._NoValue for k in ("where", "initial", "out")):
+        return NotImplemented
+    ndim = np.ndim(_plain(a))
+    try:
+        axes = _axes(p.get("axis"), ndim)
+    except TypeError:
+        return NotImplemented
+    lead = np.ndim(_plain(t)) - ndim
+    return run(np.sum, t, axis=_shifted(axes, lead), dtype=p.get("dtype"), keepdims=p.get("keepdims", False))
+
+
+def _plain(x):
+    while type(x) is Tagged:
+        x = x._value
+    return x
+
+
+FOLDS[JVP[np.sum][0]] = _fold_sum_jvp
 defreduction(np.mean, _SUM, _mean_jvp, _mean_vjp)
 defreduction(np.prod, _SUM, _prod_jvp, _prod_vjp)
 for _f in (np.max, np.min, np.amax, np.amin):

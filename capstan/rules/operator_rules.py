@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from .registry import defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
+from .registry import FOLDS, defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
 
 
 def one(ans, *args):
@@ -34,6 +34,17 @@ def pow_base(ans, base, exp, mod=None):
     if type(exp) is not np.ndarray and exp == 0:
         return 0.0 * base
     return exp * base ** (exp - 1)
+
+
+def _fold_pow_base(run, ans, base, exp, mod=None):
+    """``pow_base`` of a square (a constant exponent 2, the commonest power): ``2 * base``,
+    its value exactly, one routed multiplication instead of a power and a product."""
+    if (type(exp) is int or type(exp) is float) and exp == 2 and mod is None:
+        return run(operator.mul, exp, base)
+    return NotImplemented
+
+
+FOLDS[pow_base] = _fold_pow_base
 
 
 def pow_exponent(ans, base, exp, mod=None):

@@ -10,6 +10,9 @@ VJP: dict[Any, Any] = {}  # f -> reverse rule
 NONDIFF: set[Any] = set()  # functions whose results carry no derivative
 IMPLS: dict[Any, Any] = {}  # f -> Python function differentiated in f's place (C functions of iterables)
 SOLVERS: dict[Any, Any] = {}  # f -> handler(ctx, f, args, kwargs): solvers whose callbacks may close over derivatives
+#: partial -> fold(run, *args): the partial's value by fewer routed operations when its
+#: constant arguments allow (``NotImplemented`` otherwise), for nested differentiation
+FOLDS: dict[Any, Any] = {}
 PATTERN: dict[Any, Any] = {}  # f -> how index sets flow through f, for sparsity detection (see pattern_rules)
 SECOND: dict[Any, Any] = {}  # f -> pairs of argument positions whose second derivative may be nonzero
 _listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
