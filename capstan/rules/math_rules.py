@@ -77,12 +77,9 @@ if hasattr(math, "exp2"):
     defderiv(math.exp2, lambda ans, x: ans * math.log(2.0))
 if hasattr(math, "fma"):  # (3.13+) x * y + z, rounded once
     defderiv(math.fma, lambda ans, x, y, z: y, lambda ans, x, y, z: x, lambda ans, x, y, z: 1.0)
-# the next float after x towards y moves with x (a step of one ulp: slope 1), not with y
-defderiv(math.nextafter, lambda ans, x, y, **kw: 1.0, None)
 nondifferentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
                   math.isclose, math.factorial, math.gcd, math.comb,
-                  math.perm, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose,
-                  math.ulp)  # (ulp: piecewise constant)
+                  math.perm, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
 
 
 def _phase_jvp(ts, ans, z):  # arg(z) is not holomorphic: d arg = Im(conj(z) dz) / |z|^2
