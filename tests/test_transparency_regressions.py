@@ -312,6 +312,24 @@ def test_keywords_named_like_the_machinery_parameters_under_differentiation():
     assert capstan.gradient(lambda x: TakesMethod(method=x, target=x).got[1] * 3.0, 2.0) == (3.0,)
 
 
+def kernel_with_clashing_keywords(x, self=1.0, vec=1.0, ctx=1.0):
+    return x * self * vec * ctx
+
+
+def test_keywords_named_like_capstans_parameters_reach_the_kernel():
+    """``np.vectorize(kernel)(x, vec=, ctx=)`` and ``capstan.elementwise(kernel)(x, self=)``
+    inside a differentiation: capstan's own stand-ins took those names themselves."""
+    import numpy as np
+
+    import capstan
+
+    vectorized = np.vectorize(kernel_with_clashing_keywords)
+    elementwise = capstan.elementwise(kernel_with_clashing_keywords)
+    assert capstan.D(lambda x: vectorized(x, vec=3.0, ctx=2.0), 2.0) == 6.0
+    assert capstan.D(lambda x: elementwise(x, self=3.0, ctx=2.0), 2.0) == 6.0
+    assert elementwise(2.0, self=3.0) == 6.0
+
+
 def namespaces_by_keyword():
     ns = {}
     out = []
