@@ -265,7 +265,7 @@ class _Bound:
     def __init__(self, ctx, method):
         self.ctx, self.method = ctx, method
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
         return overdub(self.ctx, self.method, *args, **kwargs)
 
 

@@ -70,7 +70,7 @@ class Elementwise:
         self.paths = {}  # (positions of excluded arguments, their values...) -> recorded paths
         functools.update_wrapper(self, kernel, updated=())
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
         if nesting.nestlevel():
             _check_call(self, args, kwargs)
         return _apply(self, kwargs, *args)
@@ -740,7 +740,7 @@ _FROMPYFUNC_LIMIT = 256  # ufuncs made by np.frompyfunc under differentiation th
 _frompyfunc_made: list[Any] = []
 
 
-def _vectorize_call(ctx, vec, *args, **kwargs):
+def _vectorize_call(ctx, vec, /, *args, **kwargs):
     """``np.vectorize(kernel)(...)`` inside a differentiation: given differentiated
     values, :func:`elementwise` (the same recorded paths); else NumPy's own code."""
     if not ctx._differentiated(args, kwargs):
@@ -770,7 +770,7 @@ def _vectorize_call(ctx, vec, *args, **kwargs):
     return out
 
 
-def _vectorize_init(ctx, vec, *args, **kwargs):
+def _vectorize_init(ctx, vec, /, *args, **kwargs):
     """``np.vectorize(kernel, ...)`` made inside a differentiation: NumPy's constructor
     run plainly (it only stores its options; routing it cost more than the kernel)."""
     if ctx._differentiated(args, kwargs):
@@ -778,7 +778,7 @@ def _vectorize_init(ctx, vec, *args, **kwargs):
     return np.vectorize.__init__(vec, *args, **kwargs)
 
 
-def _frompyfunc(ctx, func, nin, nout, **kwargs):
+def _frompyfunc(ctx, func, /, nin, nout, **kwargs):
     """``np.frompyfunc(kernel, nin, 1)`` made inside a differentiation: the ufunc NumPy
     makes, given a rule that applies the kernel by :func:`elementwise` to differentiated
     values (a float array in place of NumPy's array of objects)."""

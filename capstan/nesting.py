@@ -104,7 +104,7 @@ def _leaves(x: Any, tagged: list[Tagged], arrays: list[np.ndarray], depth: int) 
             _leaves(getattr(x, name, None), tagged, arrays, depth + 1)
 
 
-def route(ctx: Any, f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def route(ctx: Any, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """``f(*args, **kwargs)``, run inside the enclosing differentiation ``ctx`` if any
     (``f`` must live outside the opaque modules for its body to be routed)."""
     if ctx is None:

@@ -107,6 +107,9 @@ CAUSES = [
     ("__code__ replaced during a run not seen (self-recursion)", "tb",
      r"__code__ = |_lazy_compile\("),
     ("recursion depth", "what", r"RecursionError|maximum recursion depth"),
+    # the wildcard method (harness/contexts.py) is the frame a C callee reads as its
+    # caller's: TypeVar() and namedtuple name its module, typing's protocol checks reject it
+    (FRAMES, "what", r"harness[./]contexts|don't support issubclass\(\)"),
     ("keyword clashes", "what",
      r"multiple values for (keyword )?argument|unexpected keyword argument"),
     ("internal error in overdub", "last", r'/overdub/[^"]*", line \d+'),

@@ -25,7 +25,9 @@ import os
 import re
 import sys
 import weakref
+from sys import _getframe
 from types import CodeType, ModuleType
+from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref or sys._getframe)
 from typing import Any, cast
 
 from . import _compat
@@ -87,7 +89,7 @@ def _remember_opaque(code: CodeType) -> None:
         if _machinery_codes.get(key) is ref:
             del _machinery_codes[key]
 
-    _machinery_codes[key] = weakref.ref(code, forget)
+    _machinery_codes[key] = _weak_ref(code, forget)
 
 
 def opaque(*objs: Any) -> Any:
@@ -120,7 +122,7 @@ def user_frame(skip=0):
     overdub's machinery only routed frames count (not the context's hooks and
     primitives); beyond it, every frame outside the machinery (the code that called
     ``overdub``)."""
-    frame = first = sys._getframe(1)
+    frame = first = _getframe(1)
     while frame is not None and frame.f_code not in ROUTED:
         frame = frame.f_back
     if frame is None:  # not called from routed code: the first frame outside overdub
@@ -213,7 +215,7 @@ class FrameReaders:
         table = {eval: self.eval, exec: self.exec}
         for builtin, reader, most in ((super, self.super, 2), (locals, self.locals, 0),
                                       (vars, self.vars, 1), (dir, self.dir, 1),
-                                      (globals, self.globals, 0), (sys._getframe, self.getframe, 1)):
+                                      (globals, self.globals, 0), (_getframe, self.getframe, 1)):
             table[builtin] = _rejecting_misuse(builtin, reader, most)
         if _compat.GETFRAMEMODULENAME is not None:
             table[_compat.GETFRAMEMODULENAME] = self.getframemodulename

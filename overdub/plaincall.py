@@ -14,6 +14,7 @@ This module knows nothing of runtimes: it is the layer below ``runtime.py``.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
 import weakref
+from functools import partial
 from sys import modules as _sys_modules
 from types import BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType, ModuleType, WrapperDescriptorType
 
@@ -136,17 +137,23 @@ class WeakKey(weakref.ref):  # type: ignore[type-arg]
 def transient(f):
     """Whether ``f`` is a callable that plain Python makes per use and frees right after:
     a bound method (of a Python function, or of a C method bound to an object such as
-    ``gen.send``), or a function defined inside another function (a closure, a lambda).
-    Holding it as a cache key would keep it -- and what it references -- alive until
-    ``overdub`` returns, so it is cached under a :class:`WeakKey` (or not at all when
-    what it resolves to refers to it)."""
+    ``gen.send``), a function defined inside another function (a closure, a lambda), a
+    ``functools.partial``, or a callable instance of a Python class.  Holding it as a
+    cache key would keep it -- and what it references -- alive until ``overdub``
+    returns, so it is cached under a :class:`WeakKey` (or not at all when what it
+    resolves to refers to it)."""
     tf = type(f)
     if tf is BuiltinFunctionType:  # (of a module: transient when the module is a private copy)
         owner = f.__self__
         if owner is None or isinstance(owner, type):
             return False
         return not isinstance(owner, ModuleType) or not _imported(owner)
-    return tf is MethodType or (tf is FunctionType and f.__code__.co_flags & _CO_NESTED)
+    if tf is FunctionType:
+        return bool(f.__code__.co_flags & _CO_NESTED)
+    if tf is MethodType or tf is partial:
+        return True
+    # an instance of a Python class (not a class: a __class__ property may claim anything)
+    return bool(tf.__flags__ & _HEAPTYPE) and not issubclass(tf, type)
 
 
 def _imported(module):

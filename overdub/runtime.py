@@ -21,6 +21,7 @@ from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa:
 import operator
 import weakref
 from functools import partial
+from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref)
 from typing import Any
 from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
                    MethodType, ModuleType)
@@ -91,7 +92,7 @@ class CodeCache:
             if entry is not None and entry[0] is ref:
                 data.pop(key, None)
 
-        data[key] = (weakref.ref(code, forget), value)
+        data[key] = (_weak_ref(code, forget), value)
 
     def discard(self, code_id, value):
         """Drop the entry of the code with id ``code_id`` if it still holds ``value``."""
@@ -126,7 +127,10 @@ def _template(code, pass_, ctx_type, inline_prehook):
         raise
     except Exception:  # the bytecode library or the rewriter cannot route it: run plainly
         template = None
-        unroutable[code.co_qualname] = code
+        try:
+            unroutable[code.co_qualname] = code
+        except Exception:  # (a debugging record: a program's patched weakref.ref must not break it)
+            pass
     variants[vkey] = template
     return template
 
@@ -166,6 +170,10 @@ class Runtime(RuntimeBase):
         self.weak_keys = not (spec.wildcard or spec.canrecurse)
         fcache = self.fcache
         self._drop = lambda key: fcache.pop(key, None)  # a transient callee died
+        # a Python class -> (its __call__, what runs it) for its callable instances, which are
+        # not cached themselves (this run; only where resolve ends in _target for them)
+        self.instance_calls = {}
+        self.plain_resolve = not (spec.wildcard or spec.canrecurse or spec.totals or spec.primitives)
         self.targets = targets = {}  # f -> what recurse runs for it (this run)
         self._drop_target = lambda key: targets.pop(key, None)
         semantics.add_numpy_types()
@@ -234,6 +242,7 @@ class Runtime(RuntimeBase):
         the function holds the same code and defaults (``_rewritten`` checks)."""
         self.fcache.clear()
         self.fcache.update(self.kept)
+        self.instance_calls.clear()
         self.targets.clear()
         self.op_answers.clear()
 
@@ -521,11 +530,18 @@ class Runtime(RuntimeBase):
         """The callable that runs ``f`` inside the context, hooks excluded; cached for
         the run, under a weak key when ``f`` is transient (``lasting``: ``f`` is a class
         attribute, which lives as long as its class)."""
+        calls = self.instance_calls.get(type(f)) if self.plain_resolve else None
+        if calls is not None and not lasting and type(f).__call__ is calls[0]:  # (still its __call__)
+            return partial(calls[1], f)
         g = self._resolve(f, cache)
         if cache and not lasting and transient(f):
             # g holds no reference to f (a bound C method's fallback may: not cached)
-            if self.weak_keys and g is not f and type(f) is not BuiltinFunctionType:
-                self.fcache[WeakKey(f, self._drop)] = g
+            if (self.weak_keys and g is not f and type(f) is not BuiltinFunctionType
+                    and not (type(g) is partial and any(a is f for a in g.args))):  # (a callable instance)
+                try:
+                    self.fcache[WeakKey(f, self._drop)] = g
+                except TypeError:  # (not weakly referenceable, or unhashable: not cached)
+                    pass
             return g
         if cache:
             if len(self.fcache) >= CACHE_LIMIT:
@@ -615,7 +631,15 @@ class Runtime(RuntimeBase):
             return self._resolve(f.__func__)
         dunder = semantics.lookup(tf, "__call__")
         if type(dunder) is FunctionType and tf is not Tagged:
-            return partial(self._resolve(dunder), f)
+            try:  # (a callable instance is not cached itself: its class's __call__ is)
+                inner = self.fcache[dunder]
+            except (KeyError, TypeError):
+                inner = self.resolve(dunder, True, True)
+            if self.plain_resolve and type(tf) is type and len(self.instance_calls) < CACHE_LIMIT:
+                self.instance_calls[tf] = (dunder, inner)
+                if is_transient_class(tf):
+                    forget_at_collection(self.instance_calls, tf)
+            return partial(inner, f)
         return self._fallback_for(f)
 
     def _builtin_step(self, f):
@@ -660,7 +684,7 @@ class Runtime(RuntimeBase):
         def forget(ref):  # the twin shares f's defaults and cells: it must not outlive f
             funcs.discard(code_id, entry)
 
-        entry = (weakref.ref(f, forget), g)
+        entry = (_weak_ref(f, forget), g)
         funcs[code] = entry
         return g
 

@@ -312,6 +312,24 @@ def test_keywords_named_like_the_machinery_parameters_under_differentiation():
     assert capstan.gradient(lambda x: TakesMethod(method=x, target=x).got[1] * 3.0, 2.0) == (3.0,)
 
 
+def kernel_with_clashing_keywords(x, self=1.0, vec=1.0, ctx=1.0):
+    return x * self * vec * ctx
+
+
+def test_keywords_named_like_capstans_parameters_reach_the_kernel():
+    """``np.vectorize(kernel)(x, vec=, ctx=)`` and ``capstan.elementwise(kernel)(x, self=)``
+    inside a differentiation: capstan's own stand-ins took those names themselves."""
+    import numpy as np
+
+    import capstan
+
+    vectorized = np.vectorize(kernel_with_clashing_keywords)
+    elementwise = capstan.elementwise(kernel_with_clashing_keywords)
+    assert capstan.D(lambda x: vectorized(x, vec=3.0, ctx=2.0), 2.0) == 6.0
+    assert capstan.D(lambda x: elementwise(x, self=3.0, ctx=2.0), 2.0) == 6.0
+    assert elementwise(2.0, self=3.0) == 6.0
+
+
 def namespaces_by_keyword():
     ns = {}
     out = []
@@ -369,6 +387,61 @@ def test_the_machinery_never_calls_patched_builtins():
     assert check(lambda: patches_builtins) == ("ok", (["len", "len", "math"],
                                                       [1, (2, 1), 2, {"f": 1, "self": 2}]))
     assert (builtins.len, builtins.__import__, builtins.isinstance) == originals
+
+
+def patches_stdlib_functions():
+    """Patches ``sys._getframe`` and ``weakref.ref`` (tests swap module attributes with
+    ``unittest.mock.patch``): the machinery bound its own at import and never calls them."""
+    calls = []
+    real_getframe, real_ref = sys._getframe, weakref.ref
+
+    def broken(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("patched")
+
+    sys._getframe = weakref.ref = broken
+    try:
+        def local(x):  # (a new function: routing it makes its twin and a weak entry)
+            return x + 1
+
+        class Local:
+            def method(self):
+                return local(1)
+
+        result = [local(2), Local().method(), sorted([2, 1], key=local), types.SimpleNamespace(a=1).a]
+    finally:
+        sys._getframe, weakref.ref = real_getframe, real_ref
+    return result, calls
+
+
+def test_the_machinery_never_calls_patched_stdlib_functions():
+    for ctx_type in CONTEXTS:  # (the first routed call rewrites, with the bytecode library)
+        overdub.overdub(ctx_type(), patches_stdlib_functions)
+    assert check(lambda: patches_stdlib_functions) == ("ok", ([3, 2, [1, 2], 1], []))
+    assert sys._getframe is not None and weakref.ref.__name__ == "ReferenceType"
+
+
+def unroutable_under_patched_weakref():
+    """With ``itertools.chain`` patched the bytecode library cannot rewrite a new
+    function, which then runs plainly; noting it in ``overdub.dispatch.unroutable`` (a
+    ``WeakValueDictionary``, whose entries call ``weakref.ref``) must not fail when the
+    program has patched ``weakref.ref`` too."""
+    namespace = {}
+    exec("def fresh(x):\n    return x + 1\n", namespace)
+    real_chain, real_ref = itertools.chain, weakref.ref
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("patched")
+
+    itertools.chain = weakref.ref = broken
+    try:
+        return namespace["fresh"](1)
+    finally:
+        itertools.chain, weakref.ref = real_chain, real_ref
+
+
+def test_an_unroutable_function_runs_plainly_under_a_patched_weakref():
+    assert check(lambda: unroutable_under_patched_weakref) == ("ok", 2)
 
 
 # ----------------------------------------------------------------------------- 6. unusual classes
@@ -592,6 +665,43 @@ def test_routed_calls_keep_nothing_alive():
     gc.disable()  # (lifetimes here are by reference counting alone)
     try:
         assert check(lambda: lifetimes) == ("ok", [0, True, (["callback"], True), 0, 1, 2])
+    finally:
+        gc.enable()
+
+
+class HoldsPayload:
+    """A callable instance (what ``resolve`` turns into a partial of its ``__call__``)."""
+
+    def __init__(self, payload):
+        self.payload = payload
+
+    def __call__(self, x=0):
+        return x
+
+
+def identity(x=None, **kwargs):
+    return x
+
+
+def partials_and_callable_objects():
+    """A ``functools.partial`` or a callable instance made, called once and dropped dies
+    at once, and with it what it holds (the run's callee cache held them as keys until
+    ``overdub`` returned)."""
+    out = []
+    for make in (lambda p: functools.partial(identity, p), lambda p: functools.partial(identity, k=p),
+                 HoldsPayload, lambda p: functools.partial(HoldsPayload(p), 1)):
+        payload = Payload()
+        ref = weakref.ref(payload)
+        make(payload)()
+        del payload
+        out.append(ref() is None)
+    return out
+
+
+def test_partials_and_callable_objects_die_when_plain_python_frees_them():
+    gc.disable()  # (lifetimes here are by reference counting alone)
+    try:
+        assert check(lambda: partials_and_callable_objects) == ("ok", [True] * 4)
     finally:
         gc.enable()
 
