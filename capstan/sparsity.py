@@ -52,10 +52,11 @@ class Rows:
     """Index sets of ``m`` elements over ``n`` inputs in CSR layout: the set of element
     ``r`` is ``indices[indptr[r]:indptr[r + 1]]``, sorted, without repeats."""
 
-    __slots__ = ("indptr", "indices", "n")
+    __slots__ = ("indptr", "indices", "n", "keys")
 
-    def __init__(self, indptr, indices, n):
+    def __init__(self, indptr, indices, n, keys=None):
         self.indptr, self.indices, self.n = indptr, indices, n
+        self.keys = keys  # (the sets as sorted keys, when known: see _keys)
 
     @property
     def m(self):
@@ -92,21 +93,42 @@ def sorted_unique(a):
     return a[keep]
 
 
+_SHIFT = 32  # a key is ``row << 32 | column``: shifts and masks, no division (n < 2**32)
+_LOW = (1 << _SHIFT) - 1
+
+
+def _key(rows, columns):
+    return (rows << _SHIFT) | columns
+
+
 def _from_keys(keys, m, n):
-    """Rows from sorted unique keys ``row * n + column``."""
-    rows = keys // n
+    """Rows from sorted unique keys ``_key(row, column)``."""
     indptr = np.zeros(m + 1, _I)
-    np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
-    return Rows(indptr, keys - rows * n, n)
+    np.cumsum(np.bincount(keys >> _SHIFT, minlength=m), out=indptr[1:])
+    return Rows(indptr, keys & _LOW, n, keys)
 
 
 def _keys(R):
-    return np.repeat(np.arange(R.m, dtype=_I), np.diff(R.indptr)) * R.n + R.indices
+    if R.keys is None:
+        R.keys = _key(np.repeat(np.arange(R.m, dtype=_I), np.diff(R.indptr)), R.indices)
+    return R.keys
+
+
+def _width(R):
+    """``w`` when every set of ``R`` has exactly ``w`` elements, else ``None``."""
+    m, total = R.m, len(R.indices)
+    if m == 0 or total % m:
+        return None
+    w = total // m
+    return w if np.array_equal(R.indptr, np.arange(0, total + 1, w, dtype=_I) if w else R.indptr * 0) else None
 
 
 def gather(R, idx):
     """Rows ``R[idx[k]]`` for each ``k`` (``idx[k] < 0``: an empty set)."""
     idx = np.asarray(idx, dtype=_I).ravel()
+    w = _width(R) if len(idx) and idx.min() >= 0 else None
+    if w:  # (sets of one size, every one read: np.roll of the inputs' own sets)
+        return Rows(np.arange(0, len(idx) * w + 1, w, dtype=_I), R.indices.reshape(-1, w)[idx].ravel(), R.n)
     safe = np.where(idx >= 0, idx, 0)
     starts = R.indptr[safe]
     lens = np.where(idx >= 0, R.indptr[safe + 1] - starts, 0)
@@ -126,7 +148,7 @@ def scatter(R, src, dst, m):
     G = gather(R, src)
     if not len(G.indices):
         return empty_rows(m, R.n)
-    keys = np.repeat(dst, np.diff(G.indptr)) * R.n + G.indices
+    keys = _key(np.repeat(dst, np.diff(G.indptr)), G.indices)
     return _from_keys(sorted_unique(keys), m, R.n)
 
 
@@ -808,6 +830,8 @@ def detect(f, x, fname, second=False):
         raise TypeError("capstan.%s(f, x): f must be callable, got %r" % (fname, f))
     x = point(x, fname)
     n = int(np.size(x)) if not isinstance(x, (list, tuple)) else len(x)
+    if n > _LOW + 1:  # (index sets are keyed as row << 32 | column)
+        raise ValueError("capstan.%s: x has %d elements; sparsity detection handles up to 2**32" % (fname, n))
     with borrowed(PatternCtx) as ctx, level(ctx), losses.guard(ctx):
         ctx.n, ctx.second, ctx.decisions = n, second, []
         if isinstance(x, np.ndarray):

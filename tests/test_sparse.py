@@ -642,3 +642,40 @@ def test_edge_pushing_refusals_and_what_is_not_refused():
                                [1.0, 2.0], method="edge_pushing")
     with pytest.raises(ValueError, match="method must be"):
         capstan.sparse_hessian(rosen_loop, [1.0, 2.0], method="tapes")
+
+# ----------------------------------------------------------------------------- index-set kernels
+def _random_rows(rng, m, n, width=None):
+    from capstan import sparsity as S
+
+    sets = [sorted(set(rng.integers(0, n, width if width is not None else rng.integers(0, 4)).tolist()))
+            for _ in range(m)]
+    if width is not None:
+        sets = [sorted((n - 1 - rng.choice(min(n, 50), width, replace=False)).tolist()) for _ in range(m)]
+    indptr = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
+    return S.Rows(indptr, np.array([i for s in sets for i in s], dtype=np.int64), n), sets
+
+
+@pytest.mark.parametrize("width", [None, 0, 1, 3])
+def test_index_set_kernels_against_python_sets(width):
+    # (gather's path for sets of one size, union and scatter's keys as row << 32 | column,
+    # and the keys kept on a Rows object, checked against plain Python sets)
+    from capstan import sparsity as S
+
+    rng = np.random.default_rng(width or 7)
+    for _ in range(20):
+        m, n = int(rng.integers(1, 30)), int(rng.integers(3, 50))
+        if width == 1:  # (columns up to the largest that detection handles: 2**32 - 1)
+            n = 2 ** 32 - int(rng.integers(0, 3))
+        A, a = _random_rows(rng, m, n, width)
+        B, b = _random_rows(rng, m, A.n)
+        idx = rng.integers(-1 if width is None else 0, m, int(rng.integers(0, 40)))
+
+        def as_sets(R):
+            return [R.indices[R.indptr[r]:R.indptr[r + 1]].tolist() for r in range(R.m)]
+
+        assert as_sets(S.gather(A, idx)) == [a[i] if i >= 0 else [] for i in idx]
+        assert as_sets(S.union([A, B])) == [sorted(set(x) | set(y)) for x, y in zip(a, b)]
+        assert as_sets(S.union([A, B, A])) == [sorted(set(x) | set(y)) for x, y in zip(a, b)]
+        dst = rng.integers(0, 5, m)
+        expect = [sorted(set().union(*[a[k] for k in range(m) if dst[k] == r])) for r in range(5)]
+        assert as_sets(S.scatter(A, np.arange(m), dst, 5)) == expect
