@@ -676,12 +676,13 @@ class PatternCtx(ADContext):
         As = [a for a, _ in self.pairs]
         Bs = [b for _, b in self.pairs]
         if self.scalar_pairs:
-            seen = {}  # (a loop meets the same pairs often; by identity: big ints hash slowly)
-            for pair in self.scalar_pairs:
-                seen.setdefault((id(pair[0]), id(pair[1])), pair)
-            pairs = list(seen.values())
-            As.append(rows_from_masks([a for a, _ in pairs], n))
-            Bs.append(rows_from_masks([b for _, b in pairs], n))
+            # (a loop meets the same pairs often; by identity: big ints hash slowly)
+            pairs = list({(id(a), id(b)): (a, b) for a, b in self.scalar_pairs}.values())
+            k = len(pairs)
+            both = rows_from_masks([a for a, _ in pairs] + [b for _, b in pairs], n)  # (masks shared)
+            start = int(both.indptr[k])
+            As.append(Rows(both.indptr[:k + 1], both.indices[:start], n))
+            Bs.append(Rows(both.indptr[k:] - start, both.indices[start:], n))
         if not As:
             return sp.csr_array((n, n), dtype=bool)
         A = vstack(As, n).to_scipy().astype(np.int8)
