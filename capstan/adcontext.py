@@ -32,7 +32,7 @@ from . import losses, structure
 from .aliasing import root_of
 from .markers import stop_gradient
 from .nesting import inner
-from .losses import EXPORTING, NoRuleError, derivative_free, no_rule, qualified_name
+from .losses import EXPORTING, NoRuleError, derivative_free, no_rule
 from .rules import registry, ufunc_rules
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,

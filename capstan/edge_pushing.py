@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .reverse import GETITEM, GUARD, INPUT, RULE, SETITEM
+from .reverse import GETITEM, GUARD, INPUT, RULE
 
 
 # ----------------------------------------------------------------------------- local second order
