@@ -30,6 +30,7 @@ from overdub import Context, Tagged, is_structural, ops, overdub, primitive, rec
 
 from . import losses, structure
 from .aliasing import root_of
+from .fastpaths import FAST
 from .markers import stop_gradient
 from .nesting import inner
 from .losses import EXPORTING, NoRuleError, derivative_free, no_rule
@@ -724,6 +725,9 @@ def routed(ctx):
 
 def _route(ctx, f, /, *args, **kwargs):
     if f in _registered and type(ctx) in DIRECT and f not in _SPECIAL:
+        fast = None if kwargs else FAST[type(ctx)].get(f)
+        if fast is not None:  # (the float arithmetic's inline path, as ctx's primitive runs it)
+            return fast(ctx, *args)
         return ctx.apply(f, args, kwargs)
     return overdub(ctx, f, *args, **kwargs)
 

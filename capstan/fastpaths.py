@@ -16,6 +16,7 @@ import numpy as np
 from overdub import Tagged, ops, primitive
 from overdub._native import capstan_native
 
+from . import fastpaths_nested
 from .rules import math_rules  # noqa: F401  (the math partials the fast paths are made from)
 from .rules.registry import PARTIALS
 
@@ -156,11 +157,31 @@ def _source(template, mode):
                                                            m.group(1).split(", ")]), source)
 
 
-def _make(template, mode, f, forms, **env):
+#: how each template hands over what it does not take itself, and the same handed first
+#: to forward mode's nested fast path (floats of an enclosing differentiation)
+_HAND_OVER = {"x, y": ("return self.apply(f, (x, y), {{}})", "return nested(self, x, y)"),
+              "x": ("return self.apply(f, (x,), {{}})", "return nested(self, x)"),
+              "args": ("return self.apply(f, args, kwargs)",
+                       "return nested(self, args[0]) if len(args) == 1 and not kwargs else "
+                       "self.apply(f, args, kwargs)")}
+
+
+def _make(template, mode, f, forms, nested_forms=None, **env):
+    """The fast path of ``f`` from ``template``; in forward mode with ``nested_forms``
+    (the formulas as strings), also taking an enclosing differentiation's floats."""
     names = dict(zip(("r", "da", "db"), forms))
     ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, **env}
-    exec(compile(_source(template, mode).format(**names), "<capstan fast path for %s>" % f.__name__,
-                 "exec"), ns)
+    source = _source(template, mode)
+    if mode == "forward" and nested_forms is not None:
+        for params, (generic, nested) in _HAND_OVER.items():
+            if generic in source:
+                arity = 1 if params != "x, y" else 2
+                ns["nested"] = fastpaths_nested.make(f, nested_forms, arity, FAST, _WITH_FAST_PATHS,
+                                                      plain_exponent=f in (operator.pow, operator.ipow))
+                if ns["nested"] is not None:
+                    source = source.replace(generic, nested)
+                break
+    exec(compile(source.format(**names), "<capstan fast path for %s>" % f.__name__, "exec"), ns)
     return ns["method"]
 
 
@@ -194,25 +215,46 @@ def _twin(method, mode, f):
     return method
 
 
+#: context class -> {function: its fast path, native twin first}: what the context's own
+#: primitive for that function runs, for callers that hold the context and the function
+#: (an inner differentiation's rule arithmetic handed to the enclosing one)
+FAST: dict[type, dict] = {}
+
+
+def _fast(cls, f, method):
+    primitives = FAST.setdefault(cls, {})
+    primitives[f] = getattr(method, "__overdub_native__", method)
+    return method
+
+
+#: the functions ``install`` gives fast paths (what a nested fast path may hand on)
+_WITH_FAST_PATHS = ({g for f in BINARY for g in [f] + [k for k, v in IN_PLACE.items() if v is f]}
+                    | {operator.pow, operator.ipow} | set(UNARY)
+                    | {f for f, partials in PARTIALS.items()
+                       if getattr(f, "__module__", None) == "math" and len(partials) == 1})
+
+
 def install(cls, mode):
     """Add the inline float primitives to context class ``cls`` (mode: forward/reverse),
     each with its native twin where the C layer is built."""
     for f, forms in BINARY.items():
         for g in [f] + [k for k, v in IN_PLACE.items() if v is f]:
-            method = _twin(_make(_BINARY, mode, g, forms), mode, g)
+            method = _fast(cls, g, _twin(_make(_BINARY, mode, g, forms, forms), mode, g))
             primitive(g, Tagged, total=True)(method)  # (also sees arrays and user objects: it
             primitive(g, object, Tagged)(method)      # hands them to apply)
             setattr(cls, "_fast_%s" % g.__name__, method)
     for f in (operator.pow, operator.ipow):
-        method = _twin(_make(_POWER, mode, f, POWER + (POWER_EXPONENT,)), mode, f)
+        method = _fast(cls, f, _twin(_make(_POWER, mode, f, POWER + (POWER_EXPONENT,), POWER + (POWER_EXPONENT,)),
+                                     mode, f))
         primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     for f, forms in UNARY.items():
-        method = _twin(_make(_UNARY, mode, f, forms), mode, f)
+        method = _fast(cls, f, _twin(_make(_UNARY, mode, f, forms, forms), mode, f))
         primitive(f, Tagged, total=True)(method)
         setattr(cls, "_fast_%s" % f.__name__, method)
     for f, partials in list(PARTIALS.items()):  # one-argument math functions, from the table
         if getattr(f, "__module__", None) == "math" and len(partials) == 1:
-            method = _twin(_make(_CALL, mode, f, ("", "p(r, a)"), p=partials[0]), mode, f)
+            method = _fast(cls, f, _twin(_make(_CALL, mode, f, ("", "p(r, a)"), MATH.get(f), p=partials[0]),
+                                         mode, f))
             primitive(f, Tagged, total=True)(method)  # (plain floats: the call itself)
             setattr(cls, "_fast_math_%s" % f.__name__, method)
