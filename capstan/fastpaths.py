@@ -204,8 +204,9 @@ def _twin(method, mode, f):
     if capstan_native is None:
         return method
     reverse = mode == "reverse"
-    if f in _KERNEL_OPS:
-        kernel = capstan_native.Kernel(getattr(capstan_native, _KERNEL_OPS[f]), reverse, method)
+    if f in _KERNEL_OPS:  # (forward + - * / and -: also nested in a forward run, as the Python path)
+        kernel = capstan_native.Kernel(getattr(capstan_native, _KERNEL_OPS[f]), reverse, method,
+                                       nested=not reverse and _KERNEL_OPS[f] != "POW")
     elif getattr(f, "__module__", None) == "math" and f.__name__ in capstan_native.MATH_FUNCTIONS:
         kernel = capstan_native.Kernel(capstan_native.MATH, reverse, method, f,
                                        capstan_native.MATH_FUNCTIONS[f.__name__])

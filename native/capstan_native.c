@@ -31,6 +31,7 @@ typedef struct {
     int op;             /* K_* */
     int fn;             /* M_* for K_MATH */
     int reverse;        /* 0: forward (float tangents), 1: reverse (tape records) */
+    int nested;         /* forward: also take floats of an enclosing context of ctx's class */
     PyObject *fallback; /* the Python method this kernel twins: fallback(ctx, *args) */
     PyObject *func;     /* K_MATH: the math function (plain arguments are simply passed to it) */
     vectorcallfunc vectorcall;
@@ -371,6 +372,185 @@ math1(int fn, double a, double *r, double *p)
     return isfinite(*r) && isfinite(*p);
 }
 
+/* ---------------------------------------------------------------- nested forward mode */
+
+/* Forward mode inside an enclosing forward differentiation of the same context class
+   (D(D(f))): the operands' values and tangents are floats tagged by the outer context.
+   The formulas are capstan/fastpaths_nested.py's, in the same order: every operation on
+   an outer-tagged operand is the outer kernel's computation (binary() with ctx = outer),
+   plain operands are computed plainly.  Anything else -- another context, arrays, a
+   division by zero -- is left to the Python method (*handled stays 0), which hands it to
+   the nested path in Python or to the rule tables. */
+
+static KernelObject forward_op[K_NEG + 1];  /* op and reverse = 0 only: binary()'s view of a kernel */
+static PyObject *one, *minus_one;          /* the partials 1.0 and -1.0 */
+
+/* an operand the nested path takes for outer context o (live key okey): a plain float or
+   int, or a float tagged by o with a float tangent; NULL (no tangent) is taken too */
+static inline int
+nested_operand(PyObject *v, PyObject *o, PyObject *okey)
+{
+    if (v == NULL || PyFloat_CheckExact(v) || PyLong_CheckExact(v)) {
+        return 1;
+    }
+    if (Py_TYPE(v) != Tagged_Type) {
+        return 0;
+    }
+    TaggedObject *t = (TaggedObject *)v;
+    return t->ctx == o && t->tagkey == okey && t->value != NULL && PyFloat_CheckExact(t->value)
+           && t->meta != NULL && PyFloat_CheckExact(t->meta);
+}
+
+/* u OP v for outer context o: its kernel's result for a tagged operand, else Python's own.
+   Returns a new reference, or NULL with *ok = 0 (not taken: no exception set) or with
+   *ok = 1 (an exception). */
+static PyObject *
+outer_op(int op, PyObject *o, PyObject *okey, PyObject *u, PyObject *v, int *ok)
+{
+    if (Py_TYPE(u) == Tagged_Type || (v != NULL && Py_TYPE(v) == Tagged_Type)) {
+        int handled = 0;
+        PyObject *r = op == K_NEG ? negative(&forward_op[op], o, okey, u, &handled)
+                                  : binary(&forward_op[op], o, okey, u, v, &handled);
+        *ok = handled;
+        return r;
+    }
+    *ok = 1;
+    switch (op) {
+    case K_ADD: return PyNumber_Add(u, v);
+    case K_SUB: return PyNumber_Subtract(u, v);
+    case K_MUL: return PyNumber_Multiply(u, v);
+    case K_DIV: return PyNumber_TrueDivide(u, v);
+    default: return PyNumber_Negative(u);
+    }
+}
+
+/* t (may be NULL) plus partial p times tangent tv: the generic path's product and sum (a
+   partial of exactly 1.0, p == NULL, is the tangent itself).  Steals t. */
+static PyObject *
+add_term(PyObject *o, PyObject *okey, PyObject *t, PyObject *p, PyObject *tv, int *ok)
+{
+    PyObject *d;
+    if (p == NULL) {
+        d = Py_NewRef(tv);
+    }
+    else {
+        d = outer_op(K_MUL, o, okey, p, tv, ok);
+        if (d == NULL) {
+            Py_XDECREF(t);
+            return NULL;
+        }
+    }
+    if (t == NULL) {
+        *ok = 1;
+        return d;
+    }
+    PyObject *sum = outer_op(K_ADD, o, okey, t, d, ok);
+    Py_DECREF(t);
+    Py_DECREF(d);
+    return sum;
+}
+
+static PyObject *
+nested(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, int *handled)
+{
+    PyObject *a = x, *b = y, *ta = NULL, *tb = NULL;
+    if (is_own(x, key)) {
+        a = ((TaggedObject *)x)->value;
+        ta = ((TaggedObject *)x)->meta;
+    }
+    if (y != NULL && is_own(y, key)) {
+        b = ((TaggedObject *)y)->value;
+        tb = ((TaggedObject *)y)->meta;
+    }
+    if (a == NULL || (y != NULL && b == NULL) || (ta == NULL && tb == NULL)) {
+        return NULL;
+    }
+    PyObject *candidates[4] = {a, b, ta, tb}, *o = NULL;
+    for (int i = 0; i < 4 && o == NULL; i++) {
+        if (candidates[i] != NULL && Py_TYPE(candidates[i]) == Tagged_Type) {
+            o = ((TaggedObject *)candidates[i])->ctx;
+        }
+    }
+    if (o == NULL || o == ctx || Py_TYPE(o) != Py_TYPE(ctx)) {
+        return NULL;
+    }
+    PyObject *okey = PyObject_GetAttr(o, str_tagkey);
+    if (okey == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *r = NULL, *t = NULL, *p = NULL, *q = NULL;
+    int ok = 0;
+    if (!nested_operand(a, o, okey) || !nested_operand(b, o, okey) || !nested_operand(ta, o, okey)
+        || !nested_operand(tb, o, okey)) {
+        goto done;
+    }
+    r = outer_op(k->op, o, okey, a, b, &ok);
+    if (r == NULL) {
+        goto done;
+    }
+    switch (k->op) {
+    case K_ADD:  /* partials 1.0, 1.0 */
+        if (ta != NULL) t = add_term(o, okey, t, NULL, ta, &ok);
+        if (ok && tb != NULL) t = add_term(o, okey, t, NULL, tb, &ok);
+        break;
+    case K_SUB:  /* 1.0, -1.0 */
+        if (ta != NULL) t = add_term(o, okey, t, NULL, ta, &ok);
+        if (ok && tb != NULL) t = add_term(o, okey, t, minus_one, tb, &ok);
+        break;
+    case K_MUL:  /* b, a */
+        if (ta != NULL) t = add_term(o, okey, t, b, ta, &ok);
+        if (ok && tb != NULL) t = add_term(o, okey, t, a, tb, &ok);
+        break;
+    case K_DIV:  /* 1.0 / b, -r / b */
+        if (ta != NULL) {
+            p = outer_op(K_DIV, o, okey, one, b, &ok);
+            t = p == NULL ? NULL : add_term(o, okey, t, p, ta, &ok);
+        }
+        if (ok && tb != NULL) {
+            PyObject *minus = outer_op(K_NEG, o, okey, r, NULL, &ok);
+            q = minus == NULL ? NULL : outer_op(K_DIV, o, okey, minus, b, &ok);
+            Py_XDECREF(minus);
+            if (q == NULL) {
+                Py_CLEAR(t);
+            }
+            else {
+                t = add_term(o, okey, t, q, tb, &ok);
+            }
+        }
+        break;
+    case K_NEG:  /* -1.0 */
+        t = add_term(o, okey, t, minus_one, ta, &ok);
+        break;
+    }
+    if (t == NULL) {
+        Py_CLEAR(r);
+        goto done;
+    }
+    TaggedObject *res = (TaggedObject *)Tagged_Type->tp_alloc(Tagged_Type, 0);
+    if (res == NULL) {
+        Py_CLEAR(r);
+        Py_CLEAR(t);
+        ok = 1;
+        goto done;
+    }
+    res->value = r;  /* (both stolen) */
+    res->meta = t;
+    res->tagkey = Py_NewRef(key);
+    res->ctx = Py_NewRef(ctx);
+    r = (PyObject *)res;
+done:
+    Py_XDECREF(p);
+    Py_XDECREF(q);
+    Py_DECREF(okey);
+    *handled = ok;
+    if (!ok) {  /* (not taken: nothing raised, the Python method decides) */
+        PyErr_Clear();
+        return NULL;
+    }
+    return r;
+}
+
 static PyObject *
 kernel_vectorcall(KernelObject *k, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -417,6 +597,9 @@ kernel_vectorcall(KernelObject *k, PyObject *const *args, size_t nargsf, PyObjec
     default:
         result = binary(k, ctx, key, args[1], args[2], &handled);
     }
+    if (!handled && k->nested && (k->op <= K_DIV || k->op == K_NEG)) {
+        result = nested(k, ctx, key, args[1], k->op == K_NEG ? NULL : args[2], &handled);
+    }
     Py_DECREF(key);
     if (handled) {
         return result;
@@ -427,11 +610,11 @@ kernel_vectorcall(KernelObject *k, PyObject *const *args, size_t nargsf, PyObjec
 static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"op", "reverse", "fallback", "func", "fn", NULL};
-    int op, reverse, fn = -1;
+    static char *kwlist[] = {"op", "reverse", "fallback", "func", "fn", "nested", NULL};
+    int op, reverse, fn = -1, nested_ok = 0;
     PyObject *fallback, *func = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipO|Oi:Kernel", kwlist,
-                                     &op, &reverse, &fallback, &func, &fn)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipO|Oip:Kernel", kwlist,
+                                     &op, &reverse, &fallback, &func, &fn, &nested_ok)) {
         return NULL;
     }
     if (op < K_ADD || op > K_MATH || (op == K_MATH && (fn < M_SIN || fn > M_EXPM1))) {
@@ -449,6 +632,7 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     k->op = op;
     k->fn = fn;
     k->reverse = reverse;
+    k->nested = nested_ok && !reverse;
     Py_INCREF(fallback);
     k->fallback = fallback;
     Py_INCREF(func);
@@ -502,8 +686,9 @@ static PyGetSetDef kernel_getset[] = {
 static PyTypeObject Kernel_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_capstan_native.Kernel",
-    .tp_doc = "Kernel(op, reverse, fallback, func=None, fn=-1): the native twin of one of "
-              "capstan's scalar fast paths, called as kernel(ctx, x[, y]).",
+    .tp_doc = "Kernel(op, reverse, fallback, func=None, fn=-1, nested=False): the native twin "
+              "of one of capstan's scalar fast paths, called as kernel(ctx, x[, y]); nested: "
+              "forward mode also takes floats of an enclosing context of ctx's class.",
     .tp_basicsize = sizeof(KernelObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(KernelObject, vectorcall),
@@ -662,8 +847,14 @@ PyInit__capstan_native(void)
 {
     str_tagkey = PyUnicode_InternFromString("_tagkey");
     str_tape = PyUnicode_InternFromString("tape");
-    if (str_tagkey == NULL || str_tape == NULL || PyType_Ready(&Kernel_Type) < 0) {
+    one = PyFloat_FromDouble(1.0);
+    minus_one = PyFloat_FromDouble(-1.0);
+    if (str_tagkey == NULL || str_tape == NULL || one == NULL || minus_one == NULL
+        || PyType_Ready(&Kernel_Type) < 0) {
         return NULL;
+    }
+    for (int i = 0; i <= K_NEG; i++) {
+        forward_op[i].op = i;
     }
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) {

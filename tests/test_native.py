@@ -275,6 +275,49 @@ def test_kernel_loop_of_a_hundred_thousand_is_flat():
     assert last - first < 16 * 1024, (first, last)
 
 
+@native
+def test_nested_kernels_keep_reference_counts_and_memory_flat():
+    """The nested forward path (an inner run's floats tagged by an outer run of the same
+    class) on every kernel: taken, not taken (a plain zero divisor, Python's error) and
+    raising paths leave the operands' reference counts as they were, and memory flat."""
+    outer, inner = ForwardCtx(), ForwardCtx()
+    outer._tagkey, inner._tagkey = object(), object()  # (two live runs)
+    o1, o2 = Tagged(0.5, 1.0, outer), Tagged(-1.5, 0.25, outer)
+    x, y = Tagged(o1, o2, inner), Tagged(o2, 0.75, inner)
+    zero = Tagged(Tagged(0.0, 1.0, outer), 1.0, inner)
+    ops = [operator.add, operator.sub, operator.mul, operator.truediv, operator.neg]
+    kernels = [ForwardCtx.__dict__["_fast_" + op.__name__].__overdub_native__ for op in ops]
+    calls = [(k, args) for k, op in zip(kernels, ops) for args in ([(x,)] if op is operator.neg else
+                                                                   [(x, y), (x, 2.0), (3, y), (x, 0.0), (x, zero)])]
+    objects = [o1, o2, x, y, zero]
+
+    def run(n):
+        for _ in range(n):
+            for k, args in calls:
+                try:
+                    k(inner, *args)
+                except ZeroDivisionError:
+                    pass
+
+    run(100)
+    gc.collect()
+    before = [sys.getrefcount(v) for v in objects]
+    tracemalloc.start()
+    try:
+        run(200)
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        run(2000)
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(v) for v in objects] == before
+    assert last - first < 16 * 1024, (first, last)
+    r = kernels[2](inner, x, y)  # the nested path was taken: an inner result of outer floats
+    assert type(r) is Tagged and r._ctx is inner and type(r._value) is Tagged and r._value._ctx is outer
+
+
 def test_two_threads_differentiate_at_once():
     expected = (capstan.D(horner, 0.3), capstan.gradient(horner, 0.7)[0])
     results, errors = [], []

@@ -146,3 +146,53 @@ def test_errors_are_pythons_own(f, x):
         lambda y: capstan.D(f, y))
     with pytest.raises((ZeroDivisionError, ValueError)):
         capstan.D(run, x)
+
+
+# -- the C kernels' nested path (native/capstan_native.c) against the Python one ----------------
+from overdub import Tagged, _native  # noqa: E402
+from capstan.forward import _seeded  # noqa: E402
+from capstan.pool import differentiating  # noqa: E402
+
+_OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
+        operator.iadd, operator.isub, operator.imul, operator.itruediv]
+_numbers = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, -0.0, 1.0, 2, -3, 0, 10 ** 20]),
+                     st.floats(allow_nan=True, allow_infinity=True))
+
+
+def _flat(v, outer, inner):
+    """What a nested result carries, as plain numbers: (value, its outer tangent, inner
+    tangent, the inner tangent's outer tangent); repr keeps -0.0 and nan apart."""
+    def split(u, ctx):
+        return (u._value, u._meta) if type(u) is Tagged and u._ctx is ctx else (u, None)
+    value, t = split(v, inner)
+    (vv, vt), (tv, tt) = split(value, outer), split(t, outer)
+    return repr((type(v).__name__, vv, vt, tv, tt))
+
+
+@pytest.mark.skipif(_native.PURE_PYTHON, reason="the C layer is not in use (OVERDUB_PURE_PYTHON=1)")
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_OPS), st.lists(_numbers, min_size=8, max_size=8),
+       st.lists(st.sampled_from(["inner(outer, outer)", "inner(outer, plain)", "inner(plain, outer)",
+                                 "outer", "plain", "inner(plain, plain)"]), min_size=2, max_size=2))
+def test_the_native_nested_path_is_the_python_one_bit_for_bit(op, numbers, shapes):
+    with differentiating(ForwardCtx) as outer, differentiating(ForwardCtx) as inner:
+        def make(shape, n):
+            o1 = Tagged(float(n[0]), float(n[1]), outer)
+            o2 = Tagged(float(n[2]), float(n[3]), outer)
+            return {"inner(outer, outer)": lambda: Tagged(o1, o2, inner),
+                    "inner(outer, plain)": lambda: Tagged(o1, n[2], inner),
+                    "inner(plain, outer)": lambda: Tagged(float(n[0]), o2, inner),
+                    "outer": lambda: o1, "plain": lambda: n[0],
+                    "inner(plain, plain)": lambda: Tagged(float(n[0]), float(n[1]), inner)}[shape]()
+        args = [make(shapes[0], numbers[:4]), make(shapes[1], numbers[4:])]
+        if op is operator.neg:
+            args = args[:1]
+        kernel = fastpaths.FAST[ForwardCtx][op]
+        python = kernel.fallback
+        results = []
+        for fn in (kernel, python):
+            try:
+                results.append(_flat(fn(inner, *args), outer, inner))
+            except Exception as exc:  # noqa: BLE001 (the same error either way)
+                results.append(type(exc).__name__)
+        assert results[0] == results[1]
