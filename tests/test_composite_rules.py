@@ -94,3 +94,49 @@ def test_frexp_stays_refused_in_numpy_too():
     # (its mantissa is taken apart into integers to rebuild the number exactly: see stdlib_rules)
     with pytest.raises(capstan.NoRuleError, match="frexp"):
         capstan.gradient(lambda v: np.sum(np.frexp(v)[0]), np.ones(3))
+
+
+# -- lists of differentiated values handed to NumPy come back as NumPy gives them -------------
+_LIST_RESULTS = {
+    "atleast_1d": lambda lst: np.atleast_1d(lst),
+    "atleast_2d": lambda lst: np.atleast_2d(lst),
+    "argmax": lambda lst: np.argmax(lst),
+    "argmin": lambda lst: np.argmin(lst),
+    "nonzero": lambda lst: np.nonzero(lst),
+    "argsort": lambda lst: np.argsort(lst),
+    "round": lambda lst: np.round(lst, 1),
+}
+
+
+def _kind(r):
+    if isinstance(r, tuple):
+        return ("tuple", tuple(_kind(e) for e in r))
+    return (type(r).__name__, np.shape(r))
+
+
+@pytest.mark.parametrize("name", sorted(_LIST_RESULTS))
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_list_of_differentiated_values_gives_numpys_result_types(name, mode):
+    f = _LIST_RESULTS[name]
+    seen = []
+
+    def g(x):
+        seen.append(_kind(f([x[0], x[1] * 1.0, 2.5])))
+        return x[0] * 2.0
+
+    x = np.array([0.5, 1.5])
+    if mode == "forward":
+        capstan.jvp(g, (x,), (np.ones(2),))
+    else:
+        capstan.gradient(g, x)
+    assert seen == [_kind(f([0.5, 1.5, 2.5]))]
+
+
+def test_roots_of_a_list_of_differentiated_coefficients():
+    # roots of z**2 - (a + 3) z + (b + 2): their sum is a + 3, their product b + 2
+    def f(x):
+        r = np.roots([1.0, -x[0] - 3.0, x[1] + 2.0])
+        return np.sum(r.real) + np.prod(r).real
+    g = capstan.gradient(f, np.array([0.7, 1.3]))[0]
+    assert np.allclose(g, [1.0, 1.0], atol=1e-12)
+    assert np.allclose(capstan.jacobian(f, np.array([0.7, 1.3]), mode="forward"), [1.0, 1.0], atol=1e-12)

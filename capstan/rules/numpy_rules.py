@@ -1220,6 +1220,7 @@ defvjp(np.repeat, _repeat_vjp)
 # composite shape functions: differentiated through their definitions
 def _atleast(nd):
     def promote(x):
+        x = np.asanyarray(x)  # (a list comes back an array, as from NumPy)
         shape = np.shape(x)
         if len(shape) >= nd:
             return x

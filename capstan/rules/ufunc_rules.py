@@ -184,9 +184,13 @@ class ArrayConverter:
         return np.result_type(*parts)
 
     def wrap(self, arr, /, to_scalar=None):
+        """An array as it is (its scalar, for a 0-d one, when ``to_scalar`` or every input
+        was a scalar); anything else (a NumPy scalar, a tuple of index arrays from
+        ``nonzero``) unchanged, as NumPy's converter does."""
+        if not isinstance(arr, np.ndarray):
+            return arr
         if to_scalar is None:
             to_scalar = all(self.scalar_input)
-        arr = np.asarray(arr)
         return arr[()] if to_scalar and arr.ndim == 0 else arr
 
 
