@@ -53,6 +53,7 @@ _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__"
                   abs: ("__abs__", "abs()")}
 _NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
 _PLAIN_NUMERIC = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128, Tagged}
+_ARRAYS = (np.ndarray, np.generic)  # (a tagged one answers isinstance as its value)
 NOT_MINE = object()
 OPERATORS = set(_DUNDERS) | set(_UNARY_DUNDERS) | set(INPLACE)
 
@@ -160,6 +161,7 @@ class ADContext(Context):
         """``a * b`` where an operand is a user object (a class with ``__mul__``...): run
         that class's own Python method inside the context, as plain Python would call
         it; ``NOT_MINE`` when every operand is a number or an array."""
+        called = f
         if f in INPLACE:
             if not isinstance(args[0], _NUMERIC):
                 method = getattr(type(args[0]), "__i%s__" % _DUNDERS[INPLACE[f]][0][2:-2], None)
@@ -183,6 +185,11 @@ class ADContext(Context):
         if (type(a) in _PLAIN_NUMERIC or isinstance(a, _NUMERIC)) and (
                 type(b) in _PLAIN_NUMERIC or isinstance(b, _NUMERIC)):
             return NOT_MINE
+        arrays = _ARRAYS if f is not operator.mul else np.ndarray  # (a NumPy scalar * a list: repetition)
+        if isinstance(a, arrays) and isinstance(b, (list, tuple)) or (
+                isinstance(b, arrays) and isinstance(a, (list, tuple))):  # array * [1, 2, 3]:
+            return self.apply(called, tuple(overdub(self, np.asarray, v) if isinstance(v, (list, tuple)) else v
+                                            for v in args), {})  # NumPy makes the sequence an array
         name, rname, sym = entry
         for obj, other, method_name in ((a, b, name), (b, a, rname)):
             if isinstance(obj, _NUMERIC) or isinstance(obj, (list, tuple, str, bytes, dict)):
@@ -192,8 +199,11 @@ class ADContext(Context):
                 out = overdub(self, method, obj, other)
                 if out is not NotImplemented:
                     return out
-        raise TypeError("unsupported operand type(s) for %s: '%s' and '%s'"
-                        % (sym, type(a).__name__, type(b).__name__))
+        ta, tb = type(raw(a)), type(raw(b))
+        if sym == "*" and (issubclass(ta, (list, tuple)) or issubclass(tb, (list, tuple))):
+            raise TypeError("can't multiply sequence by non-int of type '%s'"
+                            % _type_name(tb if issubclass(ta, (list, tuple)) else ta))
+        raise TypeError("unsupported operand type(s) for %s: '%s' and '%s'" % (sym, _type_name(ta), _type_name(tb)))
 
     def nested_arrays(self, seq):
         """``seq`` with inner lists holding differentiated values made arrays (inside the
@@ -696,6 +706,13 @@ def _spelled_out(f, args):
     if isinstance(getattr(f, "__objclass__", None), type) and args and isinstance(args[0], _NUMERIC):
         return op, args
     return None, args
+
+
+def _type_name(t):
+    """A type's name as CPython's own messages spell it (``numpy.float64``, ``list``)."""
+    if t.__flags__ & 512 or t.__module__ == "builtins":  # (Py_TPFLAGS_HEAPTYPE: the bare name)
+        return t.__name__
+    return "%s.%s" % (t.__module__, t.__name__)
 
 
 def raw(x):

@@ -1,0 +1,105 @@
+"""NumPy idioms of unmodified code that once went wrong, in both modes and at second order:
+an array combined with a Python list or tuple (NumPy makes the sequence an array), and
+writes through an integer-array index that names a position twice (the last write stays,
+so only it gets a derivative).  Each is checked against central differences."""
+
+import numpy as np
+import pytest
+
+import capstan
+
+X = np.array([0.7, -1.3, 2.1])
+
+
+def fd(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def _in_place_with_lists(x):
+    y = x * 1.0
+    y += [1.0, x[0], 2.0]
+    y *= (2.0, x[1], 1.0)
+    return np.sum(y ** 2)
+
+
+def _repeated_write(x):
+    y = x * 1.0
+    y[[0, 0, 2]] += 1.0  # row 0 gets + 1 once: NumPy reads, adds, then writes twice
+    y[[1, 1]] = x[[2, 0]]  # the second write stays: y[1] = x[0]
+    return y[0] ** 3 + 10.0 * y[1] + np.sum(y ** 2)
+
+
+def _repeated_write_2d(x):
+    y = np.outer(x, x)
+    y[[0, 0], [1, 1]] = x[[1, 2]] ** 2
+    y[([2, 2], slice(None))] = np.stack([x, 2 * x])
+    return np.sum(y * np.arange(9.0).reshape(3, 3))
+
+
+def _repeated_write_into_plain(x):
+    y = np.zeros(4)
+    y[[3, 0, 3]] = x * x[0]
+    return y[3] * 5.0 + y[0]
+
+
+PROGRAMS = {
+    "array * list": lambda x: np.sum(x * [1, 2, 3.0]),
+    "list * array": lambda x: np.sum([1, 2, 3.0] * x),
+    "array + tuple": lambda x: np.sum(np.sin(x) + (1, 2, 3.0)),
+    "array ** list": lambda x: np.sum(np.abs(x) ** [1, 2, 3]),
+    "list / array": lambda x: np.sum([1, 2, 3.0] / x),
+    "array @ list": lambda x: x @ [1, 2, 3.0],
+    "array * list of differentiated": lambda x: np.sum(x * [x[0], 2.0, x[1]]),
+    "array - nested list": lambda x: np.sum((x - [[1.0], [2.0]]) ** 2),
+    "list of differentiated ** array": lambda x: np.sum(np.abs([x[0], 1.5]) ** x[1:]),
+    "tuple * array": lambda x: np.sum((x[0], x[1]) * x[:2]),
+    "scalar + list": lambda x: np.sum(x[0] + [1.0, x[2]]),
+    "in-place with lists": _in_place_with_lists,
+    "repeated write": _repeated_write,
+    "repeated write 2-d": _repeated_write_2d,
+    "repeated write into a plain array": _repeated_write_into_plain,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_against_central_differences_in_both_modes(name):
+    f = PROGRAMS[name]
+    want = fd(f, X)
+    assert np.allclose(capstan.gradient(f, X)[0], want, rtol=1e-6, atol=1e-7)
+    assert np.allclose(capstan.jacobian(f, X, mode="forward"), want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["array * list of differentiated", "repeated write", "in-place with lists",
+                                  "repeated write 2-d"])
+def test_second_order(name):
+    f = PROGRAMS[name]
+    want = np.array([fd(lambda z: capstan.gradient(f, z)[0][i], X, 1e-5) for i in range(X.size)])
+    assert np.allclose(capstan.hessian(f, X), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("f", [lambda x: [1, 2] * x, lambda x: x * [1.0], lambda x: x[0] * [x[1], 2.0],
+                               lambda x: np.float64(2.0) * x[0] * [1.0]])
+def test_a_sequence_times_a_float_is_pythons_type_error(f):
+    with pytest.raises(TypeError) as plain:
+        f(X if f.__code__.co_names else 2.0)
+    with pytest.raises(TypeError) as ours:
+        capstan.gradient(f, X if f.__code__.co_names else 2.0)
+    assert str(ours.value) == str(plain.value)
+    assert "Tagged" not in str(ours.value)
+
+
+def test_setitem_back_keeps_only_the_surviving_write():
+    from capstan.rules.indexing_rules import setitem_back
+    g = np.array([1.0, 2.0, 3.0])
+    rest, part = setitem_back(g, (4,), [0, 2, 0, 2])
+    assert rest.tolist() == [0.0, 2.0, 0.0]
+    assert part.tolist() == [0.0, 0.0, 1.0, 3.0]
+    rest, part = setitem_back(g, (), [1, 1])  # a broadcast scalar: one write stays
+    assert part == 2.0 and rest.tolist() == [1.0, 0.0, 3.0]
+    rest, part = setitem_back(np.arange(6.0).reshape(2, 3), (2, 2), (slice(None), [1, 1]))
+    assert part.tolist() == [[0.0, 1.0], [0.0, 4.0]] and rest.tolist() == [[0.0, 0.0, 2.0], [3.0, 0.0, 5.0]]
