@@ -16,7 +16,8 @@ from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa:
 import weakref
 from functools import partial
 from sys import modules as _sys_modules
-from types import BuiltinFunctionType, FunctionType, MethodDescriptorType, MethodType, ModuleType, WrapperDescriptorType
+from types import (BuiltinFunctionType, CoroutineType, FunctionType, GeneratorType, MethodDescriptorType, MethodType,
+                   ModuleType, WrapperDescriptorType)
 
 from . import semantics, tagging
 from .tagging import Tagged
@@ -199,7 +200,8 @@ _PASSTHROUGH = {list.append, list.extend, list.insert, list.pop, list.copy, list
                 dict.items, set.add, tuple, list, dict, set, frozenset, zip, enumerate, reversed,
                 iter, next, len, id, repr, str, print, sorted, min, max, sum, getattr, setattr,
                 delattr, object.__setattr__, object.__getattribute__, hasattr, format,
-                tuple.__new__, object.__new__, list.__init__, dict.__init__, set.__init__}
+                tuple.__new__, object.__new__, list.__init__, dict.__init__, set.__init__,
+                GeneratorType.send, CoroutineType.send}  # (a value sent in: the frame's own)
 
 
 def is_structural(f: object) -> bool:

@@ -1,7 +1,8 @@
-"""NumPy idioms of unmodified code that once went wrong, in both modes and at second order:
-an array combined with a Python list or tuple (NumPy makes the sequence an array), and
-writes through an integer-array index that names a position twice (the last write stays,
-so only it gets a derivative).  Each is checked against central differences."""
+"""Idioms of unmodified code that once went wrong, in both modes and at second order: an
+array combined with a Python list or tuple (NumPy makes the sequence an array), writes
+through an integer-array index that names a position twice (the last write stays, so
+only it gets a derivative), a NumPy scalar's ``item()`` and a value sent into a
+generator.  Each is checked against central differences."""
 
 import numpy as np
 import pytest
@@ -103,3 +104,41 @@ def test_setitem_back_keeps_only_the_surviving_write():
     assert part == 2.0 and rest.tolist() == [1.0, 0.0, 3.0]
     rest, part = setitem_back(np.arange(6.0).reshape(2, 3), (2, 2), (slice(None), [1, 1]))
     assert part.tolist() == [[0.0, 1.0], [0.0, 4.0]] and rest.tolist() == [[0.0, 0.0, 2.0], [3.0, 0.0, 5.0]]
+
+
+def _sent_into_a_generator(x):
+    def squares():
+        y = x[0]
+        while True:
+            y = yield y * y
+    it = squares()
+    v = next(it)
+    return it.send(v + x[1])
+
+
+SCALAR_PROGRAMS = {
+    "generic.item": lambda x: np.sum(x).item() * x[0] + np.float64(x[1]).item() ** 2,
+    "ndarray.item": lambda x: np.array([[x[0], 1.0]]).item(0, 0) * x[1] + np.array(x[2]).item(),
+    "generator.send": _sent_into_a_generator,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_PROGRAMS))
+def test_scalar_idioms_in_both_modes_and_at_second_order(name):
+    f = SCALAR_PROGRAMS[name]
+    want = fd(f, X)
+    assert np.allclose(capstan.gradient(f, X)[0], want, rtol=1e-6, atol=1e-7)
+    assert np.allclose(capstan.jacobian(f, X, mode="forward"), want, rtol=1e-6, atol=1e-7)
+    hess = np.array([fd(lambda z: capstan.gradient(f, z)[0][i], X, 1e-5) for i in range(X.size)])
+    assert np.allclose(capstan.hessian(f, X), hess, rtol=1e-5, atol=1e-5)
+
+
+def test_item_gives_a_python_number_as_numpy_does():
+    seen = []
+
+    def f(x):
+        seen.append((type(np.sum(x).item()), type(x[0].item()), type((x[0] * 1j).item())))
+        return x[0]
+
+    capstan.gradient(f, X)
+    assert seen == [(float, float, complex)]

@@ -1281,9 +1281,17 @@ defimpl(np.ndarray.reshape,
 defimpl(np.ndarray.transpose, lambda a, *axes: np.transpose(a, axes[0] if len(axes) == 1 else (axes or None)))
 defimpl(np.ndarray.flatten, lambda a, order="C": np.array(np.ravel(a, order)))
 defimpl(np.ndarray.copy, lambda a, order="C": np.array(a, order=order))
-defimpl(np.ndarray.item, lambda a, *args: np.ravel(a)[args[0] if len(args) == 1 else
-                                                       np.ravel_multi_index(args, np.shape(a))]
-        if args else np.ravel(a)[0])
+def _python_number(v):
+    """The Python float (or complex) ``item()`` gives for a NumPy scalar; a float keeps its
+    derivative (``float(x)``)."""
+    kind = np.result_type(v).kind
+    return float(v) if kind == "f" else complex(v) if kind == "c" else np.asarray(v).item()
+
+
+defimpl(np.ndarray.item, lambda a, *args: _python_number(
+    np.ravel(a)[args[0] if len(args) == 1 else np.ravel_multi_index(args, np.shape(a))] if args
+    else np.ravel(a)[0]))
+defimpl(np.generic.item, lambda a, *args: _python_number(a))
 
 
 # ----------------------------------------------------------------------------- writing into arrays
