@@ -686,6 +686,9 @@ _DUNDER_OPERATORS = {"__%s__" % name: getattr(operator, name) for name in (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos", "abs",
     "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
     "getitem", "setitem", "lt", "le", "gt", "ge", "eq", "ne")}
+#: reflected special methods: ``a.__rsub__(b)`` is ``b - a`` (for numbers and arrays)
+_REFLECTED_OPERATORS = {"__r%s__" % name: getattr(operator, name) for name in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")}
 
 
 #: ``ufunc.reduce``/``accumulate`` -> the NumPy function (called with the ufunc's axis=0 default)
@@ -697,8 +700,17 @@ _UFUNC_REDUCTIONS = {(np.add, "reduce"): np.sum, (np.multiply, "reduce"): np.pro
 def _spelled_out(f, args):
     """``(operator, arguments)`` when ``f`` is an operator's special method called by name
     on an array or number (bound or unbound), else ``(None, args)``."""
-    op = _DUNDER_OPERATORS.get(getattr(f, "__name__", None))
+    name = getattr(f, "__name__", None)
+    op = _DUNDER_OPERATORS.get(name)
     if op is None:
+        op = _REFLECTED_OPERATORS.get(name)
+        if op is None:
+            return None, args
+        owner = getattr(f, "__self__", None)
+        full = (owner, *args) if owner is not None and not isinstance(owner, type) else args
+        if (isinstance(getattr(f, "__objclass__", owner and type(owner)), type) and len(full) == 2
+                and isinstance(full[0], _NUMERIC) and isinstance(full[1], _NUMERIC)):
+            return op, (full[1], full[0])
         return None, args
     owner = getattr(f, "__self__", None)
     if owner is not None and not isinstance(owner, type):

@@ -64,6 +64,12 @@ PROGRAMS = {
     "repeated write": _repeated_write,
     "repeated write 2-d": _repeated_write_2d,
     "repeated write into a plain array": _repeated_write_into_plain,
+    "reflected special methods": lambda x: np.sum(x.__rsub__(1.0) * x.__rtruediv__(2.0)) + x[0].__rpow__(1.5),
+    "max with initial": lambda x: np.max(x, initial=0.5) + np.min(x ** 2, initial=0.1) + np.sum(x.max(axis=0, initial=9.0)),
+    "view": lambda x: (lambda y: (y.__setitem__(0, 5 * x[1]), np.sum(x * x))[1])(x.view()),
+    "correlate": lambda x: np.sum(np.correlate(x, x[:2], "full") ** 2) + np.sum(np.correlate(x[:2], x) ** 2),
+    "correlate same, complex": lambda x: np.sum(np.abs(np.correlate(x * 1j + 1, x[::-1], "same")) ** 2),
+    "matrix_rank as a factor": lambda x: np.linalg.matrix_rank(np.outer(x, x)) * np.sum(x ** 3),
 }
 
 
@@ -142,3 +148,23 @@ def test_item_gives_a_python_number_as_numpy_does():
 
     capstan.gradient(f, X)
     assert seen == [(float, float, complex)]
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("n, m", [(5, 3), (3, 5), (4, 4), (1, 3)])
+def test_correlate_values_are_numpys(mode, n, m):
+    rng = np.random.default_rng(n * 10 + m)
+    a, v = rng.normal(size=n) + 1j * rng.normal(size=n), rng.normal(size=m) - 0.5j * rng.normal(size=m)
+    seen = []
+
+    def f(x):
+        seen.append(np.correlate(a * x[0], v, mode))
+        return x[0]
+
+    capstan.gradient(f, X)
+    assert np.allclose(np.asarray(seen[0]), np.correlate(a * X[0], v, mode))
+
+
+def test_a_view_as_another_dtype_is_refused():
+    with pytest.raises(capstan.NoRuleError, match="view"):
+        capstan.gradient(lambda x: np.sum(x.view(np.int64)) * x[0], X)

@@ -268,7 +268,7 @@ nondifferentiable(
     np.isrealobj, np.iscomplex, np.isreal, np.digitize, np.any, np.all, np.bitwise_and, np.bitwise_or,
     np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm, np.spacing,
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero, np.ndarray.any,
-    np.ndarray.all, np.ndarray.round)
+    np.ndarray.all, np.ndarray.round, np.linalg.matrix_rank)
 # the next float after x towards y moves with x (a step of one ulp: slope 1), not with y
 defderiv(np.nextafter, lambda ans, x, y: np.ones_like(ans), None)
 
@@ -333,8 +333,8 @@ def _plain_reduction(f, p, a):
         del p[name]
     where = p.pop("where", True)
     initial = p.pop("initial", None)
-    if where is True and initial is None:
-        return a, None, None
+    if where is True and (initial is None or f in _EXTREMES):  # (max(a, initial=c): the weights
+        return a, None, None  # of a's elements equal to the result, none when c is the larger)
     if f not in _MASKABLE:
         raise TypeError("capstan: %s(..., where=/initial=) has no derivative rule; multiply by "
                         "the mask (or add the initial value) instead" % getattr(f, "__name__", f))
@@ -390,9 +390,10 @@ def _prod_vjp(g, ans, a, axes, p):
 
 
 def _extreme_weights(ans, a, axes, keepdims):
-    """Where ``a`` attains its max/min, shared equally among ties."""
+    """Where ``a`` attains its max/min, shared equally among ties (nowhere, where an
+    ``initial`` value is the result)."""
     mask = np.asarray(a) == _expand(ans, axes, keepdims)
-    return mask / np.sum(mask, axis=axes, keepdims=True)
+    return mask / np.maximum(np.sum(mask, axis=axes, keepdims=True), 1)
 
 
 def _extreme_jvp(t, ans, a, axes, lead, p):
@@ -405,7 +406,7 @@ def _extreme_vjp(g, ans, a, axes, p):
     if len(axes) == np.ndim(a) and np.ndim(g) == 0:  # the whole array: write the few maxima only
         where = np.flatnonzero(np.asarray(a) == ans)
         out = np.zeros(np.size(a), dtype=np.result_type(a, np.float64))
-        out[where] = g / len(where)
+        out[where] = g / max(len(where), 1)
         return out.reshape(np.shape(a))
     return _expand(g, axes, keep) * _extreme_weights(ans, a, axes, keep)
 
@@ -470,7 +471,8 @@ def _plain(x):
 FOLDS[JVP[np.sum][0]] = _fold_sum_jvp
 defreduction(np.mean, _SUM, _mean_jvp, _mean_vjp)
 defreduction(np.prod, _SUM, _prod_jvp, _prod_vjp)
-for _f in (np.max, np.min, np.amax, np.amin):
+_EXTREMES = (np.max, np.min, np.amax, np.amin)
+for _f in _EXTREMES:
     defreduction(_f, _MAX, _extreme_jvp, _extreme_vjp)
 defreduction(np.var, _VAR, _var_jvp, _var_vjp)
 defreduction(np.std, _VAR, _std_jvp, _std_vjp)
@@ -1292,6 +1294,22 @@ defimpl(np.ndarray.item, lambda a, *args: _python_number(
     np.ravel(a)[args[0] if len(args) == 1 else np.ravel_multi_index(args, np.shape(a))] if args
     else np.ravel(a)[0]))
 defimpl(np.generic.item, lambda a, *args: _python_number(a))
+
+
+def _view(a, *args, **kwargs):
+    """``a.view()`` (or a view of the same dtype as a plain ndarray): ``a[...]``, a view
+    that writes go through; another dtype reads the memory as other numbers."""
+    spec = [*args, *kwargs.values()]
+    if all(s is None or s is np.ndarray or (not isinstance(s, type) or not issubclass(s, np.ndarray))
+           and np.dtype(s) == np.result_type(a) for s in spec):
+        return a[...]
+    from ..losses import NoRuleError
+    raise NoRuleError("capstan: ndarray.view(%s) reads a differentiated array's memory as another type; "
+                      "there is no derivative rule for that (use astype for a conversion)"
+                      % ", ".join(map(repr, spec)))
+
+
+defimpl(np.ndarray.view, _view)
 
 
 # ----------------------------------------------------------------------------- writing into arrays

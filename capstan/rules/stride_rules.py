@@ -244,7 +244,18 @@ def _polymul(a1, a2):
     return np.poly1d(val) if truepoly else val
 
 
+def _correlate(a, v, mode="valid"):
+    """``np.correlate`` as a convolution with the conjugate reversed shorter input (NumPy
+    swaps the inputs and reverses the result when ``v`` is the longer one)."""
+    if np.ndim(a) == 0 or np.ndim(v) == 0:
+        raise ValueError("object of too small depth for desired array")
+    if np.ndim(a) == 1 and np.ndim(v) == 1 and len(v) > len(a):
+        return np.conj(_convolve(v, np.conj(a[::-1]), mode))[::-1]
+    return _convolve(a, np.conj(v[::-1]), mode)
+
+
 defimpl(np.convolve, _convolve)
+defimpl(np.correlate, _correlate)
 defimpl(np.polymul, _polymul)
 
 
