@@ -14,7 +14,7 @@ def _one_leaf(args: tuple[Any, ...], argnums: int | tuple[int, ...] | None) -> b
     return len(args) == 1 and argnums in (None, 0, -1) and structure.flatten(args[0])[0] == [args[0]]
 
 
-def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] | None = None,
+def jacobian(f: Callable[..., Any], /, *args: Any, argnums: int | tuple[int, ...] | None = None,
              mode: str = "auto", chunk: int | None = None, **kwargs: Any) -> Any:
     """Jacobian of ``f`` at ``x``: an array of shape ``out.shape + x.shape``.
 
@@ -75,7 +75,7 @@ def _single_array_jacobian(f: Callable[..., Any], x: Any, mode: str, chunk: int 
     return forward_jacobian(f, x, chunk)
 
 
-def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] | None = None,
+def hessian(f: Callable[..., Any], /, *args: Any, argnums: int | tuple[int, ...] | None = None,
             chunk: int | None = None, **kwargs: Any) -> Any:
     """Hessian of the real scalar function ``f`` at ``x`` (forward over reverse), in
     ``x``'s floating dtype.

@@ -12,6 +12,7 @@ the tape is overwritten, the records that read it get a snapshot of its old
 contents -- so the backward pass always sees the values the forward pass used.
 """
 import enum
+import numbers
 import operator
 import weakref
 from typing import Any, Callable
@@ -614,7 +615,7 @@ def _like(c, leaf):
     return c
 
 
-def gradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     """Gradient of the real scalar function ``f`` with respect to each argument: a
     tuple of one gradient per argument, shaped like it (``None`` where nothing flows).
 
@@ -626,9 +627,10 @@ def gradient(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, ...
 
     Raises:
         TypeError: no point given (``gradient(f)``: use ``capstan.grad(f)`` for a
-            function), the point given by keyword, ``f`` not callable, or no argument
-            can carry a derivative (``gradient(f, 3)``: pass ``3.0``).
-        ValueError: ``f`` does not return a real scalar.
+            function), the point given by keyword, ``f`` not callable, no argument
+            can carry a derivative (``gradient(f, 3)``: pass ``3.0``), or ``f`` returns
+            no number (a string, ``None``).
+        ValueError: ``f`` returns an array or a complex number, not a real scalar.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
     checks.point_given("gradient", args, kwargs)
@@ -647,6 +649,9 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
                          % (fname, type(y).__name__))
     value = y._value if run.ctx.owns(y) else y
     if type(value) is not float:  # (a float is a real scalar)
+        if not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+            raise TypeError("capstan.%s: f must return a real scalar, got %s; use capstan.pullback(f, "
+                            "*args) for other outputs" % (fname, type(value).__name__))
         if np.ndim(value) != 0:
             raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
                              "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
@@ -660,7 +665,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
     return grads
 
 
-def pullback(f: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+def pullback(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``(f(*args), back)``: ``back(dy)`` returns the tuple of argument cotangents for
     output cotangent ``dy`` (shaped like the output); ``back`` may be called many times.
 

@@ -101,3 +101,16 @@ def test_autograd_style_defvjp_is_explained():
     # capstan's own form is accepted and used
     capstan.defvjp(cube, lambda g, ans, x: (g * 3 * x ** 2,))
     assert capstan.gradient(cube, 2.0) == (12.0,)
+
+
+@pytest.mark.parametrize("entry", [capstan.gradient, capstan.pullback, capstan.jacobian, capstan.hessian])
+def test_a_keyword_named_like_the_function_parameter_is_the_clear_error(entry):
+    # (f is positional-only: no "got multiple values for argument 'f'")
+    with pytest.raises(TypeError, match="takes the point positionally"):
+        entry(lambda x, f=1.0: x * f, 2.0, f=3.0)
+
+
+@pytest.mark.parametrize("out", ["text", None, [1.0], {"a": 1.0}])
+def test_gradient_of_something_not_a_number_is_a_type_error(out):
+    with pytest.raises((TypeError, ValueError), match="capstan.gradient: f must return a real scalar"):
+        capstan.gradient(lambda x: out, 1.0)
