@@ -130,6 +130,17 @@ def no_object_arrays(leaves: list[Any], fname: str) -> None:
                             "inside f (np.asarray(values, dtype=float))" % fname)
 
 
+def numeric_output(fname: str, leaves: list[Any], bools: bool = True) -> None:
+    """Refuse an output leaf that is no number or array (a string, ``None``, an object):
+    it has no derivative, and answering ``None`` or zero for it would be silent."""
+    for leaf in leaves:
+        v = plain(leaf)
+        if (not bools and isinstance(v, (bool, np.bool_))) or not isinstance(
+                v, (int, float, complex, np.number, np.bool_, np.ndarray)):
+            raise TypeError("capstan.%s: f must return numbers and arrays (or lists/tuples/dicts/"
+                            "dataclasses of them), but its output holds %s" % (fname, describe(leaf)))
+
+
 def check_single_output(y: Any) -> None:
     """Raise :class:`NestedOutput` unless ``y`` is a single number or array."""
     leaves, _ = flatten(y)

@@ -178,14 +178,16 @@ class ForwardCtx(ADContext):
         return None
 
     # -- results ----------------------------------------------------------------------------
-    def output_tangent(self, y):
+    def output_tangent(self, y, fname="jvp"):
         """The tangent of an output (zeros where it does not depend on the input)."""
         if type(y) is Tagged and y._tagkey is self._tagkey and type(y._value) is float:
             t = y._meta  # (the commonest output: a float carrying its tangent)
             if t is not None:
                 return t
         leaves, rebuild = structure.flatten(y)
-        checks.no_object_arrays(leaves, "jvp")
+        checks.no_object_arrays(leaves, fname)
+        if len(leaves) == 1 and leaves[0] is y:  # (inside a structure, a string's tangent is None)
+            checks.numeric_output(fname, leaves)
         out = []
         for leaf in leaves:
             t = self.tangent(leaf)
@@ -325,7 +327,7 @@ def D(f: Callable[..., Any], x: Any) -> Any:
     with differentiating(ForwardCtx) as ctx:
         y = overdub(ctx, f, _seeded(x, ctx, 1.0))
         losses.check_finished(ctx)
-        return ctx.output_tangent(y)
+        return ctx.output_tangent(y, "D")
 
 
 def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -347,6 +349,12 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
         ValueError: ``tangents`` does not match ``primals`` in structure or shapes.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
+    return jvp_as("jvp", f, primals, tangents)
+
+
+def jvp_as(fname, f, primals, tangents):
+    """:func:`jvp`, called by the entry point ``fname`` (``jacfwd``, ``hvp``...), whose name
+    an error about ``f``'s output gives."""
     if not callable(f):
         raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
@@ -359,11 +367,11 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
         raise ValueError("capstan.jvp: tangents must have the structure of primals (%d leaves "
                          "against %d)" % (len(tleaves), len(leaves)))
     with differentiating(ForwardCtx) as ctx:
-        out: tuple[Any, Any] = _jvp(ctx, f, leaves, tleaves, rebuild)
+        out: tuple[Any, Any] = _jvp(ctx, f, leaves, tleaves, rebuild, fname)
         return out
 
 
-def _jvp(ctx, f, leaves, tleaves, rebuild):
+def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):
     seeded = []
     for i, (p, t) in enumerate(zip(leaves, tleaves)):
         if type(p) is float and type(t) is float:  # (a float point, a float direction)
@@ -383,7 +391,7 @@ def _jvp(ctx, f, leaves, tleaves, rebuild):
         seeded.append(p)
     y = overdub(ctx, f, *rebuild(seeded))
     losses.check_finished(ctx)
-    return ctx.primal(y), ctx.output_tangent(y)
+    return ctx.primal(y), ctx.output_tangent(y, fname)
 
 
 def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) -> Any:
@@ -402,7 +410,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             checks.check_single_output(y)
-            t = ctx.output_tangent(y)
+            t = ctx.output_tangent(y, "jacobian")
         return route(enclosing(t), as_array, t)  # (t may carry an enclosing derivative: closures)
     blocks = []
     out_shape = None
@@ -414,7 +422,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             ctx.chunk = width
             y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)
-            t = ctx.output_tangent(y)
+            t = ctx.output_tangent(y, "jacobian")
         checks.check_single_output(y)
         out_shape = np.shape(t)[1:]
         blocks.append(t)

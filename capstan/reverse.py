@@ -720,6 +720,7 @@ def reverse_jacobian(f: Callable[..., Any], x: Any, recorded: Any = None) -> Any
     structure.check_leaf(x, "jacobian")
     y, back = recorded or pullback(f, x)
     checks.check_single_output(y)
+    checks.numeric_output("jacobian", [y])
     ya = route(enclosing(y), as_array, y)
     shape = np.shape(ya)
     size = int(np.prod(shape))

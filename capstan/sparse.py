@@ -842,7 +842,7 @@ def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") ->
             unknown ``mode``.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
-    from .forward import jvp
+    from .forward import jvp_as
     from .reverse import gradient
 
     if not callable(f):
@@ -866,10 +866,10 @@ def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") ->
         v = float(v) if not isinstance(v, complex) else v
     try:
         if mode == "fwd_over_rev":
-            return jvp(lambda z: gradient(f, z)[0], (x,), (v,))[1]
-        return gradient(lambda z: jvp(f, (z,), (v,))[1], x)[0]
-    except ValueError as err:  # (f's output checked by the inner entry point: name ours)
+            return jvp_as("hvp", lambda z: gradient(f, z)[0], (x,), (v,))[1]
+        return gradient(lambda z: jvp_as("hvp", f, (z,), (v,))[1], x)[0]
+    except (ValueError, TypeError) as err:  # (f's output checked by the inner entry point: name ours)
         text = str(err)
-        if text.startswith(("capstan.gradient:", "capstan.jvp:")):
-            raise ValueError("capstan.hvp: " + text.split(": ", 1)[1]) from None
+        if type(err) in (ValueError, TypeError) and text.startswith(("capstan.gradient:", "capstan.jvp:")):
+            raise type(err)("capstan.hvp: " + text.split(": ", 1)[1]) from None
         raise

@@ -201,6 +201,7 @@ def _value_and_grad(fname: str, f: Callable[..., Any], argnums: ArgNums, has_aux
                                 "an array of shape %s" % (shape,) if shape else type(out).__name__))
         else:
             value = out._value if ctx.owns(out) else out
+            checks.numeric_output(fname, [value])
             if np.iscomplexobj(checks.plain(value)):
                 raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
                                  "real-valued functions (use capstan.pullback for complex outputs)" % fname)
@@ -278,13 +279,7 @@ def _jacobian_transform(fname: str, tree_jacobian: Callable[..., Any], f: Callab
 
 def _output_leaves(fname: str, y: Any) -> tuple[list[Any], Callable[[Any], Any]]:
     leaves, rebuild = flatten(y)
-    for leaf in leaves:
-        v = checks.plain(leaf)
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, complex, np.number,
-                                                                   np.ndarray)):
-            raise TypeError("capstan.%s: f must return numbers and arrays (or lists/tuples/dicts/"
-                            "dataclasses of them), but its output holds %s"
-                            % (fname, checks.describe(leaf)))
+    checks.numeric_output(fname, leaves, bools=False)
     return leaves, rebuild
 
 
@@ -329,7 +324,7 @@ def forward_jacobian_tree(fname: str, f: Callable[..., Any], args: tuple[Any, ..
     aux: Any = None
 
     def run(tangents: tuple[Any, ...]) -> tuple[Any, Any, Any]:
-        y, t = jvp(f, args, tangents)
+        y, t = forward.jvp_as(fname, f, args, tangents)
         out, aux_ = _split_aux(fname, y, has_aux)
         t_out = t[0] if has_aux else t
         return out, aux_, t_out

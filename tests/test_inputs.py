@@ -114,3 +114,29 @@ def test_a_keyword_named_like_the_function_parameter_is_the_clear_error(entry):
 def test_gradient_of_something_not_a_number_is_a_type_error(out):
     with pytest.raises((TypeError, ValueError), match="capstan.gradient: f must return a real scalar"):
         capstan.gradient(lambda x: out, 1.0)
+
+
+NOT_NUMBERS = {"text": "text", "None": None, "object": object()}
+OUTPUT_ENTRY_POINTS = {
+    "D": lambda f: capstan.D(f, 1.0),
+    "jvp": lambda f: capstan.jvp(f, (1.0,), (1.0,)),
+    "gradient": lambda f: capstan.gradient(f, 1.0),
+    "grad": lambda f: capstan.grad(f)(1.0),
+    "value_and_grad": lambda f: capstan.value_and_grad(f)(1.0),
+    "jacobian": lambda f: capstan.jacobian(f, np.ones(2)),
+    "jacobian mode='reverse'": lambda f: capstan.jacobian(f, np.ones(2), mode="reverse"),
+    "jacfwd": lambda f: capstan.jacfwd(f)(1.0),
+    "jacrev": lambda f: capstan.jacrev(f)(1.0),
+    "hessian": lambda f: capstan.hessian(f, np.ones(2)),
+    "hvp": lambda f: capstan.hvp(f, np.ones(2), np.ones(2)),
+}
+
+
+@pytest.mark.parametrize("out", sorted(NOT_NUMBERS))
+@pytest.mark.parametrize("entry", sorted(OUTPUT_ENTRY_POINTS))
+def test_an_output_that_is_no_number_is_a_type_error_naming_the_entry_point(entry, out):
+    # (never None or zero for a derivative of a string or None)
+    value = NOT_NUMBERS[out]
+    name = entry.split()[0]
+    with pytest.raises(TypeError, match=r"^capstan\.%s: f must return" % name):
+        OUTPUT_ENTRY_POINTS[entry](lambda x: value)
