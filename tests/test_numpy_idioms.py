@@ -70,6 +70,9 @@ PROGRAMS = {
     "correlate": lambda x: np.sum(np.correlate(x, x[:2], "full") ** 2) + np.sum(np.correlate(x[:2], x) ** 2),
     "correlate same, complex": lambda x: np.sum(np.abs(np.correlate(x * 1j + 1, x[::-1], "same")) ** 2),
     "matrix_rank as a factor": lambda x: np.linalg.matrix_rank(np.outer(x, x)) * np.sum(x ** 3),
+    "unique rows": lambda x: np.sum(np.unique(np.stack([x, x, x ** 2]), axis=0) ** 2 * np.arange(3.0)),
+    "unique columns with counts": lambda x: (lambda u, i, c: np.sum(u * c) + np.sum(i))(
+        *np.unique(np.stack([x, x]), axis=1, return_inverse=True, return_counts=True)),
 }
 
 

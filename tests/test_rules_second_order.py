@@ -171,6 +171,7 @@ SPECS = [
     Case(np.ndarray.trace, R(3, 3)),
     Case(np.ndarray.item, R(3), 1), Case(np.generic.item, np.float64(1.3)),
     Case(np.correlate, R(5), R(3)), Case(np.correlate, R(3), R(5), "full"), Case(np.correlate, C(4), C(4), "same"),
+    Case(np.unique, R(5)), Case(np.unique, R(3, 2), False, False, False, 0), Case(np.unique, R(2, 3), True, True, True, 1),
     Case(np.cumprod, np.array([1.5, 0.0, 2.0, 0.0, 3.0])),
     Case(np.cumprod, np.array([[0.5, 0.0, 2.0], [1.5, 2.0, 0.0]]), axis=1),
     Case(np.cumprod, np.array([[0.5, 0.0], [0.0, 2.0]])), Case(np.ndarray.item, R(2, 2), 1, 0),

@@ -10,6 +10,7 @@ two elements they are read from.  NumPy's library code for them partitions a cop
 place in C, so they run as these Python equivalents instead (``defimpl``).
 """
 import operator
+import types
 
 import numpy as np
 
@@ -69,6 +70,39 @@ defjvp(np.partition, _partition_jvp, batched=True)
 defvjp(np.partition, _partition_vjp)
 defimpl(np.ndarray.sort, _sort_in_place)
 defimpl(np.ndarray.partition, _partition_in_place)
+
+
+def _unique_along(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, **kwargs):
+    """``np.unique(ar, axis=k)``: NumPy's answer on the plain values gives the positions;
+    each unique slice is the first one equal to it, with its derivative.  (NumPy's own
+    code views the array as records, which a differentiated array cannot be.)"""
+    from ..markers import stop_gradient
+
+    if axis is None:
+        raise _no_rule("np.unique without axis= runs NumPy's own code (this entry is for axis=)")
+    _, index, *rest = np.unique(stop_gradient(ar), True, return_inverse, return_counts, axis, **kwargs)
+    values = np.take(np.asarray(ar), index, axis=axis)
+    if not (return_index or return_inverse or return_counts):
+        return values
+    return (values,) + ((index,) if return_index else ()) + tuple(rest)
+
+
+def _unique(ar, *args, **kwargs):
+    axis = kwargs.get("axis", args[3] if len(args) > 3 else None)
+    if axis is None:
+        return _UNIQUE(ar, *args, **kwargs)  # (NumPy's Python code: sorting, which has rules)
+    return _unique_along(ar, *args, **kwargs)
+
+
+def _clone(f):
+    """A copy of Python function ``f`` that is not the table's key: capstan steps into it."""
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    g.__kwdefaults__ = f.__kwdefaults__
+    return g
+
+
+_UNIQUE = _clone(getattr(np.unique, "__wrapped__", np.unique))
+defimpl(np.unique, _unique)
 nondifferentiable(np.argpartition, np.ndarray.argpartition, np.lexsort)
 
 
