@@ -352,7 +352,8 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ..
     return jvp_as("jvp", f, primals, tangents)
 
 
-def jvp_as(fname, f, primals, tangents):
+def jvp_as(fname: str, f: Callable[..., Any], primals: tuple[Any, ...],
+           tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     """:func:`jvp`, called by the entry point ``fname`` (``jacfwd``, ``hvp``...), whose name
     an error about ``f``'s output gives."""
     if not callable(f):

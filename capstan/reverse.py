@@ -12,7 +12,6 @@ the tape is overwritten, the records that read it get a snapshot of its old
 contents -- so the backward pass always sees the values the forward pass used.
 """
 import enum
-import numbers
 import operator
 import weakref
 from typing import Any, Callable
@@ -649,9 +648,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
                          % (fname, type(y).__name__))
     value = y._value if run.ctx.owns(y) else y
     if type(value) is not float:  # (a float is a real scalar)
-        if not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
-            raise TypeError("capstan.%s: f must return a real scalar, got %s; use capstan.pullback(f, "
-                            "*args) for other outputs" % (fname, type(value).__name__))
+        checks.numeric_output(fname, [value])
         if np.ndim(value) != 0:
             raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
                              "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))

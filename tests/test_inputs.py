@@ -112,7 +112,7 @@ def test_a_keyword_named_like_the_function_parameter_is_the_clear_error(entry):
 
 @pytest.mark.parametrize("out", ["text", None, [1.0], {"a": 1.0}])
 def test_gradient_of_something_not_a_number_is_a_type_error(out):
-    with pytest.raises((TypeError, ValueError), match="capstan.gradient: f must return a real scalar"):
+    with pytest.raises((TypeError, ValueError), match="capstan.gradient: f must return (a real scalar|numbers)"):
         capstan.gradient(lambda x: out, 1.0)
 
 
