@@ -45,6 +45,7 @@ from .rules.numpy_rules import _axes  # (axis arguments read as NumPy reads them
 
 _PARTIALS, _PATTERN, _SECOND = registry.PARTIALS, registry.PATTERN, registry.SECOND
 _SCALARS = (float, int, np.float64, complex, np.complex128, np.float32)
+_FLOATS = (float, np.float64)
 _warned: set[Any] = set()
 
 
@@ -671,7 +672,11 @@ class PatternCtx(ADContext):
         leaves, _ = structure.flatten(y)
         parts = []
         masks = []  # (a run of scalar outputs: their sets read out together)
+        key = self._tagkey
         for leaf in leaves:
+            if type(leaf) is Tagged and leaf._tagkey is key and type(leaf._meta) is int and type(leaf._value) in _FLOATS:
+                masks.append(leaf._meta)  # (the commonest leaf, a number from a scalar loop)
+                continue
             meta = self.meta(leaf)
             value, _ = self.unwrap(leaf)
             if not isinstance(value, (int, float, complex, np.number, np.ndarray, np.bool_)):
