@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tagged.h"
 
@@ -872,23 +873,24 @@ push_bits(Int64s *out, PyObject *o)
         return -1;
     }
     Py_ssize_t d = 0;
-    for (; d + 8 <= ndigits; d += 8) {  /* (masks are mostly zeros: skipped 8 digits at a time) */
+    for (; d < ndigits; d += 16) {  /* (masks are mostly zeros: skipped 16 digits at a time) */
         const digit *g = digits + d;
-        if ((g[0] | g[1] | g[2] | g[3] | g[4] | g[5] | g[6] | g[7]) == 0) {
-            continue;
-        }
-        for (int j = 0; j < 8; j++) {
-            for (uint32_t w = g[j]; w; w &= w - 1) {
-                if (int64s_push(out, (int64_t)(d + j) * PyLong_SHIFT + lowest_bit(w)) < 0) {
-                    return -1;
-                }
+        Py_ssize_t width = ndigits - d < 16 ? ndigits - d : 16;
+        if (width == 16) {
+            uint64_t w[16 * sizeof(digit) / sizeof(uint64_t)], any = 0;
+            memcpy(w, g, sizeof w);
+            for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) {
+                any |= w[j];
+            }
+            if (any == 0) {
+                continue;
             }
         }
-    }
-    for (; d < ndigits; d++) {
-        for (uint32_t w = digits[d]; w; w &= w - 1) {
-            if (int64s_push(out, (int64_t)d * PyLong_SHIFT + lowest_bit(w)) < 0) {
-                return -1;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            for (uint32_t v = g[j]; v; v &= v - 1) {
+                if (int64s_push(out, (int64_t)(d + j) * PyLong_SHIFT + lowest_bit(v)) < 0) {
+                    return -1;
+                }
             }
         }
     }
