@@ -836,10 +836,10 @@ def point(x, fname):
         raise TypeError("capstan.%s(f, x): x must be a float array or number, got %s"
                         % (fname, type(x).__name__))
     if isinstance(x, (list, tuple)):
-        if not all(isinstance(e, (int, float, np.integer, np.floating)) and not isinstance(e, bool)
-                   for e in x):
+        if not all(type(e) in _FLOATS for e in x) and not all(  # (the common case first)
+                isinstance(e, (int, float, np.integer, np.floating)) and not isinstance(e, bool) for e in x):
             raise TypeError("capstan.%s(f, x): a list x must hold only real numbers" % fname)
-        return type(x)(float(e) for e in x)
+        return type(x)([float(e) for e in x])
     if isinstance(x, (int, np.integer)):
         return float(x)
     if isinstance(x, (float, np.floating)):
@@ -874,7 +874,7 @@ def detect(f, x, fname, second=False):
         if isinstance(x, np.ndarray):
             seeded = Tagged(x.copy(), _identity(x.shape, n), ctx) if n else x.copy()
         elif isinstance(x, (list, tuple)):
-            seeded = type(x)(Tagged(e, 1 << i, ctx) for i, e in enumerate(x))
+            seeded = type(x)([Tagged(e, 1 << i, ctx) for i, e in enumerate(x)])
         else:
             seeded = Tagged(x, 1, ctx)
         y = overdub(ctx, f, seeded)
