@@ -32,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from overdub import Tagged, overdub, primitive
+from overdub._native import capstan_native
 
 from . import losses, structure
 from .adcontext import INPLACE, ADContext, out_argument
@@ -44,6 +45,7 @@ from .rules.numpy_rules import _axes  # (axis arguments read as NumPy reads them
 
 _PARTIALS, _PATTERN, _SECOND = registry.PARTIALS, registry.PATTERN, registry.SECOND
 _SCALARS = (float, int, np.float64, complex, np.complex128, np.float32)
+_FLOATS = (float, np.float64)
 _warned: set[Any] = set()
 
 
@@ -188,10 +190,29 @@ def bits(mask):
 
 
 def rows_from_masks(masks, n):
-    """Rows whose sets are the bit masks ``masks``.  Each distinct mask is converted once;
-    masks whose set bits span at most 64 positions (the usual case: a scalar loop's
-    values depend on a few neighbouring inputs) are converted together, as 64-bit words
-    shifted down to their lowest bit, without a Python loop over their bits."""
+    """Rows whose sets are the bit masks ``masks`` (a list of ints)."""
+    unique, ids = distinct_masks(masks, n)
+    return gather(unique, ids)
+
+
+def distinct_masks(masks, n):
+    """``(Rows, ids)``: the sets of the distinct masks among ``masks`` (a list of ints, or
+    of tuples of ints), told apart by identity, in order of first appearance, and the
+    number of each int's distinct mask (one per int, in order).  In C, one pass over the
+    masks' digits (``_capstan_native.mask_table``); else :func:`_distinct_masks`."""
+    if capstan_native is None:
+        return _distinct_masks(masks, n)
+    indptr, indices, ids = capstan_native.mask_table(masks)
+    return Rows(np.frombuffer(indptr, _I), np.frombuffer(indices, _I), n), np.frombuffer(ids, _I)
+
+
+def _distinct_masks(masks, n):
+    """The pure-Python reference of :func:`distinct_masks`.  Masks whose set bits span
+    at most 64 positions (the usual case: a scalar loop's values depend on a few
+    neighbouring inputs) are converted together, as 64-bit words shifted down to their
+    lowest bit, without a Python loop over their bits."""
+    if masks and type(masks[0]) is tuple:
+        masks = [m for ms in masks for m in ms]
     index: dict[int, int] = {}  # id of a mask -> its number (masks are big ints: slow to hash;
     unique = []  # the same value is mostly the same object, and ``masks`` keeps each alive)
     ids = []
@@ -229,7 +250,7 @@ def rows_from_masks(masks, n):
         cols = np.zeros(0, _I)
     uptr = np.zeros(len(unique) + 1, _I)
     np.cumsum(counts, out=uptr[1:])
-    return gather(Rows(uptr, cols, n), np.array(ids, _I))
+    return Rows(uptr, cols, n), np.array(ids, _I)
 
 
 def row_mask(R, i):
@@ -651,7 +672,11 @@ class PatternCtx(ADContext):
         leaves, _ = structure.flatten(y)
         parts = []
         masks = []  # (a run of scalar outputs: their sets read out together)
+        key = self._tagkey
         for leaf in leaves:
+            if type(leaf) is Tagged and leaf._tagkey is key and type(leaf._meta) is int and type(leaf._value) in _FLOATS:
+                masks.append(leaf._meta)  # (the commonest leaf, a number from a scalar loop)
+                continue
             meta = self.meta(leaf)
             value, _ = self.unwrap(leaf)
             if not isinstance(value, (int, float, complex, np.number, np.ndarray, np.bool_)):
@@ -676,13 +701,11 @@ class PatternCtx(ADContext):
         As = [a for a, _ in self.pairs]
         Bs = [b for _, b in self.pairs]
         if self.scalar_pairs:
-            # (a loop meets the same pairs often; by identity: big ints hash slowly)
-            pairs = list({(id(a), id(b)): (a, b) for a, b in self.scalar_pairs}.values())
-            k = len(pairs)
-            both = rows_from_masks([a for a, _ in pairs] + [b for _, b in pairs], n)  # (masks shared)
-            start = int(both.indptr[k])
-            As.append(Rows(both.indptr[:k + 1], both.indices[:start], n))
-            Bs.append(Rows(both.indptr[k:] - start, both.indices[start:], n))
+            # (a loop meets the same pairs often: each distinct pair of masks counted once)
+            unique, ids = distinct_masks(self.scalar_pairs, n)
+            pairs = sorted_unique(ids[0::2] * unique.m + ids[1::2])
+            As.append(gather(unique, pairs // unique.m))
+            Bs.append(gather(unique, pairs % unique.m))
         if not As:
             return sp.csr_array((n, n), dtype=bool)
         A = vstack(As, n).to_scipy().astype(np.int8)
@@ -738,7 +761,7 @@ def _fast_binary(f, pairs):
     source = _BINARY_SOURCE.format(pairs="\n".join(lines) or "            pass")
     ns = {"Tagged": Tagged, "f": f, "SCALARS": _SCALARS}
     exec(compile(source, "<capstan sparsity fast path for %s>" % f.__name__, "exec"), ns)
-    return ns["method"]
+    return _twin(ns["method"], f, 2, pairs)
 
 
 def _fast_unary(f, linear):
@@ -757,6 +780,19 @@ def _fast_unary(f, linear):
         return self.apply(f, args, kwargs)
 
     method.__name__ = "fast_" + getattr(f, "__name__", "f")
+    return _twin(method, f, 1, () if linear else ((0, 0),))
+
+
+def _twin(method, f, arity, pairs):
+    """Give fast path ``method`` its native twin (``_capstan_native.PatternKernel``: the
+    same computation in C for Python floats and ints and NumPy float64 scalars, every
+    other case handed back to ``method``); ``pairs`` are the operands whose second
+    derivative may be nonzero.  The pure-Python path (``OVERDUB_PURE_PYTHON=1``) keeps
+    ``method`` alone."""
+    if capstan_native is not None:
+        bits = {(0, 0): capstan_native.PAIR_00, (0, 1): capstan_native.PAIR_01, (1, 1): capstan_native.PAIR_11}
+        kernel = capstan_native.PatternKernel(f, arity, sum(bits[p] for p in pairs), method)
+        method.__overdub_native__ = kernel
     return method
 
 
@@ -800,10 +836,10 @@ def point(x, fname):
         raise TypeError("capstan.%s(f, x): x must be a float array or number, got %s"
                         % (fname, type(x).__name__))
     if isinstance(x, (list, tuple)):
-        if not all(isinstance(e, (int, float, np.integer, np.floating)) and not isinstance(e, bool)
-                   for e in x):
+        if not all(type(e) in _FLOATS for e in x) and not all(  # (the common case first)
+                isinstance(e, (int, float, np.integer, np.floating)) and not isinstance(e, bool) for e in x):
             raise TypeError("capstan.%s(f, x): a list x must hold only real numbers" % fname)
-        return type(x)(float(e) for e in x)
+        return type(x)([float(e) for e in x])
     if isinstance(x, (int, np.integer)):
         return float(x)
     if isinstance(x, (float, np.floating)):
@@ -838,7 +874,7 @@ def detect(f, x, fname, second=False):
         if isinstance(x, np.ndarray):
             seeded = Tagged(x.copy(), _identity(x.shape, n), ctx) if n else x.copy()
         elif isinstance(x, (list, tuple)):
-            seeded = type(x)(Tagged(e, 1 << i, ctx) for i, e in enumerate(x))
+            seeded = type(x)([Tagged(e, 1 << i, ctx) for i, e in enumerate(x)])
         else:
             seeded = Tagged(x, 1, ctx)
         y = overdub(ctx, f, seeded)

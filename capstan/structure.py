@@ -17,11 +17,15 @@ def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
     if type(x) is float or (type(x) is Tagged and type(x._value) is float):
         return [x], single  # (the commonest leaves, taken without the walk)
-    if type(x) is tuple and all(type(e) is float for e in x):  # (a tuple of points)
-        return list(x), partial(_tuple_of, len(x))
+    if (type(x) is tuple or type(x) is list) and all(  # (a tuple of points, a list of results)
+            type(e) in _NUMBERS or (type(e) is Tagged and type(e._value) in _NUMBERS) for e in x):
+        return list(x), partial(_sequence_of, type(x), len(x))
     leaves: list[Any] = []
     build = _flatten(x, leaves)
     return leaves, lambda new: build(iter(new))
+
+
+_NUMBERS = (float, np.float64)
 
 
 def single(new: Any) -> Any:
@@ -29,10 +33,10 @@ def single(new: Any) -> Any:
     return next(iter(new))
 
 
-def _tuple_of(n: int, new: Any) -> tuple[Any, ...]:
-    """``rebuild`` of a tuple of ``n`` leaves."""
+def _sequence_of(kind: type, n: int, new: Any) -> Any:
+    """``rebuild`` of a tuple or list of ``n`` leaves."""
     it = iter(new)
-    return tuple(next(it) for _ in range(n))
+    return kind(next(it) for _ in range(n))
 
 
 def _flatten(x: Any, leaves: list[Any]) -> Build:

@@ -11,11 +11,16 @@
  * Forward: a result is Tagged(r, da * ta + db * tb, ctx), the same expression, in the same
  * order, as the Python template.  Reverse: a result is Tagged(r, len(tape) - 1, ctx) after
  * appending the record (x._meta, da[, y._meta, db]) to ctx.tape.
+ *
+ * Sparsity detection has kernels of its own (PatternKernel, the twins of capstan/sparsity.py's
+ * fast paths: index sets as int bit masks) and reads those masks out in one pass (mask_table).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "tagged.h"
 
@@ -700,6 +705,460 @@ static PyTypeObject Kernel_Type = {
     .tp_getset = kernel_getset,
 };
 
+/* ---------------------------------------------------------------- sparsity detection */
+
+/* A pattern kernel is the native twin of one of capstan/sparsity.py's scalar fast paths:
+ * called as kernel(ctx, x[, y]), it computes the value with the operator or function
+ * itself (so the value and any error are Python's own) and the index set of the result as
+ * the union of its operands' bit masks (Python ints); in a second-order run (ctx.second)
+ * it appends the pairs of operand masks that interact to ctx.scalar_pairs, in the order
+ * the Python method does.  Operands that are not Python floats, ints or NumPy float64
+ * scalars, masks that are not ints, a failing operation: the Python method (`fallback`). */
+
+enum { P_00 = 1, P_01 = 2, P_11 = 4 };  /* binary: which pairs of operands interact */
+
+typedef struct {
+    PyObject_HEAD
+    int arity;          /* 1 or 2 */
+    int pairs;          /* binary: P_* bits; unary: 1 when nonlinear (the pair (ma, ma)) */
+    PyObject *fallback; /* the Python method this kernel twins: fallback(ctx, *args) */
+    PyObject *func;     /* the operator or function */
+    vectorcallfunc vectorcall;
+} PatternKernelObject;
+
+static PyObject *str_second, *str_scalar_pairs, *small_zero;
+
+static inline int
+plain_number(PyObject *v)
+{
+    return PyFloat_CheckExact(v) || PyLong_CheckExact(v) || Py_TYPE(v) == F64_Type;
+}
+
+/* ctx.scalar_pairs when ctx.second is true (a new reference), NULL when it is false;
+   *bad set when either cannot be read or the pairs are not a list (the fallback says why) */
+static PyObject *
+pairs_list(PyObject *ctx, int *bad)
+{
+    PyObject *second = PyObject_GetAttr(ctx, str_second);
+    int on = second == NULL ? -1 : PyObject_IsTrue(second);
+    Py_XDECREF(second);
+    PyObject *pairs = on > 0 ? PyObject_GetAttr(ctx, str_scalar_pairs) : NULL;
+    if (on < 0 || (on > 0 && (pairs == NULL || !PyList_CheckExact(pairs)))) {
+        Py_XDECREF(pairs);
+        PyErr_Clear();
+        *bad = 1;
+        return NULL;
+    }
+    return pairs;
+}
+
+static inline int
+append_pair(PyObject *pairs, PyObject *a, PyObject *b)
+{
+    PyObject *pair = PyTuple_Pack(2, a, b);
+    if (pair == NULL) {
+        return -1;
+    }
+    int rc = PyList_Append(pairs, pair);
+    Py_DECREF(pair);
+    return rc;
+}
+
+/* x's value and mask (new references; the mask NULL for a constant, whose set is empty);
+   0 when the fast path does not apply */
+static inline int
+pattern_operand(PyObject *x, PyObject *key, PyObject **value, PyObject **mask)
+{
+    PyObject *v = x, *m = NULL;
+    if (Py_TYPE(x) == Tagged_Type && ((TaggedObject *)x)->tagkey == key) {
+        v = ((TaggedObject *)x)->value;
+        m = ((TaggedObject *)x)->meta;
+        if (m == NULL || !PyLong_CheckExact(m)) {
+            return 0;
+        }
+    }
+    if (v == NULL || !plain_number(v)) {
+        return 0;
+    }
+    *value = Py_NewRef(v);
+    *mask = Py_XNewRef(m);
+    return 1;
+}
+
+/* the result of an operation with value r and index set meta (both stolen) */
+static PyObject *
+pattern_result(PyObject *r, PyObject *meta, PyObject *key, PyObject *ctx)
+{
+    if (r == NULL || meta == NULL) {
+        Py_XDECREF(r);
+        Py_XDECREF(meta);
+        return NULL;
+    }
+    TaggedObject *t = (TaggedObject *)Tagged_Type->tp_alloc(Tagged_Type, 0);
+    if (t == NULL) {
+        Py_DECREF(r);
+        Py_DECREF(meta);
+        return NULL;
+    }
+    t->value = r;
+    t->meta = meta;
+    t->tagkey = Py_NewRef(key);
+    t->ctx = Py_NewRef(ctx);
+    return (PyObject *)t;
+}
+
+/* x OP y: the union of the operands' sets, the pairs that interact */
+static PyObject *
+pattern_binary(PatternKernelObject *k, PyObject *ctx, PyObject *key, PyObject *pairs,
+               PyObject *x, PyObject *y, int *handled)
+{
+    PyObject *operands[2], *ma = NULL, *mb = NULL;
+    if (!pattern_operand(x, key, &operands[0], &ma)) {
+        return NULL;
+    }
+    if (!pattern_operand(y, key, &operands[1], &mb)) {
+        Py_DECREF(operands[0]);
+        Py_XDECREF(ma);
+        return NULL;
+    }
+    PyObject *r = PyObject_Vectorcall(k->func, operands, 2, NULL), *result = NULL;
+    if (r == NULL) {  /* (the Python method raises the same error) */
+        PyErr_Clear();
+        goto done;
+    }
+    *handled = 1;
+    int ta = ma != NULL && PyObject_IsTrue(ma), tb = mb != NULL && PyObject_IsTrue(mb);
+    if (pairs != NULL
+        && (((k->pairs & P_00) && ta && append_pair(pairs, ma, ma) < 0)
+            || ((k->pairs & P_01) && ta && tb && append_pair(pairs, ma, mb) < 0)
+            || ((k->pairs & P_11) && tb && append_pair(pairs, mb, mb) < 0))) {
+        Py_DECREF(r);
+        goto done;
+    }
+    PyObject *meta;
+    if (ta && tb) {  /* ma | mb (of a mask with itself: that mask) */
+        meta = ma == mb ? Py_NewRef(ma) : PyNumber_Or(ma, mb);
+    }
+    else {  /* ma or mb */
+        meta = Py_NewRef(ta ? ma : mb != NULL ? mb : small_zero);
+    }
+    result = pattern_result(r, meta, key, ctx);
+done:
+    Py_DECREF(operands[0]);
+    Py_DECREF(operands[1]);
+    Py_XDECREF(ma);
+    Py_XDECREF(mb);
+    return result;
+}
+
+/* f(x): x's set; the pair (x, x) when f is nonlinear */
+static PyObject *
+pattern_unary(PatternKernelObject *k, PyObject *ctx, PyObject *key, PyObject *pairs,
+              PyObject *x, int *handled)
+{
+    PyObject *a, *ma;
+    if (Py_TYPE(x) != Tagged_Type || !pattern_operand(x, key, &a, &ma)) {
+        return NULL;  /* (a tagged x passes only when it is this run's: ma is set) */
+    }
+    PyObject *r = PyObject_Vectorcall(k->func, &a, 1, NULL);
+    Py_DECREF(a);
+    if (r == NULL) {
+        PyErr_Clear();
+        Py_DECREF(ma);
+        return NULL;
+    }
+    *handled = 1;
+    if (pairs != NULL && append_pair(pairs, ma, ma) < 0) {
+        Py_DECREF(r);
+        Py_DECREF(ma);
+        return NULL;
+    }
+    return pattern_result(r, ma, key, ctx);
+}
+
+static PyObject *
+pattern_vectorcall(PatternKernelObject *k, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if ((kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && nargs == k->arity + 1) {
+        PyObject *ctx = args[0];
+        if (k->arity == 1 && plain_number(args[1])) {  /* a plain number: the function itself */
+            return PyObject_Vectorcall(k->func, args + 1, 1, NULL);
+        }
+        PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+        if (key == NULL) {
+            return NULL;
+        }
+        int bad = 0, handled = 0;
+        PyObject *pairs = k->pairs ? pairs_list(ctx, &bad) : NULL, *result = NULL;
+        if (!bad) {
+            result = k->arity == 2 ? pattern_binary(k, ctx, key, pairs, args[1], args[2], &handled)
+                                   : pattern_unary(k, ctx, key, pairs, args[1], &handled);
+        }
+        Py_DECREF(key);
+        Py_XDECREF(pairs);
+        if (handled) {
+            return result;
+        }
+    }
+    return PyObject_Vectorcall(k->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+pattern_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"func", "arity", "pairs", "fallback", NULL};
+    int arity, pairs;
+    PyObject *func, *fallback;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OiiO:PatternKernel", kwlist,
+                                     &func, &arity, &pairs, &fallback)) {
+        return NULL;
+    }
+    if ((arity != 1 && arity != 2) || pairs < 0 || pairs > (arity == 2 ? P_00 | P_01 | P_11 : 1)) {
+        PyErr_SetString(PyExc_ValueError, "PatternKernel: arity 1 or 2, pairs as P_* bits");
+        return NULL;
+    }
+    if (!PyCallable_Check(func) || !PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "PatternKernel: func and fallback must be callable");
+        return NULL;
+    }
+    PatternKernelObject *k = (PatternKernelObject *)type->tp_alloc(type, 0);
+    if (k == NULL) {
+        return NULL;
+    }
+    k->arity = arity;
+    k->pairs = pairs;
+    k->func = Py_NewRef(func);
+    k->fallback = Py_NewRef(fallback);
+    k->vectorcall = (vectorcallfunc)pattern_vectorcall;
+    return (PyObject *)k;
+}
+
+static int
+pattern_traverse(PatternKernelObject *k, visitproc visit, void *arg)
+{
+    Py_VISIT(k->fallback);
+    Py_VISIT(k->func);
+    return 0;
+}
+
+static int
+pattern_clear(PatternKernelObject *k)
+{
+    Py_CLEAR(k->fallback);
+    Py_CLEAR(k->func);
+    return 0;
+}
+
+static void
+pattern_dealloc(PatternKernelObject *k)
+{
+    PyObject_GC_UnTrack(k);
+    pattern_clear(k);
+    Py_TYPE(k)->tp_free((PyObject *)k);
+}
+
+static PyObject *
+pattern_get_fallback(PatternKernelObject *k, void *closure)
+{
+    return Py_NewRef(k->fallback);
+}
+
+static PyGetSetDef pattern_getset[] = {
+    {"fallback", (getter)pattern_get_fallback, NULL, "the Python method this kernel twins", NULL},
+    {NULL}
+};
+
+static PyTypeObject PatternKernel_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.PatternKernel",
+    .tp_doc = "PatternKernel(func, arity, pairs, fallback): the native twin of one of "
+              "capstan.sparsity's scalar fast paths, called as kernel(ctx, x[, y]).",
+    .tp_basicsize = sizeof(PatternKernelObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(PatternKernelObject, vectorcall),
+    .tp_call = kernel_call,
+    .tp_new = pattern_new,
+    .tp_dealloc = (destructor)pattern_dealloc,
+    .tp_traverse = (traverseproc)pattern_traverse,
+    .tp_clear = (inquiry)pattern_clear,
+    .tp_getset = pattern_getset,
+};
+
+/* the digits of a non-negative int (0 for a negative one); CPython's layout, read the way
+   its own longintrepr.h describes it */
+static inline int
+long_digits(PyObject *o, Py_ssize_t *ndigits, const digit **digits)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    uintptr_t tag = ((PyLongObject *)o)->long_value.lv_tag;
+    if ((tag & _PyLong_SIGN_MASK) == 2) {
+        return 0;
+    }
+    *ndigits = (Py_ssize_t)(tag >> _PyLong_NON_SIZE_BITS);
+    *digits = ((PyLongObject *)o)->long_value.ob_digit;
+#else
+    if (Py_SIZE(o) < 0) {
+        return 0;
+    }
+    *ndigits = Py_SIZE(o);
+    *digits = ((PyLongObject *)o)->ob_digit;
+#endif
+    return 1;
+}
+
+/* the lowest set bit of a nonzero word */
+static inline int
+lowest_bit(uint32_t w)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(w);
+#else
+    int b = 0;
+    while (!(w & 1u)) {
+        w >>= 1;
+        b++;
+    }
+    return b;
+#endif
+}
+
+/* a growable array of int64 */
+typedef struct {
+    int64_t *data;
+    Py_ssize_t size, capacity;
+} Int64s;
+
+static int
+int64s_push(Int64s *a, int64_t v)
+{
+    if (a->size == a->capacity) {
+        Py_ssize_t capacity = a->capacity ? 2 * a->capacity : 64;
+        int64_t *grown = PyMem_Realloc(a->data, capacity * sizeof(int64_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->data = grown;
+        a->capacity = capacity;
+    }
+    a->data[a->size++] = v;
+    return 0;
+}
+
+/* appends the positions set in mask o, ascending; -1 (with an error) for anything but a
+   non-negative int */
+static int
+push_bits(Int64s *out, PyObject *o)
+{
+    Py_ssize_t ndigits;
+    const digit *digits;
+    if (!PyLong_CheckExact(o) || !long_digits(o, &ndigits, &digits)) {
+        PyErr_SetString(PyExc_ValueError, "mask_table: a mask is not a non-negative int");
+        return -1;
+    }
+    Py_ssize_t d = 0;
+    for (; d < ndigits; d += 16) {  /* (masks are mostly zeros: skipped 16 digits at a time) */
+        const digit *g = digits + d;
+        Py_ssize_t width = ndigits - d < 16 ? ndigits - d : 16;
+        if (width == 16) {
+            uint64_t w[16 * sizeof(digit) / sizeof(uint64_t)], any = 0;
+            memcpy(w, g, sizeof w);
+            for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) {
+                any |= w[j];
+            }
+            if (any == 0) {
+                continue;
+            }
+        }
+        for (Py_ssize_t j = 0; j < width; j++) {
+            for (uint32_t v = g[j]; v; v &= v - 1) {
+                if (int64s_push(out, (int64_t)(d + j) * PyLong_SHIFT + lowest_bit(v)) < 0) {
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+int64s_bytearray(Int64s *a)
+{
+    return PyByteArray_FromStringAndSize((const char *)a->data, a->size * (Py_ssize_t)sizeof(int64_t));
+}
+
+/* mask_table(masks): the distinct objects among a list of bit masks (non-negative ints, or
+   tuples of them), in order of first appearance, and which one each mask is:
+   (indptr, indices, ids), bytearrays of native int64 -- the positions set in distinct mask
+   u are indices[indptr[u]:indptr[u + 1]], ascending; ids has one entry per int of masks.
+   Masks are told apart by identity (big ints are slow to compare; an operation on one
+   set mostly hands on the same object), as the Python reference does. */
+static PyObject *
+mask_table(PyObject *module, PyObject *masks)
+{
+    if (!PyList_CheckExact(masks)) {
+        PyErr_SetString(PyExc_TypeError, "mask_table(masks): masks must be a list");
+        return NULL;
+    }
+    Py_ssize_t count = 0, items = PyList_GET_SIZE(masks);
+    for (Py_ssize_t i = 0; i < items; i++) {
+        PyObject *item = PyList_GET_ITEM(masks, i);
+        count += PyTuple_CheckExact(item) ? PyTuple_GET_SIZE(item) : 1;
+    }
+    size_t slots = 16;
+    while (slots < 2 * (size_t)count) {
+        slots *= 2;
+    }
+    PyObject **keys = PyMem_Calloc(slots, sizeof(PyObject *));
+    Py_ssize_t *values = PyMem_Malloc(slots * sizeof(Py_ssize_t));
+    Int64s indptr = {0}, indices = {0}, ids = {0};
+    PyObject *result = NULL;
+    if (keys == NULL || values == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (int64s_push(&indptr, 0) < 0) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < items; i++) {
+        PyObject *item = PyList_GET_ITEM(masks, i);
+        int tuple = PyTuple_CheckExact(item);
+        Py_ssize_t width = tuple ? PyTuple_GET_SIZE(item) : 1;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            PyObject *o = tuple ? PyTuple_GET_ITEM(item, j) : item;
+            size_t h = (size_t)(((uintptr_t)o >> 4) * (uintptr_t)0x9E3779B97F4A7C15ull) & (slots - 1);
+            while (keys[h] != NULL && keys[h] != o) {
+                h = (h + 1) & (slots - 1);
+            }
+            if (keys[h] == NULL) {  /* a new mask */
+                if (push_bits(&indices, o) < 0 || int64s_push(&indptr, indices.size) < 0) {
+                    goto done;
+                }
+                keys[h] = o;
+                values[h] = indptr.size - 2;
+            }
+            if (int64s_push(&ids, values[h]) < 0) {
+                goto done;
+            }
+        }
+    }
+    PyObject *a = int64s_bytearray(&indptr), *b = int64s_bytearray(&indices), *c = int64s_bytearray(&ids);
+    if (a != NULL && b != NULL && c != NULL) {
+        result = PyTuple_Pack(3, a, b, c);
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(c);
+done:
+    PyMem_Free(keys);
+    PyMem_Free(values);
+    PyMem_Free(indptr.data);
+    PyMem_Free(indices.data);
+    PyMem_Free(ids.data);
+    return result;
+}
+
 /* ---------------------------------------------------------------- the reverse sweep */
 
 /* cts[p] = c if cts[p] is None else cts[p] + c  (steals c) */
@@ -828,6 +1287,10 @@ static PyMethodDef module_methods[] = {
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
      "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "
      "down; returns the first node left to the Python loop, or -1."},
+    {"mask_table", mask_table, METH_O,
+     "mask_table(masks): the distinct masks (by identity) of a list of non-negative ints or "
+     "tuples of them, as CSR (indptr, indices), and each int's distinct mask (ids); "
+     "bytearrays of native int64."},
     {"setup", setup, METH_VARARGS,
      "setup(Tagged, float64): the tagged-value class the kernels build (it must have "
      "_overdub_native.TaggedBase's layout) and NumPy's float64 type."},
@@ -847,10 +1310,14 @@ PyInit__capstan_native(void)
 {
     str_tagkey = PyUnicode_InternFromString("_tagkey");
     str_tape = PyUnicode_InternFromString("tape");
+    str_second = PyUnicode_InternFromString("second");
+    str_scalar_pairs = PyUnicode_InternFromString("scalar_pairs");
+    small_zero = PyLong_FromLong(0);
     one = PyFloat_FromDouble(1.0);
     minus_one = PyFloat_FromDouble(-1.0);
-    if (str_tagkey == NULL || str_tape == NULL || one == NULL || minus_one == NULL
-        || PyType_Ready(&Kernel_Type) < 0) {
+    if (str_tagkey == NULL || str_tape == NULL || str_second == NULL || str_scalar_pairs == NULL
+        || small_zero == NULL || one == NULL || minus_one == NULL
+        || PyType_Ready(&Kernel_Type) < 0 || PyType_Ready(&PatternKernel_Type) < 0) {
         return NULL;
     }
     for (int i = 0; i <= K_NEG; i++) {
@@ -866,12 +1333,23 @@ PyInit__capstan_native(void)
         Py_DECREF(m);
         return NULL;
     }
+    Py_INCREF(&PatternKernel_Type);
+    if (PyModule_AddObject(m, "PatternKernel", (PyObject *)&PatternKernel_Type) < 0) {
+        Py_DECREF(&PatternKernel_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
     const char *names[] = {"ADD", "SUB", "MUL", "DIV", "POW", "NEG", "MATH"};
     for (int i = 0; i <= K_MATH; i++) {
         if (PyModule_AddIntConstant(m, names[i], i) < 0) {
             Py_DECREF(m);
             return NULL;
         }
+    }
+    if (PyModule_AddIntConstant(m, "PAIR_00", P_00) < 0 || PyModule_AddIntConstant(m, "PAIR_01", P_01) < 0
+        || PyModule_AddIntConstant(m, "PAIR_11", P_11) < 0) {
+        Py_DECREF(m);
+        return NULL;
     }
     const char *fns[] = {"sin", "cos", "tan", "exp", "sqrt", "tanh", "atan", "sinh", "cosh",
                          "log1p", "expm1"};
