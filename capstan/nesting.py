@@ -41,7 +41,7 @@ def push(ctx: Any) -> None:
         contexts = _state.contexts = []
         _state.level = 0
     if ctx is not None:
-        ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
+        ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx) if contexts else ()
     contexts.append(ctx)
     _state.level += 1
 
