@@ -106,6 +106,8 @@ class ADContext(Context):
             self.losses = []
         if self.texts:
             self.texts = set()
+        if self.outside:  # (no reference to the enclosing runs' contexts kept past this one)
+            self.outside = ()
         self.decisions = None
 
     # -- containers that received differentiated values ------------------------------------------
