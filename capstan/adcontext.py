@@ -88,6 +88,8 @@ def _register(f):
 class ADContext(Context):
     """Base of the differentiation contexts (see the module docstring)."""
 
+    outside = ()  # the differentiations enclosing this one's run, innermost first (nesting.push)
+
     def __init__(self, metadata=None, pass_=None):
         super().__init__(metadata, pass_)
         self.shadows = {}  # id(plain ndarray) -> (the array, its tangent or tape node)
@@ -106,6 +108,8 @@ class ADContext(Context):
             self.losses = []
         if self.texts:
             self.texts = set()
+        if self.outside:  # (no reference to the enclosing runs' contexts kept past this one)
+            self.outside = ()
         self.decisions = None
 
     # -- containers that received differentiated values ------------------------------------------
@@ -243,6 +247,8 @@ class ADContext(Context):
                     metas[i] = entry[1]
                     found = True
                     foreign = inner(foreign, entry[2])
+                elif self.outside:
+                    foreign = inner(foreign, self.outer_shadow(a))
             elif (ta is list or ta is tuple) and a:
                 a = self.nested_arrays(a)
                 sub_vals, sub_metas, sub_found, sub_foreign = self._split(a)
@@ -410,7 +416,33 @@ class ADContext(Context):
         if type(x) is Tagged:
             return x, x._ctx
         entry = self.shadow(x)
-        return x, (entry[2] if entry is not None else None)
+        if entry is not None:
+            return x, entry[2]
+        return x, (self.outer_shadow(x) if self.outside and type(x) is np.ndarray else None)
+
+    def outer_shadow(self, a):
+        """The innermost enclosing differentiation that shadows the plain array ``a`` (wrote
+        its derivatives into it): to this one, ``a`` holds that one's values, as a value it
+        tagged would."""
+        for ctx in self.outside:
+            if getattr(ctx, "shadows", None) and ctx.shadow(a) is not None:
+                return ctx
+        return None
+
+    def _outer_values(self, args, kwargs):
+        """The innermost enclosing differentiation whose values -- tagged, or plain arrays
+        it shadows -- are among ``args`` and ``kwargs`` (one level into lists and tuples),
+        else ``None``: a call of them without this one's values is that one's call (its
+        tag must stay inside this one's on every value carrying both)."""
+        foreign = None
+        for a in (*args, *kwargs.values()):
+            for e in (a if type(a) is list or type(a) is tuple else (a,)):
+                te = type(e)
+                if te is Tagged and e._ctx._tagkey is e._tagkey:  # (a finished run's: plain)
+                    foreign = inner(foreign, e._ctx)
+                elif te is np.ndarray:
+                    foreign = inner(foreign, self.outer_shadow(e))
+        return foreign
 
     def write(self, value, k, v, foreign):
         """``value[k] = v``; through the enclosing context when nested values are involved."""
@@ -454,6 +486,9 @@ class ADContext(Context):
         if key in _INSPECTING:  # (they read types and dtypes, never values: no write to watch for)
             return self._plain(f, args, kwargs)
         if not self._differentiated(args, kwargs):
+            outer = self._outer_values(args, kwargs) if self.outside else None
+            if outer is not None:
+                return overdub(outer, f, *args, **kwargs)
             result = self._plain(f, args, kwargs)
             if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
                 raise losses.refuse(self, losses.parsed_text(f, self.mode))

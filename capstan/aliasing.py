@@ -40,7 +40,9 @@ def positions(view, root):
 
 def region(buffer, root, view):
     """The part of ``buffer`` (same layout as ``root``, plus leading axes) that ``view``
-    occupies in ``root``: a view of ``buffer``, so writes into it land in ``buffer``."""
+    occupies in ``root``: a view of ``buffer``, so writes into it land in ``buffer``, with
+    ``buffer``'s memory root as its own (an enclosing differentiation's shadow of
+    ``buffer`` covers it)."""
     geo = _geometry(view, root)
     if geo is None or buffer.dtype.itemsize == 0:
         return None
@@ -48,8 +50,8 @@ def region(buffer, root, view):
     lead = buffer.shape[:buffer.ndim - root.ndim]
     item = buffer.itemsize
     lead_strides = buffer.strides[:len(lead)]
-    return np.lib.stride_tricks.as_strided(buffer.reshape(-1)[offset:], shape=lead + view.shape,
-                                           strides=lead_strides + tuple(s * item for s in strides))
+    return np.ndarray(lead + view.shape, buffer.dtype, buffer=buffer.reshape(-1), offset=offset * item,
+                      strides=lead_strides + tuple(s * item for s in strides))
 
 
 def returned_argument(ans, vals, metas):

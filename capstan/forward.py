@@ -160,7 +160,7 @@ class ForwardCtx(ADContext):
                 return None
             root = root_of(value)  # a plain array: its memory root gets the tangent buffer
             lead = () if self.chunk is None else (self.chunk,)
-            buf = np.zeros(lead + root.shape, dtype=np.result_type(root.dtype, np.asarray(tv).dtype))
+            buf = np.zeros(lead + root.shape, dtype=np.result_type(root.dtype, np.asarray(raw(tv)).dtype))
             self.shadows[id(root)] = (root, buf, foreign)
             tc = buf if root is value else region(buf, root, value)
             if tc is None:

@@ -33,13 +33,16 @@ class level:
 
 
 def push(ctx: Any) -> None:
-    """One more active differentiation, run by ``ctx`` (``level``'s way in)."""
+    """One more active differentiation, run by ``ctx`` (``level``'s way in); ``ctx.outside``
+    becomes the ones enclosing it, innermost first."""
     try:
-        _state.contexts.append(ctx)
+        contexts = _state.contexts
     except AttributeError:  # (the first one in this thread)
-        _state.contexts = [ctx]
-        _state.level = 1
-        return
+        contexts = _state.contexts = []
+        _state.level = 0
+    if ctx is not None:
+        ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx) if contexts else ()
+    contexts.append(ctx)
     _state.level += 1
 
 

@@ -61,6 +61,11 @@ def _flatten(x: Any, leaves: list[Any]) -> Build:
 
 def is_differentiable(x: Any) -> bool:
     """Whether a leaf can carry a derivative: a real or complex float or float array."""
+    tx = type(x)
+    if tx is np.ndarray:  # (the common cases first: an array, a float)
+        return x.dtype.kind in "fc"
+    if tx is float:
+        return True
     if isinstance(x, bool):
         return False
     if isinstance(x, (float, complex, np.inexact)):

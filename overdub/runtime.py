@@ -549,9 +549,16 @@ class Runtime(RuntimeBase):
             self.fcache[f] = g
             if issubclass(type(f), type) and is_transient_class(f):
                 forget_at_collection(self.fcache, f)  # (so that a local class dies as plainly)
-            if is_builtin(f) and len(self.kept) < CACHE_LIMIT:
+            if (is_builtin(f) or self._taken(f)) and len(self.kept) < CACHE_LIMIT:
                 self.kept[f] = g  # builtins are no user code: kept across runs
         return g
+
+    def _taken(self, f):
+        """Whether a primitive without conditions takes every call of ``f``: its answer
+        depends on the context's class alone (``f`` is never stepped into), and the class
+        holds ``f`` already, so it is kept across runs like a builtin's."""
+        rules = self.spec.primitives.get(f) if self.spec.primitives else None
+        return bool(rules) and any(not argtypes for argtypes, _ in rules)
 
     def _resolve(self, f, hashable=True):
         spec = self.spec

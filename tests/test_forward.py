@@ -611,6 +611,24 @@ def test_defderiv_registers_a_rule():
         capstan.defderiv(math.remainder, *shipped)
 
 
+def test_a_rule_registered_or_replaced_after_runs_takes_effect():
+    # (a function a rule takes is resolved once per context, not once per run: a later
+    # registration must still reach every context, in both modes)
+    def doubled(x):
+        return x * 2.0
+
+    def tripled(x):
+        return x * 3.0
+
+    assert D(tripled, 1.0) == 3.0 and gradient(tripled, 1.0) == (3.0,)
+    capstan.defderiv(tripled, lambda ans, x: 7.0)
+    assert D(tripled, 1.0) == 7.0 and gradient(tripled, 1.0) == (7.0,)
+    capstan.defimpl(doubled, lambda x: x * 5.0)
+    assert D(doubled, 1.0) == 5.0 and gradient(doubled, 1.0) == (5.0,)
+    capstan.defimpl(doubled, lambda x: x * 6.0)
+    assert D(doubled, 1.0) == 6.0 and gradient(doubled, 1.0) == (6.0,)
+
+
 def test_defjvp_decorator_registers_a_rule():
     with pytest.raises(capstan.NoRuleError, match="math.nextafter"):
         jvp(lambda x: math.nextafter(x, 10.0), (3.0,), (1.0,))
