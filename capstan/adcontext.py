@@ -345,13 +345,32 @@ class ADContext(Context):
         raise NotImplementedError
 
     @primitive(iter, Tagged)
+    @primitive(iter, np.ndarray)
     def iter_(self, x, *sentinel):
-        """``for v in x`` over a differentiated array: its elements, differentiated."""
-        value = x._value
+        """``iter(x)`` of a differentiated array, or of a plain one holding differentiated
+        values (``np.full(n, x)``, written into): its elements, differentiated."""
+        value = x._value if type(x) is Tagged else x
         plain = iter(value, *sentinel)  # (NumPy's own errors: 0-d arrays...)
-        if sentinel or self.meta(x) is None:
+        if sentinel:
+            return plain
+        if self.meta(x) is None:
+            value, foreign = self.unwrap(x)
+            if type(value) is np.ndarray and isinstance(foreign, ADContext) and foreign.shadow(value) is not None:
+                return overdub(foreign, iter, value)  # (an enclosing differentiation's values)
             return plain
         return (self.getitem(x, i) for i in range(len(value)))
+
+    def elements(self, args):
+        """``args`` with each plain array holding differentiated values (this or an
+        enclosing differentiation's) made the list of its elements, differentiated: what a
+        C function that iterates it (``sum``, ``max``, ``list``, ``zip``...) must read."""
+        out = None
+        for i, a in enumerate(args):
+            if type(a) is np.ndarray and a.ndim and (self.shadow(a) is not None or (
+                    self.outside and self.outer_shadow(a) is not None)):
+                out = list(args) if out is None else out
+                out[i] = list(overdub(self, iter, a))
+        return args if out is None else tuple(out)
 
     @primitive(stop_gradient)
     def stop_gradient_(self, x):
@@ -901,6 +920,25 @@ for _method, _types in ((list.append, (list, Tagged)), (list.insert, (list, obje
     _store = _storing(_method)
     primitive(_method, *_types)(_store)
     setattr(ADContext, "_store_%s_%s" % (_method.__objclass__.__name__, _method.__name__), _store)
+
+
+def _iterating(f):
+    """The primitive for builtin ``f``, which iterates its arguments in C, given an array:
+    a plain array holding differentiated values is read element by element
+    (``sum(np.full(2, x))``); anything else is ``f``'s own call."""
+    def method(self, /, *args, **kwargs):
+        converted = self.elements(args)
+        if converted is args:
+            return self.fallback(f, *args, **kwargs)
+        return overdub(self, f, *converted, **kwargs)
+    return method
+
+
+for _f in (sum, max, min, sorted, list, tuple, set, frozenset, enumerate, zip, map, filter, any, all):
+    _iterate = _iterating(_f)
+    primitive(_f, np.ndarray)(_iterate)
+    primitive(_f, object, np.ndarray)(_iterate)
+    setattr(ADContext, "_iterate_%s" % _f.__name__, _iterate)
 
 
 def register_all() -> None:

@@ -171,3 +171,30 @@ def test_correlate_values_are_numpys(mode, n, m):
 def test_a_view_as_another_dtype_is_refused():
     with pytest.raises(capstan.NoRuleError, match="view"):
         capstan.gradient(lambda x: np.sum(x.view(np.int64)) * x[0], X)
+
+
+def _written(x):
+    a = np.zeros(3)
+    a[0], a[2] = x[0], x[1] * x[2]
+    return a
+
+
+ITERATED = {  # a plain array holding differentiated values (np.full, written into), iterated in C
+    "sum": lambda x: sum(np.full(2, x[0])) + sum(_written(x)),
+    "max, min": lambda x: max(_written(x) ** 2) + min(np.full(3, x[1]) + [0.0, 1.0, 2.0]),
+    "sorted, list, tuple": lambda x: sorted(_written(x))[2] + list(np.full(2, x[2]))[1] * tuple(_written(x))[0],
+    "zip, enumerate, map": lambda x: sum(a * b for a, b in zip([1.0, 2.0, 3.0], _written(x)))
+    + sum(i * v for i, v in enumerate(np.full(3, x[0]))) + sum(map(float, _written(x))),
+    "iter, next": lambda x: next(iter(_written(x))) * 3.0 + sum(v * v for v in iter(_written(x))),
+    "nested": lambda x: np.sum(sum(np.full((2, 2), x[1] ** 2))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ITERATED))
+def test_a_plain_array_holding_derivatives_iterated_by_builtins(name):
+    f = ITERATED[name]
+    want = fd(f, X)
+    assert np.allclose(capstan.gradient(f, X)[0], want, rtol=1e-6, atol=1e-7)
+    assert np.allclose(capstan.jacobian(f, X, mode="forward"), want, rtol=1e-6, atol=1e-7)
+    hess = np.array([fd(lambda z: capstan.gradient(f, z)[0][i], X, 1e-5) for i in range(X.size)])
+    assert np.allclose(capstan.hessian(f, X), hess, rtol=1e-5, atol=1e-5)

@@ -9,7 +9,7 @@ from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 def _sum(iterable, /, start=0):
     total = start
-    for x in iterable:
+    for x in iter(iterable):  # (a call: a plain array holding differentiated values gives them)
         total = total + x
     return total
 
