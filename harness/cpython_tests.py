@@ -163,6 +163,10 @@ def _route_method(test, run, timings):
         # after the first alarm, one a second: a test whose subTest (or own handler)
         # swallowed the first is stopped all the same (test_tokenize's test_random_files)
         signal.setitimer(signal.ITIMER_REAL, PER_TEST_TIMEOUT, 1.0)
+        # a test that lowers the recursion limit and fails to restore it (a routed
+        # restore that itself hits the lowered limit: test_richcmp.test_recursion under
+        # the wildcard) must not take the worker, and the later runs, down with it
+        limit = sys.getrecursionlimit()
         start = time.perf_counter()
         try:
             from harness.contexts import call_under
@@ -170,6 +174,7 @@ def _route_method(test, run, timings):
         finally:
             timings[test.id()] = time.perf_counter() - start
             signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.setrecursionlimit(limit)
 
     functools.update_wrapper(call, method)
     setattr(test, name, call)
