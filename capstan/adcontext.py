@@ -19,6 +19,7 @@ import heapq
 import itertools
 import numbers
 import operator
+import sys
 import types
 import weakref
 from functools import partial
@@ -33,7 +34,7 @@ from .aliasing import root_of
 from .fastpaths import FAST
 from .markers import stop_gradient
 from .nesting import inner
-from .losses import EXPORTING, NoRuleError, derivative_free, no_rule
+from .losses import EQUALITIES, EXPORTING, NoRuleError, derivative_free, no_rule
 from .rules import registry, ufunc_rules
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
@@ -89,6 +90,7 @@ class ADContext(Context):
     """Base of the differentiation contexts (see the module docstring)."""
 
     outside = ()  # the differentiations enclosing this one's run, innermost first (nesting.push)
+    in_rules = 0  # how deep capstan's own rule code runs here (its exact comparisons are exempt)
 
     def __init__(self, metadata=None, pass_=None):
         super().__init__(metadata, pass_)
@@ -316,9 +318,24 @@ class ADContext(Context):
             out = Context.fallback(self, f, *vals, **kwargs)
             if self.decisions is not None:
                 self.decided(f, out)
+            if f in EQUALITIES and not self.in_rules:
+                self._equality(f, vals, metas, out)
             return out
         run = plain_call if foreign is None else routed(foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
+
+    def _equality(self, f, vals, metas, out):
+        """An exact comparison ``f`` of a differentiated value gave ``out``: where the
+        equality held, the mode checks whether a branch on it could be a formula valid only
+        at that point (``losses``, channel 6)."""
+        if len(vals) != 2 or not _numbers(vals):
+            return
+        where = losses.equal_where(f, out)
+        if where is not None and not losses.compared_by_capstan(sys._getframe(1)):
+            self.equality_held(f, vals, metas, where)
+
+    def equality_held(self, f, vals, metas, where):
+        """(Each mode says what an exact equality that held means for its derivative.)"""
 
     def decided(self, f, out):
         """Note the result of ``f``, a function without derivative applied to a differentiated
@@ -532,6 +549,9 @@ class ADContext(Context):
             out = self._plain(f, args, kwargs)
             if self.decisions is not None:
                 self.decided(f, out)
+            if key in EQUALITIES and not self.in_rules:
+                vals, metas, _, _ = self._split(args)
+                self._equality(key, vals, metas, out)
             return out
         if is_structural(f):
             return self._plain(f, args, kwargs)
@@ -781,6 +801,16 @@ def _type_name(t):
     return "%s.%s" % (t.__module__, t.__name__)
 
 
+def _numbers(vals):
+    """Whether a comparison's operands are all numbers or arrays (not lists, text or user
+    objects, whose equality is no point of a formula)."""
+    return all(type(raw(v)) in _COMPARED for v in vals)
+
+
+_COMPARED = {float, int, complex, np.ndarray, np.float64, np.float32, np.float16, np.complex128,
+             np.complex64, np.longdouble}
+
+
 def raw(x):
     """The plain value under every tag (an enclosing differentiation's included)."""
     while type(x) is Tagged:
@@ -812,7 +842,13 @@ def _route(ctx, f, /, *args, **kwargs):
         if fast is not None:  # (the float arithmetic's inline path, as ctx's primitive runs it)
             return fast(ctx, *args)
         return ctx.apply(f, args, kwargs)
-    return overdub(ctx, f, *args, **kwargs)
+    if not isinstance(ctx, ADContext):  # (a user's own context)
+        return overdub(ctx, f, *args, **kwargs)
+    ctx.in_rules += 1  # (a rule's body: its exact comparisons are capstan's, not the program's)
+    try:
+        return overdub(ctx, f, *args, **kwargs)
+    finally:
+        ctx.in_rules -= 1
 
 
 #: context classes whose primitive for a function with a rule is ``apply`` (forward and

@@ -48,6 +48,12 @@ class ForwardCtx(ADContext):
     # -- reading tangents -------------------------------------------------------------------
     tangent = ADContext.meta
 
+    def equality_held(self, f, vals, tans, where):
+        """Refused where the compared values' tangents differ: the equality holds at this
+        point only, and a branch on it may not be the function's derivative."""
+        if losses.tangents_differ(where, vals, tans, self.chunk):
+            raise losses.refuse(self, losses.point_branch(f, self.mode))
+
     def compute(self, f, vals, tans, kwargs, args, run, foreign):
         """The result of ``f`` and its tangent from the rule table."""
         if f in INPLACE and type(raw(vals[0])) is np.ndarray:  # a += b: computed aside, then written

@@ -3,7 +3,8 @@
 A value being differentiated is a tagged number or array whose derivative (tangent or
 tape node) travels beside it.  The derivative is carried only by code capstan sees:
 calls with a rule, and Python code it steps into.  The number can leave for code that
-does not carry the derivative in five ways, and each is guarded here:
+does not carry the derivative in five ways, and a sixth way loses it in place (a branch
+taken at a single point); each is guarded here:
 
 1. **A C function without a rule is called with it** (``ADContext.fallback``): its
    result is refused unless it cannot hold a derivative (:func:`derivative_free`);
@@ -24,11 +25,19 @@ does not carry the derivative in five ways, and each is guarded here:
 5. **Library code that catches the error** (a bare ``except:``): every refusal is also
    recorded on the context, and the differentiation fails at its end with the first one
    (:func:`check_finished`) even if something caught it.
+6. **An exact equality that held** (``if h == 0:``, ``np.where(x == 0, ...)``): code
+   that tests a differentiated value for equality and finds it may switch to a formula
+   valid only at that point (SciPy's ``kappa4`` at ``h = 0``), whose derivative is not
+   the function's.  When the equality held for values whose difference has a nonzero
+   derivative (forward mode: the tangents differ; reverse mode: one backward pass from
+   the compared values at the run's end reaches an input), the run is refused
+   (:func:`point_branch`).  Comparisons inside capstan's own rules are exempt.
 
 A deliberate drop is declared, never guessed: ``capstan.nondifferentiable(f)`` for a
 function, ``capstan.stop_gradient(x)`` for a value.
 """
 import array
+import operator
 import os
 import re
 import sys
@@ -163,6 +172,75 @@ def qualified_name(f):
     module = {"numpy.core.multiarray": "numpy", "numpy._core.multiarray": "numpy",
               "numpy._core.umath": "numpy", "numpy.core.umath": "numpy"}.get(module, module)
     return "%s.%s" % (module, qual)
+
+
+def point_branch(f, mode):
+    err = NoRuleError(
+        "capstan: the function being differentiated tested a value being differentiated for exact "
+        "equality (%s) and the equality held (%s mode).  Code that branches on such a test may use "
+        "a formula valid only at that point, whose derivative is not the function's, so the "
+        "derivative here cannot be trusted.  Differentiate at a point where the equality does not "
+        "hold, or register a rule for the function that branches (capstan.defjvp / defvjp)."
+        % ({operator.eq: "==", operator.ne: "!="}.get(f, qualified_name(f)), mode))
+    err.function = f
+    return err
+
+
+# ----------------------------------------------------------------------------- equalities (6)
+#: the exact comparisons, each -> whether it is true where its operands differ
+EQUALITIES = {operator.eq: False, operator.ne: True, np.equal: False, np.not_equal: True}
+
+
+def equal_where(f, out):
+    """Where the operands of the exact comparison ``f`` were equal, from its result
+    ``out``: ``True``, a boolean mask, or ``None`` when nowhere (or ``out`` is not a
+    comparison of numbers)."""
+    negated = EQUALITIES[f]
+    t = type(out)
+    if t is bool or t is np.bool_:
+        return True if bool(out) is not negated else None
+    if t is np.ndarray and out.dtype == np.bool_:
+        mask = ~out if negated else out
+        return mask if mask.any() else None
+    return None
+
+
+_MACHINERY = ("capstan.adcontext", "capstan.forward", "capstan.reverse", "capstan.tape", "capstan.fastpaths")
+
+
+def compared_by_capstan(frame):
+    """Whether the comparison being routed, seen from ``frame`` inside the machinery, was
+    made by capstan's own code (a rule's Python equivalent of a compiled kernel), which
+    handles its special points itself."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or "overdub"  # (generated code: the machinery's)
+        if not (module.startswith("overdub") or module.startswith(_MACHINERY)):
+            return module.startswith("capstan.")
+        frame = frame.f_back
+    return False
+
+
+def tangents_differ(where, values, tangents, chunk):
+    """Whether, somewhere in ``where``, the tangents of the two compared ``values`` differ
+    (``None``: a constant; ``chunk``: tangents carry a leading axis of that many
+    directions)."""
+    nd = max(np.ndim(v) for v in values)
+    lead = () if chunk is None else (chunk,)
+    spread = []
+    for v, t in zip(values, tangents):
+        if t is None:
+            continue
+        while type(t) is Tagged:  # (a tangent carrying an enclosing derivative)
+            t = t._value
+        t = np.asarray(t)
+        spread.append(t.reshape(lead + (1,) * (nd - np.ndim(v)) + np.shape(v)))
+    if not spread:
+        return False
+    diff = spread[0] - spread[1] if len(spread) == 2 else spread[0]
+    moving = diff != 0
+    if chunk is not None:
+        moving = moving.any(axis=0)
+    return bool(np.any(moving & where))
 
 
 # ----------------------------------------------------------------------------- recording

@@ -115,10 +115,13 @@ class ReverseCtx(ADContext):
         self.readers: dict[int, Any] = {}  # id(array) -> records holding that array (snapshotted before writes)
         self.holders: dict[int, Any] = {}  # id(memory root) -> (weakref to its tagged owner, the root, its node)
         self.views: dict[int, Any] = {}  # id(memory root) -> weakrefs to tagged arrays viewing it
+        self.equalities: list[Any] = []  # (f, values, nodes, where) of exact equalities that held
 
     def reset(self):
         super().reset()
         self.tape = []
+        if self.equalities:
+            self.equalities = []
         if self.readers:  # (left as they are when the run used none)
             self.readers = {}
         if self.holders:
@@ -128,6 +131,11 @@ class ReverseCtx(ADContext):
 
     # -- nodes ---------------------------------------------------------------------------------
     node = ADContext.meta
+
+    def equality_held(self, f, vals, nodes, where):
+        """Kept for the run's end (:func:`check_equalities`): whether the compared values'
+        difference depends on the inputs is known only from a backward pass."""
+        self.equalities.append((f, vals, nodes, where))
 
     def record(self, kind, f, ans, vals, kwargs, parents, foreign=None):
         tape = self.tape
@@ -414,6 +422,30 @@ def backward(tape, seeds):
     return cts
 
 
+def check_equalities(ctx):
+    """Refuse the run if an exact equality that held (``if h == 0:``) compared values whose
+    difference has a nonzero derivative: one backward pass seeded with random weights on
+    each difference, where it held, reaches an input only then (``losses``, channel 6)."""
+    weights = np.random.default_rng(20261127)
+    first = ctx.equalities[0][0]
+    seeds = {}
+    for f, vals, nodes, where in ctx.equalities:
+        w = weights.uniform(0.5, 1.5, np.shape(where)) * where
+        for value, n, sign in zip(vals, nodes, (1.0, -1.0)):
+            if n is None or type(n) is list:
+                continue
+            g = registry.unbroadcast(sign * w, untagged(value))
+            g = float(g) if np.ndim(untagged(value)) == 0 else np.asarray(g, dtype=float)
+            seeds[n] = g if n not in seeds else seeds[n] + g
+    ctx.equalities = []
+    if not seeds:
+        return
+    cts = backward(ctx.tape, seeds)
+    for n, rec in enumerate(ctx.tape):
+        if type(rec) is not tuple and rec.kind is INPUT and cts[n] is not None and np.any(untagged(cts[n]) != 0):
+            raise losses.point_branch(first, "reverse")
+
+
 _F64 = np.float64
 _sweep = capstan_native.sweep if capstan_native is not None else None
 
@@ -556,6 +588,8 @@ class _Run:
         with running(ctx):
             self.y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
+        if ctx.equalities:
+            check_equalities(ctx)
         self.out_leaves, self.out_rebuild = structure.flatten(self.y)
         checks.no_object_arrays(self.out_leaves, fname)
 

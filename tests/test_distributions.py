@@ -12,8 +12,8 @@ differentiable is the rule tables (``special_rules``, ``distribution_rules``,
 ``placement_rules``...).  The parameter
 values are SciPy's own examples (``scipy.stats._distr_params.distcont``), avoiding
 those that sit exactly on a special case of the formula (``kappa4`` at ``h == 0``:
-there SciPy evaluates a formula without that parameter, whose derivative in it is 0;
-see docs/capstan-scipy.md).  Also checked: the Hessian of a log-likelihood, and
+there SciPy evaluates a formula without that parameter, and capstan refuses the
+derivative in it: tests/test_exact_equalities.py; see docs/capstan-scipy.md).  Also checked: the Hessian of a log-likelihood, and
 ``multivariate_normal.logpdf`` in ``x``, ``mean`` and ``cov``.
 """
 import warnings
