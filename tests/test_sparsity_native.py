@@ -77,20 +77,25 @@ def _operand(draw, ctx, other):
         [np.float32(0.5), 2j, np.array([1.0]), np.complex128(1.0)])))
     mask = draw(masks)
     if kind == "own":
-        return lambda c: Tagged(value, mask, c)
+        return lambda c: Tagged(_fresh(value), mask, c)
     if kind == "constant":
         constant = draw(constants)
-        return lambda c: constant
+        return lambda c: _fresh(constant)
     if kind == "foreign":
-        return lambda c: Tagged(value, mask, other)
+        return lambda c: Tagged(_fresh(value), mask, other)
     if kind == "stale":
         def stale(c):
-            old = Tagged(value, mask, c)
+            old = Tagged(_fresh(value), mask, c)
             old._tagkey = object()
             return old
         return stale
     meta = draw(st.sampled_from([None, 1.0, True, np.int64(1)]))
-    return lambda c: Tagged(value, meta, c)
+    return lambda c: Tagged(_fresh(value), meta, c)
+
+
+def _fresh(value):
+    """Each run its own copy of a drawn array (in-place operators write into it)."""
+    return value.copy() if type(value) is np.ndarray else value
 
 
 @native
