@@ -434,6 +434,9 @@ class Runtime(RuntimeBase):
                                                  self.slot(("pre",) + op), codegen.OP_SLOTS[op][0],
                                                  self.posthook if self._inline_posthook(op) else None)
             return fn
+        if key == ("iterate",) or key == ("unpacked",):
+            fn = self.ops[key] = self._iteration(key[0] == "iterate")
+            return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))
 
@@ -465,6 +468,25 @@ class Runtime(RuntimeBase):
                     fn = GuardedSubscript(plain, keys, fn)
         self.ops[key] = fn
         return fn
+
+    def _iteration(self, replaces):
+        """The ``iterate`` slot (``replaces``: it stands for ``GET_ITER``) or the ``unpacked``
+        one (run before an unpacking): the context's primitives on ``iter`` for the types
+        they admit, and for other values CPython's own ``iter`` (or the value itself).
+        ``None`` when no primitive is on ``iter``: the instruction runs as it is."""
+        rules = self.spec.primitives.get(iter, ())
+        if not rules:
+            return None if self.outer is None else self.outer.slot(("iterate",) if replaces else ("unpacked",))
+        conds, env = codegen.rule_conditions(rules, ["x"])
+        env.update(ctx=self.ctx, iter=iter, drop_own_frames=drop_own_frames)
+        lines = ["def slot(x):", "    try:"]
+        for i, cond in enumerate(conds):
+            env["m%d" % i] = self.user(rules[i][1])
+            lines += ["        if %s:" % cond, "            return m%d(ctx, x)" % i]
+        lines += ["        return iter(x)" if replaces else "        return x",
+                  "    except BaseException as exc:", "        drop_own_frames(exc)", "        raise"]
+        return codegen.compile_function("\n".join(lines), "slot", env,
+                                        "slot iterate" if replaces else "slot unpacked")
 
     def _untaken_types(self, fn, candidates):
         """``(firsts, seconds)``: exact types such that a call ``fn(a, b)`` (``getattr``,
@@ -502,7 +524,8 @@ class Runtime(RuntimeBase):
                                                                and not issubclass(tp, dict))):
                     raise TypeError("%s argument after * must be an iterable, not %s"
                                     % (funcstr(f), tp.__name__))
-                args = tuple(args)
+                unpacked = self.slot(("unpacked",))
+                args = tuple(args if unpacked is None else unpacked(args))
             if kwargs is None:
                 return self.call(f, *args)
             for key in kwargs:
