@@ -156,6 +156,14 @@ class ADContext(Context):
             self.remember(c)
         return out
 
+    @primitive(operator.setitem, (np.ndarray, Tagged), object, (list, tuple))
+    def store_sequence(self, c, k, v):
+        """``a[k] = [x, y]`` into an array: a list holding differentiated values is written
+        as the array NumPy makes of it (NumPy would convert each to a plain float)."""
+        if self._differentiated((v,), {}):
+            return overdub(self, operator.setitem, c, k, overdub(self, np.asarray, v))
+        return recurse(self, operator.setitem, c, k, v)
+
     @primitive(setattr, object, object, Tagged)
     def store_attr(self, o, name, v):
         out = recurse(self, setattr, o, name, v)

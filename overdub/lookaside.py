@@ -18,6 +18,7 @@ Adding a callback taker is one table entry:
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
 import builtins
+import collections
 import functools
 import itertools
 import operator
@@ -57,6 +58,65 @@ CALLBACKS = {
     re.Pattern.subn: ((1,), ("repl",), None),
     iter: ((0,), (), 2),
 }
+
+
+_ALL = slice(0, None)
+#: builtins that iterate some of their positional arguments in C -> which ones (an index
+#: tuple, or a slice); a context's primitive on ``iter`` reads those arguments first
+#: (``functools.reduce(f, a)`` iterates what the primitive gives for ``a``)
+ITERATED = {
+    reversed: (0,), list: (0,), tuple: (0,), set: (0,), frozenset: (0,), dict.fromkeys: (0,),
+    sorted: (0,), sum: (0,), any: (0,), all: (0,), enumerate: (0,), zip: _ALL, map: slice(1, None),
+    filter: (1,), functools.reduce: (1,), list.extend: (1,), set.update: _ALL, collections.deque: (0,),
+    itertools.accumulate: (0,), itertools.chain: _ALL, itertools.islice: (0,), itertools.pairwise: (0,),
+    itertools.product: _ALL, itertools.permutations: (0,), itertools.combinations: (0,),
+    itertools.combinations_with_replacement: (0,), itertools.zip_longest: _ALL, itertools.cycle: (0,),
+    itertools.tee: (0,), itertools.compress: (0, 1), itertools.starmap: (1,), itertools.takewhile: (1,),
+    itertools.dropwhile: (1,), itertools.filterfalse: (1,), itertools.groupby: (0,),
+}
+if hasattr(itertools, "batched"):  # (3.12+)
+    ITERATED[itertools.batched] = (0,)
+#: builtins that iterate their first argument only when it is their one positional argument
+_ALONE = (max, min)
+
+
+def iterated(f):
+    """Which positional arguments builtin ``f`` iterates: an index tuple, a slice, ``None``
+    (not such a builtin) or ``"alone"`` (the first, when it is the only one)."""
+    try:
+        return ITERATED.get(f) or ("alone" if f in _ALONE else None)
+    except TypeError:  # (an unhashable callable)
+        return None
+
+
+def reading_elements(target, positions, iterable):
+    """``target`` (what runs a builtin) with the arguments the builtin iterates passed
+    through the context's ``iterable`` slot first; an argument the slot reads itself
+    becomes the list of what it gives (``reversed`` needs a sequence)."""
+    def step(*args, **kwargs):
+        try:
+            if type(positions) is slice:
+                chosen = range(len(args))[positions]
+            elif positions == "alone":
+                chosen = (0,) if len(args) == 1 else ()
+            else:
+                chosen = positions
+            new = None
+            for i in chosen:
+                if i < len(args):
+                    a = args[i]
+                    r = iterable(a)
+                    if r is not a:
+                        new = list(args) if new is None else new
+                        new[i] = list(r)
+            if new is not None:
+                args = tuple(new)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
+        return target(*args, **kwargs)
+
+    return step
 
 
 _machinery: list[tuple[str, ...]] = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]  # file prefixes contexts never route

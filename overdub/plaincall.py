@@ -13,6 +13,8 @@
 This module knows nothing of runtimes: it is the layer below ``runtime.py``.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+import collections
+import itertools
 import weakref
 from functools import partial
 from sys import modules as _sys_modules
@@ -202,6 +204,11 @@ _PASSTHROUGH = {list.append, list.extend, list.insert, list.pop, list.copy, list
                 delattr, object.__setattr__, object.__getattribute__, hasattr, format,
                 tuple.__new__, object.__new__, list.__init__, dict.__init__, set.__init__,
                 GeneratorType.send, CoroutineType.send}  # (a value sent in: the frame's own)
+_PASSTHROUGH |= {itertools.chain, itertools.chain.from_iterable, itertools.islice, itertools.pairwise,
+                 itertools.product, itertools.permutations, itertools.combinations,
+                 itertools.combinations_with_replacement, itertools.zip_longest, itertools.cycle,
+                 itertools.tee, itertools.compress, itertools.repeat, collections.deque, dict.fromkeys,
+                 list.count, list.index, list.remove, tuple.count, tuple.index}
 
 
 def is_structural(f: object) -> bool:

@@ -23,13 +23,12 @@ call heads NULL/f         ``[call, f, args...]`` -> ``call(f, *args)``
 ``-a``                    ``unary_NEGATIVE(a)``
 ``c[k]``, ``c[k] = v``    ``getitem(c, k)``, ``setitem(c, k, v)``
 ``o.x``, ``o.x = v``      ``getattr(o, "x")``, ``setattr(o, "x", v)``
-``for v in x``            ``iterate(x)`` in place of ``GET_ITER``
-``a, b = x``              ``unpacked(x)``, then the unpacking
+``for v in x``, ``*x``     ``iterable(x)``, then the instruction that iterates it
 ========================  ====================================================
 
-``iterate`` and ``unpacked`` are ``None`` -- the instruction runs as it is -- unless the
-context has primitives on ``iter`` (capstan's, for a plain array holding differentiated
-values): iteration is no event a hook sees.
+``iterable`` is ``None`` -- the instruction runs as it is -- unless the context has
+primitives on ``iter`` (capstan's, for a plain array holding differentiated values):
+iteration is no event a hook sees.
 """
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 from bytecode import Bytecode, Instr, Label, TryBegin
@@ -69,6 +68,9 @@ _NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
                    "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
                    "JUMP", "JUMP_NO_INTERRUPT"}
 _UNARY = {"UNARY_NEGATIVE": "NEGATIVE", "UNARY_POSITIVE": "POSITIVE", "UNARY_INVERT": "INVERT"}
+#: instructions that iterate the value on top of the stack (``for``, ``yield from``,
+#: unpacking, ``[*x]``, ``{*x}``, ``f(*x)``'s argument list)
+_ITERATING = {"GET_ITER", "GET_YIELD_FROM_ITER", "UNPACK_SEQUENCE", "UNPACK_EX", "LIST_EXTEND", "SET_UPDATE"}
 
 
 def _load(slot, loc):
@@ -206,23 +208,20 @@ class _Rewriter:
             return [*self._binary(Slot("delitem"), loc), Instr("POP_TOP", location=loc)]
         if name == C.SUPER_ATTR:
             return self._super_attr(ins)
-        if name == "GET_ITER":  # [x] -> iterate(x), the iterator a for loop steps through
-            return self._iteration(Slot("iterate"), ins, replaces=True)
-        if name in ("UNPACK_SEQUENCE", "UNPACK_EX"):  # [x] -> unpacked(x), then the unpacking
-            return self._iteration(Slot("unpacked"), ins, replaces=False)
+        if name in _ITERATING:  # [x] -> iterable(x), then the instruction that iterates x
+            return self._iterating(ins)
         return [ins]
 
     @staticmethod
-    def _iteration(slot, ins, replaces):
-        """``[x]`` -> ``slot(x)`` in place of (or before) ``ins`` when the context has a
-        primitive on ``iter``; the slot is ``None`` otherwise, and ``ins`` runs as it is."""
+    def _iterating(ins):
+        """``[..., x]`` -> ``[..., iterable(x)]`` before ``ins`` iterates ``x``, when the
+        context has a primitive on ``iter`` (the slot is ``None`` otherwise, and ``ins``
+        runs as it is)."""
         loc = ins.location
-        plain, end = Label(), Label()
-        out = [_load(slot, loc), *C.to_bool(loc), Instr(C.POP_JUMP_FORWARD_IF_FALSE, plain, location=loc),
-               _load(slot, loc), Instr("SWAP", 2, location=loc), *C.call_instrs(0, loc)]
-        if replaces:
-            return out + [Instr("JUMP_FORWARD", end, location=loc), plain, ins, end]
-        return out + [plain, ins]
+        plain = Label()
+        slot = Slot("iterable")
+        return [_load(slot, loc), *C.to_bool(loc), Instr(C.POP_JUMP_FORWARD_IF_FALSE, plain, location=loc),
+                _load(slot, loc), Instr("SWAP", 2, location=loc), *C.call_instrs(0, loc), plain, ins]
 
     @staticmethod
     def _binary(slot, loc):

@@ -434,8 +434,8 @@ class Runtime(RuntimeBase):
                                                  self.slot(("pre",) + op), codegen.OP_SLOTS[op][0],
                                                  self.posthook if self._inline_posthook(op) else None)
             return fn
-        if key == ("iterate",) or key == ("unpacked",):
-            fn = self.ops[key] = self._iteration(key[0] == "iterate")
+        if key == ("iterable",):
+            fn = self.ops[key] = self._iterable()
             return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))
@@ -469,24 +469,22 @@ class Runtime(RuntimeBase):
         self.ops[key] = fn
         return fn
 
-    def _iteration(self, replaces):
-        """The ``iterate`` slot (``replaces``: it stands for ``GET_ITER``) or the ``unpacked``
-        one (run before an unpacking): the context's primitives on ``iter`` for the types
-        they admit, and for other values CPython's own ``iter`` (or the value itself).
-        ``None`` when no primitive is on ``iter``: the instruction runs as it is."""
+    def _iterable(self):
+        """The ``iterable`` slot, run on a value before code or a builtin iterates it: the
+        context's primitive on ``iter`` for the types it admits (its iterator is iterated
+        instead), the value itself otherwise.  ``None`` when no primitive is on ``iter``."""
         rules = self.spec.primitives.get(iter, ())
         if not rules:
-            return None if self.outer is None else self.outer.slot(("iterate",) if replaces else ("unpacked",))
+            return None if self.outer is None else self.outer.slot(("iterable",))
         conds, env = codegen.rule_conditions(rules, ["x"])
-        env.update(ctx=self.ctx, iter=iter, drop_own_frames=drop_own_frames)
+        env.update(ctx=self.ctx, drop_own_frames=drop_own_frames)
         lines = ["def slot(x):", "    try:"]
         for i, cond in enumerate(conds):
             env["m%d" % i] = self.user(rules[i][1])
             lines += ["        if %s:" % cond, "            return m%d(ctx, x)" % i]
-        lines += ["        return iter(x)" if replaces else "        return x",
-                  "    except BaseException as exc:", "        drop_own_frames(exc)", "        raise"]
-        return codegen.compile_function("\n".join(lines), "slot", env,
-                                        "slot iterate" if replaces else "slot unpacked")
+        lines += ["        return x", "    except BaseException as exc:", "        drop_own_frames(exc)",
+                  "        raise"]
+        return codegen.compile_function("\n".join(lines), "slot", env, "slot iterable")
 
     def _untaken_types(self, fn, candidates):
         """``(firsts, seconds)``: exact types such that a call ``fn(a, b)`` (``getattr``,
@@ -524,8 +522,8 @@ class Runtime(RuntimeBase):
                                                                and not issubclass(tp, dict))):
                     raise TypeError("%s argument after * must be an iterable, not %s"
                                     % (funcstr(f), tp.__name__))
-                unpacked = self.slot(("unpacked",))
-                args = tuple(args if unpacked is None else unpacked(args))
+                iterable = self.slot(("iterable",))
+                args = tuple(args if iterable is None else iterable(args))
             if kwargs is None:
                 return self.call(f, *args)
             for key in kwargs:
@@ -622,7 +620,17 @@ class Runtime(RuntimeBase):
         return codegen.compile_function("\n".join(lines), "dispatch", env, "primitive dispatch")
 
     def _target(self, f):
-        """``recurse``: step into ``f``'s Python body, else the fallback."""
+        """``recurse``: step into ``f``'s Python body, else the fallback; a builtin that
+        iterates its arguments reads them through the ``iterable`` slot first."""
+        target = self._stepped(f)
+        positions = lookaside.iterated(f)
+        if positions is not None:
+            iterable = self.slot(("iterable",))
+            if iterable is not None:
+                return lookaside.reading_elements(target, positions, iterable)
+        return target
+
+    def _stepped(self, f):
         tf = type(f)
         if tf is FunctionType:
             if lookaside.is_internal(f.__code__):

@@ -2,8 +2,11 @@
 primitives on ``iter`` for the values they admit (capstan's read a plain array that
 holds differentiated values element by element: these were silently 0), and are
 otherwise CPython's own -- results, errors and what hooks see are plain Python's."""
+import collections
+import functools
+import itertools
 import math
-import sys
+import operator
 
 import numpy as np
 import pytest
@@ -59,7 +62,40 @@ def looped_list(x):
     return [v * 2.0 for v in written(x)][2]
 
 
-PROGRAMS = [loop, nested_loop, comprehension, unpacking, star_call, enumerated, looped_list]
+def starred(x):
+    a = written(x)
+    return [*a][0] * (*a, 1.0)[2] + max({*a}) + (lambda *v: v[2])(*a, 1.0)
+
+
+def yielded(x):
+    def elements():
+        yield from written(x)
+    return sum(v * v for v in elements())
+
+
+def through_builtins(x):
+    a = written(x)
+    return (list(reversed(a))[0] + functools.reduce(operator.add, a) + list(itertools.accumulate(a))[2]
+            + list(itertools.chain(a, [1.0]))[2] + list(dict.fromkeys(a))[2] + collections.deque(a)[0]
+            + sum(u * v for u, v in itertools.pairwise(a)) + list(itertools.islice(a, 1, None))[1]
+            + sum(u * v for u, v in itertools.product(a, a)) + max(itertools.compress(a, [1, 0, 1])))
+
+
+def rows_written_as_lists(x):
+    a = np.zeros((2, 3))
+    a[0] = [x, x * x, 1.0]
+    a[1, :2] = (math.sin(x), 2.0)
+    return float(np.sum(a * a))
+
+
+def elements_compared(x):
+    a = list(written(x))
+    a.remove(x)
+    return a[a.index(0.0) - 1] * a.count(0.0) + x * [x, 2.0].index(2.0)
+
+
+PROGRAMS = [loop, nested_loop, comprehension, unpacking, star_call, enumerated, looped_list, starred, yielded,
+            through_builtins, rows_written_as_lists, elements_compared]
 
 
 def _difference(f, x, h=1e-6):
@@ -151,6 +187,15 @@ def test_a_primitive_on_iter_sees_loops_unpackings_and_star_calls():
     assert got == ([3, 2, 1], 2, 1, 3, [3, 2, 1])
     assert seen == [3, 2, 3, 3]
     assert overdub.overdub(Elementwise([]), program, (1, 2, 3)) == program((1, 2, 3))  # (a tuple: not admitted)
+
+
+def test_builtins_that_iterate_read_through_the_primitive():
+    seen = []
+    digits = lambda a, b: a * 10 + b  # noqa: E731
+    got = overdub.overdub(Elementwise(seen), lambda s: (functools.reduce(digits, s), list(reversed(s)),
+                                                       max(s), max(s, [0]), list(itertools.chain(s, s))), [1, 2, 3])
+    assert got == (321, [1, 2, 3], 3, [1, 2, 3], [3, 2, 1, 3, 2, 1])
+    assert seen == [3, 3, 3, 3, 3]
 
 
 def test_hooks_do_not_see_iteration():
