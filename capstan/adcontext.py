@@ -385,18 +385,6 @@ class ADContext(Context):
             return plain
         return (self.getitem(x, i) for i in range(len(value)))
 
-    def elements(self, args):
-        """``args`` with each plain array holding differentiated values (this or an
-        enclosing differentiation's) made the list of its elements, differentiated: what a
-        C function that iterates it (``sum``, ``max``, ``list``, ``zip``...) must read."""
-        out = None
-        for i, a in enumerate(args):
-            if type(a) is np.ndarray and a.ndim and (self.shadow(a) is not None or (
-                    self.outside and self.outer_shadow(a) is not None)):
-                out = list(args) if out is None else out
-                out[i] = list(overdub(self, iter, a))
-        return args if out is None else tuple(out)
-
     @primitive(stop_gradient)
     def stop_gradient_(self, x):
         """``x`` without the derivative this context (and every enclosing one) carries."""
@@ -966,23 +954,21 @@ for _method, _types in ((list.append, (list, Tagged)), (list.insert, (list, obje
     setattr(ADContext, "_store_%s_%s" % (_method.__objclass__.__name__, _method.__name__), _store)
 
 
-def _iterating(f):
-    """The primitive for builtin ``f``, which iterates its arguments in C, given an array:
-    a plain array holding differentiated values is read element by element
-    (``sum(np.full(2, x))``); anything else is ``f``'s own call."""
+def _parsing(f):
+    """The primitive for builtin ``f`` (``eval``, ``exec``, ``compile``) given source text:
+    text made from a differentiated value (``eval(repr(x))``) would come back as a plain
+    constant, and is refused (``losses``, 4)."""
     def method(self, /, *args, **kwargs):
-        converted = self.elements(args)
-        if converted is args:
-            return self.fallback(f, *args, **kwargs)
-        return overdub(self, f, *converted, **kwargs)
+        if self.texts and losses.reads_text(self, args[:1], {}):
+            raise losses.refuse(self, losses.parsed_text(f, self.mode))
+        return recurse(self, f, *args, **kwargs)
     return method
 
 
-for _f in (sum, max, min, sorted, list, tuple, set, frozenset, enumerate, zip, map, filter, any, all):
-    _iterate = _iterating(_f)
-    primitive(_f, np.ndarray)(_iterate)
-    primitive(_f, object, np.ndarray)(_iterate)
-    setattr(ADContext, "_iterate_%s" % _f.__name__, _iterate)
+for _f in (eval, exec, compile):
+    _parse = _parsing(_f)
+    primitive(_f, (str, bytes))(_parse)
+    setattr(ADContext, "_parse_%s" % _f.__name__, _parse)
 
 
 def register_all() -> None:

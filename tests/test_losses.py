@@ -6,6 +6,7 @@ Now each gives the right derivative or raises ``NoRuleError``; ``right_or_refuse
 accepts either, never anything else, in both modes.
 """
 import array
+import ast
 import heapq
 import io
 import json
@@ -185,7 +186,12 @@ def test_a_refusal_caught_by_library_code_still_fails_the_differentiation():
     lambda x: json.loads(json.dumps({"a": x}))["a"],
     lambda x: float(Decimal(str(x))),
     lambda x: float(str(x).encode()),
-], ids=["str", "repr", "format", "fstring", "percent", "json", "json-dict", "Decimal", "bytes"])
+    lambda x: eval(repr(x)),
+    lambda x: eval(compile("[%r, 1.0]" % x, "<text>", "eval"))[0],
+    lambda x: ast.literal_eval(repr(x)),
+    lambda x: (lambda ns: (exec("y = %r" % x, ns), ns["y"])[1])({}),
+], ids=["str", "repr", "format", "fstring", "percent", "json", "json-dict", "Decimal", "bytes", "eval", "compile",
+        "literal_eval", "exec"])
 def test_numbers_parsed_back_from_their_text_are_refused(round_trip):
     refused(lambda x: round_trip(x) * x, 2.0, "text")
 
