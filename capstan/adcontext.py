@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from overdub import Context, Tagged, is_structural, ops, overdub, primitive, recurse
+from overdub.semantics import PROTOCOLS
 
 from . import losses, structure
 from .aliasing import root_of
@@ -53,6 +54,8 @@ _DUNDERS = {ops.BINARY[name][0]: ops.BINARY[name][1:] for name in _ARITHMETIC}
 _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__", "unary +"),
                   abs: ("__abs__", "abs()")}
 _NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
+#: module-name prefixes whose functions read list arguments as matrices
+_MATRIX_MODULES = ("numpy.linalg", "scipy.linalg")
 _PLAIN_NUMERIC = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128, Tagged}
 _ARRAYS = (np.ndarray, np.generic)  # (a tagged one answers isinstance as its value)
 NOT_MINE = object()
@@ -267,6 +270,21 @@ class ADContext(Context):
                 foreign = inner(foreign, sub_foreign)
         return vals, metas, found, foreign
 
+    def _as_matrices(self, args):
+        """Lists and tuples holding differentiated values, as the arrays a linear-algebra
+        function reads them as (``np.linalg.eigvalsh([[x, 0.1], [0.1, 2.0]])``)."""
+        out = None
+        for i, a in enumerate(args):
+            if (type(a) is list or type(a) is tuple) and self._differentiated((a,), {}):
+                try:  # (only a regular numeric array: scipy's (lu, piv) pairs stay as they are)
+                    numeric = np.asarray(_plain_tree(a)).dtype.kind in "biufc"
+                except (ValueError, TypeError):
+                    numeric = False
+                if numeric:
+                    out = list(args) if out is None else out
+                    out[i] = overdub(self, np.asarray, a)
+        return args if out is None else tuple(out)
+
     def meta(self, x):
         """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
         if type(x) is Tagged:
@@ -292,7 +310,13 @@ class ADContext(Context):
         vals, metas, found, foreign = self._split(args)
         if impl is not None and (found or self._differentiated((), kwargs) or any(
                 type(a) is dict and self._in_tree(a) for a in args)):  # (json.dumps({"a": x}))
+            if found and (getattr(f, "__module__", None) or "").startswith(_MATRIX_MODULES):
+                args = self._as_matrices(args)
             return overdub(self, impl, *args, **kwargs)
+        if found and (getattr(f, "__module__", None) or "").startswith(_MATRIX_MODULES):
+            matrices = self._as_matrices(args)
+            if matrices is not args:
+                return overdub(self, f, *matrices, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             out = kwargs.get("out")
             out = out[0] if type(out) is tuple and len(out) == 1 else out
@@ -304,8 +328,8 @@ class ADContext(Context):
             raise TypeError("capstan: np.%s(..., where=...) has no derivative rule; use np.where "
                             "on the result instead" % f.__name__)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
-            if f in OPERATORS or (impl is not None and type(f) is types.FunctionType
-                                  and _holders(args)):  # (np.polymul(poly1d, poly1d)...)
+            if f in OPERATORS or f in PROTOCOLS or (impl is not None and type(f) is types.FunctionType
+                                                    and _holders(args)):  # (np.polymul(poly1d, poly1d)...)
                 return recurse(self, f, *args, **kwargs)
             return self.fallback(f, *args, **kwargs)
         if f in OPERATORS and type(vals[0]) in (str, bytes):  # "%.3f" % x: text, no derivative
@@ -525,6 +549,14 @@ class ADContext(Context):
             if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
                 raise losses.refuse(self, losses.parsed_text(f, self.mode))
             return result
+        if key in registry.NONDIFF:  # (lists holding differentiated values read as their numbers)
+            vals, metas, _, _ = self._split(args)
+            out = self._plain(f, vals, kwargs)
+            if self.decisions is not None:
+                self.decided(f, out)
+            if key in EQUALITIES and not self.in_rules:
+                self._equality(key, vals, metas, out)
+            return out
         implementation = getattr(f, "_implementation", None)
         if type(implementation) is types.FunctionType:
             # a NumPy function without a rule whose body is Python (np.polyval, np.linspace...):
@@ -541,14 +573,6 @@ class ADContext(Context):
             return out
         if key in EXPORTING:
             raise losses.refuse(self, no_rule(f, self.mode))
-        if key in registry.NONDIFF:
-            out = self._plain(f, args, kwargs)
-            if self.decisions is not None:
-                self.decided(f, out)
-            if key in EQUALITIES and not self.in_rules:
-                vals, metas, _, _ = self._split(args)
-                self._equality(key, vals, metas, out)
-            return out
         if is_structural(f):
             return self._plain(f, args, kwargs)
         if key in _registered:  # a rule exists, the argument pattern was not foreseen
@@ -795,6 +819,13 @@ def _type_name(t):
     if t.__flags__ & 512 or t.__module__ == "builtins":  # (Py_TPFLAGS_HEAPTYPE: the bare name)
         return t.__name__
     return "%s.%s" % (t.__module__, t.__name__)
+
+
+def _plain_tree(x):
+    """Nested lists and tuples with every tagged value replaced by its plain value."""
+    if type(x) is list or type(x) is tuple:
+        return [_plain_tree(e) for e in x]
+    return raw(x)
 
 
 def _numbers(vals):

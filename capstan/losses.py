@@ -188,7 +188,8 @@ def point_branch(f, mode):
 
 # ----------------------------------------------------------------------------- equalities (6)
 #: the exact comparisons, each -> whether it is true where its operands differ
-EQUALITIES = {operator.eq: False, operator.ne: True, np.equal: False, np.not_equal: True}
+EQUALITIES = {operator.eq: False, operator.ne: True, np.equal: False, np.not_equal: True,
+              np.array_equal: False, np.array_equiv: False}
 
 
 def equal_where(f, out):

@@ -430,7 +430,8 @@ def check_equalities(ctx):
     first = ctx.equalities[0][0]
     seeds = {}
     for f, vals, nodes, where in ctx.equalities:
-        w = weights.uniform(0.5, 1.5, np.shape(where)) * where
+        shape = np.broadcast_shapes(np.shape(where), *(np.shape(untagged(v)) for v in vals))
+        w = weights.uniform(0.5, 1.5, shape) * where
         for value, n, sign in zip(vals, nodes, (1.0, -1.0)):
             if n is None or type(n) is list:
                 continue

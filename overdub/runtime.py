@@ -623,6 +623,12 @@ class Runtime(RuntimeBase):
         """``recurse``: step into ``f``'s Python body, else the fallback; a builtin that
         iterates its arguments reads them through the ``iterable`` slot first."""
         target = self._stepped(f)
+        try:
+            special = semantics.PROTOCOLS.get(f)
+        except TypeError:  # (an unhashable callable)
+            special = None
+        if special is not None:
+            target = semantics.protocol_step(f, special, target, self.call)
         positions = lookaside.iterated(f)
         if positions is not None:
             iterable = self.slot(("iterable",))

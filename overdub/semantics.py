@@ -20,6 +20,7 @@ Whenever no Python-level method is involved, the builtin itself is called, so
 C types keep CPython's behaviour and messages exactly.
 """
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
+import math
 import operator
 from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
 
@@ -181,6 +182,56 @@ _ATTRIBUTE_STEPS = frozenset({"getattr", "setattr", "delattr"})
 _ARITY = {"unary": 1, "setitem": 3, "setattr": 3, "getattr": (2, 3)}
 _DUNDERS = {"contains": "__contains__", "getitem": "__getitem__", "setitem": "__setitem__",
             "delitem": "__delitem__"}
+
+
+#: builtins that call a special method of their first argument's type -> its name: a
+#: Python-level one runs routed (``abs(v)`` runs ``type(v).__abs__``'s body in the context)
+PROTOCOLS = {abs: "__abs__", operator.abs: "__abs__", round: "__round__", math.floor: "__floor__",
+             math.ceil: "__ceil__", math.trunc: "__trunc__", next: "__next__", operator.index: "__index__"}
+
+
+def protocol_step(fn, name, target, call):
+    """What runs builtin ``fn``: ``type(x).name(x, ...)`` through the dispatcher ``call``
+    when it is a Python function, as CPython would call it; ``target`` (the plain call)
+    otherwise."""
+    def step(*args, **kwargs):
+        try:
+            if args and not kwargs:
+                c = args[0]
+                tc = type(c)
+                if tc not in NATIVE and tc is not Tagged:
+                    m = lookup(tc, name)
+                    if is_py(m):
+                        rest = args[1:]
+                        if fn is next and rest:  # next(it, default)
+                            try:
+                                return call(m, c)
+                            except StopIteration:
+                                return rest[0]
+                        if fn is round and rest == (None,):  # round(x, None) is round(x)
+                            rest = ()
+                        if fn is operator.index:
+                            return _index_result(call(m, c), tc)
+                        return call(m, c, *rest)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
+        return target(*args, **kwargs)
+
+    return step
+
+
+def _index_result(r, tc):
+    """CPython's check on what ``__index__`` returned."""
+    if type(r) is int:
+        return r
+    if isinstance(r, int):
+        import warnings
+        warnings.warn("__index__ returned non-int (type %s).  The ability to return an instance of a strict "
+                      "subclass of int is deprecated, and may be removed in a future version of Python."
+                      % type(r).__name__, DeprecationWarning, stacklevel=3)
+        return r
+    raise TypeError("__index__ returned non-int (type %s)" % type(r).__name__)
 
 
 class Steps:

@@ -73,6 +73,13 @@ PROGRAMS = {
     "unique rows": lambda x: np.sum(np.unique(np.stack([x, x, x ** 2]), axis=0) ** 2 * np.arange(3.0)),
     "unique columns with counts": lambda x: (lambda u, i, c: np.sum(u * c) + np.sum(i))(
         *np.unique(np.stack([x, x]), axis=1, return_inverse=True, return_counts=True)),
+    "nan functions of a list": lambda x: np.nansum([x[0], np.nan, x[1] ** 2]) + np.nanmax([x[2], np.nan])
+    + np.sum(np.isnan([x[0], 1.0])),
+    "repeat of a scalar": lambda x: np.sum(np.repeat(x[0], 3) * x) + np.repeat(x[1] ** 2, 2)[1],
+    "linear algebra of nested lists": lambda x: np.linalg.eigvalsh([[x[0], 0.1], [0.1, x[1] ** 2 + 3.0]])[0]
+    + np.linalg.svd([[x[0], x[2]], [0.3, 2.0]])[1][0] + __import__("scipy.linalg").linalg.expm(
+        [[x[0], 0.1], [x[1], 0.5]])[0, 1],
+    "isclose at the point": lambda x: x[0] * 2.0 if np.isclose(x[0], 0.7) and np.allclose(x, X) else x[1],
 }
 
 
@@ -87,7 +94,8 @@ def check(f, second_order=True):
         assert np.allclose(capstan.hessian(f, X), hess, rtol=1e-5, atol=1e-5)
 
 
-_SECOND_ORDER = {"array * list of differentiated", "repeated write", "in-place with lists", "repeated write 2-d"}
+_SECOND_ORDER = {"array * list of differentiated", "repeated write", "in-place with lists", "repeated write 2-d",
+                 "repeat of a scalar", "linear algebra of nested lists"}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

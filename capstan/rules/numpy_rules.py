@@ -1212,7 +1212,8 @@ def _repeat_vjp(g, ans, a, repeats, axis=None):
     axis = 0 if axis is None else axis % arr.ndim
     owner = np.repeat(np.arange(arr.shape[axis]), repeats)
     z = _scatter(g, arr.shape, arr.dtype, (slice(None),) * axis + (owner,))
-    return (np.reshape(z, np.shape(a)) if np.ndim(a) else z[()], None, None)
+    z = np.reshape(z, np.shape(a))
+    return (z if np.ndim(a) else z[()], None, None)
 
 
 defjvp(np.repeat, _repeat_jvp, batched=True)
