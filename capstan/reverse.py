@@ -482,7 +482,9 @@ def _step(rec, g, run):
                 c = summed_to(run, g, rec.vals[i])
                 out.append(c if d == 1 else run(operator.mul, c, d))
             else:
-                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i]))
+                c = _scalar_dot(g, d, rec.vals[i]) if run is plain_call else None
+                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i])
+                           if c is None else c)
         return out
     if kind is GETITEM:
         shape, dtype, k = rec.kwargs
@@ -491,6 +493,22 @@ def _step(rec, g, run):
         vshape, k, vdtype = rec.kwargs
         return run(setitem_back, g, vshape, k, vdtype)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+
+
+def _scalar_dot(g, d, x):
+    """``sum(g * d)`` as one dot product, for a real scalar argument ``x`` of an elementwise
+    step whose cotangent ``g`` and partial ``d`` are float64 arrays of one shape (a scalar
+    parameter of an array formula: ``loc``, ``scale``); ``None`` otherwise, or when the dot
+    is not finite (then the products are made one by one: an exact zero factor must win
+    over an infinite one)."""
+    tx = type(x)
+    if not (tx is float or tx is _F64 or (tx is np.ndarray and x.ndim == 0 and x.dtype.kind == "f")):
+        return None
+    if (type(g) is not np.ndarray or type(d) is not np.ndarray or g.shape != d.shape
+            or g.dtype != _F64 or d.dtype != _F64 or g.ndim == 0):
+        return None
+    c = np.dot(g.ravel(), d.ravel())
+    return c if np.isfinite(c) else None
 
 
 def _call(fn, g):

@@ -693,3 +693,24 @@ def test_hook_function_is_differentiated_inside_an_enclosing_derivative():
 
     assert G(0.5) == pytest.approx(0.25 * math.cos(0.25) + 0.5, rel=1e-14)
     assert D(G, 0.5) == pytest.approx((G(0.5 + 1e-6) - G(0.5 - 1e-6)) / 2e-6, rel=1e-6)
+
+
+def test_scalar_parameter_of_an_array_formula_by_one_dot():
+    """A scalar's cotangent from an elementwise step over arrays is summed as one dot
+    product; where a product is not finite (an infinite partial where the cotangent is an
+    exact zero, here at an infinite point masked out by np.where) the exact zero still
+    wins, and the result is the same number, of the same type, as the plain sum."""
+    x = np.array([1.0, np.inf, 2.0, -0.5])
+
+    def f(s):
+        return np.sum(np.where(np.isfinite(x), x / s, 0.0))
+
+    s = 1.3
+    (got,) = capstan.gradient(f, s)
+    assert got == pytest.approx(-(1.0 + 2.0 - 0.5) / s ** 2, rel=1e-14)
+    assert type(got) is float
+    y = np.linspace(0.1, 2.0, 50)
+    for point in (1.3, np.float64(1.3), np.array(1.3)):
+        (got,) = capstan.gradient(lambda p: np.sum(np.log(y * p) * y / p), point)
+        want = np.sum(y * (1.0 - np.log(y * 1.3))) / 1.3 ** 2
+        assert np.shape(got) == np.shape(point) and np.isclose(got, want, rtol=1e-13)
