@@ -681,6 +681,9 @@ def _storing_into(f, key, args):
 
 
 _SEQUENCES = (list, tuple, str, bytes, bytearray, dict, np.ndarray, Tagged, numbers.Number)
+#: exact types of values that are no one-pass iterables (read without isinstance's ABC checks)
+_PLAIN_VALUES = frozenset({float, int, bool, complex, str, bytes, list, tuple, dict, np.ndarray, Tagged,
+                           type(None), np.float64})
 
 
 #: C functions that read at most ``count`` items of an iterable: (position, keyword) of ``count``
@@ -704,9 +707,11 @@ def _materialized(args, kwargs, limit=None):
             return a
         return list(a) if limit is None else list(itertools.islice(a, limit))
 
-    if any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in args):
+    if any(type(a) not in _PLAIN_VALUES and not isinstance(a, _SEQUENCES) and hasattr(a, "__next__")
+           for a in args):
         args = tuple(read(a) for a in args)
-    if kwargs and any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in kwargs.values()):
+    if kwargs and any(type(a) not in _PLAIN_VALUES and not isinstance(a, _SEQUENCES) and hasattr(a, "__next__")
+                      for a in kwargs.values()):
         kwargs = {k: read(a) for k, a in kwargs.items()}
     return args, kwargs
 

@@ -184,14 +184,19 @@ class ReverseCtx(ADContext):
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
             raise losses.refuse(self, no_rule(f, "reverse"))
-        out = out_argument(kwargs)
+        out = out_argument(kwargs) if kwargs else None
         if out is not None:
             self.before_write(out)
-        ans = run(f, *vals, **kwargs)
-        if out is None and type(untagged(ans)) is np.ndarray:  # (also an enclosing context's value)
+        ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
+        ta = type(ans)
+        if out is None and (ta is np.ndarray or (ta is Tagged and type(untagged(ans)) is np.ndarray)):
+            # (also an enclosing context's value)
             same = returned_argument(ans, vals, parents)
             if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                 return args[same]
+            if ta is np.ndarray and ans.dtype.kind == "f" and out is None:  # (the commonest result)
+                return self._track(Tagged(ans, self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign),
+                                          self))
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
         if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
