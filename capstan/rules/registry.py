@@ -175,6 +175,7 @@ def plain_valued(f):
 
 
 _F64 = np.float64
+_SUM = np.add.reduce
 
 
 def unbroadcast(g, x):
@@ -186,7 +187,8 @@ def unbroadcast(g, x):
             return g
         if g.dtype.kind == "f" and (tx is float or tx is _F64 or (
                 tx is np.ndarray and x.ndim == 0 and x.dtype.kind != "c")):
-            return g.sum()  # (a real scalar operand: every axis summed, a NumPy scalar)
+            return _SUM(g, axis=None)  # (a real scalar operand: every axis summed, a NumPy scalar; g.sum()
+            # without its Python wrapper)
     elif (tg is float or tg is _F64) and (tx is float or tx is _F64):
         return g
     shape = np.shape(x)
