@@ -204,6 +204,45 @@ class ReverseCtx(ADContext):
             return out
         return self._result(ans, n)
 
+    def arrays(self, f, args):
+        """An operator (``+ - * / **``, unary ``-``) that its float fast path did not take:
+        when its operands are float64 arrays and numbers, this run's values or constants,
+        computed and recorded as ``apply`` would (the same record, the same result) without
+        the general path's questions, which such operands all answer alike; anything else
+        goes to ``apply``."""
+        key = self._tagkey
+        vals = []
+        parents = []
+        arrays = found = False
+        for a in args:
+            ta = type(a)
+            if ta is Tagged:
+                v = a._value
+                tv = type(v)
+                if a._tagkey is not key or type(a._meta) is not int:
+                    return self.apply(f, args, {})
+                if tv is np.ndarray:
+                    if v.dtype is not _DOUBLE:
+                        return self.apply(f, args, {})
+                    arrays = True
+                elif tv is not float and tv is not _F64:
+                    return self.apply(f, args, {})
+                vals.append(v)
+                parents.append(a._meta)
+                found = True
+            elif ta is float or ta is int or ta is _F64:
+                vals.append(a)
+                parents.append(None)
+            else:  # (a plain array may hold differentiated values: shadowed)
+                return self.apply(f, args, {})
+        if not (arrays and found) or f in ADJOINTS:
+            return self.apply(f, args, {})
+        ans = f(*vals)
+        n = self.record(RULE, f, ans, tuple(vals), {}, parents)
+        if type(ans) is np.ndarray:
+            return self._track(Tagged(ans, n, self))
+        return self._result(ans, n)  # (0-d arrays give NumPy scalars)
+
     def _result(self, ans, n):
         if type(ans) is float:
             return Tagged(ans, n, self)
@@ -420,6 +459,7 @@ def backward(tape, seeds):
 
 
 _F64 = np.float64
+_DOUBLE = np.dtype(np.float64)
 _sweep = capstan_native.sweep if capstan_native is not None else None
 
 

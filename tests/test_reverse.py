@@ -714,3 +714,40 @@ def test_scalar_parameter_of_an_array_formula_by_one_dot():
         (got,) = capstan.gradient(lambda p: np.sum(np.log(y * p) * y / p), point)
         want = np.sum(y * (1.0 - np.log(y * 1.3))) / 1.3 ** 2
         assert np.shape(got) == np.shape(point) and np.isclose(got, want, rtol=1e-13)
+
+
+def test_array_operators_by_the_short_path_and_the_general_one():
+    """``+ - * / **`` and unary ``-`` on float64 arrays and numbers (this run's or constant)
+    take a short path to the same tape record as the general one; float32 and complex
+    arrays, 0-d arrays (NumPy scalars out), plain arrays holding differentiated values and
+    user objects take the general path: every gradient is the hand-written one."""
+    v = np.array([0.5, 1.5, 2.0])
+
+    def f(s, t):
+        a = v * s  # array * float
+        b = (a - t) / s ** 2 + 2 * a - np.float64(0.5) * a  # array op float, int op array
+        c = -(b ** 2) / (a + 1.0)  # array op array
+        return np.sum(c) + np.sum(a ** t)  # array ** float
+
+    def hand(s, t):
+        e = 1e-6
+        return ((f_plain(s + e, t) - f_plain(s - e, t)) / (2 * e), (f_plain(s, t + e) - f_plain(s, t - e)) / (2 * e))
+
+    f_plain = f
+    got = capstan.gradient(f, 1.3, 0.7)
+    np.testing.assert_allclose(got, hand(1.3, 0.7), rtol=1e-7)
+    s, t = 1.3, 0.7
+    for g, want in (
+            (lambda s: np.sum(v.astype(np.float32) * np.float32(s) / 2), np.sum(v) / 2),  # float32
+            (lambda s: np.real(np.sum((v + 1j) * s - 1j * s)), np.sum(v)),  # complex
+            (lambda s: float(np.array(2.0) * s + np.array(s) * np.array(3.0)), 5.0),  # 0-d arrays
+    ):
+        assert np.isclose(capstan.gradient(g, s)[0], want, rtol=1e-6)
+
+    def shadowed(s):
+        plain = np.zeros(3)
+        plain[1] = s  # (a plain array now holding a differentiated value)
+        return np.sum((v * s) * plain - plain / (v * s))
+
+    e = 1e-6
+    assert np.isclose(capstan.gradient(shadowed, s)[0], (shadowed(s + e) - shadowed(s - e)) / (2 * e), rtol=1e-7)
