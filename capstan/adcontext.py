@@ -20,7 +20,6 @@ import itertools
 import numbers
 import operator
 import types
-import weakref
 from functools import partial
 from typing import Any
 
@@ -858,7 +857,9 @@ def conjugated(run, d):
     return run(registry.conj, d)
 
 
-_TRIVIAL: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+#: partial -> its :func:`trivial` kind.  Partials are the rule tables' functions, which the
+#: tables hold anyway; the entries go when a table changes (no replaced rule is kept alive)
+_TRIVIAL: dict[Any, Any] = {}
 _SKIPPED = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG"}
 
 
@@ -870,7 +871,7 @@ def trivial(fn):
         return _TRIVIAL[fn]
     except KeyError:
         pass
-    except TypeError:  # (not weakly referable: a builtin)
+    except TypeError:  # (unhashable)
         return None
     kind = None
     code = getattr(fn, "__code__", None)
@@ -953,3 +954,4 @@ def register_all() -> None:
 
 
 registry.on_change(lambda f: f in registry.NONDIFF or _register(f))
+registry.on_change(lambda f: _TRIVIAL.clear())

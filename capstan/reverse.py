@@ -525,7 +525,7 @@ def _step(rec, g, run):
             td = type(d)
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
                 c = summed_to(run, g, rec.vals[i])
-                out.append(c if d == 1 else run(operator.mul, c, d))
+                out.append(c if d == 1 else c * d if run is plain_call else run(operator.mul, c, d))
             else:
                 c = _scalar_dot(g, d, rec.vals[i]) if run is plain_call else None
                 out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i])

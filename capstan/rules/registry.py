@@ -176,6 +176,7 @@ def plain_valued(f):
 
 _F64 = np.float64
 _SUM = np.add.reduce
+_ALL = np.logical_and.reduce  # (ndarray.all without its Python wrapper)
 
 
 def unbroadcast(g, x):
@@ -255,6 +256,6 @@ def strong_mul(a, b):
     contributes nothing, even where the function's derivative is undefined
     (``np.nansum(np.where(x > 1, np.nan, x) ** 2)``)."""
     r = a * b
-    if type(r) is np.ndarray and r.dtype.kind in "fc" and not np.isfinite(r).all():
+    if type(r) is np.ndarray and r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
         r = np.where((a == 0) | (b == 0), 0, r)
     return r
