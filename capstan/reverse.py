@@ -204,6 +204,38 @@ class ReverseCtx(ADContext):
             return out
         return self._result(ans, n)
 
+    def apply(self, f, args, kwargs):
+        """``ADContext.apply``; a call of a function with a rule on this run's values (float64
+        arrays and floats) and plain numbers and arrays, without keywords, goes straight to
+        ``compute``: ``apply``'s questions are answered alike for all such calls."""
+        if (kwargs or (f not in _PARTIALS and f not in _VJP) or f in registry.SOLVERS or f in registry.IMPLS
+                or f in registry.NONDIFF or f is operator.getitem
+                or (type(f) is np.ufunc and len(args) != f.nin)):
+            return ADContext.apply(self, f, args, kwargs)
+        key = self._tagkey
+        vals = []
+        parents = []
+        found = False
+        for a in args:
+            ta = type(a)
+            if ta is Tagged:
+                v = a._value
+                tv = type(v)
+                if (a._tagkey is not key or type(a._meta) is not int
+                        or not (tv is float or tv is _F64 or (tv is np.ndarray and v.dtype is _DOUBLE))):
+                    return ADContext.apply(self, f, args, kwargs)
+                vals.append(v)
+                parents.append(a._meta)
+                found = True
+            elif ta is float or ta is int or ta is _F64 or (ta is np.ndarray and not self.shadows and not self.outside):
+                vals.append(a)
+                parents.append(None)
+            else:
+                return ADContext.apply(self, f, args, kwargs)
+        if not found:
+            return ADContext.apply(self, f, args, kwargs)
+        return self.compute(f, vals, parents, kwargs, args, plain_call, None)
+
     def arrays(self, f, args):
         """An operator (``+ - * / **``, unary ``-``) that its float fast path did not take:
         when its operands are float64 arrays and numbers, this run's values or constants,

@@ -751,3 +751,44 @@ def test_array_operators_by_the_short_path_and_the_general_one():
 
     e = 1e-6
     assert np.isclose(capstan.gradient(shadowed, s)[0], (shadowed(s + e) - shadowed(s - e)) / (2 * e), rtol=1e-7)
+
+
+from capstan.adcontext import ADContext  # noqa: E402
+from capstan.reverse import ReverseCtx  # noqa: E402
+
+V = np.linspace(0.2, 2.0, 40)
+
+
+class _GeneralPath(ReverseCtx):
+    """Reverse mode with every call of a function with a rule through ``ADContext.apply``
+    (no short path for array operators and plain calls)."""
+
+    def apply(self, f, args, kwargs):
+        return ADContext.apply(self, f, args, kwargs)
+
+    def arrays(self, f, args):
+        return ADContext.apply(self, f, args, {})
+
+
+def _recorded(ctx_type, f, *args):
+    from capstan.reverse import _Run
+
+    run = _Run(f, args, "gradient", ctx_type())
+    steps = [(r.kind, r.f, [p for p in r.parents], [type(v).__name__ for v in r.vals])
+             if not isinstance(r, tuple) else r for r in run.ctx.tape]
+    return steps, capstan.reverse._gradient(run, args)
+
+
+@pytest.mark.parametrize("program", [
+    lambda s, t: np.sum(np.log(np.exp(V * s) + t) * V / s),
+    lambda s, t: np.sum(np.subtract(V, s) ** 2 / (2 * t ** 2)) + np.log(t) * V.size,
+    lambda s, t: np.sum(np.maximum(V * s, t) - np.minimum(np.float64(0.5), V / t)),
+    lambda s, t: np.sum(np.where(V > 1.0, V * s, -V * t)) + np.sum(np.asarray(V * s)),
+], ids=["exp-log", "normal", "extremes", "where-asarray"])
+def test_the_short_paths_record_what_the_general_path_records(program):
+    """The same tape (functions, parents, argument types) and the same gradient, to the bit,
+    with and without the short paths."""
+    short = _recorded(ReverseCtx, program, 1.3, 0.7)
+    general = _recorded(_GeneralPath, program, 1.3, 0.7)
+    assert short[0] == general[0]
+    assert short[1] == general[1]
