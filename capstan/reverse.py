@@ -22,8 +22,8 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import (DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call, product,
-                         routed, summed_to)
+from .adcontext import (_TRIVIAL, DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call,
+                         product, routed, summed_to, trivial)
 from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
@@ -548,6 +548,8 @@ def _step(rec, g, run):
         if vjp is not None:
             return run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
         partials = _PARTIALS[f]
+        if run is plain_call:
+            return _plain_partials(rec, g, partials)
         out = []
         for i, p in enumerate(rec.parents):
             if p is None or i >= len(partials) or partials[i] is None:
@@ -570,6 +572,56 @@ def _step(rec, g, run):
         vshape, k, vdtype = rec.kwargs
         return run(setitem_back, g, vshape, k, vdtype)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+
+
+def _plain_partials(rec, g, partials):
+    """``_step``'s partials branch for plain values (no enclosing differentiation): what
+    ``call_partial``, ``summed_to``, ``product`` and ``conjugated`` do with ``plain_call``,
+    in one frame."""
+    ans, vals, kwargs = rec.ans, rec.vals, rec.kwargs
+    n = len(partials)
+    out = []
+    for i, p in enumerate(rec.parents):
+        fn = partials[i] if i < n else None
+        if p is None or fn is None:
+            out.append(None)
+            continue
+        kind = _TRIVIAL.get(fn, _UNKNOWN)
+        if kind is _UNKNOWN:
+            kind = trivial(fn)
+        if kind is None:
+            d = fn(ans, *vals, **kwargs)
+        elif kind[0] == "const":
+            d = kind[1]
+        elif kind[1] <= len(vals):
+            d = ans if kind[1] == 0 else vals[kind[1] - 1]
+        else:
+            d = fn(ans, *vals, **kwargs)
+        x = vals[i]
+        td = type(d)
+        if td is float or td is int:  # a constant partial: sum over broadcast axes first
+            c = _summed(g, x)
+            out.append(c if d == 1 else c * d)
+            continue
+        c = _scalar_dot(g, d, x)
+        if c is None:
+            if not (td is float or (td is np.ndarray and d.dtype.kind in "fi")):
+                d = registry.conj(d)
+            c = _summed(registry.strong_mul(g, d), x)
+        out.append(c)
+    return out
+
+
+def _summed(g, x):
+    """``summed_to(plain_call, g, x)``."""
+    tg, tx = type(g), type(x)
+    if (tg is np.ndarray and tx is np.ndarray and g.shape == x.shape and (g.dtype.kind != "c" or x.dtype.kind == "c")) \
+            or (tg is float and tx is float):
+        return g
+    return registry.unbroadcast(g, x)
+
+
+_UNKNOWN = object()
 
 
 def _scalar_dot(g, d, x):
