@@ -133,12 +133,22 @@ class ReverseCtx(ADContext):
         tape = self.tape
         tape.append(Record(kind, f, ans, vals, kwargs, parents, foreign))
         n = len(tape) - 1
+        readers = self.readers
         for v in vals:
             tv = type(v)
-            if tv is np.ndarray or (tv is Tagged and type(untagged(v)) is np.ndarray):
-                self.readers.setdefault(id(root_of(untagged(v))), []).append(n)
-        if type(ans) is np.ndarray or (type(ans) is Tagged and type(untagged(ans)) is np.ndarray):
-            self.readers.setdefault(id(root_of(untagged(ans))), []).append(n)
+            if tv is Tagged:
+                v = untagged(v)
+                tv = type(v)
+            if tv is np.ndarray:
+                while type(v.base) is np.ndarray:  # (root_of: the memory's owner)
+                    v = v.base
+                readers.setdefault(id(v), []).append(n)
+        if type(ans) is Tagged:
+            ans = untagged(ans)
+        if type(ans) is np.ndarray:
+            while type(ans.base) is np.ndarray:
+                ans = ans.base
+            readers.setdefault(id(ans), []).append(n)
         return n
 
     def before_write(self, arr):
