@@ -12,6 +12,7 @@ the tape is overwritten, the records that read it get a snapshot of its old
 contents -- so the backward pass always sees the values the forward pass used.
 """
 import enum
+import math
 import operator
 import weakref
 from typing import Any, Callable
@@ -444,6 +445,7 @@ def backward(tape, seeds):
         cts[n] = g if cts[n] is None else cts[n] + g
     owned = set()  # ids of cotangent buffers made here (safe to add into in place)
     reads = {}  # node -> (read, [positions], [cotangents]) of its float elements read, not added yet
+    nested = nestlevel()  # (differentiations around this pass: the same at each step)
     i = len(tape)
     while i > 0:
         i -= 1
@@ -471,7 +473,7 @@ def backward(tape, seeds):
         if rec.kind is INPUT:
             continue
         foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
-        if foreign is None and type(g) is np.ndarray and nestlevel():
+        if foreign is None and type(g) is np.ndarray and nested:
             # a plain array an enclosing differentiation wrote derivatives into (it shadows
             # it): the cotangent carries that derivative, so the rule runs inside it
             foreign = enclosing(g)
@@ -647,7 +649,7 @@ def _scalar_dot(g, d, x):
             or g.dtype != _F64 or d.dtype != _F64 or g.ndim == 0):
         return None
     c = np.dot(g.ravel(), d.ravel())
-    return c if np.isfinite(c) else None
+    return c if math.isfinite(c) else None
 
 
 def _call(fn, g):
