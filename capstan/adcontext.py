@@ -21,7 +21,6 @@ import numbers
 import operator
 import sys
 import types
-import weakref
 from functools import partial
 from typing import Any
 
@@ -721,6 +720,9 @@ def _storing_into(f, key, args):
 
 
 _SEQUENCES = (list, tuple, str, bytes, bytearray, dict, np.ndarray, Tagged, numbers.Number)
+#: exact types of values that are no one-pass iterables (read without isinstance's ABC checks)
+_PLAIN_VALUES = frozenset({float, int, bool, complex, str, bytes, list, tuple, dict, np.ndarray, Tagged,
+                           type(None), np.float64})
 
 
 #: C functions that read at most ``count`` items of an iterable: (position, keyword) of ``count``
@@ -744,9 +746,11 @@ def _materialized(args, kwargs, limit=None):
             return a
         return list(a) if limit is None else list(itertools.islice(a, limit))
 
-    if any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in args):
+    if any(type(a) not in _PLAIN_VALUES and not isinstance(a, _SEQUENCES) and hasattr(a, "__next__")
+           for a in args):
         args = tuple(read(a) for a in args)
-    if kwargs and any(not isinstance(a, _SEQUENCES) and hasattr(a, "__next__") for a in kwargs.values()):
+    if kwargs and any(type(a) not in _PLAIN_VALUES and not isinstance(a, _SEQUENCES) and hasattr(a, "__next__")
+                      for a in kwargs.values()):
         kwargs = {k: read(a) for k, a in kwargs.items()}
     return args, kwargs
 
@@ -916,7 +920,9 @@ def conjugated(run, d):
     return run(registry.conj, d)
 
 
-_TRIVIAL: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+#: partial -> its :func:`trivial` kind.  Partials are the rule tables' functions, which the
+#: tables hold anyway; the entries go when a table changes (no replaced rule is kept alive)
+_TRIVIAL: dict[Any, Any] = {}
 _SKIPPED = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG"}
 
 
@@ -928,7 +934,7 @@ def trivial(fn):
         return _TRIVIAL[fn]
     except KeyError:
         pass
-    except TypeError:  # (not weakly referable: a builtin)
+    except TypeError:  # (unhashable)
         return None
     kind = None
     code = getattr(fn, "__code__", None)
@@ -1009,3 +1015,4 @@ def register_all() -> None:
 
 
 registry.on_change(lambda f: f in registry.NONDIFF or _register(f))
+registry.on_change(lambda f: _TRIVIAL.clear())

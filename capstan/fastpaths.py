@@ -166,12 +166,23 @@ _HAND_OVER = {"x, y": ("return self.apply(f, (x, y), {{}})", "return nested(self
                        "self.apply(f, args, kwargs)")}
 
 
+#: the operators whose reverse fast path hands float64 arrays to ``ReverseCtx.arrays``
+#: (not the in-place ones: an array changed in place is a write, which ``apply`` follows)
+_ARRAY_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg}
+
+
 def _make(template, mode, f, forms, nested_forms=None, **env):
     """The fast path of ``f`` from ``template``; in forward mode with ``nested_forms``
-    (the formulas as strings), also taking an enclosing differentiation's floats."""
+    (the formulas as strings), also taking an enclosing differentiation's floats; in
+    reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
     ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, **env}
     source = _source(template, mode)
+    if mode == "reverse" and f in _ARRAY_OPERATORS:
+        for params in ("x, y", "x"):
+            source = source.replace("return self.apply(f, (%s), {{}})" % (params + ("," if params == "x" else "")),
+                                    "return self.arrays(f, (%s))" % (params + ("," if params == "x" else "")))
+        assert "self.arrays" in source
     if mode == "forward" and nested_forms is not None:
         for params, (generic, nested) in _HAND_OVER.items():
             if generic in source:

@@ -12,6 +12,7 @@ the tape is overwritten, the records that read it get a snapshot of its old
 contents -- so the backward pass always sees the values the forward pass used.
 """
 import enum
+import math
 import operator
 import weakref
 from typing import Any, Callable
@@ -22,8 +23,8 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import (DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call, product,
-                         routed, summed_to)
+from .adcontext import (_TRIVIAL, DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call,
+                         product, routed, summed_to, trivial)
 from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
@@ -141,12 +142,22 @@ class ReverseCtx(ADContext):
         tape = self.tape
         tape.append(Record(kind, f, ans, vals, kwargs, parents, foreign))
         n = len(tape) - 1
+        readers = self.readers
         for v in vals:
             tv = type(v)
-            if tv is np.ndarray or (tv is Tagged and type(untagged(v)) is np.ndarray):
-                self.readers.setdefault(id(root_of(untagged(v))), []).append(n)
-        if type(ans) is np.ndarray or (type(ans) is Tagged and type(untagged(ans)) is np.ndarray):
-            self.readers.setdefault(id(root_of(untagged(ans))), []).append(n)
+            if tv is Tagged:
+                v = untagged(v)
+                tv = type(v)
+            if tv is np.ndarray:
+                while type(v.base) is np.ndarray:  # (root_of: the memory's owner)
+                    v = v.base
+                readers.setdefault(id(v), []).append(n)
+        if type(ans) is Tagged:
+            ans = untagged(ans)
+        if type(ans) is np.ndarray:
+            while type(ans.base) is np.ndarray:
+                ans = ans.base
+            readers.setdefault(id(ans), []).append(n)
         return n
 
     def before_write(self, arr):
@@ -192,20 +203,96 @@ class ReverseCtx(ADContext):
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
             raise losses.refuse(self, no_rule(f, "reverse"))
-        out = out_argument(kwargs)
+        out = out_argument(kwargs) if kwargs else None
         if out is not None:
             self.before_write(out)
-        ans = run(f, *vals, **kwargs)
-        if out is None and type(untagged(ans)) is np.ndarray:  # (also an enclosing context's value)
+        ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
+        ta = type(ans)
+        if out is None and (ta is np.ndarray or (ta is Tagged and type(untagged(ans)) is np.ndarray)):
+            # (also an enclosing context's value)
             same = returned_argument(ans, vals, parents)
             if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                 return args[same]
+            if ta is np.ndarray and ans.dtype.kind == "f" and out is None:  # (the commonest result)
+                return self._track(Tagged(ans, self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign),
+                                          self))
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
         if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
             self.setitem(out, Ellipsis, Tagged(ans, n, self))  # (y may be a view)
             return out
         return self._result(ans, n)
+
+    def apply(self, f, args, kwargs):
+        """``ADContext.apply``; a call of a function with a rule on this run's values (float64
+        arrays and floats) and plain numbers and arrays, without keywords, goes straight to
+        ``compute``: ``apply``'s questions are answered alike for all such calls."""
+        if (kwargs or (f not in _PARTIALS and f not in _VJP) or f in registry.SOLVERS or f in registry.IMPLS
+                or f in registry.NONDIFF or f is operator.getitem
+                or (type(f) is np.ufunc and len(args) != f.nin)):
+            return ADContext.apply(self, f, args, kwargs)
+        key = self._tagkey
+        vals = []
+        parents = []
+        found = False
+        for a in args:
+            ta = type(a)
+            if ta is Tagged:
+                v = a._value
+                tv = type(v)
+                if (a._tagkey is not key or type(a._meta) is not int
+                        or not (tv is float or tv is _F64 or (tv is np.ndarray and v.dtype is _DOUBLE))):
+                    return ADContext.apply(self, f, args, kwargs)
+                vals.append(v)
+                parents.append(a._meta)
+                found = True
+            elif ta is float or ta is int or ta is _F64 or (ta is np.ndarray and not self.shadows and not self.outside):
+                vals.append(a)
+                parents.append(None)
+            else:
+                return ADContext.apply(self, f, args, kwargs)
+        if not found:
+            return ADContext.apply(self, f, args, kwargs)
+        return self.compute(f, vals, parents, kwargs, args, plain_call, None)
+
+    def arrays(self, f, args):
+        """An operator (``+ - * / **``, unary ``-``) that its float fast path did not take:
+        when its operands are float64 arrays and numbers, this run's values or constants,
+        computed and recorded as ``apply`` would (the same record, the same result) without
+        the general path's questions, which such operands all answer alike; anything else
+        goes to ``apply``."""
+        key = self._tagkey
+        vals = []
+        parents = []
+        arrays = found = False
+        for a in args:
+            ta = type(a)
+            if ta is Tagged:
+                v = a._value
+                tv = type(v)
+                if a._tagkey is not key or type(a._meta) is not int:
+                    return self.apply(f, args, {})
+                if tv is np.ndarray:
+                    if v.dtype is not _DOUBLE:
+                        return self.apply(f, args, {})
+                    arrays = True
+                elif tv is not float and tv is not _F64:
+                    return self.apply(f, args, {})
+                vals.append(v)
+                parents.append(a._meta)
+                found = True
+            elif ta is float or ta is int or ta is _F64:
+                vals.append(a)
+                parents.append(None)
+            else:  # (a plain array may hold differentiated values: shadowed)
+                return self.apply(f, args, {})
+        if not (arrays and found) or f in ADJOINTS:
+            return self.apply(f, args, {})
+        ans = f(*vals)
+        n = self.record(RULE, f, ans, tuple(vals), {}, parents)
+        if type(ans) is np.ndarray:
+            return self._track(Tagged(ans, n, self))
+        return self._result(ans, n)  # (0-d arrays give NumPy scalars)
 
     def _result(self, ans, n):
         if type(ans) is float:
@@ -366,6 +453,7 @@ def backward(tape, seeds):
         cts[n] = g if cts[n] is None else cts[n] + g
     owned = set()  # ids of cotangent buffers made here (safe to add into in place)
     reads = {}  # node -> (read, [positions], [cotangents]) of its float elements read, not added yet
+    nested = nestlevel()  # (differentiations around this pass: the same at each step)
     i = len(tape)
     while i > 0:
         i -= 1
@@ -393,7 +481,7 @@ def backward(tape, seeds):
         if rec.kind is INPUT:
             continue
         foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
-        if foreign is None and type(g) is np.ndarray and nestlevel():
+        if foreign is None and type(g) is np.ndarray and nested:
             # a plain array an enclosing differentiation wrote derivatives into (it shadows
             # it): the cotangent carries that derivative, so the rule runs inside it
             foreign = enclosing(g)
@@ -448,6 +536,7 @@ def check_equalities(ctx):
 
 
 _F64 = np.float64
+_DOUBLE = np.dtype(np.float64)
 _sweep = capstan_native.sweep if capstan_native is not None else None
 
 
@@ -504,6 +593,8 @@ def _step(rec, g, run):
         if vjp is not None:
             return run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
         partials = _PARTIALS[f]
+        if run is plain_call:
+            return _plain_partials(rec, g, partials)
         out = []
         for i, p in enumerate(rec.parents):
             if p is None or i >= len(partials) or partials[i] is None:
@@ -513,9 +604,11 @@ def _step(rec, g, run):
             td = type(d)
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
                 c = summed_to(run, g, rec.vals[i])
-                out.append(c if d == 1 else run(operator.mul, c, d))
+                out.append(c if d == 1 else c * d if run is plain_call else run(operator.mul, c, d))
             else:
-                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i]))
+                c = _scalar_dot(g, d, rec.vals[i]) if run is plain_call else None
+                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i])
+                           if c is None else c)
         return out
     if kind is GETITEM:
         shape, dtype, k = rec.kwargs
@@ -524,6 +617,72 @@ def _step(rec, g, run):
         vshape, k, vdtype = rec.kwargs
         return run(setitem_back, g, vshape, k, vdtype)
     return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+
+
+def _plain_partials(rec, g, partials):
+    """``_step``'s partials branch for plain values (no enclosing differentiation): what
+    ``call_partial``, ``summed_to``, ``product`` and ``conjugated`` do with ``plain_call``,
+    in one frame."""
+    ans, vals, kwargs = rec.ans, rec.vals, rec.kwargs
+    n = len(partials)
+    out = []
+    for i, p in enumerate(rec.parents):
+        fn = partials[i] if i < n else None
+        if p is None or fn is None:
+            out.append(None)
+            continue
+        kind = _TRIVIAL.get(fn, _UNKNOWN)
+        if kind is _UNKNOWN:
+            kind = trivial(fn)
+        if kind is None:
+            d = fn(ans, *vals, **kwargs)
+        elif kind[0] == "const":
+            d = kind[1]
+        elif kind[1] <= len(vals):
+            d = ans if kind[1] == 0 else vals[kind[1] - 1]
+        else:
+            d = fn(ans, *vals, **kwargs)
+        x = vals[i]
+        td = type(d)
+        if td is float or td is int:  # a constant partial: sum over broadcast axes first
+            c = _summed(g, x)
+            out.append(c if d == 1 else c * d)
+            continue
+        c = _scalar_dot(g, d, x)
+        if c is None:
+            if not (td is float or (td is np.ndarray and d.dtype.kind in "fi")):
+                d = registry.conj(d)
+            c = _summed(registry.strong_mul(g, d), x)
+        out.append(c)
+    return out
+
+
+def _summed(g, x):
+    """``summed_to(plain_call, g, x)``."""
+    tg, tx = type(g), type(x)
+    if (tg is np.ndarray and tx is np.ndarray and g.shape == x.shape and (g.dtype.kind != "c" or x.dtype.kind == "c")) \
+            or (tg is float and tx is float):
+        return g
+    return registry.unbroadcast(g, x)
+
+
+_UNKNOWN = object()
+
+
+def _scalar_dot(g, d, x):
+    """``sum(g * d)`` as one dot product, for a real scalar argument ``x`` of an elementwise
+    step whose cotangent ``g`` and partial ``d`` are float64 arrays of one shape (a scalar
+    parameter of an array formula: ``loc``, ``scale``); ``None`` otherwise, or when the dot
+    is not finite (then the products are made one by one: an exact zero factor must win
+    over an infinite one)."""
+    tx = type(x)
+    if not (tx is float or tx is _F64 or (tx is np.ndarray and x.ndim == 0 and x.dtype.kind == "f")):
+        return None
+    if (type(g) is not np.ndarray or type(d) is not np.ndarray or g.shape != d.shape
+            or g.dtype != _F64 or d.dtype != _F64 or g.ndim == 0):
+        return None
+    c = np.dot(g.ravel(), d.ravel())
+    return c if math.isfinite(c) else None
 
 
 def _call(fn, g):

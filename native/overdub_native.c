@@ -1499,7 +1499,29 @@ static PyTypeObject EntryPoint_Type = {
     .tp_clear = (inquiry)entry_point_clear,
 };
 
+/* type_version(tp): tp's version tag (assigned now if it has none), 0 when it cannot have
+   one; CPython gives a type a new tag whenever it or a base class changes */
+static PyObject *
+type_version(PyObject *self, PyObject *arg)
+{
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "type_version(tp): tp must be a type");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)arg;
+    if (!type_tag_valid(tp)) {
+        (void)_PyType_Lookup(tp, str_dict);  /* (assigns the type a version tag) */
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+        }
+    }
+    return PyLong_FromUnsignedLong(type_tag_valid(tp) ? tp->tp_version_tag : 0);
+}
+
 static PyMethodDef module_functions[] = {
+    {"type_version", type_version, METH_O,
+     "type_version(tp): tp's version tag, which changes whenever tp or a base class changes "
+     "(0: none can be given)."},
     {"configure_entry_points", configure_entry_points, METH_VARARGS,
      "configure_entry_points(recurse, canrecurse, fallback, machinery_files, machinery_codes, "
      "op_by_fn, native_types, Tagged, PLAIN, AS_IS, STRUCTURAL, ATTRIBUTE_WRITE, type_new, "

@@ -22,12 +22,14 @@ C types keep CPython's behaviour and messages exactly.
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import math
 import operator
+import weakref
 from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
 
 from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
 from .lifetimes import forget_at_collection, is_transient_class
 from .tracebacks import drop_own_frames
+from ._native import entry_points as _native_module
 
 
 _CALLABLE_SLOTS = (FunctionType, WrapperDescriptorType, MethodDescriptorType)
@@ -160,6 +162,13 @@ FUNCTION_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 #: the names of a function, which its routed twin shows too (generators take their names)
 FUNCTION_NAMES = frozenset({"__name__", "__qualname__"})
 _STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
+#: a class's version tag (the C layer's; None in pure Python): it changes whenever the class
+#: or a base changes, so an answer of _plain_attrs kept with the tags it was read under holds
+#: for as long as they do
+_type_version = getattr(_native_module, "type_version", None)
+#: class -> (its tag, its _plain_attrs, ((weak reference to a class of its attributes, that
+#: class's tag), ...)), kept across runs (weak keys: no class is kept alive by it)
+_KEPT_ATTRS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _STATIC_DESCRIPTORS = {}  # C type -> whether its instances are Python-level descriptors (as above)
 
 
@@ -433,7 +442,15 @@ class Steps:
         if static and tp in _STATIC_ATTRS:
             info = self.attr_info[tp] = _STATIC_ATTRS[tp]
             return info
+        kept = _KEPT_ATTRS.get(tp) if not static and _type_version is not None else None
+        if kept is not None and kept[0] == _type_version(tp) and all(
+                ref() is not None and _type_version(ref()) == tag for ref, tag in kept[2]):
+            info = self.attr_info[tp] = kept[1]  # (the classes read are as they were then)
+            if is_transient_class(tp):
+                forget_at_collection(self.attr_info, tp)
+            return info
         info = ALL_NAMES
+        heap = set()  # the classes of attributes whose answer may change (Python classes)
         if (not is_py(lookup(tp, "__getattribute__")) and not is_py(lookup(tp, "__getattr__"))
                 and not is_py(lookup(tp, "__setattr__")) and not is_py(lookup(tp, "__delattr__"))):
             info = set()
@@ -444,15 +461,37 @@ class Steps:
                         continue
                     if _python_descriptor(atp):
                         info.add(name)
+                    if type_flags(atp) & _HEAPTYPE:
+                        heap.add(atp)
             info = frozenset(info)
         if tp is FunctionType:  # replacing these changes what calling the function runs
             info = FUNCTION_BODY | FUNCTION_NAMES
         self.attr_info[tp] = info
         if static:
             _STATIC_ATTRS[tp] = info
-        elif is_transient_class(tp):  # (the entry must not keep a local class alive)
-            forget_at_collection(self.attr_info, tp)
+        else:
+            if is_transient_class(tp):  # (the entry must not keep a local class alive)
+                forget_at_collection(self.attr_info, tp)
+            if _type_version is not None:
+                self._keep_attrs(tp, info, heap)
         return info
+
+    @staticmethod
+    def _keep_attrs(tp, info, heap):
+        """Keep ``tp``'s answer across runs with the version tags it was read under (none
+        kept when a class has no tag, or cannot be referenced weakly)."""
+        tags = []
+        try:
+            for atp in heap:
+                tag = _type_version(atp)
+                if not tag:
+                    return
+                tags.append((weakref.ref(atp), tag))
+            tag = _type_version(tp)
+            if tag:
+                _KEPT_ATTRS[tp] = (tag, info, tuple(tags))
+        except TypeError:
+            pass
 
     def getattr(self):
         plain_attrs = self._plain_attrs

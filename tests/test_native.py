@@ -820,6 +820,76 @@ def test_attribute_answers_follow_the_class():
         del cls, obj
 
 
+class _Base:
+    scale = 2.0
+
+
+class _Model(_Base):
+    def __init__(self):
+        self.p = 0.0
+
+
+class _Descriptor:
+    def __get__(self, obj, tp):
+        return 3.0
+
+
+@native
+def test_attribute_descriptors_are_kept_across_runs_per_class_version():
+    """Which attributes of a Python class run Python code (properties, descriptors) is kept
+    from one run to the next with the version tags of the classes read: a property added to
+    a base class, a descriptor put on the class, a ``__get__`` given to the descriptor's
+    class between runs are each seen (their derivatives flow); a local class is not kept
+    alive by it."""
+    from overdub import semantics
+
+    m = _Model()
+
+    def f(x):
+        m.p = x
+        return m.scale * x
+
+    try:
+        assert capstan.gradient(f, 1.5) == (2.0,)
+        assert _Model in semantics._KEPT_ATTRS
+        assert capstan.gradient(f, 1.5) == (2.0,)  # (the kept answer)
+        _Base.scale = property(lambda self: self.p * self.p)
+        assert capstan.gradient(f, 1.5) == (pytest.approx(3 * 1.5 ** 2),)
+        _Model.scale = _Descriptor()
+        assert capstan.gradient(f, 1.5) == (3.0,)
+        _Descriptor.__get__ = lambda self, obj, tp: obj.p * obj.p
+        assert capstan.gradient(f, 1.5) == (pytest.approx(3 * 1.5 ** 2),)
+    finally:
+        _Base.scale = 2.0
+        if "scale" in _Model.__dict__:
+            del _Model.scale
+        _Descriptor.__get__ = lambda self, obj, tp: 3.0
+
+    def make():
+        class Local:
+            def __init__(self):
+                self.p = 0.0
+
+            @property
+            def scale(self):
+                return self.p
+
+        return Local
+
+    cls = make()
+    obj = cls()
+
+    def g(x):
+        obj.p = x
+        return obj.scale * x
+
+    assert capstan.gradient(g, 1.5) == (3.0,)
+    ref = weakref.ref(cls)
+    del cls, obj, g
+    gc.collect()
+    assert ref() is None
+
+
 class _Wild(overdub.Context):
     @overdub.primitive()
     def every(self, f, /, *args, **kwargs):

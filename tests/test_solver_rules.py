@@ -302,6 +302,34 @@ def test_solve_ivp_callback_shapes(rhs):
     check(f, X, central(f, X), rtol=1e-6, atol=1e-9)
 
 
+def test_solve_ivp_callback_batching_only_for_distinct_times():
+    """The Jacobians at the nodes come from one run on every node repeated once per state;
+    a callback that batches over distinct times only (here it doubles when a time repeats)
+    is noticed and gets one run per state instead: the derivative stays right."""
+    def rhs(t, y, p):
+        repeated = np.ndim(t) and len(np.unique(t)) < np.size(t)
+        return np.array([-p * y[0] + y[1], -y[0] * y[1]]) * (2.0 if repeated else 1.0)
+
+    def f(p):
+        return integrate.solve_ivp(rhs, (0.0, 1.5), [0.8, 0.3], args=(p,), t_eval=[0.5, 1.5], **TIGHT).y
+
+    check(f, X, central(f, X), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA"])
+@pytest.mark.parametrize("span", [(0.0, 3.0), (3.0, 0.0)])
+def test_dense_values_at_the_nodes_are_scipys(method, span):
+    """The states at the collocation nodes, read from the plain solution's steps all at
+    once (explicit Runge-Kutta), are what its dense output gives, to rounding."""
+    from capstan.rules.solver_rules import _dense_values
+
+    out = integrate.solve_ivp(_three_state, span, [1.0, 0.2, 0.1], args=(0.4, 3.0, 1.5, 0.2),
+                              method=method, dense_output=True, rtol=1e-6, atol=1e-9)
+    ts = out.sol.ts
+    s = (ts[:-1, None] + np.diff(ts)[:, None] * np.array([0.1, 0.5, 0.9])).ravel()
+    np.testing.assert_allclose(_dense_values(out.sol, s), out.sol(s), rtol=1e-14, atol=1e-15)
+
+
 def test_solve_ivp_dense_output():
     """sol(t) of a differentiated solve: the derivative at any time in the span, one time or
     several; kept past the differentiation, the plain values."""

@@ -265,7 +265,7 @@ def _plan(dist, x, z, scale, args):
     # (valid parameters and a positive single scale: the support mask is the condition)
     cond = support if np.ndim(cond0) == 0 and cond0 else cond0 & support & positive
     shape = np.shape(cond)
-    valid = bool(np.all(cond))
+    valid = bool(np.logical_and.reduce(cond, axis=None))  # (np.all(cond) without its Python wrapper)
     simple = (valid and not cast and len(shape) == 1 and z.shape == shape and scale.ndim == 0
               and all(np.shape(a) == shape for a in args))
     return cond, None if valid else (1 - cond0) + np.isnan(z), dtype, cast, simple  # (as SciPy: 1 - cond0)

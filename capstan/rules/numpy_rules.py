@@ -289,9 +289,11 @@ def _listcot(g, a):
     return unbroadcast(g, a)
 
 
-def defreduction(f, names, jvp, vjp):
+def defreduction(f, names, jvp, vjp, whole=None):
     """Register reduction ``f(a, *names)``: ``jvp(t, ans, a, axes, lead, p)`` and
-    ``vjp(g, ans, a, axes, p)`` get the normalized axes and the bound parameters ``p``."""
+    ``vjp(g, ans, a, axes, p)`` get the normalized axes and the bound parameters ``p``;
+    ``whole(shape, g)``, if given, is ``vjp``'s cotangent for ``f(a)`` of a whole array
+    (no other argument) and a real scalar ``g``, without binding parameters."""
     def jvp_rule(ts, ans, a, *args, **kwargs):
         a, t = _listarg(a, ts[0])
         if t is None:
@@ -304,6 +306,9 @@ def defreduction(f, names, jvp, vjp):
         return out if factor is None else out * factor
 
     def vjp_rule(g, ans, a, *args, **kwargs):
+        if (whole is not None and not args and not kwargs and type(a) is np.ndarray and a.dtype.kind in "fc"
+                and (type(g) is float or type(g) is np.float64) and a.size <= 65536):
+            return (whole(a.shape, g),)  # (np.sum(a): the commonest loss)
         p = _args(names, args, kwargs)
         arr = np.array(a) if isinstance(a, (list, tuple)) else a
         arr, where, factor = _plain_reduction(f, p, arr)
@@ -439,7 +444,7 @@ def _std_vjp(g, ans, a, axes, p):
 _SUM = ("axis", "dtype", "out", "keepdims")
 _MAX = ("axis", "out", "keepdims")
 _VAR = ("axis", "dtype", "out", "ddof", "keepdims")
-defreduction(np.sum, _SUM, _sum_jvp, _sum_vjp)
+defreduction(np.sum, _SUM, _sum_jvp, _sum_vjp, whole=np.full)  # (what _spread makes of a scalar)
 
 
 def _fold_sum_jvp(run, ts, ans, a, *args, **kwargs):

@@ -31,7 +31,10 @@ def log(x):
 
 
 def pow_base(ans, base, exp, mod=None):
-    if type(exp) is not np.ndarray and exp == 0:
+    te = type(exp)
+    if (te is int or te is float) and exp == 2:  # a square: 2 * base, exactly base ** 1 times 2
+        return exp * base
+    if te is not np.ndarray and exp == 0:
         return 0.0 * base
     return exp * base ** (exp - 1)
 

@@ -175,6 +175,8 @@ def plain_valued(f):
 
 
 _F64 = np.float64
+_SUM = np.add.reduce
+_ALL = np.logical_and.reduce  # (ndarray.all without its Python wrapper)
 
 
 def unbroadcast(g, x):
@@ -186,7 +188,8 @@ def unbroadcast(g, x):
             return g
         if g.dtype.kind == "f" and (tx is float or tx is _F64 or (
                 tx is np.ndarray and x.ndim == 0 and x.dtype.kind != "c")):
-            return g.sum()  # (a real scalar operand: every axis summed, a NumPy scalar)
+            return _SUM(g, axis=None)  # (a real scalar operand: every axis summed, a NumPy scalar; g.sum()
+            # without its Python wrapper)
     elif (tg is float or tg is _F64) and (tx is float or tx is _F64):
         return g
     shape = np.shape(x)
@@ -253,6 +256,6 @@ def strong_mul(a, b):
     contributes nothing, even where the function's derivative is undefined
     (``np.nansum(np.where(x > 1, np.nan, x) ** 2)``)."""
     r = a * b
-    if type(r) is np.ndarray and r.dtype.kind in "fc" and not np.isfinite(r).all():
+    if type(r) is np.ndarray and r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
         r = np.where((a == 0) | (b == 0), 0, r)
     return r

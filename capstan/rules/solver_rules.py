@@ -60,6 +60,10 @@ try:
     from scipy import optimize as _optimize
 except ImportError:  # pragma: no cover - scipy is optional
     _integrate = _optimize = None
+try:
+    from scipy.integrate._ivp.rk import RkDenseOutput as _RkDense
+except ImportError:  # pragma: no cover - scipy is optional, its private modules may move
+    _RkDense = None
 
 
 def _no_rule(message):
@@ -849,8 +853,32 @@ def _nodes(breaks, method, sol, n):
     _C = _stages(method)[0]
     h = np.diff(breaks)
     s = (breaks[:-1, None] + h[:, None] * _C).ravel()
-    ys = np.asarray(sol(s), dtype=float).reshape(n, -1).T if len(s) else np.empty((0, n))
+    ys = np.asarray(_dense_values(sol, s), dtype=float).reshape(n, -1).T if len(s) else np.empty((0, n))
     return s, ys
+
+
+def _dense_values(sol, s):
+    """``sol(s)`` (shape ``(n, len(s))``) for points ``s`` strictly inside the solver's steps.
+    When every step's interpolant is an explicit Runge-Kutta one (RK23, RK45: SciPy's
+    ``RkDenseOutput``, ``y_old + h Q [x, x^2, ...]`` with ``x = (t - t_old) / h``), all
+    points at once, with the same formula: ``OdeSolution.__call__`` loops in Python over
+    the steps, which costs more than the plain solve's own dense output."""
+    interpolants = getattr(sol, "interpolants", None)
+    ts = np.asarray(getattr(sol, "ts", ()), dtype=float)
+    if (_RkDense is None or not interpolants or len(ts) != len(interpolants) + 1
+            or any(type(i) is not _RkDense for i in interpolants)):
+        return sol(s)
+    Q = np.stack([i.Q for i in interpolants])  # (steps, n, order + 1)
+    y_old = np.stack([i.y_old for i in interpolants])
+    t_old = np.array([i.t_old for i in interpolants], dtype=float)
+    h = np.array([i.h for i in interpolants], dtype=float)
+    if Q.ndim != 3 or y_old.shape != Q.shape[:2] or Q.dtype.kind != "f" or y_old.dtype.kind != "f":
+        return sol(s)
+    sign = 1.0 if ts[-1] >= ts[0] else -1.0
+    step = np.clip(np.searchsorted(ts * sign, s * sign, side="right") - 1, 0, len(interpolants) - 1)
+    x = (s - t_old[step]) / h[step]
+    p = np.cumprod(np.tile(x, (Q.shape[2], 1)), axis=0)  # (order + 1, points)
+    return (h[step, None] * np.einsum("pno,op->pn", Q[step], p) + y_old[step]).T
 
 
 def _segments(jacs, breaks, n, method):
@@ -1003,8 +1031,20 @@ def _node_jacobians(G_plain, user_jac, s, ys, plain_args, n, batched):
         return np.stack([np.reshape(np.asarray(user_jac(si, yi), dtype=float), (n, n))
                          for si, yi in zip(s, ys)])
     if batched:
+        # one run on every node n times over, the i-th copy along the i-th unit vector: column
+        # i of every node's Jacobian -- if the copies give the nodes' values again (a callback
+        # that batches over any number of nodes), else one run per column
+        m = len(s)
+        Y = np.tile(ys.T, (1, n))
+        value, tangent = jvp(lambda Y: np.asarray(G_plain(np.tile(s, n), Y, *plain_args)), (Y,),
+                             (np.repeat(np.eye(n), m, axis=1),))
+        value, tangent = np.asarray(_plain(value)), np.asarray(_plain(tangent), dtype=float)
+        if (value.shape == (n, n * m) and tangent.shape == (n, n * m) and value.dtype.kind == "f"
+                and np.array_equal(value, np.tile(np.asarray(G_plain(s, ys.T, *plain_args)), (1, n)),
+                                   equal_nan=True)):
+            return np.transpose(tangent.reshape(n, n, m), (2, 0, 1))
         columns = [np.asarray(_plain(jvp(lambda Y: np.asarray(G_plain(s, Y, *plain_args)), (ys.T,),
-                                         (np.outer(np.eye(n)[i], np.ones(len(s))),))[1]), dtype=float)
+                                         (np.outer(np.eye(n)[i], np.ones(m)),))[1]), dtype=float)
                    for i in range(n)]  # column i of every node's Jacobian: (n, nodes)
         return np.transpose(np.stack(columns), (2, 1, 0))
     return np.stack([np.reshape(np.asarray(_plain(jacobian(
