@@ -928,10 +928,17 @@ typedef struct {
     PyObject *fallback_kinds;  /* dict: builtin -> how the default fallback calls it */
     PyObject *recursable;      /* dict: builtin -> the default canrecurse's answer for it */
     PyObject *op_answers;      /* dict: (op, name or None, id(type) per operand) -> (tags..., answer) */
+    PyObject *fcache;          /* dict: callee -> what runs it (this run; see leave) */
+    PyObject *kept;            /* dict: the entries of fcache that survive a run's end */
+    PyObject *instance_calls;  /* dict: class -> (its __call__, what runs it) (this run) */
+    PyObject *attr_info;       /* dict: type -> names of Python-level descriptors (this run) */
+    PyObject *code_table;      /* dict: the runtime's routed codes (CodeCache storage) */
     Py_ssize_t depth;          /* runs of this runtime in progress */
     char own_canrecurse;       /* the context overrides canrecurse */
     char own_fallback;         /* the context overrides fallback */
 } RuntimeBaseObject;
+
+#define CODE_TABLE_LIMIT 4096  /* overdub.runtime.CACHE_LIMIT */
 
 static PyMemberDef runtime_members[] = {
     {"ctx", T_OBJECT_EX, offsetof(RuntimeBaseObject, ctx), 0, NULL},
@@ -942,6 +949,11 @@ static PyMemberDef runtime_members[] = {
     {"fallback_kinds", T_OBJECT_EX, offsetof(RuntimeBaseObject, fallback_kinds), 0, NULL},
     {"recursable", T_OBJECT_EX, offsetof(RuntimeBaseObject, recursable), 0, NULL},
     {"op_answers", T_OBJECT_EX, offsetof(RuntimeBaseObject, op_answers), 0, NULL},
+    {"fcache", T_OBJECT_EX, offsetof(RuntimeBaseObject, fcache), 0, NULL},
+    {"kept", T_OBJECT_EX, offsetof(RuntimeBaseObject, kept), 0, NULL},
+    {"instance_calls", T_OBJECT_EX, offsetof(RuntimeBaseObject, instance_calls), 0, NULL},
+    {"attr_info", T_OBJECT_EX, offsetof(RuntimeBaseObject, attr_info), 0, NULL},
+    {"code_table", T_OBJECT_EX, offsetof(RuntimeBaseObject, code_table), 0, NULL},
     {"depth", T_PYSSIZET, offsetof(RuntimeBaseObject, depth), 0, NULL},
     {"own_canrecurse", T_BOOL, offsetof(RuntimeBaseObject, own_canrecurse), 0, NULL},
     {"own_fallback", T_BOOL, offsetof(RuntimeBaseObject, own_fallback), 0, NULL},
@@ -959,6 +971,11 @@ runtime_traverse(RuntimeBaseObject *rt, visitproc visit, void *arg)
     Py_VISIT(rt->fallback_kinds);
     Py_VISIT(rt->recursable);
     Py_VISIT(rt->op_answers);
+    Py_VISIT(rt->fcache);
+    Py_VISIT(rt->kept);
+    Py_VISIT(rt->instance_calls);
+    Py_VISIT(rt->attr_info);
+    Py_VISIT(rt->code_table);
     return 0;
 }
 
@@ -973,6 +990,11 @@ runtime_clear(RuntimeBaseObject *rt)
     Py_CLEAR(rt->fallback_kinds);
     Py_CLEAR(rt->recursable);
     Py_CLEAR(rt->op_answers);
+    Py_CLEAR(rt->fcache);
+    Py_CLEAR(rt->kept);
+    Py_CLEAR(rt->instance_calls);
+    Py_CLEAR(rt->attr_info);
+    Py_CLEAR(rt->code_table);
     return 0;
 }
 
@@ -984,6 +1006,63 @@ runtime_dealloc(RuntimeBaseObject *rt)
     Py_TYPE(rt)->tp_free((PyObject *)rt);
 }
 
+/* rt.leave(): one run of rt ends (runs nest).  At the outermost, what was resolved during
+ * the run is forgotten (fcache back to the kept entries; the per-run tables emptied); True
+ * when the runtime's table of routed code has outgrown its limit (the caller trims it).
+ * The pure-Python reference is overdub/_native.py's _PyRuntimeBase.leave. */
+static PyObject *
+runtime_leave(RuntimeBaseObject *rt, PyObject *Py_UNUSED(ignored))
+{
+    rt->depth -= 1;
+    if (rt->depth != 0) {
+        Py_RETURN_FALSE;
+    }
+    PyObject *dicts[] = {rt->fcache, rt->kept, rt->instance_calls, rt->targets, rt->op_answers,
+                         rt->attr_info, rt->code_table};
+    for (size_t i = 0; i < sizeof(dicts) / sizeof(dicts[0]); i++) {
+        if (dicts[i] == NULL || !PyDict_CheckExact(dicts[i])) {
+            PyErr_SetString(PyExc_TypeError, "Runtime.leave: a runtime's tables must be dicts");
+            return NULL;
+        }
+    }
+    /* (a clear may run a key's __del__, which may use the runtime: hold the dicts) */
+    PyObject *fcache = rt->fcache, *kept = rt->kept;
+    Py_INCREF(fcache);
+    Py_INCREF(kept);
+    int err = 0;
+    if (PyDict_GET_SIZE(fcache) != 0) {
+        PyDict_Clear(fcache);
+    }
+    if (PyDict_GET_SIZE(kept) != 0) {
+        err = PyDict_Update(fcache, kept);
+    }
+    Py_DECREF(kept);
+    Py_DECREF(fcache);
+    if (err < 0) {
+        return NULL;
+    }
+    PyObject *runs[] = {rt->instance_calls, rt->targets, rt->op_answers, rt->attr_info};
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        PyObject *d = runs[i];
+        if (d != NULL && PyDict_CheckExact(d) && PyDict_GET_SIZE(d) != 0) {
+            Py_INCREF(d);
+            PyDict_Clear(d);
+            Py_DECREF(d);
+        }
+    }
+    if (rt->code_table != NULL && PyDict_GET_SIZE(rt->code_table) > CODE_TABLE_LIMIT) {
+        Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef runtime_methods[] = {
+    {"leave", (PyCFunction)runtime_leave, METH_NOARGS,
+     "leave(): one run ends; at the outermost, forget what the run resolved.  True: the "
+     "table of routed code has outgrown its limit."},
+    {NULL}
+};
+
 static PyTypeObject RuntimeBase_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_overdub_native.RuntimeBase",
@@ -992,6 +1071,7 @@ static PyTypeObject RuntimeBase_Type = {
     .tp_basicsize = sizeof(RuntimeBaseObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_members = runtime_members,
+    .tp_methods = runtime_methods,
     .tp_new = PyType_GenericNew,
     .tp_dealloc = (destructor)runtime_dealloc,
     .tp_traverse = (traverseproc)runtime_traverse,

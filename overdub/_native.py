@@ -16,7 +16,7 @@ __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_poin
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 3  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 4  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -50,7 +50,26 @@ class _PyRuntimeBase:
     reference for the C RuntimeBase)."""
 
     __slots__ = ("ctx", "ctx_type", "spec", "outer", "targets", "fallback_kinds", "recursable", "op_answers",
-                 "depth", "own_canrecurse", "own_fallback")
+                 "fcache", "kept", "instance_calls", "attr_info", "code_table", "depth", "own_canrecurse",
+                 "own_fallback")
+
+    def leave(self) -> bool:
+        """One run ends (runs nest).  At the outermost, forget what the run resolved: the
+        callee cache goes back to its kept entries (builtins), the per-run tables are
+        emptied.  True when the table of routed code has outgrown its limit."""
+        self.depth -= 1
+        if self.depth != 0:
+            return False
+        self.fcache.clear()
+        self.fcache.update(self.kept)
+        self.instance_calls.clear()
+        self.targets.clear()
+        self.op_answers.clear()
+        self.attr_info.clear()
+        return len(self.code_table) > _CODE_TABLE_LIMIT
+
+
+_CODE_TABLE_LIMIT = 4096  # overdub.runtime.CACHE_LIMIT
 
 
 TaggedBase: type = _PyTaggedBase
