@@ -11,6 +11,8 @@ import threading
 import weakref
 from typing import Any
 
+from overdub._native import capstan_native
+
 from . import losses, nesting
 
 _local = threading.local()
@@ -65,15 +67,27 @@ class running:
         self.ctx = ctx
 
     def __enter__(self) -> Any:
-        nesting.push(self.ctx)
-        return self.ctx
+        ctx = self.ctx
+        try:  # (nesting.push, inline)
+            contexts = _nesting.contexts
+        except AttributeError:
+            nesting.push(ctx)
+            return ctx
+        if contexts:
+            ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
+        elif ctx.outside:
+            ctx.outside = ()
+        contexts.append(ctx)
+        _nesting.level += 1
+        return ctx
 
     def __exit__(self, tp: Any, exc: Any, tb: Any) -> None:
         try:
             if exc is not None:
                 losses.failed(self.ctx, exc)
         finally:
-            nesting.pop()
+            _nesting.level -= 1  # (nesting.pop, inline)
+            _nesting.contexts.pop()
 
 
 class differentiating(borrowed):
@@ -97,6 +111,8 @@ class differentiating(borrowed):
             return ctx
         if contexts:
             ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
+        elif ctx.outside:
+            ctx.outside = ()
         contexts.append(ctx)
         _nesting.level += 1
         return ctx
@@ -117,3 +133,17 @@ class differentiating(borrowed):
                 idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
             if len(idle) < _KEEP:
                 idle.append(ctx)
+
+
+def _idle_of(cls: type) -> list[Any]:
+    """The idle contexts of ``cls`` in this thread (made on its first run)."""
+    try:
+        idle: list[Any] = _local.pools[cls]
+    except (AttributeError, KeyError):
+        idle = _local.__dict__.setdefault("pools", {}).setdefault(cls, [])
+    return idle
+
+
+if capstan_native is not None:  # (the same steps in C: the class above is the reference)
+    capstan_native.setup_pool(_local, _nesting, _idle_of, nesting.push, losses.failed, _KEEP)
+    differentiating = capstan_native.Loan  # type: ignore[misc, assignment]  # noqa: F811

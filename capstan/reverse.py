@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
-from overdub._native import capstan_native
+from overdub._native import NOT_RUN, capstan_native
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import (DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call, product,
@@ -554,9 +554,14 @@ class _Run:
             self.arg_structs.append((leaves, nodes, rebuild))
             tagged_args.append(rebuild(new))
         with running(ctx):
-            self.y = overdub(ctx, f, *tagged_args)
+            y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
-        self.out_leaves, self.out_rebuild = structure.flatten(self.y)
+        self.finish(y, fname)
+
+    def finish(self, y, fname):
+        """The run ended with output ``y``."""
+        self.y = y
+        self.out_leaves, self.out_rebuild = structure.flatten(y)
         checks.no_object_arrays(self.out_leaves, fname)
 
     def primal(self):
@@ -632,11 +637,39 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
         ValueError: ``f`` returns an array or a complex number, not a real scalar.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
+    if len(args) == 1 and type(args[0]) is float and not kwargs and callable(f):
+        return _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
     checks.point_given("gradient", args, kwargs)
     checks.check_callable("gradient", f)
     checks.require_differentiable("gradient", args)
     with borrowed(ReverseCtx) as ctx:
         return _gradient(_Run(f, args, "gradient", ctx), args)
+
+
+def _gradient_at_float(f, x):
+    """``gradient(f, x)`` at one float ``x``: ``_Run`` and ``_gradient`` with their common
+    case inline (a float output carrying its node), which is the fixed cost of a run."""
+    with borrowed(ReverseCtx) as ctx:
+        t = ctx.input(x)
+        node = t._meta
+        with running(ctx):
+            rt = ctx._runtime  # (RuntimeBase.run: overdub's commonest run, in C)
+            y = NOT_RUN if rt is None else rt.run(f, t)
+            if y is NOT_RUN:
+                y = overdub(ctx, f, t)
+        if ctx.losses:
+            losses.check_finished(ctx)
+        if type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
+            n = y._meta
+            if n is None:
+                return (None,)
+            c = backward(ctx.tape, {n: 1.0})[node]
+            return (None if c is None else _like(c, x),)
+        run = _Run.__new__(_Run)
+        run.ctx = ctx
+        run.arg_structs = [([x], [node], structure.single)]
+        run.finish(y, "gradient")
+        return _gradient(run, (x,))
 
 
 def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tuple[Any, ...]:

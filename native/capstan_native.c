@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <structmember.h>
+
 #include "tagged.h"
 
 enum { K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_NEG, K_MATH };
@@ -1283,7 +1285,299 @@ setup(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+
+/* ------------------------------------------------------------------------------------------
+ * Loan: capstan.pool.differentiating in C (``with Loan(ForwardCtx) as ctx:``), the fixed
+ * cost of every D / jvp.  The Python class in capstan/pool.py is the reference: the same
+ * steps, in the same order.  setup_pool() hands over the thread-local pools, the nesting
+ * state and the Python functions for the rare cases (a thread's first run, a loss).
+ */
+static PyObject *long_one;  /* 1 */
+#define _PyLong_GetOne_compat() long_one
+
+static PyObject *pool_local, *pool_nesting, *pool_idle_of, *pool_push, *pool_failed;
+static Py_ssize_t pool_keep;
+static PyObject *str_pools, *str_contexts, *str_level, *str_outside, *str_reset, *str_renew_tags;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *cls;
+    PyObject *ctx;
+} LoanObject;
+
+/* the idle contexts of cls in this thread (a new reference): pool_local.pools[cls], or
+   what the Python reference makes on a thread's first run */
+static PyObject *
+idle_of(PyObject *cls)
+{
+    PyObject *pools = PyObject_GetAttr(pool_local, str_pools);
+    if (pools != NULL) {
+        PyObject *idle = PyDict_CheckExact(pools) ? PyDict_GetItemWithError(pools, cls) : NULL;
+        Py_DECREF(pools);
+        if (idle != NULL && PyList_CheckExact(idle)) {
+            Py_INCREF(idle);
+            return idle;
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    else if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return NULL;
+    }
+    PyErr_Clear();
+    return PyObject_CallOneArg(pool_idle_of, cls);
+}
+
+static PyObject *
+loan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *cls;
+    if (pool_local == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Loan: setup_pool() was not called");
+        return NULL;
+    }
+    if (kwds != NULL || !PyArg_UnpackTuple(args, "Loan", 1, 1, &cls)) {
+        if (kwds != NULL) {
+            PyErr_SetString(PyExc_TypeError, "Loan(cls) takes no keyword arguments");
+        }
+        return NULL;
+    }
+    LoanObject *self = (LoanObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    Py_INCREF(cls);
+    self->cls = cls;
+    return (PyObject *)self;
+}
+
+static void
+loan_dealloc(LoanObject *self)
+{
+    Py_XDECREF(self->cls);
+    Py_XDECREF(self->ctx);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *idle = idle_of(self->cls);
+    if (idle == NULL) {
+        return NULL;
+    }
+    PyObject *ctx;
+    Py_ssize_t n = PyList_GET_SIZE(idle);
+    if (n > 0) {  /* (an idle context got its fresh identity when it was handed back) */
+        ctx = PyList_GET_ITEM(idle, n - 1);
+        Py_INCREF(ctx);
+        if (PyList_SetSlice(idle, n - 1, n, NULL) < 0) {
+            Py_DECREF(ctx);
+            Py_DECREF(idle);
+            return NULL;
+        }
+    }
+    else {
+        ctx = PyObject_CallNoArgs(self->cls);
+    }
+    Py_DECREF(idle);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(self->ctx, ctx);
+    /* nesting.push(ctx), inline */
+    PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
+    if (contexts == NULL || !PyList_CheckExact(contexts)) {
+        if (contexts == NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return NULL;
+        }
+        PyErr_Clear();
+        Py_XDECREF(contexts);
+        PyObject *r = PyObject_CallOneArg(pool_push, ctx);
+        if (r == NULL) {
+            return NULL;
+        }
+        Py_DECREF(r);
+        Py_INCREF(ctx);
+        return ctx;
+    }
+    Py_ssize_t m = PyList_GET_SIZE(contexts);
+    int err = 0;
+    if (m > 0) {  /* ctx.outside: the enclosing ones, innermost first */
+        PyObject *outside = PyList_New(0);
+        err = outside == NULL ? -1 : 0;
+        for (Py_ssize_t i = m - 1; err == 0 && i >= 0; i--) {
+            PyObject *c = PyList_GET_ITEM(contexts, i);
+            if (c != Py_None && c != ctx) {
+                err = PyList_Append(outside, c);
+            }
+        }
+        if (err == 0) {
+            PyObject *t = PyList_AsTuple(outside);
+            err = t == NULL ? -1 : PyObject_SetAttr(ctx, str_outside, t);
+            Py_XDECREF(t);
+        }
+        Py_XDECREF(outside);
+    }
+    else {
+        PyObject *outside = PyObject_GetAttr(ctx, str_outside);
+        int truth = outside == NULL ? -1 : PyObject_IsTrue(outside);
+        Py_XDECREF(outside);
+        if (truth < 0) {
+            err = -1;
+        }
+        else if (truth) {
+            PyObject *empty = PyTuple_New(0);
+            err = empty == NULL ? -1 : PyObject_SetAttr(ctx, str_outside, empty);
+            Py_XDECREF(empty);
+        }
+    }
+    if (err == 0) {
+        err = PyList_Append(contexts, ctx);
+    }
+    Py_DECREF(contexts);
+    if (err == 0) {
+        PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
+        PyObject *up = level == NULL ? NULL : PyNumber_Add(level, _PyLong_GetOne_compat());
+        Py_XDECREF(level);
+        err = up == NULL ? -1 : PyObject_SetAttr(pool_nesting, str_level, up);
+        Py_XDECREF(up);
+    }
+    if (err < 0) {
+        return NULL;
+    }
+    Py_INCREF(ctx);
+    return ctx;
+}
+
+/* the finally block of __exit__: nesting.pop, reset, a fresh identity, back to the idle ones */
+static int
+loan_give_back(LoanObject *self)
+{
+    PyObject *ctx = self->ctx;
+    PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
+    PyObject *down = level == NULL ? NULL : PyNumber_Subtract(level, _PyLong_GetOne_compat());
+    Py_XDECREF(level);
+    int err = down == NULL ? -1 : PyObject_SetAttr(pool_nesting, str_level, down);
+    Py_XDECREF(down);
+    if (err < 0) {
+        return -1;
+    }
+    PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
+    if (contexts == NULL) {
+        return -1;
+    }
+    PyObject *popped = PyObject_CallMethod(contexts, "pop", NULL);
+    Py_DECREF(contexts);
+    if (popped == NULL) {
+        return -1;
+    }
+    Py_DECREF(popped);
+    PyObject *r = PyObject_CallMethodNoArgs(ctx, str_reset);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    r = PyObject_CallMethodNoArgs(ctx, str_renew_tags);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    PyObject *idle = idle_of(self->cls);
+    if (idle == NULL) {
+        return -1;
+    }
+    err = PyList_GET_SIZE(idle) < pool_keep ? PyList_Append(idle, ctx) : 0;
+    Py_DECREF(idle);
+    return err;
+}
+
+static PyObject *
+loan_exit(LoanObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "__exit__ takes 3 arguments");
+        return NULL;
+    }
+    if (self->ctx == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Loan.__exit__ without __enter__");
+        return NULL;
+    }
+    PyObject *failed = NULL;
+    if (args[1] != Py_None) {  /* losses.failed(ctx, exc): raises the first loss recorded */
+        PyObject *fargs[2] = {self->ctx, args[1]};
+        failed = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
+    }
+    if (failed == NULL && args[1] != Py_None) {  /* (the loss raised, then the finally block) */
+        PyObject *tp, *val, *tb;
+        PyErr_Fetch(&tp, &val, &tb);
+        if (loan_give_back(self) < 0) {
+            Py_XDECREF(tp);
+            Py_XDECREF(val);
+            Py_XDECREF(tb);
+            return NULL;
+        }
+        PyErr_Restore(tp, val, tb);
+        return NULL;
+    }
+    Py_XDECREF(failed);
+    if (loan_give_back(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef loan_methods[] = {
+    {"__enter__", (PyCFunction)loan_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))loan_exit, METH_FASTCALL, NULL},
+    {NULL}
+};
+
+static PyMemberDef loan_members[] = {
+    {"cls", T_OBJECT, offsetof(LoanObject, cls), READONLY, NULL},
+    {"ctx", T_OBJECT, offsetof(LoanObject, ctx), READONLY, NULL},
+    {NULL}
+};
+
+static PyTypeObject Loan_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.Loan",
+    .tp_doc = "with Loan(cls) as ctx: capstan.pool.differentiating in C (see capstan/pool.py).",
+    .tp_basicsize = sizeof(LoanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = loan_new,
+    .tp_dealloc = (destructor)loan_dealloc,
+    .tp_methods = loan_methods,
+    .tp_members = loan_members,
+};
+
+static PyObject *
+setup_pool(PyObject *module, PyObject *args)
+{
+    PyObject *local, *nesting, *idle_fn, *push, *failed;
+    Py_ssize_t keep;
+    if (!PyArg_ParseTuple(args, "OOOOOn:setup_pool", &local, &nesting, &idle_fn, &push, &failed, &keep)) {
+        return NULL;
+    }
+    Py_INCREF(local);
+    Py_XSETREF(pool_local, local);
+    Py_INCREF(nesting);
+    Py_XSETREF(pool_nesting, nesting);
+    Py_INCREF(idle_fn);
+    Py_XSETREF(pool_idle_of, idle_fn);
+    Py_INCREF(push);
+    Py_XSETREF(pool_push, push);
+    Py_INCREF(failed);
+    Py_XSETREF(pool_failed, failed);
+    pool_keep = keep;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"setup_pool", setup_pool, METH_VARARGS,
+     "setup_pool(local, nesting_state, idle_of, push, failed, keep): what Loan reads (see "
+     "capstan/pool.py)."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
      "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "
      "down; returns the first node left to the Python loop, or -1."},
@@ -1312,8 +1606,22 @@ PyInit__capstan_native(void)
     str_tape = PyUnicode_InternFromString("tape");
     str_second = PyUnicode_InternFromString("second");
     str_scalar_pairs = PyUnicode_InternFromString("scalar_pairs");
+    str_pools = PyUnicode_InternFromString("pools");
+    str_contexts = PyUnicode_InternFromString("contexts");
+    str_level = PyUnicode_InternFromString("level");
+    str_outside = PyUnicode_InternFromString("outside");
+    str_reset = PyUnicode_InternFromString("reset");
+    str_renew_tags = PyUnicode_InternFromString("renew_tags");
+    if (str_pools == NULL || str_contexts == NULL || str_level == NULL || str_outside == NULL
+        || str_reset == NULL || str_renew_tags == NULL || PyType_Ready(&Loan_Type) < 0) {
+        return NULL;
+    }
     small_zero = PyLong_FromLong(0);
     one = PyFloat_FromDouble(1.0);
+    long_one = PyLong_FromLong(1);
+    if (long_one == NULL) {
+        return NULL;
+    }
     minus_one = PyFloat_FromDouble(-1.0);
     if (str_tagkey == NULL || str_tape == NULL || str_second == NULL || str_scalar_pairs == NULL
         || small_zero == NULL || one == NULL || minus_one == NULL
@@ -1336,6 +1644,12 @@ PyInit__capstan_native(void)
     Py_INCREF(&PatternKernel_Type);
     if (PyModule_AddObject(m, "PatternKernel", (PyObject *)&PatternKernel_Type) < 0) {
         Py_DECREF(&PatternKernel_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&Loan_Type);
+    if (PyModule_AddObject(m, "Loan", (PyObject *)&Loan_Type) < 0) {
+        Py_DECREF(&Loan_Type);
         Py_DECREF(m);
         return NULL;
     }

@@ -306,6 +306,14 @@ def _default_fallback(rt, f, args, kwargs):
     return plain_call(f, rt.ctx._tagkey, args, kwargs, rt.outer_call)
 
 
+def _stripped(exc):
+    """``exc`` with overdub's own frames dropped from its traceback (``RuntimeBase.run``)."""
+    return exc.with_traceback(_strip_internal_frames(exc))
+
+
+_native.RUN_HOOKS.update(strip=None if KEEP_FRAMES else _stripped, trim=leave_trim)
+if _native.entry_points is not None and not TYPE_CHECKING:
+    _native.entry_points.configure_run(_native.NOT_RUN, _native.RUN_HOOKS["strip"], leave_trim)
 CONTEXT_DEFAULTS.update(canrecurse=default_canrecurse, fallback=default_fallback)
 register_dispatcher(overdub, note_tagging)
 
