@@ -14,12 +14,13 @@ axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 import numbers
 from functools import partial
 import operator
+from types import FunctionType
 from typing import Any, Callable
 
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, tag
-from overdub._native import NOT_RUN
+from overdub._native import NOT_RUN, capstan_native
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import DIRECT, INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
@@ -318,6 +319,8 @@ def D(f: Callable[..., Any], x: Any) -> Any:
             pass ``3.0``) or is an array (use ``jvp`` or ``jacobian``).
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
+    if type(x) is float and type(f) is FunctionType and _forward_entry is not None:
+        return _forward_entry(ForwardCtx, f, x)  # (the steps below, in C: the fixed cost of a run)
     if not callable(f):
         raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
     if type(x) is not float:  # (a float passes every check)
@@ -338,6 +341,13 @@ def D(f: Callable[..., Any], x: Any) -> Any:
             if t is not None:
                 return t
         return ctx.output_tangent(y, "D")
+
+
+if capstan_native is not None:
+    capstan_native.setup_entry(_seeded, overdub, losses.check_finished, NOT_RUN)
+    _forward_entry = capstan_native.forward_entry
+else:
+    _forward_entry = None
 
 
 def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:

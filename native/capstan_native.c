@@ -1360,10 +1360,12 @@ loan_dealloc(LoanObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* an idle context of cls (or a new one), counted as an active differentiation: Loan's
+   way in (a new reference) */
 static PyObject *
-loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
+take(PyObject *cls)
 {
-    PyObject *idle = idle_of(self->cls);
+    PyObject *idle = idle_of(cls);
     if (idle == NULL) {
         return NULL;
     }
@@ -1379,13 +1381,12 @@ loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
         }
     }
     else {
-        ctx = PyObject_CallNoArgs(self->cls);
+        ctx = PyObject_CallNoArgs(cls);
     }
     Py_DECREF(idle);
     if (ctx == NULL) {
         return NULL;
     }
-    Py_XSETREF(self->ctx, ctx);
     /* nesting.push(ctx), inline */
     PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
     if (contexts == NULL || !PyList_CheckExact(contexts)) {
@@ -1396,10 +1397,10 @@ loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
         Py_XDECREF(contexts);
         PyObject *r = PyObject_CallOneArg(pool_push, ctx);
         if (r == NULL) {
+            Py_DECREF(ctx);
             return NULL;
         }
         Py_DECREF(r);
-        Py_INCREF(ctx);
         return ctx;
     }
     Py_ssize_t m = PyList_GET_SIZE(contexts);
@@ -1445,17 +1446,27 @@ loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
         Py_XDECREF(up);
     }
     if (err < 0) {
+        Py_DECREF(ctx);
         return NULL;
     }
-    Py_INCREF(ctx);
+    return ctx;
+}
+
+static PyObject *
+loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *ctx = take(self->cls);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(self->ctx, Py_NewRef(ctx));
     return ctx;
 }
 
 /* the finally block of __exit__: nesting.pop, reset, a fresh identity, back to the idle ones */
 static int
-loan_give_back(LoanObject *self)
+give_back(PyObject *cls, PyObject *ctx)
 {
-    PyObject *ctx = self->ctx;
     PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
     PyObject *down = level == NULL ? NULL : PyNumber_Subtract(level, _PyLong_GetOne_compat());
     Py_XDECREF(level);
@@ -1468,12 +1479,17 @@ loan_give_back(LoanObject *self)
     if (contexts == NULL) {
         return -1;
     }
-    PyObject *popped = PyObject_CallMethod(contexts, "pop", NULL);
-    Py_DECREF(contexts);
-    if (popped == NULL) {
+    Py_ssize_t n = PyList_CheckExact(contexts) ? PyList_GET_SIZE(contexts) : 0;
+    if (n == 0) {
+        Py_DECREF(contexts);
+        PyErr_SetString(PyExc_IndexError, "pop from empty list");
         return -1;
     }
-    Py_DECREF(popped);
+    err = PyList_SetSlice(contexts, n - 1, n, NULL);
+    Py_DECREF(contexts);
+    if (err < 0) {
+        return -1;
+    }
     PyObject *r = PyObject_CallMethodNoArgs(ctx, str_reset);
     if (r == NULL) {
         return -1;
@@ -1484,7 +1500,7 @@ loan_give_back(LoanObject *self)
         return -1;
     }
     Py_DECREF(r);
-    PyObject *idle = idle_of(self->cls);
+    PyObject *idle = idle_of(cls);
     if (idle == NULL) {
         return -1;
     }
@@ -1512,7 +1528,7 @@ loan_exit(LoanObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (failed == NULL && args[1] != Py_None) {  /* (the loss raised, then the finally block) */
         PyObject *tp, *val, *tb;
         PyErr_Fetch(&tp, &val, &tb);
-        if (loan_give_back(self) < 0) {
+        if (give_back(self->cls, self->ctx) < 0) {
             Py_XDECREF(tp);
             Py_XDECREF(val);
             Py_XDECREF(tb);
@@ -1522,7 +1538,7 @@ loan_exit(LoanObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_XDECREF(failed);
-    if (loan_give_back(self) < 0) {
+    if (give_back(self->cls, self->ctx) < 0) {
         return NULL;
     }
     Py_RETURN_FALSE;
@@ -1574,7 +1590,169 @@ setup_pool(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* forward_entry(cls, f, x): capstan.D(f, x) for a float x and a Python function f, the
+ * steps of its Python reference (capstan/forward.py D) in C: a context borrowed (Loan),
+ * x tagged with tangent 1.0, the run (rt.run, else overdub), the losses checked, the
+ * tangent of a float output read (else ctx.output_tangent), the context given back. */
+static PyObject *entry_seed, *entry_overdub, *entry_check, *entry_not_run;
+static PyObject *str_runtime, *str_run, *str_losses, *str_output_tangent, *str_D, *str_has_tags;
+
+static PyObject *
+forward_run(PyObject *ctx, PyObject *f, PyObject *x)
+{
+    PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *tx = NULL;
+    PyObject **dictptr = _PyObject_GetDictPtr(ctx);
+    PyObject *has = (dictptr != NULL && *dictptr != NULL) ? PyDict_GetItemWithError(*dictptr, str_has_tags) : NULL;
+    if (has == NULL && PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    int truth = has == NULL ? 0 : PyObject_IsTrue(has);
+    if (truth < 0) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    if (truth) {
+        tx = new_tagged(PyFloat_AS_DOUBLE(x), Py_NewRef(one), key, ctx);
+    }
+    else {
+        PyObject *sargs[3] = {x, ctx, one};
+        tx = PyObject_Vectorcall(entry_seed, sargs, 3, NULL);
+        Py_SETREF(key, PyObject_GetAttr(ctx, str_tagkey));  /* (unchanged: read again all the same) */
+    }
+    if (tx == NULL || key == NULL) {
+        Py_XDECREF(tx);
+        Py_XDECREF(key);
+        return NULL;
+    }
+    PyObject *y = NULL;
+    PyObject *rt = PyObject_GetAttr(ctx, str_runtime);
+    if (rt == NULL) {
+        goto done;
+    }
+    if (rt != Py_None) {
+        PyObject *rargs[3] = {rt, f, tx};
+        y = PyObject_VectorcallMethod(str_run, rargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (y == NULL) {
+            goto done;
+        }
+    }
+    if (y == NULL || y == entry_not_run) {
+        Py_XDECREF(y);
+        PyObject *oargs[3] = {ctx, f, tx};
+        y = PyObject_Vectorcall(entry_overdub, oargs, 3, NULL);
+        if (y == NULL) {
+            goto done;
+        }
+    }
+    PyObject *losses = PyObject_GetAttr(ctx, str_losses);
+    truth = losses == NULL ? -1 : PyObject_IsTrue(losses);
+    Py_XDECREF(losses);
+    if (truth > 0) {
+        PyObject *r = PyObject_CallOneArg(entry_check, ctx);
+        Py_XDECREF(r);
+        truth = r == NULL ? -1 : 0;
+    }
+    if (truth < 0) {
+        Py_CLEAR(y);
+        goto done;
+    }
+    /* output_tangent's commonest case, inline: a float carrying its tangent */
+    if (Py_TYPE(y) == Tagged_Type && ((TaggedObject *)y)->tagkey == key
+        && PyFloat_CheckExact(((TaggedObject *)y)->value) && ((TaggedObject *)y)->meta != Py_None) {
+        Py_SETREF(y, Py_NewRef(((TaggedObject *)y)->meta));
+    }
+    else {
+        PyObject *margs[3] = {ctx, y, str_D};
+        Py_SETREF(y, PyObject_VectorcallMethod(str_output_tangent, margs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
+    }
+done:
+    Py_XDECREF(rt);
+    Py_DECREF(tx);
+    Py_DECREF(key);
+    return y;
+}
+
+static PyObject *
+forward_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyFloat_CheckExact(args[2]) || !PyFunction_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "forward_entry(cls, f, x): a Python function and a float");
+        return NULL;
+    }
+    if (entry_seed == NULL || pool_local == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "forward_entry: setup_entry() was not called");
+        return NULL;
+    }
+    PyObject *cls = args[0];
+    PyObject *ctx = take(cls);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    PyObject *y = forward_run(ctx, args[1], args[2]);
+    if (y == NULL) {  /* Loan.__exit__ with the exception: a recorded loss replaces it */
+        PyObject *tp, *val, *tb;
+        PyErr_Fetch(&tp, &val, &tb);
+        PyErr_NormalizeException(&tp, &val, &tb);
+        if (tb != NULL && val != NULL) {
+            PyException_SetTraceback(val, tb);
+        }
+        PyObject *fargs[2] = {ctx, val != NULL ? val : Py_None};
+        PyObject *r = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
+        if (r != NULL) {
+            Py_DECREF(r);
+            PyErr_Restore(tp, val, tb);
+        }
+        else {
+            Py_XDECREF(tp);
+            Py_XDECREF(val);
+            Py_XDECREF(tb);
+        }
+        PyErr_Fetch(&tp, &val, &tb);
+        if (give_back(cls, ctx) < 0) {
+            Py_XDECREF(tp);
+            Py_XDECREF(val);
+            Py_XDECREF(tb);
+        }
+        else {
+            PyErr_Restore(tp, val, tb);
+        }
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    int err = give_back(cls, ctx);
+    Py_DECREF(ctx);
+    if (err < 0) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    return y;
+}
+
+static PyObject *
+setup_entry(PyObject *module, PyObject *args)
+{
+    PyObject *seed, *run, *check, *not_run;
+    if (!PyArg_ParseTuple(args, "OOOO:setup_entry", &seed, &run, &check, &not_run)) {
+        return NULL;
+    }
+    Py_XSETREF(entry_seed, Py_NewRef(seed));
+    Py_XSETREF(entry_overdub, Py_NewRef(run));
+    Py_XSETREF(entry_check, Py_NewRef(check));
+    Py_XSETREF(entry_not_run, Py_NewRef(not_run));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"forward_entry", (PyCFunction)(void (*)(void))forward_entry, METH_FASTCALL,
+     "forward_entry(cls, f, x): capstan.D(f, x) for a float x and a Python function f (see "
+     "capstan/forward.py, its reference)."},
+    {"setup_entry", setup_entry, METH_VARARGS,
+     "setup_entry(seed, overdub, check_finished, NOT_RUN): what forward_entry calls."},
     {"setup_pool", setup_pool, METH_VARARGS,
      "setup_pool(local, nesting_state, idle_of, push, failed, keep): what Loan reads (see "
      "capstan/pool.py)."},
@@ -1607,6 +1785,16 @@ PyInit__capstan_native(void)
     str_second = PyUnicode_InternFromString("second");
     str_scalar_pairs = PyUnicode_InternFromString("scalar_pairs");
     str_pools = PyUnicode_InternFromString("pools");
+    str_runtime = PyUnicode_InternFromString("_runtime");
+    str_run = PyUnicode_InternFromString("run");
+    str_losses = PyUnicode_InternFromString("losses");
+    str_output_tangent = PyUnicode_InternFromString("output_tangent");
+    str_D = PyUnicode_InternFromString("D");
+    str_has_tags = PyUnicode_InternFromString("_has_tags");
+    if (str_runtime == NULL || str_run == NULL || str_losses == NULL || str_output_tangent == NULL
+        || str_D == NULL || str_has_tags == NULL) {
+        return NULL;
+    }
     str_contexts = PyUnicode_InternFromString("contexts");
     str_level = PyUnicode_InternFromString("level");
     str_outside = PyUnicode_InternFromString("outside");
