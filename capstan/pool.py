@@ -33,8 +33,8 @@ class borrowed:
             idle = _local.pools[self.cls]
         except (AttributeError, KeyError):  # (the first run of this class in this thread)
             idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+        # (an idle context got its fresh identity when it was handed back; a new one has one)
         ctx = self.ctx = idle.pop() if idle else self.cls()
-        ctx.renew_tags()
         return ctx
 
     def __exit__(self, *exc: object) -> None:

@@ -14,6 +14,7 @@ contents -- so the backward pass always sees the values the forward pass used.
 import enum
 import operator
 import weakref
+from types import FunctionType
 from typing import Any, Callable
 
 import numpy as np
@@ -638,6 +639,8 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
     if len(args) == 1 and type(args[0]) is float and not kwargs and callable(f):
+        if type(f) is FunctionType and _reverse_entry is not None:  # (the same steps, in C)
+            return _reverse_entry(ReverseCtx, f, args[0])
         return _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
     checks.point_given("gradient", args, kwargs)
     checks.check_callable("gradient", f)
@@ -648,7 +651,8 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
 
 def _gradient_at_float(f, x):
     """``gradient(f, x)`` at one float ``x``: ``_Run`` and ``_gradient`` with their common
-    case inline (a float output carrying its node), which is the fixed cost of a run."""
+    case inline (a float output carrying its node), which is the fixed cost of a run
+    (``capstan_native.reverse_entry`` takes the same steps in C)."""
     with borrowed(ReverseCtx) as ctx:
         t = ctx.input(x)
         node = t._meta
@@ -665,11 +669,16 @@ def _gradient_at_float(f, x):
                 return (None,)
             c = backward(ctx.tape, {n: 1.0})[node]
             return (None if c is None else _like(c, x),)
-        run = _Run.__new__(_Run)
-        run.ctx = ctx
-        run.arg_structs = [([x], [node], structure.single)]
-        run.finish(y, "gradient")
-        return _gradient(run, (x,))
+        return _gradient_rest(ctx, x, node, y)
+
+
+def _gradient_rest(ctx, x, node, y):
+    """``_gradient_at_float``'s other outputs: the general steps of ``_gradient``."""
+    run = _Run.__new__(_Run)
+    run.ctx = ctx
+    run.arg_structs = [([x], [node], structure.single)]
+    run.finish(y, "gradient")
+    return _gradient(run, (x,))
 
 
 def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tuple[Any, ...]:
@@ -693,6 +702,13 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
         return tuple(None for _ in args)
     grads: tuple[Any, ...] = run.back({n: 1.0})
     return grads
+
+
+if capstan_native is not None:
+    capstan_native.setup_reverse(backward, _gradient_rest, _like)
+    _reverse_entry = capstan_native.reverse_entry
+else:
+    _reverse_entry = None
 
 
 def pullback(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:

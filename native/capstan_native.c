@@ -1360,10 +1360,9 @@ loan_dealloc(LoanObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* an idle context of cls (or a new one), counted as an active differentiation: Loan's
-   way in (a new reference) */
+/* an idle context of cls (or a new one): borrowed's way in (a new reference) */
 static PyObject *
-take(PyObject *cls)
+borrow(PyObject *cls)
 {
     PyObject *idle = idle_of(cls);
     if (idle == NULL) {
@@ -1384,24 +1383,26 @@ take(PyObject *cls)
         ctx = PyObject_CallNoArgs(cls);
     }
     Py_DECREF(idle);
-    if (ctx == NULL) {
-        return NULL;
-    }
-    /* nesting.push(ctx), inline */
+    return ctx;
+}
+
+/* nesting.push(ctx), inline: one more active differentiation */
+static int
+push_level(PyObject *ctx)
+{
     PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
     if (contexts == NULL || !PyList_CheckExact(contexts)) {
         if (contexts == NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            return NULL;
+            return -1;
         }
         PyErr_Clear();
         Py_XDECREF(contexts);
         PyObject *r = PyObject_CallOneArg(pool_push, ctx);
         if (r == NULL) {
-            Py_DECREF(ctx);
-            return NULL;
+            return -1;
         }
         Py_DECREF(r);
-        return ctx;
+        return 0;
     }
     Py_ssize_t m = PyList_GET_SIZE(contexts);
     int err = 0;
@@ -1445,7 +1446,16 @@ take(PyObject *cls)
         err = up == NULL ? -1 : PyObject_SetAttr(pool_nesting, str_level, up);
         Py_XDECREF(up);
     }
-    if (err < 0) {
+    return err;
+}
+
+/* an idle context of cls (or a new one), counted as an active differentiation: Loan's
+   way in (a new reference) */
+static PyObject *
+take(PyObject *cls)
+{
+    PyObject *ctx = borrow(cls);
+    if (ctx != NULL && push_level(ctx) < 0) {
         Py_DECREF(ctx);
         return NULL;
     }
@@ -1464,8 +1474,9 @@ loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
 }
 
 /* the finally block of __exit__: nesting.pop, reset, a fresh identity, back to the idle ones */
+/* nesting.pop(), inline */
 static int
-give_back(PyObject *cls, PyObject *ctx)
+pop_level(void)
 {
     PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
     PyObject *down = level == NULL ? NULL : PyNumber_Subtract(level, _PyLong_GetOne_compat());
@@ -1487,9 +1498,14 @@ give_back(PyObject *cls, PyObject *ctx)
     }
     err = PyList_SetSlice(contexts, n - 1, n, NULL);
     Py_DECREF(contexts);
-    if (err < 0) {
-        return -1;
-    }
+    return err;
+}
+
+/* borrowed's way out: reset, a fresh identity, back to the idle ones */
+static int
+hand_back(PyObject *cls, PyObject *ctx)
+{
+    int err;
     PyObject *r = PyObject_CallMethodNoArgs(ctx, str_reset);
     if (r == NULL) {
         return -1;
@@ -1507,6 +1523,16 @@ give_back(PyObject *cls, PyObject *ctx)
     err = PyList_GET_SIZE(idle) < pool_keep ? PyList_Append(idle, ctx) : 0;
     Py_DECREF(idle);
     return err;
+}
+
+/* Loan's way out (the finally block of __exit__) */
+static int
+give_back(PyObject *cls, PyObject *ctx)
+{
+    if (pop_level() < 0) {
+        return -1;
+    }
+    return hand_back(cls, ctx);
 }
 
 static PyObject *
@@ -1747,7 +1773,207 @@ setup_entry(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f,
+ * the steps of its Python reference (capstan/reverse.py _gradient_at_float) in C. */
+static PyObject *rev_backward, *rev_rest, *rev_like;
+static PyObject *str_input, *str_meta;
+
+/* the error set now, handed to losses.failed(ctx, exc) (which may raise a recorded loss
+   instead), then nesting.pop(); always NULL */
+static PyObject *
+fail_and_pop(PyObject *ctx)
+{
+    PyObject *tp, *val, *tb;
+    PyErr_Fetch(&tp, &val, &tb);
+    PyErr_NormalizeException(&tp, &val, &tb);
+    if (tb != NULL && val != NULL) {
+        PyException_SetTraceback(val, tb);
+    }
+    PyObject *fargs[2] = {ctx, val != NULL ? val : Py_None};
+    PyObject *r = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
+    if (r != NULL) {
+        Py_DECREF(r);
+        PyErr_Restore(tp, val, tb);
+    }
+    else {
+        Py_XDECREF(tp);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+    }
+    PyErr_Fetch(&tp, &val, &tb);
+    if (pop_level() < 0) {
+        Py_XDECREF(tp);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+    }
+    else {
+        PyErr_Restore(tp, val, tb);
+    }
+    return NULL;
+}
+
+static PyObject *
+reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
+{
+    PyObject *iargs[2] = {ctx, x};
+    PyObject *t = PyObject_VectorcallMethod(str_input, iargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (t == NULL) {
+        return NULL;
+    }
+    PyObject *node = PyObject_GetAttr(t, str_meta);
+    if (node == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    PyObject *y = NULL, *result = NULL, *key = NULL, *tape = NULL;
+    if (push_level(ctx) < 0) {  /* with running(ctx): */
+        goto done;
+    }
+    PyObject *rt = PyObject_GetAttr(ctx, str_runtime);
+    if (rt == NULL) {
+        fail_and_pop(ctx);
+        goto done;
+    }
+    if (rt != Py_None) {
+        PyObject *rargs[3] = {rt, f, t};
+        y = PyObject_VectorcallMethod(str_run, rargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    Py_DECREF(rt);
+    if (rt != Py_None && y == NULL) {
+        fail_and_pop(ctx);
+        goto done;
+    }
+    if (y == NULL || y == entry_not_run) {
+        Py_XDECREF(y);
+        PyObject *oargs[3] = {ctx, f, t};
+        y = PyObject_Vectorcall(entry_overdub, oargs, 3, NULL);
+        if (y == NULL) {
+            fail_and_pop(ctx);
+            goto done;
+        }
+    }
+    if (pop_level() < 0) {
+        goto done;
+    }
+    PyObject *losses = PyObject_GetAttr(ctx, str_losses);
+    int truth = losses == NULL ? -1 : PyObject_IsTrue(losses);
+    Py_XDECREF(losses);
+    if (truth > 0) {
+        PyObject *r = PyObject_CallOneArg(entry_check, ctx);
+        Py_XDECREF(r);
+        truth = r == NULL ? -1 : 0;
+    }
+    if (truth < 0) {
+        goto done;
+    }
+    key = PyObject_GetAttr(ctx, str_tagkey);
+    if (key == NULL) {
+        goto done;
+    }
+    if (Py_TYPE(y) == Tagged_Type && ((TaggedObject *)y)->tagkey == key
+        && PyFloat_CheckExact(((TaggedObject *)y)->value)) {  /* a float output carrying its node */
+        PyObject *n = ((TaggedObject *)y)->meta;
+        PyObject *c = NULL;
+        if (n == Py_None) {
+            c = Py_NewRef(Py_None);
+        }
+        else {
+            tape = PyObject_GetAttr(ctx, str_tape);
+            PyObject *seeds = tape == NULL ? NULL : PyDict_New();
+            if (seeds == NULL || PyDict_SetItem(seeds, n, one) < 0) {
+                Py_XDECREF(seeds);
+                goto done;
+            }
+            PyObject *bargs[2] = {tape, seeds};
+            PyObject *cts = PyObject_Vectorcall(rev_backward, bargs, 2, NULL);
+            Py_DECREF(seeds);
+            if (cts == NULL) {
+                goto done;
+            }
+            c = PyObject_GetItem(cts, node);
+            Py_DECREF(cts);
+            if (c == NULL) {
+                goto done;
+            }
+            if (c != Py_None && !PyFloat_CheckExact(c)) {
+                PyObject *largs[2] = {c, x};
+                Py_SETREF(c, PyObject_Vectorcall(rev_like, largs, 2, NULL));
+                if (c == NULL) {
+                    goto done;
+                }
+            }
+        }
+        result = PyTuple_New(1);
+        if (result == NULL) {
+            Py_DECREF(c);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, 0, c);
+    }
+    else {
+        PyObject *gargs[4] = {ctx, x, node, y};
+        result = PyObject_Vectorcall(rev_rest, gargs, 4, NULL);
+    }
+done:
+    Py_XDECREF(tape);
+    Py_XDECREF(key);
+    Py_XDECREF(y);
+    Py_DECREF(node);
+    Py_DECREF(t);
+    return result;
+}
+
+static PyObject *
+reverse_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyFloat_CheckExact(args[2]) || !PyFunction_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "reverse_entry(cls, f, x): a Python function and a float");
+        return NULL;
+    }
+    if (rev_backward == NULL || entry_seed == NULL || pool_local == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "reverse_entry: setup_reverse() was not called");
+        return NULL;
+    }
+    PyObject *cls = args[0];
+    PyObject *ctx = borrow(cls);  /* with borrowed(cls) as ctx: */
+    if (ctx == NULL) {
+        return NULL;
+    }
+    PyObject *result = reverse_run(ctx, args[1], args[2]);
+    PyObject *tp, *val, *tb;
+    PyErr_Fetch(&tp, &val, &tb);
+    if (hand_back(cls, ctx) < 0) {
+        Py_XDECREF(tp);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+        Py_CLEAR(result);
+    }
+    else {
+        PyErr_Restore(tp, val, tb);
+    }
+    Py_DECREF(ctx);
+    return result;
+}
+
+static PyObject *
+setup_reverse(PyObject *module, PyObject *args)
+{
+    PyObject *backward, *rest, *like;
+    if (!PyArg_ParseTuple(args, "OOO:setup_reverse", &backward, &rest, &like)) {
+        return NULL;
+    }
+    Py_XSETREF(rev_backward, Py_NewRef(backward));
+    Py_XSETREF(rev_rest, Py_NewRef(rest));
+    Py_XSETREF(rev_like, Py_NewRef(like));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"reverse_entry", (PyCFunction)(void (*)(void))reverse_entry, METH_FASTCALL,
+     "reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f "
+     "(see capstan/reverse.py _gradient_at_float, its reference)."},
+    {"setup_reverse", setup_reverse, METH_VARARGS,
+     "setup_reverse(backward, rest, like): what reverse_entry calls."},
     {"forward_entry", (PyCFunction)(void (*)(void))forward_entry, METH_FASTCALL,
      "forward_entry(cls, f, x): capstan.D(f, x) for a float x and a Python function f (see "
      "capstan/forward.py, its reference)."},
@@ -1786,6 +2012,11 @@ PyInit__capstan_native(void)
     str_scalar_pairs = PyUnicode_InternFromString("scalar_pairs");
     str_pools = PyUnicode_InternFromString("pools");
     str_runtime = PyUnicode_InternFromString("_runtime");
+    str_input = PyUnicode_InternFromString("input");
+    str_meta = PyUnicode_InternFromString("_meta");
+    if (str_input == NULL || str_meta == NULL) {
+        return NULL;
+    }
     str_run = PyUnicode_InternFromString("run");
     str_losses = PyUnicode_InternFromString("losses");
     str_output_tangent = PyUnicode_InternFromString("output_tangent");
