@@ -44,7 +44,7 @@ class ForwardCtx(ADContext):
         self.chunk = chunk
 
     def reset(self):
-        super().reset()
+        ADContext.reset(self)  # (not super(): this runs at the end of every D)
         self.chunk = None
 
     # -- reading tangents -------------------------------------------------------------------
@@ -378,7 +378,8 @@ def jvp_as(fname: str, f: Callable[..., Any], primals: tuple[Any, ...],
     an error about ``f``'s output gives."""
     if (type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) == 1
             and type(primals[0]) is float and type(tangents[0]) is float and callable(f)):
-        return _jvp_at_float(f, primals[0], tangents[0], fname)  # (the commonest call: every check passes)
+        pair: tuple[Any, Any] = _jvp_at_float(f, primals[0], tangents[0], fname)  # (every check passes)
+        return pair
     if not callable(f):
         raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):

@@ -117,11 +117,11 @@ class differentiating(borrowed):
         _nesting.level += 1
         return ctx
 
-    def __exit__(self, tp: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, *exc: Any) -> None:
         ctx = self.ctx
         try:
-            if exc is not None:
-                losses.failed(ctx, exc)
+            if exc[1] is not None:
+                losses.failed(ctx, exc[1])
         finally:
             _nesting.level -= 1  # (nesting.pop, inline)
             _nesting.contexts.pop()
@@ -146,4 +146,4 @@ def _idle_of(cls: type) -> list[Any]:
 
 if capstan_native is not None:  # (the same steps in C: the class above is the reference)
     capstan_native.setup_pool(_local, _nesting, _idle_of, nesting.push, losses.failed, _KEEP)
-    differentiating = capstan_native.Loan  # type: ignore[misc, assignment]  # noqa: F811
+    differentiating = capstan_native.Loan  # type: ignore[misc]  # noqa: F811

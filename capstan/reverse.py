@@ -118,7 +118,7 @@ class ReverseCtx(ADContext):
         self.views: dict[int, Any] = {}  # id(memory root) -> weakrefs to tagged arrays viewing it
 
     def reset(self):
-        super().reset()
+        ADContext.reset(self)  # (not super(): this runs at the end of every gradient)
         self.tape = []
         if self.readers:  # (left as they are when the run used none)
             self.readers = {}
@@ -640,8 +640,10 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
     """
     if len(args) == 1 and type(args[0]) is float and not kwargs and callable(f):
         if type(f) is FunctionType and _reverse_entry is not None:  # (the same steps, in C)
-            return _reverse_entry(ReverseCtx, f, args[0])
-        return _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
+            grads: tuple[Any, ...] = _reverse_entry(ReverseCtx, f, args[0])
+        else:
+            grads = _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
+        return grads
     checks.point_given("gradient", args, kwargs)
     checks.check_callable("gradient", f)
     checks.require_differentiable("gradient", args)
