@@ -1642,8 +1642,15 @@ forward_run(PyObject *ctx, PyObject *f, PyObject *x)
         Py_DECREF(key);
         return NULL;
     }
-    if (truth) {
-        tx = new_tagged(PyFloat_AS_DOUBLE(x), Py_NewRef(one), key, ctx);
+    if (truth) {  /* Tagged(x, 1.0, ctx): x itself is the value */
+        TaggedObject *t = (TaggedObject *)Tagged_Type->tp_alloc(Tagged_Type, 0);
+        if (t != NULL) {
+            t->value = Py_NewRef(x);
+            t->meta = Py_NewRef(one);
+            t->tagkey = Py_NewRef(key);
+            t->ctx = Py_NewRef(ctx);
+        }
+        tx = (PyObject *)t;
     }
     else {
         PyObject *sargs[3] = {x, ctx, one};
