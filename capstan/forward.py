@@ -14,11 +14,13 @@ axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 import numbers
 from functools import partial
 import operator
+from types import FunctionType
 from typing import Any, Callable
 
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, tag
+from overdub._native import NOT_RUN, capstan_native
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import DIRECT, INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
@@ -42,7 +44,7 @@ class ForwardCtx(ADContext):
         self.chunk = chunk
 
     def reset(self):
-        super().reset()
+        ADContext.reset(self)  # (not super(): this runs at the end of every D)
         self.chunk = None
 
     # -- reading tangents -------------------------------------------------------------------
@@ -323,6 +325,8 @@ def D(f: Callable[..., Any], x: Any) -> Any:
             pass ``3.0``) or is an array (use ``jvp`` or ``jacobian``).
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
+    if type(x) is float and type(f) is FunctionType and _forward_entry is not None:
+        return _forward_entry(ForwardCtx, f, x)  # (the steps below, in C: the fixed cost of a run)
     if not callable(f):
         raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
     if type(x) is not float:  # (a float passes every check)
@@ -331,9 +335,25 @@ def D(f: Callable[..., Any], x: Any) -> Any:
         if isinstance(x, np.ndarray) and x.shape:
             raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
     with differentiating(ForwardCtx) as ctx:
-        y = overdub(ctx, f, _seeded(x, ctx, 1.0))
-        losses.check_finished(ctx)
+        x = Tagged(x, 1.0, ctx) if type(x) is float and ctx.__dict__.get("_has_tags") else _seeded(x, ctx, 1.0)
+        rt = ctx._runtime  # (RuntimeBase.run: overdub's commonest run, in C)
+        y = NOT_RUN if rt is None else rt.run(f, x)
+        if y is NOT_RUN:
+            y = overdub(ctx, f, x)
+        if ctx.losses:
+            losses.check_finished(ctx)
+        if type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
+            t = y._meta  # (output_tangent's commonest case, inline: a float carrying its tangent)
+            if t is not None:
+                return t
         return ctx.output_tangent(y, "D")
+
+
+if capstan_native is not None:
+    capstan_native.setup_entry(_seeded, overdub, losses.check_finished, NOT_RUN)
+    _forward_entry = capstan_native.forward_entry
+else:
+    _forward_entry = None
 
 
 def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -362,6 +382,10 @@ def jvp_as(fname: str, f: Callable[..., Any], primals: tuple[Any, ...],
            tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     """:func:`jvp`, called by the entry point ``fname`` (``jacfwd``, ``hvp``...), whose name
     an error about ``f``'s output gives."""
+    if (type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) == 1
+            and type(primals[0]) is float and type(tangents[0]) is float and callable(f)):
+        pair: tuple[Any, Any] = _jvp_at_float(f, primals[0], tangents[0], fname)  # (every check passes)
+        return pair
     if not callable(f):
         raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
@@ -376,6 +400,24 @@ def jvp_as(fname: str, f: Callable[..., Any], primals: tuple[Any, ...],
     with differentiating(ForwardCtx) as ctx:
         out: tuple[Any, Any] = _jvp(ctx, f, leaves, tleaves, rebuild, fname)
         return out
+
+
+def _jvp_at_float(f, p, t, fname):
+    """``jvp(f, (p,), (t,))`` for a float point and direction: ``_jvp`` with its common
+    case inline (a float output carrying its tangent), which is the fixed cost of a run."""
+    with differentiating(ForwardCtx) as ctx:
+        x = Tagged(p, t, ctx) if ctx.__dict__.get("_has_tags") else _seeded(p, ctx, t)
+        rt = ctx._runtime  # (RuntimeBase.run: overdub's commonest run, in C)
+        y = NOT_RUN if rt is None else rt.run(f, x)
+        if y is NOT_RUN:
+            y = overdub(ctx, f, x)
+        if ctx.losses:
+            losses.check_finished(ctx)
+        if type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
+            ty = y._meta
+            if ty is not None:
+                return y._value, ty
+        return ctx.primal(y), ctx.output_tangent(y, fname)
 
 
 def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):

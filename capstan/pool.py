@@ -11,9 +11,12 @@ import threading
 import weakref
 from typing import Any
 
+from overdub._native import capstan_native
+
 from . import losses, nesting
 
 _local = threading.local()
+_nesting = nesting._state  # (push and pop inline in ``differentiating``: the fixed cost of a run)
 _KEEP = 4  # idle contexts kept per class and thread
 
 
@@ -30,8 +33,8 @@ class borrowed:
             idle = _local.pools[self.cls]
         except (AttributeError, KeyError):  # (the first run of this class in this thread)
             idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+        # (an idle context got its fresh identity when it was handed back; a new one has one)
         ctx = self.ctx = idle.pop() if idle else self.cls()
-        ctx.renew_tags()
         return ctx
 
     def __exit__(self, *exc: object) -> None:
@@ -64,31 +67,83 @@ class running:
         self.ctx = ctx
 
     def __enter__(self) -> Any:
-        nesting.push(self.ctx)
-        return self.ctx
+        ctx = self.ctx
+        try:  # (nesting.push, inline)
+            contexts = _nesting.contexts
+        except AttributeError:
+            nesting.push(ctx)
+            return ctx
+        if contexts:
+            ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
+        elif ctx.outside:
+            ctx.outside = ()
+        contexts.append(ctx)
+        _nesting.level += 1
+        return ctx
 
     def __exit__(self, tp: Any, exc: Any, tb: Any) -> None:
         try:
             if exc is not None:
                 losses.failed(self.ctx, exc)
         finally:
-            nesting.pop()
+            _nesting.level -= 1  # (nesting.pop, inline)
+            _nesting.contexts.pop()
 
 
 class differentiating(borrowed):
-    """``with differentiating(ForwardCtx) as ctx:`` -- a borrowed context, ``running``."""
+    """``with differentiating(ForwardCtx) as ctx:`` -- a borrowed context, ``running``
+    (``borrowed``'s and ``running``'s ways in and out, in one block: this is the fixed
+    cost of every ``D``/``jvp``)."""
 
     __slots__ = ()
 
     def __enter__(self) -> Any:
-        ctx = borrowed.__enter__(self)
-        nesting.push(ctx)
+        try:
+            idle = _local.pools[self.cls]
+        except (AttributeError, KeyError):  # (the first run of this class in this thread)
+            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+        # (an idle context got its fresh identity when it was handed back; a new one has one)
+        ctx = self.ctx = idle.pop() if idle else self.cls()
+        try:  # (nesting.push, inline)
+            contexts = _nesting.contexts
+        except AttributeError:
+            nesting.push(ctx)
+            return ctx
+        if contexts:
+            ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
+        elif ctx.outside:
+            ctx.outside = ()
+        contexts.append(ctx)
+        _nesting.level += 1
         return ctx
 
     def __exit__(self, *exc: Any) -> None:
+        ctx = self.ctx
         try:
             if exc[1] is not None:
-                losses.failed(self.ctx, exc[1])
+                losses.failed(ctx, exc[1])
         finally:
-            nesting.pop()
-            borrowed.__exit__(self)
+            _nesting.level -= 1  # (nesting.pop, inline)
+            _nesting.contexts.pop()
+            ctx.reset()  # (cleans up the run's tagged values while they are still its own)
+            ctx.renew_tags()
+            try:
+                idle = _local.pools[self.cls]
+            except (AttributeError, KeyError):  # (handed back in another thread: see ``kept``)
+                idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+            if len(idle) < _KEEP:
+                idle.append(ctx)
+
+
+def _idle_of(cls: type) -> list[Any]:
+    """The idle contexts of ``cls`` in this thread (made on its first run)."""
+    try:
+        idle: list[Any] = _local.pools[cls]
+    except (AttributeError, KeyError):
+        idle = _local.__dict__.setdefault("pools", {}).setdefault(cls, [])
+    return idle
+
+
+if capstan_native is not None:  # (the same steps in C: the class above is the reference)
+    capstan_native.setup_pool(_local, _nesting, _idle_of, nesting.push, losses.failed, _KEEP)
+    differentiating = capstan_native.Loan  # type: ignore[misc]  # noqa: F811

@@ -15,12 +15,13 @@ import enum
 import math
 import operator
 import weakref
+from types import FunctionType
 from typing import Any, Callable
 
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
-from overdub._native import capstan_native
+from overdub._native import NOT_RUN, capstan_native
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import (_TRIVIAL, DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call,
@@ -119,7 +120,7 @@ class ReverseCtx(ADContext):
         self.equalities: list[Any] = []  # (f, values, nodes, where) of exact equalities that held
 
     def reset(self):
-        super().reset()
+        ADContext.reset(self)  # (not super(): this runs at the end of every gradient)
         self.tape = []
         if self.equalities:
             self.equalities = []
@@ -746,11 +747,16 @@ class _Run:
             self.arg_structs.append((leaves, nodes, rebuild))
             tagged_args.append(rebuild(new))
         with running(ctx):
-            self.y = overdub(ctx, f, *tagged_args)
+            y = overdub(ctx, f, *tagged_args)
         losses.check_finished(ctx)
         if ctx.equalities:
             check_equalities(ctx)
-        self.out_leaves, self.out_rebuild = structure.flatten(self.y)
+        self.finish(y, fname)
+
+    def finish(self, y, fname):
+        """The run ended with output ``y``."""
+        self.y = y
+        self.out_leaves, self.out_rebuild = structure.flatten(y)
         checks.no_object_arrays(self.out_leaves, fname)
 
     def primal(self):
@@ -826,11 +832,51 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
         ValueError: ``f`` returns an array or a complex number, not a real scalar.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
+    if len(args) == 1 and type(args[0]) is float and not kwargs and callable(f):
+        if type(f) is FunctionType and _reverse_entry is not None:  # (the same steps, in C)
+            grads: tuple[Any, ...] = _reverse_entry(ReverseCtx, f, args[0])
+        else:
+            grads = _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
+        return grads
     checks.point_given("gradient", args, kwargs)
     checks.check_callable("gradient", f)
     checks.require_differentiable("gradient", args)
     with borrowed(ReverseCtx) as ctx:
         return _gradient(_Run(f, args, "gradient", ctx), args)
+
+
+def _gradient_at_float(f, x):
+    """``gradient(f, x)`` at one float ``x``: ``_Run`` and ``_gradient`` with their common
+    case inline (a float output carrying its node), which is the fixed cost of a run
+    (``capstan_native.reverse_entry`` takes the same steps in C)."""
+    with borrowed(ReverseCtx) as ctx:
+        t = ctx.input(x)
+        node = t._meta
+        with running(ctx):
+            rt = ctx._runtime  # (RuntimeBase.run: overdub's commonest run, in C)
+            y = NOT_RUN if rt is None else rt.run(f, t)
+            if y is NOT_RUN:
+                y = overdub(ctx, f, t)
+        if ctx.losses:
+            losses.check_finished(ctx)
+        if not ctx.equalities and type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
+            n = y._meta
+            if n is None:
+                return (None,)
+            c = backward(ctx.tape, {n: 1.0})[node]
+            return (None if c is None else _like(c, x),)
+        return _gradient_rest(ctx, x, node, y)
+
+
+def _gradient_rest(ctx, x, node, y):
+    """``_gradient_at_float``'s other outputs: the general steps of ``_gradient``."""
+    if ctx.equalities:
+        check_equalities(ctx)
+    run = _Run.__new__(_Run)
+    run.ctx = ctx
+    run.arg_structs = [([x], [node], structure.single)]
+    run.finish(y, "gradient")
+    return _gradient(run, (x,))
 
 
 def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tuple[Any, ...]:
@@ -854,6 +900,13 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
         return tuple(None for _ in args)
     grads: tuple[Any, ...] = run.back({n: 1.0})
     return grads
+
+
+if capstan_native is not None:
+    capstan_native.setup_reverse(backward, _gradient_rest, _like)
+    _reverse_entry = capstan_native.reverse_entry
+else:
+    _reverse_entry = None
 
 
 def pullback(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:

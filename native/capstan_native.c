@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <structmember.h>
+
 #include "tagged.h"
 
 enum { K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_NEG, K_MATH };
@@ -29,7 +31,7 @@ enum { M_SIN, M_COS, M_TAN, M_EXP, M_SQRT, M_TANH, M_ATAN, M_SINH, M_COSH, M_LOG
 
 static PyTypeObject *Tagged_Type;  /* overdub.tagging.Tagged, set by setup() */
 static PyTypeObject *F64_Type;     /* numpy.float64: handled by the fallback, as constants too */
-static PyObject *str_tagkey, *str_tape;
+static PyObject *str_tagkey, *str_tape, *str_equalities;
 
 typedef struct {
     PyObject_HEAD
@@ -1283,7 +1285,717 @@ setup(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+
+/* ------------------------------------------------------------------------------------------
+ * Loan: capstan.pool.differentiating in C (``with Loan(ForwardCtx) as ctx:``), the fixed
+ * cost of every D / jvp.  The Python class in capstan/pool.py is the reference: the same
+ * steps, in the same order.  setup_pool() hands over the thread-local pools, the nesting
+ * state and the Python functions for the rare cases (a thread's first run, a loss).
+ */
+static PyObject *long_one;  /* 1 */
+#define _PyLong_GetOne_compat() long_one
+
+static PyObject *pool_local, *pool_nesting, *pool_idle_of, *pool_push, *pool_failed;
+static Py_ssize_t pool_keep;
+static PyObject *str_pools, *str_contexts, *str_level, *str_outside, *str_reset, *str_renew_tags;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *cls;
+    PyObject *ctx;
+} LoanObject;
+
+/* the idle contexts of cls in this thread (a new reference): pool_local.pools[cls], or
+   what the Python reference makes on a thread's first run */
+static PyObject *
+idle_of(PyObject *cls)
+{
+    PyObject *pools = PyObject_GetAttr(pool_local, str_pools);
+    if (pools != NULL) {
+        PyObject *idle = PyDict_CheckExact(pools) ? PyDict_GetItemWithError(pools, cls) : NULL;
+        Py_DECREF(pools);
+        if (idle != NULL && PyList_CheckExact(idle)) {
+            Py_INCREF(idle);
+            return idle;
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    else if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return NULL;
+    }
+    PyErr_Clear();
+    return PyObject_CallOneArg(pool_idle_of, cls);
+}
+
+static PyObject *
+loan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *cls;
+    if (pool_local == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Loan: setup_pool() was not called");
+        return NULL;
+    }
+    if (kwds != NULL || !PyArg_UnpackTuple(args, "Loan", 1, 1, &cls)) {
+        if (kwds != NULL) {
+            PyErr_SetString(PyExc_TypeError, "Loan(cls) takes no keyword arguments");
+        }
+        return NULL;
+    }
+    LoanObject *self = (LoanObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    Py_INCREF(cls);
+    self->cls = cls;
+    return (PyObject *)self;
+}
+
+static void
+loan_dealloc(LoanObject *self)
+{
+    Py_XDECREF(self->cls);
+    Py_XDECREF(self->ctx);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* an idle context of cls (or a new one): borrowed's way in (a new reference) */
+static PyObject *
+borrow(PyObject *cls)
+{
+    PyObject *idle = idle_of(cls);
+    if (idle == NULL) {
+        return NULL;
+    }
+    PyObject *ctx;
+    Py_ssize_t n = PyList_GET_SIZE(idle);
+    if (n > 0) {  /* (an idle context got its fresh identity when it was handed back) */
+        ctx = PyList_GET_ITEM(idle, n - 1);
+        Py_INCREF(ctx);
+        if (PyList_SetSlice(idle, n - 1, n, NULL) < 0) {
+            Py_DECREF(ctx);
+            Py_DECREF(idle);
+            return NULL;
+        }
+    }
+    else {
+        ctx = PyObject_CallNoArgs(cls);
+    }
+    Py_DECREF(idle);
+    return ctx;
+}
+
+/* nesting.push(ctx), inline: one more active differentiation */
+static int
+push_level(PyObject *ctx)
+{
+    PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
+    if (contexts == NULL || !PyList_CheckExact(contexts)) {
+        if (contexts == NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        Py_XDECREF(contexts);
+        PyObject *r = PyObject_CallOneArg(pool_push, ctx);
+        if (r == NULL) {
+            return -1;
+        }
+        Py_DECREF(r);
+        return 0;
+    }
+    Py_ssize_t m = PyList_GET_SIZE(contexts);
+    int err = 0;
+    if (m > 0) {  /* ctx.outside: the enclosing ones, innermost first */
+        PyObject *outside = PyList_New(0);
+        err = outside == NULL ? -1 : 0;
+        for (Py_ssize_t i = m - 1; err == 0 && i >= 0; i--) {
+            PyObject *c = PyList_GET_ITEM(contexts, i);
+            if (c != Py_None && c != ctx) {
+                err = PyList_Append(outside, c);
+            }
+        }
+        if (err == 0) {
+            PyObject *t = PyList_AsTuple(outside);
+            err = t == NULL ? -1 : PyObject_SetAttr(ctx, str_outside, t);
+            Py_XDECREF(t);
+        }
+        Py_XDECREF(outside);
+    }
+    else {
+        PyObject *outside = PyObject_GetAttr(ctx, str_outside);
+        int truth = outside == NULL ? -1 : PyObject_IsTrue(outside);
+        Py_XDECREF(outside);
+        if (truth < 0) {
+            err = -1;
+        }
+        else if (truth) {
+            PyObject *empty = PyTuple_New(0);
+            err = empty == NULL ? -1 : PyObject_SetAttr(ctx, str_outside, empty);
+            Py_XDECREF(empty);
+        }
+    }
+    if (err == 0) {
+        err = PyList_Append(contexts, ctx);
+    }
+    Py_DECREF(contexts);
+    if (err == 0) {
+        PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
+        PyObject *up = level == NULL ? NULL : PyNumber_Add(level, _PyLong_GetOne_compat());
+        Py_XDECREF(level);
+        err = up == NULL ? -1 : PyObject_SetAttr(pool_nesting, str_level, up);
+        Py_XDECREF(up);
+    }
+    return err;
+}
+
+/* an idle context of cls (or a new one), counted as an active differentiation: Loan's
+   way in (a new reference) */
+static PyObject *
+take(PyObject *cls)
+{
+    PyObject *ctx = borrow(cls);
+    if (ctx != NULL && push_level(ctx) < 0) {
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static PyObject *
+loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *ctx = take(self->cls);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(self->ctx, Py_NewRef(ctx));
+    return ctx;
+}
+
+/* the finally block of __exit__: nesting.pop, reset, a fresh identity, back to the idle ones */
+/* nesting.pop(), inline */
+static int
+pop_level(void)
+{
+    PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
+    PyObject *down = level == NULL ? NULL : PyNumber_Subtract(level, _PyLong_GetOne_compat());
+    Py_XDECREF(level);
+    int err = down == NULL ? -1 : PyObject_SetAttr(pool_nesting, str_level, down);
+    Py_XDECREF(down);
+    if (err < 0) {
+        return -1;
+    }
+    PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
+    if (contexts == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PyList_CheckExact(contexts) ? PyList_GET_SIZE(contexts) : 0;
+    if (n == 0) {
+        Py_DECREF(contexts);
+        PyErr_SetString(PyExc_IndexError, "pop from empty list");
+        return -1;
+    }
+    err = PyList_SetSlice(contexts, n - 1, n, NULL);
+    Py_DECREF(contexts);
+    return err;
+}
+
+/* borrowed's way out: reset, a fresh identity, back to the idle ones */
+static int
+hand_back(PyObject *cls, PyObject *ctx)
+{
+    int err;
+    PyObject *r = PyObject_CallMethodNoArgs(ctx, str_reset);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    r = PyObject_CallMethodNoArgs(ctx, str_renew_tags);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    PyObject *idle = idle_of(cls);
+    if (idle == NULL) {
+        return -1;
+    }
+    err = PyList_GET_SIZE(idle) < pool_keep ? PyList_Append(idle, ctx) : 0;
+    Py_DECREF(idle);
+    return err;
+}
+
+/* Loan's way out (the finally block of __exit__) */
+static int
+give_back(PyObject *cls, PyObject *ctx)
+{
+    if (pop_level() < 0) {
+        return -1;
+    }
+    return hand_back(cls, ctx);
+}
+
+static PyObject *
+loan_exit(LoanObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "__exit__ takes 3 arguments");
+        return NULL;
+    }
+    if (self->ctx == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Loan.__exit__ without __enter__");
+        return NULL;
+    }
+    PyObject *failed = NULL;
+    if (args[1] != Py_None) {  /* losses.failed(ctx, exc): raises the first loss recorded */
+        PyObject *fargs[2] = {self->ctx, args[1]};
+        failed = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
+    }
+    if (failed == NULL && args[1] != Py_None) {  /* (the loss raised, then the finally block) */
+        PyObject *tp, *val, *tb;
+        PyErr_Fetch(&tp, &val, &tb);
+        if (give_back(self->cls, self->ctx) < 0) {
+            Py_XDECREF(tp);
+            Py_XDECREF(val);
+            Py_XDECREF(tb);
+            return NULL;
+        }
+        PyErr_Restore(tp, val, tb);
+        return NULL;
+    }
+    Py_XDECREF(failed);
+    if (give_back(self->cls, self->ctx) < 0) {
+        return NULL;
+    }
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef loan_methods[] = {
+    {"__enter__", (PyCFunction)loan_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))loan_exit, METH_FASTCALL, NULL},
+    {NULL}
+};
+
+static PyMemberDef loan_members[] = {
+    {"cls", T_OBJECT, offsetof(LoanObject, cls), READONLY, NULL},
+    {"ctx", T_OBJECT, offsetof(LoanObject, ctx), READONLY, NULL},
+    {NULL}
+};
+
+static PyTypeObject Loan_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.Loan",
+    .tp_doc = "with Loan(cls) as ctx: capstan.pool.differentiating in C (see capstan/pool.py).",
+    .tp_basicsize = sizeof(LoanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = loan_new,
+    .tp_dealloc = (destructor)loan_dealloc,
+    .tp_methods = loan_methods,
+    .tp_members = loan_members,
+};
+
+static PyObject *
+setup_pool(PyObject *module, PyObject *args)
+{
+    PyObject *local, *nesting, *idle_fn, *push, *failed;
+    Py_ssize_t keep;
+    if (!PyArg_ParseTuple(args, "OOOOOn:setup_pool", &local, &nesting, &idle_fn, &push, &failed, &keep)) {
+        return NULL;
+    }
+    Py_INCREF(local);
+    Py_XSETREF(pool_local, local);
+    Py_INCREF(nesting);
+    Py_XSETREF(pool_nesting, nesting);
+    Py_INCREF(idle_fn);
+    Py_XSETREF(pool_idle_of, idle_fn);
+    Py_INCREF(push);
+    Py_XSETREF(pool_push, push);
+    Py_INCREF(failed);
+    Py_XSETREF(pool_failed, failed);
+    pool_keep = keep;
+    Py_RETURN_NONE;
+}
+
+/* forward_entry(cls, f, x): capstan.D(f, x) for a float x and a Python function f, the
+ * steps of its Python reference (capstan/forward.py D) in C: a context borrowed (Loan),
+ * x tagged with tangent 1.0, the run (rt.run, else overdub), the losses checked, the
+ * tangent of a float output read (else ctx.output_tangent), the context given back. */
+static PyObject *entry_seed, *entry_overdub, *entry_check, *entry_not_run;
+static PyObject *str_runtime, *str_run, *str_losses, *str_output_tangent, *str_D, *str_has_tags;
+
+static PyObject *
+forward_run(PyObject *ctx, PyObject *f, PyObject *x)
+{
+    PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *tx = NULL;
+    PyObject **dictptr = _PyObject_GetDictPtr(ctx);
+    PyObject *has = (dictptr != NULL && *dictptr != NULL) ? PyDict_GetItemWithError(*dictptr, str_has_tags) : NULL;
+    if (has == NULL && PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    int truth = has == NULL ? 0 : PyObject_IsTrue(has);
+    if (truth < 0) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    if (truth) {  /* Tagged(x, 1.0, ctx): x itself is the value */
+        TaggedObject *t = (TaggedObject *)Tagged_Type->tp_alloc(Tagged_Type, 0);
+        if (t != NULL) {
+            t->value = Py_NewRef(x);
+            t->meta = Py_NewRef(one);
+            t->tagkey = Py_NewRef(key);
+            t->ctx = Py_NewRef(ctx);
+        }
+        tx = (PyObject *)t;
+    }
+    else {
+        PyObject *sargs[3] = {x, ctx, one};
+        tx = PyObject_Vectorcall(entry_seed, sargs, 3, NULL);
+        Py_SETREF(key, PyObject_GetAttr(ctx, str_tagkey));  /* (unchanged: read again all the same) */
+    }
+    if (tx == NULL || key == NULL) {
+        Py_XDECREF(tx);
+        Py_XDECREF(key);
+        return NULL;
+    }
+    PyObject *y = NULL;
+    PyObject *rt = PyObject_GetAttr(ctx, str_runtime);
+    if (rt == NULL) {
+        goto done;
+    }
+    if (rt != Py_None) {
+        PyObject *rargs[3] = {rt, f, tx};
+        y = PyObject_VectorcallMethod(str_run, rargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (y == NULL) {
+            goto done;
+        }
+    }
+    if (y == NULL || y == entry_not_run) {
+        Py_XDECREF(y);
+        PyObject *oargs[3] = {ctx, f, tx};
+        y = PyObject_Vectorcall(entry_overdub, oargs, 3, NULL);
+        if (y == NULL) {
+            goto done;
+        }
+    }
+    PyObject *losses = PyObject_GetAttr(ctx, str_losses);
+    truth = losses == NULL ? -1 : PyObject_IsTrue(losses);
+    Py_XDECREF(losses);
+    if (truth > 0) {
+        PyObject *r = PyObject_CallOneArg(entry_check, ctx);
+        Py_XDECREF(r);
+        truth = r == NULL ? -1 : 0;
+    }
+    if (truth < 0) {
+        Py_CLEAR(y);
+        goto done;
+    }
+    /* output_tangent's commonest case, inline: a float carrying its tangent */
+    if (Py_TYPE(y) == Tagged_Type && ((TaggedObject *)y)->tagkey == key
+        && PyFloat_CheckExact(((TaggedObject *)y)->value) && ((TaggedObject *)y)->meta != Py_None) {
+        Py_SETREF(y, Py_NewRef(((TaggedObject *)y)->meta));
+    }
+    else {
+        PyObject *margs[3] = {ctx, y, str_D};
+        Py_SETREF(y, PyObject_VectorcallMethod(str_output_tangent, margs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
+    }
+done:
+    Py_XDECREF(rt);
+    Py_DECREF(tx);
+    Py_DECREF(key);
+    return y;
+}
+
+static PyObject *
+forward_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyFloat_CheckExact(args[2]) || !PyFunction_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "forward_entry(cls, f, x): a Python function and a float");
+        return NULL;
+    }
+    if (entry_seed == NULL || pool_local == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "forward_entry: setup_entry() was not called");
+        return NULL;
+    }
+    PyObject *cls = args[0];
+    PyObject *ctx = take(cls);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    PyObject *y = forward_run(ctx, args[1], args[2]);
+    if (y == NULL) {  /* Loan.__exit__ with the exception: a recorded loss replaces it */
+        PyObject *tp, *val, *tb;
+        PyErr_Fetch(&tp, &val, &tb);
+        PyErr_NormalizeException(&tp, &val, &tb);
+        if (tb != NULL && val != NULL) {
+            PyException_SetTraceback(val, tb);
+        }
+        PyObject *fargs[2] = {ctx, val != NULL ? val : Py_None};
+        PyObject *r = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
+        if (r != NULL) {
+            Py_DECREF(r);
+            PyErr_Restore(tp, val, tb);
+        }
+        else {
+            Py_XDECREF(tp);
+            Py_XDECREF(val);
+            Py_XDECREF(tb);
+        }
+        PyErr_Fetch(&tp, &val, &tb);
+        if (give_back(cls, ctx) < 0) {
+            Py_XDECREF(tp);
+            Py_XDECREF(val);
+            Py_XDECREF(tb);
+        }
+        else {
+            PyErr_Restore(tp, val, tb);
+        }
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    int err = give_back(cls, ctx);
+    Py_DECREF(ctx);
+    if (err < 0) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    return y;
+}
+
+static PyObject *
+setup_entry(PyObject *module, PyObject *args)
+{
+    PyObject *seed, *run, *check, *not_run;
+    if (!PyArg_ParseTuple(args, "OOOO:setup_entry", &seed, &run, &check, &not_run)) {
+        return NULL;
+    }
+    Py_XSETREF(entry_seed, Py_NewRef(seed));
+    Py_XSETREF(entry_overdub, Py_NewRef(run));
+    Py_XSETREF(entry_check, Py_NewRef(check));
+    Py_XSETREF(entry_not_run, Py_NewRef(not_run));
+    Py_RETURN_NONE;
+}
+
+/* reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f,
+ * the steps of its Python reference (capstan/reverse.py _gradient_at_float) in C. */
+static PyObject *rev_backward, *rev_rest, *rev_like;
+static PyObject *str_input, *str_meta;
+
+/* the error set now, handed to losses.failed(ctx, exc) (which may raise a recorded loss
+   instead), then nesting.pop(); always NULL */
+static PyObject *
+fail_and_pop(PyObject *ctx)
+{
+    PyObject *tp, *val, *tb;
+    PyErr_Fetch(&tp, &val, &tb);
+    PyErr_NormalizeException(&tp, &val, &tb);
+    if (tb != NULL && val != NULL) {
+        PyException_SetTraceback(val, tb);
+    }
+    PyObject *fargs[2] = {ctx, val != NULL ? val : Py_None};
+    PyObject *r = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
+    if (r != NULL) {
+        Py_DECREF(r);
+        PyErr_Restore(tp, val, tb);
+    }
+    else {
+        Py_XDECREF(tp);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+    }
+    PyErr_Fetch(&tp, &val, &tb);
+    if (pop_level() < 0) {
+        Py_XDECREF(tp);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+    }
+    else {
+        PyErr_Restore(tp, val, tb);
+    }
+    return NULL;
+}
+
+static PyObject *
+reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
+{
+    PyObject *iargs[2] = {ctx, x};
+    PyObject *t = PyObject_VectorcallMethod(str_input, iargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (t == NULL) {
+        return NULL;
+    }
+    PyObject *node = PyObject_GetAttr(t, str_meta);
+    if (node == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    PyObject *y = NULL, *result = NULL, *key = NULL, *tape = NULL;
+    if (push_level(ctx) < 0) {  /* with running(ctx): */
+        goto done;
+    }
+    PyObject *rt = PyObject_GetAttr(ctx, str_runtime);
+    if (rt == NULL) {
+        fail_and_pop(ctx);
+        goto done;
+    }
+    if (rt != Py_None) {
+        PyObject *rargs[3] = {rt, f, t};
+        y = PyObject_VectorcallMethod(str_run, rargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    Py_DECREF(rt);
+    if (rt != Py_None && y == NULL) {
+        fail_and_pop(ctx);
+        goto done;
+    }
+    if (y == NULL || y == entry_not_run) {
+        Py_XDECREF(y);
+        PyObject *oargs[3] = {ctx, f, t};
+        y = PyObject_Vectorcall(entry_overdub, oargs, 3, NULL);
+        if (y == NULL) {
+            fail_and_pop(ctx);
+            goto done;
+        }
+    }
+    if (pop_level() < 0) {
+        goto done;
+    }
+    PyObject *losses = PyObject_GetAttr(ctx, str_losses);
+    int truth = losses == NULL ? -1 : PyObject_IsTrue(losses);
+    Py_XDECREF(losses);
+    if (truth > 0) {
+        PyObject *r = PyObject_CallOneArg(entry_check, ctx);
+        Py_XDECREF(r);
+        truth = r == NULL ? -1 : 0;
+    }
+    if (truth < 0) {
+        goto done;
+    }
+    key = PyObject_GetAttr(ctx, str_tagkey);
+    if (key == NULL) {
+        goto done;
+    }
+    /* exact equalities that held are checked by the general steps (reverse.check_equalities) */
+    PyObject *equalities = PyObject_GetAttr(ctx, str_equalities);
+    int held = equalities == NULL ? -1 : PyObject_IsTrue(equalities);
+    Py_XDECREF(equalities);
+    if (held < 0) {
+        goto done;
+    }
+    if (!held && Py_TYPE(y) == Tagged_Type && ((TaggedObject *)y)->tagkey == key
+        && PyFloat_CheckExact(((TaggedObject *)y)->value)) {  /* a float output carrying its node */
+        PyObject *n = ((TaggedObject *)y)->meta;
+        PyObject *c = NULL;
+        if (n == Py_None) {
+            c = Py_NewRef(Py_None);
+        }
+        else {
+            tape = PyObject_GetAttr(ctx, str_tape);
+            PyObject *seeds = tape == NULL ? NULL : PyDict_New();
+            if (seeds == NULL || PyDict_SetItem(seeds, n, one) < 0) {
+                Py_XDECREF(seeds);
+                goto done;
+            }
+            PyObject *bargs[2] = {tape, seeds};
+            PyObject *cts = PyObject_Vectorcall(rev_backward, bargs, 2, NULL);
+            Py_DECREF(seeds);
+            if (cts == NULL) {
+                goto done;
+            }
+            c = PyObject_GetItem(cts, node);
+            Py_DECREF(cts);
+            if (c == NULL) {
+                goto done;
+            }
+            if (c != Py_None && !PyFloat_CheckExact(c)) {
+                PyObject *largs[2] = {c, x};
+                Py_SETREF(c, PyObject_Vectorcall(rev_like, largs, 2, NULL));
+                if (c == NULL) {
+                    goto done;
+                }
+            }
+        }
+        result = PyTuple_New(1);
+        if (result == NULL) {
+            Py_DECREF(c);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, 0, c);
+    }
+    else {
+        PyObject *gargs[4] = {ctx, x, node, y};
+        result = PyObject_Vectorcall(rev_rest, gargs, 4, NULL);
+    }
+done:
+    Py_XDECREF(tape);
+    Py_XDECREF(key);
+    Py_XDECREF(y);
+    Py_DECREF(node);
+    Py_DECREF(t);
+    return result;
+}
+
+static PyObject *
+reverse_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyFloat_CheckExact(args[2]) || !PyFunction_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "reverse_entry(cls, f, x): a Python function and a float");
+        return NULL;
+    }
+    if (rev_backward == NULL || entry_seed == NULL || pool_local == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "reverse_entry: setup_reverse() was not called");
+        return NULL;
+    }
+    PyObject *cls = args[0];
+    PyObject *ctx = borrow(cls);  /* with borrowed(cls) as ctx: */
+    if (ctx == NULL) {
+        return NULL;
+    }
+    PyObject *result = reverse_run(ctx, args[1], args[2]);
+    PyObject *tp, *val, *tb;
+    PyErr_Fetch(&tp, &val, &tb);
+    if (hand_back(cls, ctx) < 0) {
+        Py_XDECREF(tp);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+        Py_CLEAR(result);
+    }
+    else {
+        PyErr_Restore(tp, val, tb);
+    }
+    Py_DECREF(ctx);
+    return result;
+}
+
+static PyObject *
+setup_reverse(PyObject *module, PyObject *args)
+{
+    PyObject *backward, *rest, *like;
+    if (!PyArg_ParseTuple(args, "OOO:setup_reverse", &backward, &rest, &like)) {
+        return NULL;
+    }
+    Py_XSETREF(rev_backward, Py_NewRef(backward));
+    Py_XSETREF(rev_rest, Py_NewRef(rest));
+    Py_XSETREF(rev_like, Py_NewRef(like));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"reverse_entry", (PyCFunction)(void (*)(void))reverse_entry, METH_FASTCALL,
+     "reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f "
+     "(see capstan/reverse.py _gradient_at_float, its reference)."},
+    {"setup_reverse", setup_reverse, METH_VARARGS,
+     "setup_reverse(backward, rest, like): what reverse_entry calls."},
+    {"forward_entry", (PyCFunction)(void (*)(void))forward_entry, METH_FASTCALL,
+     "forward_entry(cls, f, x): capstan.D(f, x) for a float x and a Python function f (see "
+     "capstan/forward.py, its reference)."},
+    {"setup_entry", setup_entry, METH_VARARGS,
+     "setup_entry(seed, overdub, check_finished, NOT_RUN): what forward_entry calls."},
+    {"setup_pool", setup_pool, METH_VARARGS,
+     "setup_pool(local, nesting_state, idle_of, push, failed, keep): what Loan reads (see "
+     "capstan/pool.py)."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
      "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "
      "down; returns the first node left to the Python loop, or -1."},
@@ -1310,12 +2022,42 @@ PyInit__capstan_native(void)
 {
     str_tagkey = PyUnicode_InternFromString("_tagkey");
     str_tape = PyUnicode_InternFromString("tape");
+    str_equalities = PyUnicode_InternFromString("equalities");
     str_second = PyUnicode_InternFromString("second");
     str_scalar_pairs = PyUnicode_InternFromString("scalar_pairs");
+    str_pools = PyUnicode_InternFromString("pools");
+    str_runtime = PyUnicode_InternFromString("_runtime");
+    str_input = PyUnicode_InternFromString("input");
+    str_meta = PyUnicode_InternFromString("_meta");
+    if (str_input == NULL || str_meta == NULL) {
+        return NULL;
+    }
+    str_run = PyUnicode_InternFromString("run");
+    str_losses = PyUnicode_InternFromString("losses");
+    str_output_tangent = PyUnicode_InternFromString("output_tangent");
+    str_D = PyUnicode_InternFromString("D");
+    str_has_tags = PyUnicode_InternFromString("_has_tags");
+    if (str_runtime == NULL || str_run == NULL || str_losses == NULL || str_output_tangent == NULL
+        || str_D == NULL || str_has_tags == NULL) {
+        return NULL;
+    }
+    str_contexts = PyUnicode_InternFromString("contexts");
+    str_level = PyUnicode_InternFromString("level");
+    str_outside = PyUnicode_InternFromString("outside");
+    str_reset = PyUnicode_InternFromString("reset");
+    str_renew_tags = PyUnicode_InternFromString("renew_tags");
+    if (str_pools == NULL || str_contexts == NULL || str_level == NULL || str_outside == NULL
+        || str_reset == NULL || str_renew_tags == NULL || PyType_Ready(&Loan_Type) < 0) {
+        return NULL;
+    }
     small_zero = PyLong_FromLong(0);
     one = PyFloat_FromDouble(1.0);
+    long_one = PyLong_FromLong(1);
+    if (long_one == NULL) {
+        return NULL;
+    }
     minus_one = PyFloat_FromDouble(-1.0);
-    if (str_tagkey == NULL || str_tape == NULL || str_second == NULL || str_scalar_pairs == NULL
+    if (str_tagkey == NULL || str_tape == NULL || str_equalities == NULL || str_second == NULL || str_scalar_pairs == NULL
         || small_zero == NULL || one == NULL || minus_one == NULL
         || PyType_Ready(&Kernel_Type) < 0 || PyType_Ready(&PatternKernel_Type) < 0) {
         return NULL;
@@ -1336,6 +2078,12 @@ PyInit__capstan_native(void)
     Py_INCREF(&PatternKernel_Type);
     if (PyModule_AddObject(m, "PatternKernel", (PyObject *)&PatternKernel_Type) < 0) {
         Py_DECREF(&PatternKernel_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&Loan_Type);
+    if (PyModule_AddObject(m, "Loan", (PyObject *)&Loan_Type) < 0) {
+        Py_DECREF(&Loan_Type);
         Py_DECREF(m);
         return NULL;
     }

@@ -928,10 +928,17 @@ typedef struct {
     PyObject *fallback_kinds;  /* dict: builtin -> how the default fallback calls it */
     PyObject *recursable;      /* dict: builtin -> the default canrecurse's answer for it */
     PyObject *op_answers;      /* dict: (op, name or None, id(type) per operand) -> (tags..., answer) */
+    PyObject *fcache;          /* dict: callee -> what runs it (this run; see leave) */
+    PyObject *kept;            /* dict: the entries of fcache that survive a run's end */
+    PyObject *instance_calls;  /* dict: class -> (its __call__, what runs it) (this run) */
+    PyObject *attr_info;       /* dict: type -> names of Python-level descriptors (this run) */
+    PyObject *code_table;      /* dict: the runtime's routed codes (CodeCache storage) */
     Py_ssize_t depth;          /* runs of this runtime in progress */
     char own_canrecurse;       /* the context overrides canrecurse */
     char own_fallback;         /* the context overrides fallback */
 } RuntimeBaseObject;
+
+#define CODE_TABLE_LIMIT 4096  /* overdub.runtime.CACHE_LIMIT */
 
 static PyMemberDef runtime_members[] = {
     {"ctx", T_OBJECT_EX, offsetof(RuntimeBaseObject, ctx), 0, NULL},
@@ -942,6 +949,11 @@ static PyMemberDef runtime_members[] = {
     {"fallback_kinds", T_OBJECT_EX, offsetof(RuntimeBaseObject, fallback_kinds), 0, NULL},
     {"recursable", T_OBJECT_EX, offsetof(RuntimeBaseObject, recursable), 0, NULL},
     {"op_answers", T_OBJECT_EX, offsetof(RuntimeBaseObject, op_answers), 0, NULL},
+    {"fcache", T_OBJECT_EX, offsetof(RuntimeBaseObject, fcache), 0, NULL},
+    {"kept", T_OBJECT_EX, offsetof(RuntimeBaseObject, kept), 0, NULL},
+    {"instance_calls", T_OBJECT_EX, offsetof(RuntimeBaseObject, instance_calls), 0, NULL},
+    {"attr_info", T_OBJECT_EX, offsetof(RuntimeBaseObject, attr_info), 0, NULL},
+    {"code_table", T_OBJECT_EX, offsetof(RuntimeBaseObject, code_table), 0, NULL},
     {"depth", T_PYSSIZET, offsetof(RuntimeBaseObject, depth), 0, NULL},
     {"own_canrecurse", T_BOOL, offsetof(RuntimeBaseObject, own_canrecurse), 0, NULL},
     {"own_fallback", T_BOOL, offsetof(RuntimeBaseObject, own_fallback), 0, NULL},
@@ -959,6 +971,11 @@ runtime_traverse(RuntimeBaseObject *rt, visitproc visit, void *arg)
     Py_VISIT(rt->fallback_kinds);
     Py_VISIT(rt->recursable);
     Py_VISIT(rt->op_answers);
+    Py_VISIT(rt->fcache);
+    Py_VISIT(rt->kept);
+    Py_VISIT(rt->instance_calls);
+    Py_VISIT(rt->attr_info);
+    Py_VISIT(rt->code_table);
     return 0;
 }
 
@@ -973,6 +990,11 @@ runtime_clear(RuntimeBaseObject *rt)
     Py_CLEAR(rt->fallback_kinds);
     Py_CLEAR(rt->recursable);
     Py_CLEAR(rt->op_answers);
+    Py_CLEAR(rt->fcache);
+    Py_CLEAR(rt->kept);
+    Py_CLEAR(rt->instance_calls);
+    Py_CLEAR(rt->attr_info);
+    Py_CLEAR(rt->code_table);
     return 0;
 }
 
@@ -983,6 +1005,57 @@ runtime_dealloc(RuntimeBaseObject *rt)
     runtime_clear(rt);
     Py_TYPE(rt)->tp_free((PyObject *)rt);
 }
+
+/* rt.leave(): one run of rt ends (runs nest).  At the outermost, what was resolved during
+ * the run is forgotten (fcache back to the kept entries; the per-run tables emptied); True
+ * when the runtime's table of routed code has outgrown its limit (the caller trims it).
+ * The pure-Python reference is overdub/_native.py's _PyRuntimeBase.leave. */
+static PyObject *
+runtime_leave(RuntimeBaseObject *rt, PyObject *Py_UNUSED(ignored))
+{
+    rt->depth -= 1;
+    if (rt->depth != 0) {
+        Py_RETURN_FALSE;
+    }
+    PyObject *dicts[] = {rt->fcache, rt->kept, rt->instance_calls, rt->targets, rt->op_answers,
+                         rt->attr_info, rt->code_table};
+    for (size_t i = 0; i < sizeof(dicts) / sizeof(dicts[0]); i++) {
+        if (dicts[i] == NULL || !PyDict_CheckExact(dicts[i])) {
+            PyErr_SetString(PyExc_TypeError, "Runtime.leave: a runtime's tables must be dicts");
+            return NULL;
+        }
+    }
+    /* (a clear may run a key's __del__, which may use the runtime: hold the dicts) */
+    PyObject *fcache = rt->fcache, *kept = rt->kept;
+    Py_INCREF(fcache);
+    Py_INCREF(kept);
+    int err = 0;
+    if (PyDict_GET_SIZE(fcache) != 0) {
+        PyDict_Clear(fcache);
+    }
+    if (PyDict_GET_SIZE(kept) != 0) {
+        err = PyDict_Update(fcache, kept);
+    }
+    Py_DECREF(kept);
+    Py_DECREF(fcache);
+    if (err < 0) {
+        return NULL;
+    }
+    PyObject *runs[] = {rt->instance_calls, rt->targets, rt->op_answers, rt->attr_info};
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        PyObject *d = runs[i];
+        if (d != NULL && PyDict_CheckExact(d) && PyDict_GET_SIZE(d) != 0) {
+            Py_INCREF(d);
+            PyDict_Clear(d);
+            Py_DECREF(d);
+        }
+    }
+    if (rt->code_table != NULL && PyDict_GET_SIZE(rt->code_table) > CODE_TABLE_LIMIT) {
+        Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 
 static PyTypeObject RuntimeBase_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -1388,6 +1461,207 @@ configure_entry_points(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * rt.run(f, arg): overdub(rt.ctx, f, arg) for the commonest run -- the entry of a run (no
+ * run of rt in progress), nothing that sees calls (plain_calls), f a Python function whose
+ * routed twin this runtime made before and that nothing takes (no primitive) -- in C; the
+ * sentinel NOT_RUN in every other case, where the caller calls overdub.  Its pure-Python
+ * reference is _PyRuntimeBase.run (overdub/_native.py): the same steps.
+ */
+static struct {
+    PyObject *not_run;  /* the sentinel */
+    PyObject *strip;    /* strip(exc): exc with overdub's frames dropped from its traceback */
+    PyObject *trim;     /* trim(rt): the routed code outgrew its limit */
+} run_hooks;
+
+/* whether the weak reference ref points to o */
+static int
+weak_is(PyObject *ref, PyObject *o)
+{
+    if (!PyWeakref_CheckRef(ref)) {
+        return 0;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *x;
+    if (PyWeakref_GetRef(ref, &x) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XDECREF(x);  /* (only compared: o is alive) */
+    return x == o;
+#else
+    return PyWeakref_GET_OBJECT(ref) == o;
+#endif
+}
+
+static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty, *str_code_twins;
+
+/* the routed twin of f that rt made for f's current code, defaults and names, or NULL
+   (borrowed, no error set) */
+static PyObject *
+cached_twin(RuntimeBaseObject *rt, PyObject *f)
+{
+    PyObject *twins = PyObject_GetAttr((PyObject *)rt, str_code_twins);
+    if (twins == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *code = PyFunction_GET_CODE(f);
+    PyObject *key = PyLong_FromVoidPtr(code);
+    PyObject *found = NULL;
+    if (key != NULL && PyDict_CheckExact(twins)) {
+        PyObject *e = lookup(twins, key);  /* (weakref to code, (weakref to f, twin)) */
+        if (e != NULL && PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 2
+            && weak_is(PyTuple_GET_ITEM(e, 0), code)) {
+            PyObject *last = PyTuple_GET_ITEM(e, 1);
+            if (PyTuple_CheckExact(last) && PyTuple_GET_SIZE(last) == 2
+                && weak_is(PyTuple_GET_ITEM(last, 0), f)
+                && PyFunction_Check(PyTuple_GET_ITEM(last, 1))) {
+                PyFunctionObject *twin = (PyFunctionObject *)PyTuple_GET_ITEM(last, 1);
+                PyFunctionObject *fn = (PyFunctionObject *)f;
+                if (twin->func_defaults == fn->func_defaults && twin->func_kwdefaults == fn->func_kwdefaults
+                    && twin->func_name == fn->func_name && twin->func_qualname == fn->func_qualname
+                    && (entry.machinery_codes == NULL || PyDict_GET_SIZE(entry.machinery_codes) == 0
+                        || lookup(entry.machinery_codes, key) == NULL)) {  /* (not declared opaque since) */
+                    found = (PyObject *)twin;
+                }
+            }
+        }
+    }
+    PyErr_Clear();
+    Py_XDECREF(key);
+    Py_DECREF(twins);
+    return found;
+}
+
+/* whether attribute name of o is exactly True (False, or -1 with no error set: not) */
+static int
+attr_is(PyObject *o, PyObject *name, PyObject *value)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_DECREF(v);
+    return v == value;
+}
+
+/* whether f is a key of the dict attribute name of spec (1), not (0), or unknown (-1) */
+static int
+spec_has(PyObject *spec, PyObject *name, PyObject *f)
+{
+    PyObject *d = PyObject_GetAttr(spec, name);
+    if (d == NULL || !PyDict_CheckExact(d)) {
+        PyErr_Clear();
+        Py_XDECREF(d);
+        return -1;
+    }
+    int r = PyDict_Contains(d, f);
+    Py_DECREF(d);
+    if (r < 0) {
+        PyErr_Clear();
+    }
+    return r;
+}
+
+static PyObject *
+runtime_run(RuntimeBaseObject *rt, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "run(f, arg) takes 2 arguments");
+        return NULL;
+    }
+    if (run_hooks.not_run == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "run: configure_run() was not called");
+        return NULL;
+    }
+    PyObject *f = args[0], *ctx = rt->ctx;
+    if (rt->depth != 0 || !PyFunction_Check(f) || ctx == NULL || rt->spec == NULL
+        || rt->ctx_type != (PyObject *)Py_TYPE(ctx)
+        || attr_is((PyObject *)rt, str_plain_calls, Py_True) != 1
+        || attr_is(ctx, str_runtime, (PyObject *)rt) != 1
+        || attr_is(rt->spec, str_stale, Py_False) != 1 || attr_is(rt->spec, str_empty, Py_False) != 1
+        || spec_has(rt->spec, str_totals, f) != 0 || spec_has(rt->spec, str_primitives, f) != 0) {
+        return Py_NewRef(run_hooks.not_run);
+    }
+    PyObject *twin = cached_twin(rt, f);
+    if (twin == NULL) {
+        return Py_NewRef(run_hooks.not_run);
+    }
+    Py_INCREF(twin);
+    rt->depth = 1;
+    PyObject *result = PyObject_Vectorcall(twin, args + 1, 1, NULL);
+    Py_DECREF(twin);
+    if (result == NULL && run_hooks.strip != Py_None) {  /* (the traceback plain Python shows) */
+        PyObject *tp, *val, *tb;
+        PyErr_Fetch(&tp, &val, &tb);
+        PyErr_NormalizeException(&tp, &val, &tb);
+        if (tb != NULL && val != NULL) {
+            PyException_SetTraceback(val, tb);
+        }
+        PyObject *stripped = val == NULL ? NULL : PyObject_CallOneArg(run_hooks.strip, val);
+        if (stripped == NULL) {  /* (keep the original) */
+            PyErr_Clear();
+            PyErr_Restore(tp, val, tb);
+        }
+        else {
+            Py_XDECREF(tb);
+            tb = PyException_GetTraceback(stripped);
+            Py_DECREF(stripped);
+            PyErr_Restore(tp, val, tb);
+        }
+    }
+    /* the run's end (overdub's finally block): rt.leave(), then the trim it asks for */
+    PyObject *pending_tp = NULL, *pending_val = NULL, *pending_tb = NULL;
+    if (result == NULL) {
+        PyErr_Fetch(&pending_tp, &pending_val, &pending_tb);
+    }
+    PyObject *trim = runtime_leave(rt, NULL);
+    if (trim == Py_True) {
+        PyObject *r = PyObject_CallOneArg(run_hooks.trim, (PyObject *)rt);
+        Py_XDECREF(r);
+        if (r == NULL) {
+            Py_DECREF(trim);
+            trim = NULL;
+        }
+    }
+    if (trim == NULL) {
+        Py_XDECREF(result);
+        Py_XDECREF(pending_tp);
+        Py_XDECREF(pending_val);
+        Py_XDECREF(pending_tb);
+        return NULL;
+    }
+    Py_DECREF(trim);
+    if (result == NULL) {
+        PyErr_Restore(pending_tp, pending_val, pending_tb);
+    }
+    return result;
+}
+
+static PyObject *
+configure_run(PyObject *module, PyObject *args)
+{
+    PyObject *not_run, *strip, *trim;
+    if (!PyArg_ParseTuple(args, "OOO:configure_run", &not_run, &strip, &trim)) {
+        return NULL;
+    }
+    Py_XSETREF(run_hooks.not_run, Py_NewRef(not_run));
+    Py_XSETREF(run_hooks.strip, Py_NewRef(strip));
+    Py_XSETREF(run_hooks.trim, Py_NewRef(trim));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef runtime_methods[] = {
+    {"leave", (PyCFunction)runtime_leave, METH_NOARGS,
+     "leave(): one run ends; at the outermost, forget what the run resolved.  True: the "
+     "table of routed code has outgrown its limit."},
+    {"run", (PyCFunction)(void (*)(void))runtime_run, METH_FASTCALL,
+     "run(f, arg): overdub(ctx, f, arg) for the commonest run, or NOT_RUN (see configure_run)."},
+    {NULL}
+};
+
 /* EntryPoint(which): recurse (0), canrecurse (1) or fallback (2) as a callable object.
  * overdub.dispatch copies its Python reference's name, documentation and annotations onto
  * it (functools.update_wrapper: the instance has a __dict__), and like a Python function it
@@ -1522,6 +1796,9 @@ static PyMethodDef module_functions[] = {
     {"type_version", type_version, METH_O,
      "type_version(tp): tp's version tag, which changes whenever tp or a base class changes "
      "(0: none can be given)."},
+    {"configure_run", configure_run, METH_VARARGS,
+     "configure_run(NOT_RUN, strip, trim): RuntimeBase.run's sentinel and hooks (strip None: "
+     "tracebacks kept as they are)."},
     {"configure_entry_points", configure_entry_points, METH_VARARGS,
      "configure_entry_points(recurse, canrecurse, fallback, machinery_files, machinery_codes, "
      "op_by_fn, native_types, Tagged, PLAIN, AS_IS, STRUCTURAL, ATTRIBUTE_WRITE, type_new, "
@@ -1546,7 +1823,17 @@ PyInit__overdub_native(void)
     str_runtime = PyUnicode_InternFromString("_runtime");
     str_stale = PyUnicode_InternFromString("stale");
     str_target = PyUnicode_InternFromString("target");
+    str_plain_calls = PyUnicode_InternFromString("plain_calls");
+    str_totals = PyUnicode_InternFromString("totals");
+    str_primitives = PyUnicode_InternFromString("primitives");
+    str_empty = PyUnicode_InternFromString("empty");
+    str_code_twins = PyUnicode_InternFromString("code_twins");
+    if (str_plain_calls == NULL || str_totals == NULL || str_primitives == NULL || str_empty == NULL
+        || str_code_twins == NULL) {
+        return NULL;
+    }
     if (str_tagkey == NULL || str_dict == NULL || str_runtime == NULL || str_stale == NULL || str_target == NULL
+        || (RuntimeBase_Type.tp_methods = runtime_methods, 0)
         || PyType_Ready(&TaggedBase_Type) < 0 || PyType_Ready(&RuntimeBase_Type) < 0
         || PyType_Ready(&EntryPoint_Type) < 0
         || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0

@@ -8,6 +8,7 @@ Without that variable, a missing or stale build is an ``ImportError`` that says 
 do: the library never runs half in C and half in Python by accident.
 """
 import os
+from types import FunctionType
 from typing import Any
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
@@ -16,7 +17,7 @@ __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_poin
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 3  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 4  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -50,7 +51,56 @@ class _PyRuntimeBase:
     reference for the C RuntimeBase)."""
 
     __slots__ = ("ctx", "ctx_type", "spec", "outer", "targets", "fallback_kinds", "recursable", "op_answers",
-                 "depth", "own_canrecurse", "own_fallback")
+                 "fcache", "kept", "instance_calls", "attr_info", "code_table", "depth", "own_canrecurse",
+                 "own_fallback")
+
+    def leave(self) -> bool:
+        """One run ends (runs nest).  At the outermost, forget what the run resolved: the
+        callee cache goes back to its kept entries (builtins), the per-run tables are
+        emptied.  True when the table of routed code has outgrown its limit."""
+        self.depth -= 1
+        if self.depth != 0:
+            return False
+        self.fcache.clear()
+        self.fcache.update(self.kept)
+        self.instance_calls.clear()
+        self.targets.clear()
+        self.op_answers.clear()
+        self.attr_info.clear()
+        return len(self.code_table) > _CODE_TABLE_LIMIT
+
+
+    def run(self, f: Any, arg: Any) -> Any:
+        """``overdub(self.ctx, f, arg)`` for the commonest run -- the entry of a run (none of
+        this runtime in progress), nothing that sees calls (``plain_calls``), ``f`` a Python
+        function that no primitive takes -- or ``NOT_RUN`` where that does not hold (the
+        caller calls ``overdub``).  The fixed cost of a differentiation (``capstan.D``)."""
+        ctx, spec = self.ctx, self.spec
+        if (self.depth != 0 or type(f) is not FunctionType or type(ctx) is not self.ctx_type
+                or self.plain_calls is not True or ctx.__dict__.get("_runtime") is not self  # type: ignore[attr-defined]
+                or spec.stale is not False or spec.empty is not False or f in spec.totals or f in spec.primitives):
+            return NOT_RUN
+        g = self.enter(f)  # type: ignore[attr-defined]
+        if g is None:
+            return NOT_RUN
+        self.depth = 1
+        try:
+            return g(arg)
+        except BaseException as exc:
+            strip = RUN_HOOKS["strip"]
+            if strip is None:
+                raise
+            raise strip(exc)
+        finally:
+            if self.leave():
+                RUN_HOOKS["trim"](self)
+
+
+_CODE_TABLE_LIMIT = 4096  # overdub.runtime.CACHE_LIMIT
+#: what ``RuntimeBase.run`` returns where it does not apply
+NOT_RUN = type("NotRun", (), {"__repr__": lambda self: "NOT_RUN", "__slots__": ()})()
+#: ``RuntimeBase.run``'s hooks (``overdub.dispatch`` sets them: strip, trim)
+RUN_HOOKS: dict[str, Any] = {"strip": None, "trim": None}
 
 
 TaggedBase: type = _PyTaggedBase

@@ -17,7 +17,7 @@ from . import _native, codegen, lookaside, semantics
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .ops import NATIVE
 from .plaincall import any_tagged, is_builtin, is_structural, plain_call
-from .runtime import (CACHE_LIMIT, NESTING, Runtime, function_changed, function_renamed, leave,
+from .runtime import (CACHE_LIMIT, NESTING, Runtime, function_changed, function_renamed, leave, leave_trim,
                       note_tagging, runtime_of)
 from .runtime import unroutable  # noqa: F401 (documented as overdub.dispatch.unroutable)
 from .tagging import Tagged, register_dispatcher
@@ -86,7 +86,8 @@ def overdub(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -
             raise
         raise exc.with_traceback(_strip_internal_frames(exc))
     finally:
-        leave(rt)
+        if rt.leave():  # (``runtime.leave``, inline: the run's end)
+            leave_trim(rt)
 
 
 def recurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -305,6 +306,14 @@ def _default_fallback(rt, f, args, kwargs):
     return plain_call(f, rt.ctx._tagkey, args, kwargs, rt.outer_call)
 
 
+def _stripped(exc):
+    """``exc`` with overdub's own frames dropped from its traceback (``RuntimeBase.run``)."""
+    return exc.with_traceback(_strip_internal_frames(exc))
+
+
+_native.RUN_HOOKS.update(strip=None if KEEP_FRAMES else _stripped, trim=leave_trim)
+if _native.entry_points is not None and not TYPE_CHECKING:
+    _native.entry_points.configure_run(_native.NOT_RUN, _native.RUN_HOOKS["strip"], leave_trim)
 CONTEXT_DEFAULTS.update(canrecurse=default_canrecurse, fallback=default_fallback)
 register_dispatcher(overdub, note_tagging)
 

@@ -182,6 +182,9 @@ class Runtime(RuntimeBase):
         self.ops = {}
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
+        self.attr_info = self.steps.attr_info  # (emptied by leave at the end of each run)
+        self.code_table = self.codes._data  # (leave says when it outgrows CACHE_LIMIT)
+        self.code_twins = self.funcs._data  # (read by enter)
         self._build_ops()
         self.steps.function_changed = function_changed
         self.steps.function_renamed = function_renamed
@@ -234,7 +237,18 @@ class Runtime(RuntimeBase):
         spec = self.spec
         if type(f) is not FunctionType or f in spec.totals or f in spec.primitives:
             return None
-        return self.target(f) if self.depth > 1 else self._target(f)
+        if self.depth > 1:
+            return self.target(f)
+        code = f.__code__  # (the commonest case, f run before: _target's answer, read inline)
+        entry = self.code_twins.get(id(code))
+        if entry is not None and entry[0]() is code:
+            last = entry[1]
+            twin = last[1]
+            if (last[0]() is f and twin.__defaults__ is f.__defaults__ and twin.__kwdefaults__ is f.__kwdefaults__
+                    and twin.__name__ is f.__name__ and twin.__qualname__ is f.__qualname__
+                    and id(code) not in lookaside._machinery_codes):  # (not declared opaque since)
+                return twin
+        return self._target(f)
 
     def forget_callees(self):
         """Drop what was resolved during this run (builtins excepted): a callee is resolved
@@ -875,11 +889,13 @@ def runtime_of(ctx, fname):
 
 
 def leave(rt):
-    """One run of ``rt`` ends (runs nest): at the outermost, forget what was resolved."""
-    rt.depth -= 1
-    if rt.depth == 0:
-        rt.forget_callees()
-        rt.steps.attr_info.clear()
-        if len(rt.codes) > CACHE_LIMIT:
-            rt.codes.clear()
-            rt.funcs.clear()
+    """One run of ``rt`` ends (runs nest): at the outermost, forget what was resolved
+    (``RuntimeBase.leave``, in C) and trim the routed code when it outgrew its limit."""
+    if rt.leave():
+        leave_trim(rt)
+
+
+def leave_trim(rt):
+    """The routed code of ``rt`` outgrew its limit (``rt.leave()`` said so): forget it."""
+    rt.codes.clear()
+    rt.funcs.clear()

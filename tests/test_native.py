@@ -1028,3 +1028,94 @@ def _divides(a, b):
 def test_posthook_operator_errors_carry_no_frame_of_ours():
     names = overdub.overdub(_PostOnly(metadata=[]), _divides, 1, 0)
     assert names == ["_divides"]  # (C: no slot runs; pure Python: the slot drops its frame)
+
+
+# ----------------------------------------------------------------------------- the entry of a run
+# capstan.D at a float (capstan_native.forward_entry), pool.differentiating (Loan) and
+# RuntimeBase.run carry the fixed cost of a run in C; their references are the Python steps.
+def _pool_state():
+    from capstan import nesting, pool
+    return nesting.nestlevel(), len(getattr(pool._local, "pools", {}).get(ForwardCtx, ()))
+
+
+def test_entry_answers_for_every_kind_of_output_and_leaves_no_state():
+    def twice(x):
+        return 2.0 * x
+
+    for _ in range(3):  # (first run: the routed twin is made; then it is the cached one)
+        assert capstan.D(twice, 1.5) == 2.0
+        assert capstan.D(lambda x: 3, 1.5) == 0.0  # an int output: derivative 0.0
+        assert capstan.D(lambda x: [x, x * x], 2.0) == [1.0, 4.0]
+        assert capstan.D(lambda x: capstan.D(lambda y: x * y * y, x), 2.0) == 8.0  # nested
+        assert capstan.jvp(twice, (1.5,), (2.0,)) == (3.0, 4.0)
+        assert capstan.gradient(twice, 1.5) == (2.0,)
+        assert capstan.gradient(lambda x: 1.0, 1.5) == (None,)
+        assert _pool_state()[0] == 0
+
+
+def test_entry_errors_propagate_and_give_the_context_back():
+    def bad(x):
+        return x / 0.0
+
+    for _ in range(3):
+        with pytest.raises(ZeroDivisionError) as info:
+            capstan.D(bad, 1.0)
+        assert _pool_state()[0] == 0
+        names = [fr.name for fr in traceback.extract_tb(info.value.__traceback__)]
+        assert "bad" in names
+    level, idle = _pool_state()
+    assert level == 0 and 1 <= idle <= 4
+    assert capstan.D(lambda x: x * x, 3.0) == 6.0
+
+
+def test_entry_raises_a_loss_that_the_function_caught():
+    def swallow(x):
+        try:
+            return float(repr(x)) * 2  # (parsing the value's own text: refused)
+        except Exception:  # noqa: BLE001 -- a library that swallows it
+            return 0.0
+
+    for _ in range(3):
+        with pytest.raises(capstan.NoRuleError):
+            capstan.D(swallow, 1.0)
+        with pytest.raises(capstan.NoRuleError):
+            capstan.gradient(swallow, 1.0)
+        assert _pool_state()[0] == 0
+
+
+def test_entry_follows_a_function_changed_between_runs():
+    def f(x, k=2.0):
+        return k * x
+
+    assert capstan.D(f, 1.0) == 2.0
+    f.__defaults__ = (5.0,)
+    assert capstan.D(f, 1.0) == 5.0
+    f.__code__ = (lambda x, k=2.0: k * x * x).__code__
+    assert capstan.D(f, 1.0) == 10.0
+    f.__name__ = "g"  # (renamed: the routed twin takes the new name)
+    assert capstan.D(f, 1.0) == 10.0
+
+
+def test_entry_reference_counts_and_memory_stay_flat():
+    def f(x):
+        return x * x + 1.0
+
+    x = 0.7
+    for _ in range(1000):
+        capstan.D(f, x), capstan.gradient(f, x), capstan.jvp(f, (x,), (1.0,))
+    gc.collect()
+    before = (sys.getrefcount(f), sys.getrefcount(x), sys.getrefcount(ForwardCtx))
+    tracemalloc.start()
+    try:
+        for _ in range(2000):
+            capstan.D(f, x), capstan.gradient(f, x), capstan.jvp(f, (x,), (1.0,))
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        for _ in range(20000):
+            capstan.D(f, x), capstan.gradient(f, x), capstan.jvp(f, (x,), (1.0,))
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert (sys.getrefcount(f), sys.getrefcount(x), sys.getrefcount(ForwardCtx)) == before
+    assert last - first < 16 * 1024, (first, last)
