@@ -53,6 +53,8 @@ _DUNDERS = {ops.BINARY[name][0]: ops.BINARY[name][1:] for name in _ARITHMETIC}
 _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__", "unary +"),
                   abs: ("__abs__", "abs()")}
 _NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
+#: comparisons within a tolerance, computed as decisions on the plain values
+_TOLERANCES = {np.isclose, np.allclose}
 #: module-name prefixes whose functions read list arguments as matrices
 _MATRIX_MODULES = ("numpy.linalg", "scipy.linalg")
 _PLAIN_NUMERIC = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128, Tagged}
@@ -548,14 +550,8 @@ class ADContext(Context):
             if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
                 raise losses.refuse(self, losses.parsed_text(f, self.mode))
             return result
-        if key in registry.NONDIFF:  # (lists holding differentiated values read as their numbers)
-            vals, metas, _, _ = self._split(args)
-            out = self._plain(f, vals, kwargs)
-            if self.decisions is not None:
-                self.decided(f, out)
-            if key in EQUALITIES and not self.in_rules:
-                self._equality(key, vals, metas, out)
-            return out
+        if key in _TOLERANCES:  # (a decision: their exact == for infinities is no point branch)
+            return self._nondifferentiable(f, key, args, kwargs)
         implementation = getattr(f, "_implementation", None)
         if type(implementation) is types.FunctionType:
             # a NumPy function without a rule whose body is Python (np.polyval, np.linspace...):
@@ -572,6 +568,8 @@ class ADContext(Context):
             return out
         if key in EXPORTING:
             raise losses.refuse(self, no_rule(f, self.mode))
+        if key in registry.NONDIFF:
+            return self._nondifferentiable(f, key, args, kwargs)
         if is_structural(f):
             return self._plain(f, args, kwargs)
         if key in _registered:  # a rule exists, the argument pattern was not foreseen
@@ -605,6 +603,18 @@ class ADContext(Context):
             raise losses.refuse(self, no_rule(f, self.mode))
         losses.note_text(self, result)
         return result
+
+    def _nondifferentiable(self, f, key, args, kwargs):
+        """A function without derivative called with differentiated values: computed on
+        their numbers (lists holding them too), noted as a decision, and an exact equality
+        that held is checked."""
+        vals, metas, _, _ = self._split(args)
+        out = self._plain(f, vals, kwargs)
+        if self.decisions is not None:
+            self.decided(f, out)
+        if key in EQUALITIES and not self.in_rules:
+            self._equality(key, vals, metas, out)
+        return out
 
     def _plain(self, f, args, kwargs):
         """``Context.fallback``: the call with this context's tags removed."""

@@ -22,6 +22,7 @@ C types keep CPython's behaviour and messages exactly.
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import math
 import operator
+import warnings
 import weakref
 from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
 
@@ -235,7 +236,6 @@ def _index_result(r, tc):
     if type(r) is int:
         return r
     if isinstance(r, int):
-        import warnings
         warnings.warn("__index__ returned non-int (type %s).  The ability to return an instance of a strict "
                       "subclass of int is deprecated, and may be removed in a future version of Python."
                       % type(r).__name__, DeprecationWarning, stacklevel=3)
