@@ -992,10 +992,18 @@ def _register_scipy():
     defvjp(sl.expm, lambda g, ans, a: (_real_like(expm_frechet(_h(a), g), a),))
     defjvp(expm_frechet, _expm_frechet_jvp)
     defvjp(expm_frechet, _expm_frechet_vjp)
-    for f in (sl.logm, sl.sqrtm):
-        defjvp(f, lambda ts, ans, a, *args, _f=f, **kw: _frechet(_f, a, ts[0], *args, **kw))
-        defvjp(f, lambda g, ans, a, *args, _f=f, **kw: (_real_like(_frechet(_f, _h(a), g, *args, **kw), a),)
-               + (None,) * len(args))
+    defjvp(sylvester_sum, _sylvester_sum_jvp)
+    defvjp(sylvester_sum, _sylvester_sum_vjp)
+    # sqrtm: X^2 = A gives X dX + dX X = dA, a Sylvester equation in X (exact at any
+    # order; the block trick of _frechet lets rounding split the repeated eigenvalues of
+    # a real matrix's [[A, E], [0, A]] across the branch cut when they are negative).
+    defjvp(sl.sqrtm, lambda ts, ans, a, *args, **kw: sylvester_sum(ans, ts[0]))
+    defvjp(sl.sqrtm, lambda g, ans, a, *args, **kw:
+           (_real_like(sylvester_sum(_h(ans), g), a),) + (None,) * len(args))
+    # logm: log A = 2 log B with B = sqrtm(A), whose eigenvalues lie off logm's branch cut
+    defjvp(sl.logm, lambda ts, ans, a, *args, **kw: _logm_frechet(a, ts[0], *args, **kw))
+    defvjp(sl.logm, lambda g, ans, a, *args, **kw: (_real_like(_logm_frechet_adjoint(a, g, *args, **kw), a),)
+           + (None,) * len(args))
 
 
 def _real_like(g, a):
@@ -1015,6 +1023,55 @@ def _frechet(f, a, e, *args, **kw):
     upper right block of ``f([[a, e], [0, a]])`` (differentiable again)."""
     n = np.shape(a)[-1]
     return f(_block(a, e), *args, **kw)[..., :n, n:]
+
+
+def _frechet_adjoint(f, a, g, *args, **kw):
+    """The adjoint of ``e -> L_f(a, e)``: ``conj(L_f(a^T, conj(g)))``.  (Not ``L_f(a^H, g)``:
+    that needs ``f(conj z) == conj f(z)``, false for sqrtm and logm at eigenvalues on
+    their branch cut, the negative reals, where a real matrix has a complex sqrtm/logm.)"""
+    return np.conj(_frechet(f, _t(a), np.conj(g), *args, **kw))
+
+
+def _logm_frechet(a, e, *args, **kw):
+    """``L_log(a, e) = 2 L_log(b, L_sqrt(a, e))`` with ``b = sqrtm(a)``: the block
+    ``[[b, .], [0, b]]`` has no eigenvalues near the negative reals, unlike ``[[a, e], [0, a]]``
+    for a real ``a`` with negative eigenvalues (where rounding splits them across the cut)."""
+    b = sl.sqrtm(a)
+    return 2.0 * _frechet(sl.logm, b, sylvester_sum(b, e), *args, **kw)
+
+
+def _logm_frechet_adjoint(a, g, *args, **kw):
+    b = sl.sqrtm(a)
+    return 2.0 * sylvester_sum(_h(b), _frechet_adjoint(sl.logm, b, g, *args, **kw))
+
+
+def sylvester_sum(x, e):
+    """The ``l`` with ``x l + l x = e`` (matrix by matrix for stacks): the derivative of
+    sqrtm at ``x @ x`` in direction ``e``."""
+    x, e = np.broadcast_arrays(x, e)
+    if np.iscomplexobj(x) or np.iscomplexobj(e):  # (SciPy's real Schur form with a complex
+        x, e = x.astype(complex), e.astype(complex)  # right side solves the wrong system)
+    if x.ndim == 2:
+        return sl.solve_sylvester(x, x, e)
+    each = [sl.solve_sylvester(m, m, r) for m, r in zip(x.reshape((-1,) + x.shape[-2:]),
+                                                         e.reshape((-1,) + e.shape[-2:]))]
+    return np.stack(each).reshape(x.shape)
+
+
+def _sylvester_sum_jvp(ts, ans, x, e):
+    """``x dl + dl x = de - dx l - l dx``."""
+    rhs = ts[1] if len(ts) > 1 and ts[1] is not None else None
+    if ts[0] is not None:
+        part = -(ts[0] @ ans + ans @ ts[0])
+        rhs = part if rhs is None else rhs + part
+    return sylvester_sum(x, rhs)
+
+
+def _sylvester_sum_vjp(g, ans, x, e):
+    """The map ``e -> l`` has adjoint ``g -> sylvester_sum(x^H, g)``."""
+    ge = sylvester_sum(_h(x), g)
+    gx = -(ge @ _h(ans) + _h(ans) @ ge)
+    return _real_like(gx, x), _real_like(ge, e)
 
 
 def expm_frechet(a, e):
