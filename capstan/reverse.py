@@ -648,7 +648,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
                          % (fname, type(y).__name__))
     value = y._value if run.ctx.owns(y) else y
     if type(value) is not float:  # (a float is a real scalar)
-        checks.numeric_output(fname, [value])
+        checks.numeric_output(fname, [value], bools=False)
         if np.ndim(value) != 0:
             raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
                              "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))

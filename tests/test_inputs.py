@@ -140,3 +140,20 @@ def test_an_output_that_is_no_number_is_a_type_error_naming_the_entry_point(entr
     name = entry.split()[0]
     with pytest.raises(TypeError, match=r"^capstan\.%s: f must return" % name):
         OUTPUT_ENTRY_POINTS[entry](lambda x: value)
+
+
+SCALAR_OUTPUT_ENTRY_POINTS = ["gradient", "grad", "value_and_grad", "hessian", "hvp", "jacfwd", "jacrev"]
+TRUTH_VALUES = {"bool": lambda x: bool(np.sum(x) > 0), "np.bool_": lambda x: np.all(x > 0),
+                "allclose": lambda x: np.allclose(x, 2.0 * x), "bool array": lambda x: x > 0}
+
+
+@pytest.mark.parametrize("out", sorted(TRUTH_VALUES))
+@pytest.mark.parametrize("entry", SCALAR_OUTPUT_ENTRY_POINTS)
+def test_a_truth_value_output_is_a_type_error_not_a_zero_gradient(entry, out):
+    """A comparison's result has no derivative: these entry points used to answer None or
+    zeros for f returning a bool (JAX and autograd refuse it too)."""
+    f = TRUTH_VALUES[out]
+    if out == "bool array" and entry not in ("jacfwd", "jacrev"):
+        return  # (the scalar entry points refuse any array output already)
+    with pytest.raises(TypeError, match=r"^capstan\.%s: f returned .*truth value has no derivative" % entry):
+        OUTPUT_ENTRY_POINTS[entry](f)
