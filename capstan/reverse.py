@@ -458,6 +458,15 @@ def _simple_index(k):
                                     or e is Ellipsis for e in k)
 
 
+def _bad_vjp_result(f, out, parents):
+    """The clear error for a reverse rule whose result would drop a differentiated
+    argument's cotangent (a bare cotangent instead of a tuple, or too short a tuple)."""
+    got = ("a tuple of %d" % len(out)) if type(out) in (tuple, list) else type(out).__name__
+    return TypeError("capstan: the reverse rule of %s returned %s; it must return a tuple with one "
+                     "cotangent per positional argument (%d here; None for an argument without one)"
+                     % (getattr(f, "__qualname__", repr(f)), got, len(parents)))
+
+
 def _step(rec, g, run):
     """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result."""
     kind = rec.kind
@@ -469,7 +478,11 @@ def _step(rec, g, run):
                     else run(vjp[i], g, rec.ans, *rec.vals, **rec.kwargs)
                     for i, p in enumerate(rec.parents)]
         if vjp is not None:
-            return run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
+            out = run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
+            if type(out) is not tuple and type(out) is not list or len(out) < len(rec.parents) and any(
+                    p is not None for p in rec.parents[len(out):]):
+                raise _bad_vjp_result(f, out, rec.parents)
+            return out
         partials = _PARTIALS[f]
         out = []
         for i, p in enumerate(rec.parents):

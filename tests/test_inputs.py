@@ -103,6 +103,25 @@ def test_autograd_style_defvjp_is_explained():
     assert capstan.gradient(cube, 2.0) == (12.0,)
 
 
+def test_a_reverse_rule_that_drops_a_cotangent_is_a_type_error():
+    """A user rule returning a bare cotangent, or a tuple shorter than the arguments that
+    are differentiated, used to crash inside the backward pass ("'float' object is not
+    iterable") or, for the short tuple, give None for the dropped argument."""
+    def twice(x):
+        return x * 2.0
+
+    def times(x, y):
+        return x * y
+
+    capstan.defvjp(twice, lambda g, ans, x: g * 2.0)
+    capstan.defvjp(times, lambda g, ans, x, y: (g * y,))
+    with pytest.raises(TypeError, match=r"reverse rule of .*twice returned float; it must return a tuple"):
+        capstan.gradient(twice, 1.0)
+    with pytest.raises(TypeError, match=r"reverse rule of .*times returned a tuple of 1; .* \(2 here"):
+        capstan.gradient(times, 2.0, 3.0)
+    assert capstan.gradient(times, 2.0, 3) == (3.0, None)  # (an int's cotangent may be left out)
+
+
 @pytest.mark.parametrize("entry", [capstan.gradient, capstan.pullback, capstan.jacobian, capstan.hessian])
 def test_a_keyword_named_like_the_function_parameter_is_the_clear_error(entry):
     # (f is positional-only: no "got multiple values for argument 'f'")
