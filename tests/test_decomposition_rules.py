@@ -141,6 +141,9 @@ SCIPY = [
     Case(sl.expm, 0.5 * R(3, 3)), Case(sl.expm, 0.5 * C(2, 2)), Case(sl.expm, 3 * R(4, 4)),
     Case(sl.logm, WELL(2, 2)), Case(sl.sqrtm, WELL(3, 3)), Case(sl.logm, WELL(3, 3), hessian=False),
     Case(sl.sqrtm, NEGATIVE(3)), Case(sl.logm, NEGATIVE(3), hessian=False),
+    Case(sl.solve_sylvester, R(3, 3), R(3, 3), R(3, 3)), Case(sl.solve_sylvester, R(3, 3), R(2, 2), R(3, 2)),
+    Case(sl.solve_sylvester, C(2, 2), R(2, 2), C(2, 2)),
+    Case(sl.solve_continuous_lyapunov, R(3, 3) - 3 * np.eye(3), R(3, 3)),
     Case(sl.sqrtm, NEGATIVE(2) + 0.3j * R(2, 2)),
 ]
 CASES = NUMPY + SCIPY

@@ -992,6 +992,9 @@ def _register_scipy():
     defvjp(sl.expm, lambda g, ans, a: (_real_like(expm_frechet(_h(a), g), a),))
     defjvp(expm_frechet, _expm_frechet_jvp)
     defvjp(expm_frechet, _expm_frechet_vjp)
+    defjvp(sl.solve_sylvester, _solve_sylvester_jvp)
+    defvjp(sl.solve_sylvester, _solve_sylvester_vjp)
+    defimpl(sl.solve_continuous_lyapunov, lambda a, q: sl.solve_sylvester(a, _h(a), q))  # a x + x a^H = q
     defjvp(sylvester_sum, _sylvester_sum_jvp)
     defvjp(sylvester_sum, _sylvester_sum_vjp)
     # sqrtm: X^2 = A gives X dX + dX X = dA, a Sylvester equation in X (exact at any
@@ -1043,6 +1046,22 @@ def _logm_frechet(a, e, *args, **kw):
 def _logm_frechet_adjoint(a, g, *args, **kw):
     b = sl.sqrtm(a)
     return 2.0 * sylvester_sum(_h(b), _frechet_adjoint(sl.logm, b, g, *args, **kw))
+
+
+def _solve_sylvester_jvp(ts, ans, a, b, q):
+    """``a x + x b = q``: ``a dx + dx b = dq - da x - x db``."""
+    da, db, dq = (tuple(ts) + (None, None, None))[:3]
+    rhs = dq
+    for part in (None if da is None else -(da @ ans), None if db is None else -(ans @ db)):
+        if part is not None:
+            rhs = part if rhs is None else rhs + part
+    return sl.solve_sylvester(a, b, rhs)
+
+
+def _solve_sylvester_vjp(g, ans, a, b, q):
+    """The adjoint of ``y -> a y + y b`` is ``y -> a^H y + y b^H``."""
+    gq = sl.solve_sylvester(_h(a), _h(b), g)
+    return _real_like(-(gq @ _h(ans)), a), _real_like(-(_h(ans) @ gq), b), _real_like(gq, q)
 
 
 def sylvester_sum(x, e):
