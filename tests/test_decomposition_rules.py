@@ -141,8 +141,10 @@ SCIPY = [
     Case(sl.expm, 0.5 * R(3, 3)), Case(sl.expm, 0.5 * C(2, 2)), Case(sl.expm, 3 * R(4, 4)),
     Case(sl.logm, WELL(2, 2)), Case(sl.sqrtm, WELL(3, 3)), Case(sl.logm, WELL(3, 3), hessian=False),
     Case(sl.sqrtm, NEGATIVE(3)), Case(sl.logm, NEGATIVE(3), hessian=False),
+    Case(sl.fractional_matrix_power, WELL(3, 3), 0.7), Case(sl.fractional_matrix_power, WELL(3, 3), -1.5),
+    Case(sl.fractional_matrix_power, NEGATIVE(3), 0.5, hessian=False), Case(sl.fractional_matrix_power, WELL(2, 2), 2.0),
     Case(sl.solve_sylvester, R(3, 3), R(3, 3), R(3, 3)), Case(sl.solve_sylvester, R(3, 3), R(2, 2), R(3, 2)),
-    Case(sl.solve_sylvester, C(2, 2), R(2, 2), C(2, 2)),
+    Case(sl.solve_sylvester, C(2, 2), C(2, 2), C(2, 2)),  # (not C, R, C: SciPy's own answer is wrong)
     Case(sl.solve_continuous_lyapunov, R(3, 3) - 3 * np.eye(3), R(3, 3)),
     Case(sl.sqrtm, NEGATIVE(2) + 0.3j * R(2, 2)),
 ]
@@ -298,3 +300,17 @@ def test_matrix_roots_and_logs_on_the_branch_cut_second_order(f):
         close(np.sum(capstan.gradient(lambda x: np.sum(u * grad(x)), a)[0] * v), np.sum(u * fd), 1e-5, 1e-6)
         fd1 = finite_difference(loss, (a,), (v,), 1e-4)[0]
         close(np.sum(grad(a) * v), fd1, 1e-6, 1e-7)
+
+
+def test_an_integer_power_of_a_matrix_with_negative_eigenvalues_is_refused_in_the_power():
+    """a^t is real at an integer t but complex next to it: its derivative in t is refused
+    (in the matrix it is the real derivative of the polynomial)."""
+    a = NEGATIVE(3)
+    with pytest.raises(TypeError, match="fractional_matrix_power.*integer power"):
+        capstan.D(lambda t: sl.fractional_matrix_power(a, t), 2.0)
+    with pytest.raises(TypeError, match="fractional_matrix_power.*integer power"):
+        capstan.gradient(lambda t: np.sum(sl.fractional_matrix_power(a, t)), 2.0)
+    e = R(3, 3)
+    _, t = capstan.jvp(lambda x: sl.fractional_matrix_power(x, 2.0), (a,), (e,))
+    np.testing.assert_allclose(t, a @ e + e @ a, rtol=1e-6, atol=1e-8)
+

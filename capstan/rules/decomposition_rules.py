@@ -992,6 +992,9 @@ def _register_scipy():
     defvjp(sl.expm, lambda g, ans, a: (_real_like(expm_frechet(_h(a), g), a),))
     defjvp(expm_frechet, _expm_frechet_jvp)
     defvjp(expm_frechet, _expm_frechet_vjp)
+    # A^t = expm(t logm(A)): the chain of the two Frechet derivatives (A^t commutes with logm A)
+    defjvp(sl.fractional_matrix_power, _fractional_power_jvp)
+    defvjp(sl.fractional_matrix_power, _fractional_power_vjp_a, _fractional_power_vjp_t)
     defjvp(sl.solve_sylvester, _solve_sylvester_jvp)
     defvjp(sl.solve_sylvester, _solve_sylvester_vjp)
     defimpl(sl.solve_continuous_lyapunov, lambda a, q: sl.solve_sylvester(a, _h(a), q))  # a x + x a^H = q
@@ -1048,6 +1051,44 @@ def _logm_frechet_adjoint(a, g, *args, **kw):
     return 2.0 * sylvester_sum(_h(b), _frechet_adjoint(sl.logm, b, g, *args, **kw))
 
 
+def _fractional_power_jvp(ts, ans, a, t):
+    da, dt = (tuple(ts) + (None, None))[:2]
+    log = sl.logm(a)
+    out = None if da is None else _real_like(expm_frechet(t * log, t * _logm_frechet(a, da)), ans)
+    if dt is not None:
+        part = _power_dt(ans, log) * dt
+        out = part if out is None else out + part
+    return out
+
+
+def _power_dt(ans, log):
+    """``d(a^t)/dt = logm(a) a^t``; refused where ``a^t`` is real but ``logm(a)`` is not (an
+    integer ``t`` and negative eigenvalues: the powers around ``t`` are complex)."""
+    if np.iscomplexobj(log) and not np.iscomplexobj(ans):
+        _refuse("scipy.linalg.fractional_matrix_power", ("a differentiated integer power t of a matrix with "
+                                                         "negative eigenvalues", "the powers next to t are "
+                                                         "complex, the one at t is real"))
+    return log @ ans
+
+
+def _fractional_power_vjp_a(g, ans, a, t):
+    log = sl.logm(a)
+    return _real_like(_logm_frechet_adjoint(a, np.conj(t) * expm_frechet(_h(t * log), g)), a)
+
+
+def _fractional_power_vjp_t(g, ans, a, t):
+    gt = np.sum(np.conj(_power_dt(ans, sl.logm(a))) * g)
+    return gt if np.iscomplexobj(t) else np.real(gt)
+
+
+def _sylvester(a, b, q):
+    """``solve_sylvester`` with all three in one dtype: SciPy's mixes a complex system with
+    the real (quasi-triangular) Schur form of a real ``b`` and solves the wrong equation."""
+    if np.iscomplexobj(a) or np.iscomplexobj(b) or np.iscomplexobj(q):
+        a, b, q = (np.asarray(m).astype(complex) for m in (a, b, q))
+    return sl.solve_sylvester(a, b, q)
+
+
 def _solve_sylvester_jvp(ts, ans, a, b, q):
     """``a x + x b = q``: ``a dx + dx b = dq - da x - x db``."""
     da, db, dq = (tuple(ts) + (None, None, None))[:3]
@@ -1055,12 +1096,12 @@ def _solve_sylvester_jvp(ts, ans, a, b, q):
     for part in (None if da is None else -(da @ ans), None if db is None else -(ans @ db)):
         if part is not None:
             rhs = part if rhs is None else rhs + part
-    return sl.solve_sylvester(a, b, rhs)
+    return _sylvester(a, b, rhs)
 
 
 def _solve_sylvester_vjp(g, ans, a, b, q):
     """The adjoint of ``y -> a y + y b`` is ``y -> a^H y + y b^H``."""
-    gq = sl.solve_sylvester(_h(a), _h(b), g)
+    gq = _sylvester(_h(a), _h(b), g)
     return _real_like(-(gq @ _h(ans)), a), _real_like(-(_h(ans) @ gq), b), _real_like(gq, q)
 
 
@@ -1068,11 +1109,9 @@ def sylvester_sum(x, e):
     """The ``l`` with ``x l + l x = e`` (matrix by matrix for stacks): the derivative of
     sqrtm at ``x @ x`` in direction ``e``."""
     x, e = np.broadcast_arrays(x, e)
-    if np.iscomplexobj(x) or np.iscomplexobj(e):  # (SciPy's real Schur form with a complex
-        x, e = x.astype(complex), e.astype(complex)  # right side solves the wrong system)
     if x.ndim == 2:
-        return sl.solve_sylvester(x, x, e)
-    each = [sl.solve_sylvester(m, m, r) for m, r in zip(x.reshape((-1,) + x.shape[-2:]),
+        return _sylvester(x, x, e)
+    each = [_sylvester(m, m, r) for m, r in zip(x.reshape((-1,) + x.shape[-2:]),
                                                          e.reshape((-1,) + e.shape[-2:]))]
     return np.stack(each).reshape(x.shape)
 
