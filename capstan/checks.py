@@ -131,12 +131,16 @@ def no_object_arrays(leaves: list[Any], fname: str) -> None:
 
 
 def numeric_output(fname: str, leaves: list[Any], bools: bool = True) -> None:
-    """Refuse an output leaf that is no number or array (a string, ``None``, an object):
-    it has no derivative, and answering ``None`` or zero for it would be silent."""
+    """Refuse an output leaf that is no number or array (a string, ``None``, an object),
+    and with ``bools=False`` a boolean (or boolean array): it has no derivative, and
+    answering ``None`` or zero for it would be silent."""
     for leaf in leaves:
         v = plain(leaf)
-        if (not bools and isinstance(v, (bool, np.bool_))) or not isinstance(
-                v, (int, float, complex, np.number, np.bool_, np.ndarray)):
+        if not bools and (isinstance(v, (bool, np.bool_)) or getattr(v, "dtype", None) == np.bool_):
+            raise TypeError("capstan.%s: f returned %s: a truth value has no derivative (return a "
+                            "float, or differentiate the quantity the comparison was made on)"
+                            % (fname, describe(leaf)))
+        if not isinstance(v, (int, float, complex, np.number, np.bool_, np.ndarray)):
             raise TypeError("capstan.%s: f must return numbers and arrays (or lists/tuples/dicts/"
                             "dataclasses of them), but its output holds %s" % (fname, describe(leaf)))
 

@@ -581,6 +581,15 @@ def _simple_index(k):
                                     or e is Ellipsis for e in k)
 
 
+def _bad_vjp_result(f, out, parents):
+    """The clear error for a reverse rule whose result would drop a differentiated
+    argument's cotangent (a bare cotangent instead of a tuple, or too short a tuple)."""
+    got = ("a tuple of %d" % len(out)) if type(out) in (tuple, list) else type(out).__name__
+    return TypeError("capstan: the reverse rule of %s returned %s; it must return a tuple with one "
+                     "cotangent per positional argument (%d here; None for an argument without one)"
+                     % (getattr(f, "__qualname__", repr(f)), got, len(parents)))
+
+
 def _step(rec, g, run):
     """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result."""
     kind = rec.kind
@@ -592,7 +601,11 @@ def _step(rec, g, run):
                     else run(vjp[i], g, rec.ans, *rec.vals, **rec.kwargs)
                     for i, p in enumerate(rec.parents)]
         if vjp is not None:
-            return run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
+            out = run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
+            if type(out) is not tuple and type(out) is not list or len(out) < len(rec.parents) and any(
+                    p is not None for p in rec.parents[len(out):]):
+                raise _bad_vjp_result(f, out, rec.parents)
+            return out
         partials = _PARTIALS[f]
         if run is plain_call:
             return _plain_partials(rec, g, partials)
@@ -888,7 +901,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
                          % (fname, type(y).__name__))
     value = y._value if run.ctx.owns(y) else y
     if type(value) is not float:  # (a float is a real scalar)
-        checks.numeric_output(fname, [value])
+        checks.numeric_output(fname, [value], bools=False)
         if np.ndim(value) != 0:
             raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
                              "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))

@@ -824,6 +824,17 @@ def sparse_hessian(f: Callable[..., Any], x: Any, *, sparsity: Any = None, color
     return prep(prep.x)
 
 
+def _directional(fname, f, z, v):
+    """``f``'s derivative at ``z`` along ``v``, after checking that ``f`` returns a number
+    that can have one (a truth value's tangent is None, not an answer)."""
+    from . import checks
+    from .forward import jvp_as
+
+    y, t = jvp_as(fname, f, (z,), (v,))
+    checks.numeric_output(fname, [y], bools=False)
+    return t
+
+
 def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") -> Any:
     """The Hessian of scalar ``f`` at ``x`` times ``v``, without forming the Hessian:
     the gradient of the directional derivative along ``v`` (``mode="rev_over_fwd"``,
@@ -867,7 +878,7 @@ def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") ->
     try:
         if mode == "fwd_over_rev":
             return jvp_as("hvp", lambda z: gradient(f, z)[0], (x,), (v,))[1]
-        return gradient(lambda z: jvp_as("hvp", f, (z,), (v,))[1], x)[0]
+        return gradient(lambda z: _directional("hvp", f, z, v), x)[0]
     except (ValueError, TypeError) as err:  # (f's output checked by the inner entry point: name ours)
         text = str(err)
         if type(err) in (ValueError, TypeError) and text.startswith(("capstan.gradient:", "capstan.jvp:")):

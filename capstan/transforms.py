@@ -201,7 +201,7 @@ def _value_and_grad(fname: str, f: Callable[..., Any], argnums: ArgNums, has_aux
                                 "an array of shape %s" % (shape,) if shape else type(out).__name__))
         else:
             value = out._value if ctx.owns(out) else out
-            checks.numeric_output(fname, [value])
+            checks.numeric_output(fname, [value], bools=False)
             if np.iscomplexobj(checks.plain(value)):
                 raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
                                  "real-valued functions (use capstan.pullback for complex outputs)" % fname)

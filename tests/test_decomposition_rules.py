@@ -9,7 +9,8 @@ import pytest
 sl = pytest.importorskip("scipy.linalg")
 
 import capstan  # noqa: E402
-from rule_checks import C, Case, R, check_forward, check_reverse, check_second_order, reseed  # noqa: E402
+from rule_checks import (C, Case, R, check_forward, check_reverse, check_second_order, close,  # noqa: E402
+                         finite_difference, reseed)
 
 reseed("decomposition")
 
@@ -47,6 +48,13 @@ def SPD(n, complex_=False):
 
 def WELL(*shape):  # well conditioned, near the identity
     return np.eye(shape[-1]) + 0.3 * R(*shape) if len(shape) == 2 or shape[-1] == shape[-2] else R(*shape)
+
+
+def NEGATIVE(n):
+    """Real, with real negative eigenvalues: sqrtm and logm are complex there, on their
+    branch cut, where conj(f(conj z)) != f(z)."""
+    q = np.eye(n) + 0.2 * R(n, n)
+    return q @ np.diag(np.array([-2.0, -0.7, 1.5, 2.5][:n])) @ np.linalg.inv(q)
 
 
 def phase_free_eigh(a, eigh=sl.eigh, **kw):
@@ -132,6 +140,13 @@ SCIPY = [
     Case(sl.polar, WELL(3, 3)), Case(sl.polar, R(3, 2), "left"),
     Case(sl.expm, 0.5 * R(3, 3)), Case(sl.expm, 0.5 * C(2, 2)), Case(sl.expm, 3 * R(4, 4)),
     Case(sl.logm, WELL(2, 2)), Case(sl.sqrtm, WELL(3, 3)), Case(sl.logm, WELL(3, 3), hessian=False),
+    Case(sl.sqrtm, NEGATIVE(3)), Case(sl.logm, NEGATIVE(3), hessian=False),
+    Case(sl.fractional_matrix_power, WELL(3, 3), 0.7), Case(sl.fractional_matrix_power, WELL(3, 3), -1.5),
+    Case(sl.fractional_matrix_power, NEGATIVE(3), 0.5, hessian=False), Case(sl.fractional_matrix_power, WELL(2, 2), 2.0),
+    Case(sl.solve_sylvester, R(3, 3), R(3, 3), R(3, 3)), Case(sl.solve_sylvester, R(3, 3), R(2, 2), R(3, 2)),
+    Case(sl.solve_sylvester, C(2, 2), C(2, 2), C(2, 2)),  # (not C, R, C: SciPy's own answer is wrong)
+    Case(sl.solve_continuous_lyapunov, R(3, 3) - 3 * np.eye(3), R(3, 3)),
+    Case(sl.sqrtm, NEGATIVE(2) + 0.3j * R(2, 2)),
 ]
 CASES = NUMPY + SCIPY
 SECOND_ORDER = [c for c in CASES if c.hessian and not any(np.iscomplexobj(c.args[i]) for i in c.diff)]
@@ -259,3 +274,43 @@ def test_c_function_writing_into_a_differentiated_array_is_refused():
         capstan.jvp(f, (x,), (np.ones(4),))
     with pytest.raises(capstan.NoRuleError, match="shuffle"):
         capstan.gradient(lambda v: np.sum(f(v) * x), x)
+
+
+@pytest.mark.parametrize("f", [sl.sqrtm, sl.logm], ids=lambda f: f.__name__)
+def test_matrix_roots_and_logs_on_the_branch_cut_second_order(f):
+    """A real matrix with negative eigenvalues has a complex sqrtm/logm.  The reverse rule
+    used to be ``L_f(a^H, g)``, right only where ``f(conj z) == conj f(z)`` (false on the
+    cut), and the block ``[[a, e], [0, a]]`` of a nested derivative let rounding split its
+    repeated negative eigenvalues across the cut (huge numbers, or NaN in SciPy)."""
+    a = NEGATIVE(3)
+    w = C(3, 3)  # weights on the real and the imaginary parts
+
+    def loss(x):
+        return np.sum(np.real(w * f(x)))
+
+    def grad(x):
+        return capstan.gradient(loss, x)[0]
+
+    for _ in range(2):
+        v = R(3, 3)
+        fd = finite_difference(grad, (a,), (v,), 1e-4)[0]
+        close(capstan.jvp(grad, (a,), (v,))[1], fd, 1e-5, 1e-6)  # forward over reverse
+        u = R(3, 3)
+        # reverse over reverse: d/da <u, grad(a)>, against the same differences
+        close(np.sum(capstan.gradient(lambda x: np.sum(u * grad(x)), a)[0] * v), np.sum(u * fd), 1e-5, 1e-6)
+        fd1 = finite_difference(loss, (a,), (v,), 1e-4)[0]
+        close(np.sum(grad(a) * v), fd1, 1e-6, 1e-7)
+
+
+def test_an_integer_power_of_a_matrix_with_negative_eigenvalues_is_refused_in_the_power():
+    """a^t is real at an integer t but complex next to it: its derivative in t is refused
+    (in the matrix it is the real derivative of the polynomial)."""
+    a = NEGATIVE(3)
+    with pytest.raises(TypeError, match="fractional_matrix_power.*integer power"):
+        capstan.D(lambda t: sl.fractional_matrix_power(a, t), 2.0)
+    with pytest.raises(TypeError, match="fractional_matrix_power.*integer power"):
+        capstan.gradient(lambda t: np.sum(sl.fractional_matrix_power(a, t)), 2.0)
+    e = R(3, 3)
+    _, t = capstan.jvp(lambda x: sl.fractional_matrix_power(x, 2.0), (a,), (e,))
+    np.testing.assert_allclose(t, a @ e + e @ a, rtol=1e-6, atol=1e-8)
+

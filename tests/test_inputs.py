@@ -103,6 +103,25 @@ def test_autograd_style_defvjp_is_explained():
     assert capstan.gradient(cube, 2.0) == (12.0,)
 
 
+def test_a_reverse_rule_that_drops_a_cotangent_is_a_type_error():
+    """A user rule returning a bare cotangent, or a tuple shorter than the arguments that
+    are differentiated, used to crash inside the backward pass ("'float' object is not
+    iterable") or, for the short tuple, give None for the dropped argument."""
+    def twice(x):
+        return x * 2.0
+
+    def times(x, y):
+        return x * y
+
+    capstan.defvjp(twice, lambda g, ans, x: g * 2.0)
+    capstan.defvjp(times, lambda g, ans, x, y: (g * y,))
+    with pytest.raises(TypeError, match=r"reverse rule of .*twice returned float; it must return a tuple"):
+        capstan.gradient(twice, 1.0)
+    with pytest.raises(TypeError, match=r"reverse rule of .*times returned a tuple of 1; .* \(2 here"):
+        capstan.gradient(times, 2.0, 3.0)
+    assert capstan.gradient(times, 2.0, 3) == (3.0, None)  # (an int's cotangent may be left out)
+
+
 @pytest.mark.parametrize("entry", [capstan.gradient, capstan.pullback, capstan.jacobian, capstan.hessian])
 def test_a_keyword_named_like_the_function_parameter_is_the_clear_error(entry):
     # (f is positional-only: no "got multiple values for argument 'f'")
@@ -140,3 +159,20 @@ def test_an_output_that_is_no_number_is_a_type_error_naming_the_entry_point(entr
     name = entry.split()[0]
     with pytest.raises(TypeError, match=r"^capstan\.%s: f must return" % name):
         OUTPUT_ENTRY_POINTS[entry](lambda x: value)
+
+
+SCALAR_OUTPUT_ENTRY_POINTS = ["gradient", "grad", "value_and_grad", "hessian", "hvp", "jacfwd", "jacrev"]
+TRUTH_VALUES = {"bool": lambda x: bool(np.sum(x) > 0), "np.bool_": lambda x: np.all(x > 0),
+                "allclose": lambda x: np.allclose(x, 2.0 * x), "bool array": lambda x: x > 0}
+
+
+@pytest.mark.parametrize("out", sorted(TRUTH_VALUES))
+@pytest.mark.parametrize("entry", SCALAR_OUTPUT_ENTRY_POINTS)
+def test_a_truth_value_output_is_a_type_error_not_a_zero_gradient(entry, out):
+    """A comparison's result has no derivative: these entry points used to answer None or
+    zeros for f returning a bool (JAX and autograd refuse it too)."""
+    f = TRUTH_VALUES[out]
+    if out == "bool array" and entry not in ("jacfwd", "jacrev"):
+        return  # (the scalar entry points refuse any array output already)
+    with pytest.raises(TypeError, match=r"^capstan\.%s: f returned .*truth value has no derivative" % entry):
+        OUTPUT_ENTRY_POINTS[entry](f)

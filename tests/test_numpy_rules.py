@@ -192,6 +192,11 @@ PRODUCTS = [
     Case(np.einsum, "bij,bjk->bik", R(2, 2, 3), R(2, 3, 2)), Case(np.einsum, "ij,ij->i", C(2, 3), C(2, 3)),
     Case(np.einsum, "i,j,k", R(2), R(3), R(2)), Case(np.einsum, "ij,j", R(2, 3), R(3)),
     Case(np.einsum, "iij->j", R(2, 2, 3)),
+    # the sublist form einsum(op, sublist, op, sublist, ..., [output sublist])
+    Case(np.einsum, R(2, 3), [0, 1], R(3, 4), [1, 2], [2, 0]),
+    Case(np.einsum, R(2, 3), (0, 1), R(3, 4), (1, 2)),
+    Case(np.einsum, R(2, 2, 3), [Ellipsis, 0, 1], R(3, 4), [1, 2], [Ellipsis, 2, 0]),
+    Case(np.einsum, R(3, 3), [0, 0]),
     Case(np.diagonal, R(3, 4)), Case(np.diagonal, R(3, 4), 1), Case(np.diagonal, R(2, 3, 4), -1, 2, 1),
     Case(np.trace, R(3, 3)), Case(np.trace, R(3, 4), 1), Case(np.trace, R(2, 3, 3), 0, 1, 2),
     Case(np.tril, R(3, 3)), Case(np.triu, R(2, 3, 3), 1), Case(np.tril, R(3, 4), -1),

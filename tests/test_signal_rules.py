@@ -156,6 +156,16 @@ def test_the_equivalents_compute_what_scipy_computes():
                         want = _sigtools._convolve2d(a, k, flip, mode, boundary, 0.7)
                         np.testing.assert_allclose(signal_rules.convolve2d(a, k, flip, mode, boundary, 0.7), want,
                                                    atol=1e-12)
+    for s1, s2 in [((5, 4), (3, 2)), ((6, 7), (4, 5)), ((7,), (4,)), ((4, 5, 6), (2, 3, 4)), ((3, 3), (1, 1))]:
+        a = rng.normal(size=s1) + 0.5j * rng.normal(size=s1)
+        k = rng.normal(size=s2) - 0.5j * rng.normal(size=s2)
+        full = tuple(m + n - 1 for m, n in zip(s1, s2))
+        padded = np.zeros(full, complex)
+        padded[tuple(slice(0, m) for m in s1)] = a  # (SciPy pads in1 itself for same and full)
+        for mode, x, shape in [(0, a, tuple(m - n + 1 for m, n in zip(s1, s2))), (1, padded, s1), (2, padded, full)]:
+            want = _sigtools._correlateND(x, k, np.empty(shape, complex), mode)
+            np.testing.assert_allclose(signal_rules.correlate_nd(x, k, np.empty(shape, complex), mode), want,
+                                       atol=1e-12)
     for shape, axis in [((7,), -1), ((4, 5), 0), ((3, 6), 1), ((1,), 0)]:
         x = rng.normal(size=shape)
         for h in [np.array([1.0]), rng.normal(size=3), rng.normal(size=8)]:
@@ -173,6 +183,12 @@ MORE = [
     Case(sig.correlate2d, R(4, 5), KERNEL, mode="same", boundary="fill", fillvalue=0.3, name="correlate2d"),
     Case(sig.correlate2d, KERNEL, R(4, 5), mode="valid", name="correlate2d swapped"),
     Case(sig.correlate2d, C(3, 4), KERNEL + 0.5j, name="correlate2d complex"),
+    # convolve/correlate by the direct method, in any dimension (_sigtools._correlateND)
+    Case(sig.convolve, R(4, 3), R(2, 2), method="direct", name="convolve direct"),
+    Case(sig.convolve, R(5, 4), R(3, 2), mode="same", name="convolve same"),
+    Case(sig.convolve, R(6, 7), R(4, 1), mode="valid", name="convolve valid"),
+    Case(sig.correlate, R(3, 4, 2), R(2, 2, 2), method="direct", name="correlate 3-d"),
+    Case(sig.correlate, C(4, 3), C(2, 3), mode="same", method="direct", name="correlate complex"),
     Case(sig.upfirdn, R(4), R(9), up=3, down=2, name="upfirdn"),
     Case(sig.upfirdn, np.array([1.0, 0.5]), R(5, 3), up=2, axis=0, name="upfirdn axis=0"),
     Case(sig.resample_poly, R(12), 3, 2, name="resample_poly"),
@@ -186,7 +202,7 @@ MORE = [
 def test_convolutions_and_resampling(case):
     check_forward(case)
     check_reverse(case)
-    if case.name in ("convolve2d same symm", "upfirdn", "correlate2d"):
+    if case.name in ("convolve2d same symm", "upfirdn", "correlate2d", "convolve same"):
         check_second_order(case)
 
 

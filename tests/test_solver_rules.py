@@ -358,7 +358,26 @@ def test_odeint_forms():
           1.3, -math.sin(1.3), rtol=1e-6)
 
 
+def test_odeint_at_differentiated_output_times():
+    """y' = -2 t y, y(t0) = 1: y(T) = exp(t0^2 - T^2).  The output times (first, last, a
+    middle one) are differentiated, with tfirst and args; was NoRuleError."""
+    def y_at(t0, T, **kw):
+        return integrate.odeint(lambda y, t, c: -c * t * y, 1.0, [t0, 0.5 * (t0 + T), T], args=(2.0,), **TIGHT, **kw)
+
+    check(lambda T: y_at(0.2, T)[-1, 0], X, -2.0 * X * math.exp(0.04 - X * X), rtol=1e-6)
+    check(lambda t0: y_at(t0, 1.1)[-1, 0], X / 4, 2.0 * (X / 4) * math.exp((X / 4) ** 2 - 1.21), rtol=1e-6)
+    mid = lambda T: integrate.odeint(lambda t, y: -2.0 * t * y, 1.0, np.array([0.0, T, 2.0]),  # noqa: E731
+                                     tfirst=True, **TIGHT)[1, 0]
+    check(mid, X, -2.0 * X * math.exp(-X * X), rtol=1e-6)
+    H = capstan.hessian(lambda ts: y_at(ts[0], ts[1])[-1, 0], np.array([0.2, X]))
+    # d2/dT2 exp(t0^2 - T^2) = (4 T^2 - 2) exp(..); d2/dt0 dT = -4 t0 T exp(..)
+    e = math.exp(0.04 - X * X)
+    np.testing.assert_allclose(H[1, 1], (4 * X * X - 2) * e, rtol=1e-5)
+    np.testing.assert_allclose(H[0, 1], -4 * 0.2 * X * e, rtol=1e-5)
+
+
 @pytest.mark.parametrize("call, match", [
+    (lambda p: integrate.odeint(lambda y, t: -y, 1.0, [0.0, p], full_output=True)[0], "full_output"),
     (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [p], dense_output=True).sol(p),
      "plain number"),
     (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, p), [1.0]).y, "time span"),

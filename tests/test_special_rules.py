@@ -40,6 +40,9 @@ CASES = [
     Case(sc.jv, 1.5, C(3) + 1, diff=[1], hessian=False),
     Case(sc.kv, 0.5, C(2) + 2, diff=[1], hessian=False), Case(sc.hankel1, V, X, diff=[1], hessian=False),
     Case(sc.hankel2, 2, X, hessian=False),
+    Case(sc.yn, 2, X), Case(sc.kn, np.array([0, 1, 3]), X),
+    Case(sc.pdtr, np.array([0.0, 1.0, 4.0]), X, diff=[1]), Case(sc.pdtrc, np.array([0, 2, 5]), X + 1),
+    Case(sc.pdtr, np.array([-1.0, 2.5, 3.0]), X, diff=[1]),
     Case(sc.spherical_jn, 2, X), Case(sc.spherical_yn, 1, X), Case(sc.spherical_in, 3, X),
     Case(sc.spherical_kn, 0, X), Case(sc.spherical_jn, 2, X, derivative=True),
     Case(sc.spherical_kn, 2, X, derivative=True), Case(sc.spherical_in, 2, X, True),
@@ -115,6 +118,7 @@ REFUSED = [  # (function of the differentiated value, function name, argument na
     (lambda z: np.real(sc.ive(1.0, z + 1j)), "ive", "z"),
     (lambda a: sc.eval_jacobi(2, a, 1.0, 0.3), "eval_jacobi", "alpha"),
     (lambda n: sc.eval_legendre(n, 0.3), "eval_legendre", "n"),
+    (lambda k: sc.pdtr(k, 2.0), "pdtr", "k"), (lambda n: sc.yn(n, 1.5), "yn", "n"),
 ]
 
 

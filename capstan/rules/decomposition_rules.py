@@ -992,10 +992,24 @@ def _register_scipy():
     defvjp(sl.expm, lambda g, ans, a: (_real_like(expm_frechet(_h(a), g), a),))
     defjvp(expm_frechet, _expm_frechet_jvp)
     defvjp(expm_frechet, _expm_frechet_vjp)
-    for f in (sl.logm, sl.sqrtm):
-        defjvp(f, lambda ts, ans, a, *args, _f=f, **kw: _frechet(_f, a, ts[0], *args, **kw))
-        defvjp(f, lambda g, ans, a, *args, _f=f, **kw: (_real_like(_frechet(_f, _h(a), g, *args, **kw), a),)
-               + (None,) * len(args))
+    # A^t = expm(t logm(A)): the chain of the two Frechet derivatives (A^t commutes with logm A)
+    defjvp(sl.fractional_matrix_power, _fractional_power_jvp)
+    defvjp(sl.fractional_matrix_power, _fractional_power_vjp_a, _fractional_power_vjp_t)
+    defjvp(sl.solve_sylvester, _solve_sylvester_jvp)
+    defvjp(sl.solve_sylvester, _solve_sylvester_vjp)
+    defimpl(sl.solve_continuous_lyapunov, lambda a, q: sl.solve_sylvester(a, _h(a), q))  # a x + x a^H = q
+    defjvp(sylvester_sum, _sylvester_sum_jvp)
+    defvjp(sylvester_sum, _sylvester_sum_vjp)
+    # sqrtm: X^2 = A gives X dX + dX X = dA, a Sylvester equation in X (exact at any
+    # order; the block trick of _frechet lets rounding split the repeated eigenvalues of
+    # a real matrix's [[A, E], [0, A]] across the branch cut when they are negative).
+    defjvp(sl.sqrtm, lambda ts, ans, a, *args, **kw: sylvester_sum(ans, ts[0]))
+    defvjp(sl.sqrtm, lambda g, ans, a, *args, **kw:
+           (_real_like(sylvester_sum(_h(ans), g), a),) + (None,) * len(args))
+    # logm: log A = 2 log B with B = sqrtm(A), whose eigenvalues lie off logm's branch cut
+    defjvp(sl.logm, lambda ts, ans, a, *args, **kw: _logm_frechet(a, ts[0], *args, **kw))
+    defvjp(sl.logm, lambda g, ans, a, *args, **kw: (_real_like(_logm_frechet_adjoint(a, g, *args, **kw), a),)
+           + (None,) * len(args))
 
 
 def _real_like(g, a):
@@ -1015,6 +1029,107 @@ def _frechet(f, a, e, *args, **kw):
     upper right block of ``f([[a, e], [0, a]])`` (differentiable again)."""
     n = np.shape(a)[-1]
     return f(_block(a, e), *args, **kw)[..., :n, n:]
+
+
+def _frechet_adjoint(f, a, g, *args, **kw):
+    """The adjoint of ``e -> L_f(a, e)``: ``conj(L_f(a^T, conj(g)))``.  (Not ``L_f(a^H, g)``:
+    that needs ``f(conj z) == conj f(z)``, false for sqrtm and logm at eigenvalues on
+    their branch cut, the negative reals, where a real matrix has a complex sqrtm/logm.)"""
+    return np.conj(_frechet(f, _t(a), np.conj(g), *args, **kw))
+
+
+def _logm_frechet(a, e, *args, **kw):
+    """``L_log(a, e) = 2 L_log(b, L_sqrt(a, e))`` with ``b = sqrtm(a)``: the block
+    ``[[b, .], [0, b]]`` has no eigenvalues near the negative reals, unlike ``[[a, e], [0, a]]``
+    for a real ``a`` with negative eigenvalues (where rounding splits them across the cut)."""
+    b = sl.sqrtm(a)
+    return 2.0 * _frechet(sl.logm, b, sylvester_sum(b, e), *args, **kw)
+
+
+def _logm_frechet_adjoint(a, g, *args, **kw):
+    b = sl.sqrtm(a)
+    return 2.0 * sylvester_sum(_h(b), _frechet_adjoint(sl.logm, b, g, *args, **kw))
+
+
+def _fractional_power_jvp(ts, ans, a, t):
+    da, dt = (tuple(ts) + (None, None))[:2]
+    log = sl.logm(a)
+    out = None if da is None else _real_like(expm_frechet(t * log, t * _logm_frechet(a, da)), ans)
+    if dt is not None:
+        part = _power_dt(ans, log) * dt
+        out = part if out is None else out + part
+    return out
+
+
+def _power_dt(ans, log):
+    """``d(a^t)/dt = logm(a) a^t``; refused where ``a^t`` is real but ``logm(a)`` is not (an
+    integer ``t`` and negative eigenvalues: the powers around ``t`` are complex)."""
+    if np.iscomplexobj(log) and not np.iscomplexobj(ans):
+        _refuse("scipy.linalg.fractional_matrix_power", ("a differentiated integer power t of a matrix with "
+                                                         "negative eigenvalues", "the powers next to t are "
+                                                         "complex, the one at t is real"))
+    return log @ ans
+
+
+def _fractional_power_vjp_a(g, ans, a, t):
+    log = sl.logm(a)
+    return _real_like(_logm_frechet_adjoint(a, np.conj(t) * expm_frechet(_h(t * log), g)), a)
+
+
+def _fractional_power_vjp_t(g, ans, a, t):
+    gt = np.sum(np.conj(_power_dt(ans, sl.logm(a))) * g)
+    return gt if np.iscomplexobj(t) else np.real(gt)
+
+
+def _sylvester(a, b, q):
+    """``solve_sylvester`` with all three in one dtype: SciPy's mixes a complex system with
+    the real (quasi-triangular) Schur form of a real ``b`` and solves the wrong equation."""
+    if np.iscomplexobj(a) or np.iscomplexobj(b) or np.iscomplexobj(q):
+        a, b, q = (np.asarray(m).astype(complex) for m in (a, b, q))
+    return sl.solve_sylvester(a, b, q)
+
+
+def _solve_sylvester_jvp(ts, ans, a, b, q):
+    """``a x + x b = q``: ``a dx + dx b = dq - da x - x db``."""
+    da, db, dq = (tuple(ts) + (None, None, None))[:3]
+    rhs = dq
+    for part in (None if da is None else -(da @ ans), None if db is None else -(ans @ db)):
+        if part is not None:
+            rhs = part if rhs is None else rhs + part
+    return _sylvester(a, b, rhs)
+
+
+def _solve_sylvester_vjp(g, ans, a, b, q):
+    """The adjoint of ``y -> a y + y b`` is ``y -> a^H y + y b^H``."""
+    gq = _sylvester(_h(a), _h(b), g)
+    return _real_like(-(gq @ _h(ans)), a), _real_like(-(_h(ans) @ gq), b), _real_like(gq, q)
+
+
+def sylvester_sum(x, e):
+    """The ``l`` with ``x l + l x = e`` (matrix by matrix for stacks): the derivative of
+    sqrtm at ``x @ x`` in direction ``e``."""
+    x, e = np.broadcast_arrays(x, e)
+    if x.ndim == 2:
+        return _sylvester(x, x, e)
+    each = [_sylvester(m, m, r) for m, r in zip(x.reshape((-1,) + x.shape[-2:]),
+                                                         e.reshape((-1,) + e.shape[-2:]))]
+    return np.stack(each).reshape(x.shape)
+
+
+def _sylvester_sum_jvp(ts, ans, x, e):
+    """``x dl + dl x = de - dx l - l dx``."""
+    rhs = ts[1] if len(ts) > 1 and ts[1] is not None else None
+    if ts[0] is not None:
+        part = -(ts[0] @ ans + ans @ ts[0])
+        rhs = part if rhs is None else rhs + part
+    return sylvester_sum(x, rhs)
+
+
+def _sylvester_sum_vjp(g, ans, x, e):
+    """The map ``e -> l`` has adjoint ``g -> sylvester_sum(x^H, g)``."""
+    ge = sylvester_sum(_h(x), g)
+    gx = -(ge @ _h(ans) + _h(ans) @ ge)
+    return _real_like(gx, x), _real_like(ge, e)
 
 
 def expm_frechet(a, e):

@@ -728,8 +728,6 @@ for _f in (np.matmul, operator.matmul, operator.imatmul):
 
 def _einsum_parse(subscripts, operands):
     """``(input terms, output term, unused letters)`` with ellipses spelled out."""
-    if not isinstance(subscripts, str):
-        raise NotImplementedError("capstan: einsum derivatives need string subscripts")
     s = subscripts.replace(" ", "")
     ins, out = s.split("->") if "->" in s else (s, None)
     ins = ins.split(",")
@@ -747,11 +745,27 @@ def _einsum_parse(subscripts, operands):
     return ins, out, free
 
 
+def _einsum_sublists(args):
+    """NumPy's other calling form ``einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])``
+    as ``(subscripts string, operands, positions of the operands among args)``."""
+    def letters(sub):
+        return "".join("..." if k is Ellipsis else string.ascii_letters[operator.index(k)] for k in sub)
+
+    n = len(args) // 2
+    terms = [letters(args[2 * i + 1]) for i in range(n)]
+    spec = ",".join(terms) + ("->" + letters(args[-1]) if len(args) % 2 else "")
+    return spec, args[0:2 * n:2], tuple(range(0, 2 * n, 2))
+
+
 def _einsum_kw(kw):
     return {k: v for k, v in kw.items() if k != "out"}
 
 
 def _einsum_jvp(ts, ans, subscripts, *ops, **kw):
+    if not isinstance(subscripts, str):
+        spec, operands, where = _einsum_sublists((subscripts,) + ops)
+        return _einsum_jvp((None,) + tuple(ts[p] if p < len(ts) else None for p in where), ans, spec,
+                           *operands, **kw)
     ins, out, free = _einsum_parse(subscripts, ops)
     total = None
     for i, t in enumerate(ts[1:]):
@@ -765,6 +779,13 @@ def _einsum_jvp(ts, ans, subscripts, *ops, **kw):
 
 
 def _einsum_vjp(g, ans, subscripts, *ops, **kw):
+    if not isinstance(subscripts, str):
+        spec, operands, where = _einsum_sublists((subscripts,) + ops)
+        each = _einsum_vjp(g, ans, spec, *operands, **kw)[1:]
+        result = [None] * (1 + len(ops))
+        for p, gi in zip(where, each):
+            result[p] = gi
+        return tuple(result)
     ins, out, free = _einsum_parse(subscripts, ops)
     sizes = {}
     for term, op in zip(ins, ops):

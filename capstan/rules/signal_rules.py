@@ -211,6 +211,27 @@ def convolve2d(in1, in2, flip, mode, boundary, fillvalue):
     return full[p - 1:m, q - 1:n]
 
 
+def correlate_nd(in1, in2, out, mode):
+    """``scipy.signal._sigtools._correlateND`` (behind ``convolve``/``correlate`` with the
+    direct method in any dimension): the correlation ``sum_j conj(in2[j]) in1[k + j - o]``
+    (``in1`` zero beyond its edges) over the output's shape, starting at offset ``o`` =
+    ``n2 - 1`` (mode 0, valid), ``(n2 - 1) // 2`` (1, same) or 0 (2, full, on an ``in1``
+    SciPy has already zero-padded).  C fills ``out``; this returns a new array."""
+    if mode not in (0, 1, 2):
+        raise ValueError("capstan: scipy.signal._sigtools._correlateND: mode code %r has no derivative rule"
+                         % (mode,))
+    in1, in2 = np.asarray(in1), np.asarray(in2)
+    n1, n2, shape = np.shape(in1), np.shape(in2), np.shape(out)
+    start = [m - 1 if mode == 0 else ((m - 1) // 2 if mode == 1 else 0) for m in n2]
+    widths = [(m - 1, max(0, o + s - n)) for m, o, s, n in zip(n2, shape, start, n1)]
+    ext = np.pad(in1, widths)
+    weights = conj(in2)
+    total = np.zeros(shape, dtype=np.result_type(in1, in2, out))
+    for j in np.ndindex(*n2):
+        total = total + weights[j] * ext[tuple(slice(s + i, s + i + o) for s, i, o in zip(start, j, shape))]
+    return total
+
+
 def upfirdn(h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
     """``scipy.signal.upfirdn`` (behind ``resample_poly`` and ``decimate(ftype="fir")``):
     ``x`` upsampled by ``up`` (zeros between samples), filtered by the FIR filter ``h``
@@ -252,5 +273,7 @@ if _signal is not None:
     defimpl(_signal.lfilter, lfilter)
     defimpl(_signal.sosfilt, sosfilt)
     defimpl(_sigtools._convolve2d, convolve2d)
+    defimpl(_sigtools._correlateND, correlate_nd)
     defimpl(_signal.upfirdn, upfirdn)
-    FUNCTIONS += [filter_with_state, _signal.lfilter, _signal.sosfilt, _sigtools._convolve2d, _signal.upfirdn]
+    FUNCTIONS += [filter_with_state, _signal.lfilter, _signal.sosfilt, _sigtools._convolve2d, _sigtools._correlateND,
+                  _signal.upfirdn]

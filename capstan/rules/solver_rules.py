@@ -1187,6 +1187,8 @@ def _odeint_rule(ctx, f, args, kwargs):
     routed = _route(ctx, f, args, kwargs, depends + [a["t"]])
     if routed is not _MINE:
         return routed
+    if _tagged(a["t"]):
+        return _odeint_at_moving_times(ctx, f, a, given)
     _ode_checks("scipy.integrate.odeint", ctx, depends, a["t"])
     plain = {k: _plain(v) for k, v in a.items()}
     plain["func"] = _plain_callable(ctx, a["func"])
@@ -1212,6 +1214,43 @@ def _odeint_rule(ctx, f, args, kwargs):
     y = out[0] if type(out) is tuple else out
     y = _add(ctx, y, delta)
     return (y,) + out[1:] if type(out) is tuple else y
+
+
+_ODEINT_OPTIONS = ("rtol", "atol", "mxstep", "h0", "hmax", "hmin", "ixpr", "mxhnil", "mxordn", "mxords",
+                   "printmessg", "ml", "mu")
+
+
+def _odeint_at_moving_times(ctx, f, a, given):
+    """odeint at differentiated output times: each interval ``[t[i-1], t[i]]`` mapped onto
+    ``[0, 1]`` (``dy/ds = w func(y, t[i-1] + s w)``, ``w = t[i] - t[i-1]``), one solve per
+    interval, so that the times become parameters of the equation, which the ODE rule
+    differentiates like any other."""
+    unsupported = [k for k in ("Dfun", "tcrit") if a[k] is not None] + (["full_output"] if a["full_output"]
+                                                                         else [])
+    if unsupported:
+        raise _no_rule("scipy.integrate.odeint with differentiated output times and %s= has no derivative "
+                       "rule; pass the times as plain numbers" % "=, ".join(unsupported))
+    options = {k: a[k] for k in given if k in _ODEINT_OPTIONS}
+    return overdub(ctx, _odeint_interval_by_interval, f, a["func"], a["y0"], a["t"], a["args"], a["tfirst"],
+                   options)
+
+
+def _odeint_interval_by_interval(odeint, func, y0, t, args, tfirst, options):
+    """The rows ``y(t[i])``, solving from each output time to the next on ``s`` in ``[0, 1]``."""
+    fargs = args if isinstance(args, tuple) else (args,)
+    y = np.ravel(np.asarray(y0)) * 1.0
+    rows = [y]
+    for i in range(1, len(t)):
+        start, width = t[i - 1], t[i] - t[i - 1]
+        if tfirst:
+            def scaled(s, y, *rest, start=start, width=width):
+                return width * np.asarray(func(start + s * width, y, *rest))
+        else:
+            def scaled(y, s, *rest, start=start, width=width):
+                return width * np.asarray(func(y, start + s * width, *rest))
+        y = odeint(scaled, y, np.array([0.0, 1.0]), args=fargs, tfirst=tfirst, **options)[1]
+        rows.append(y)
+    return np.stack(rows)
 
 
 def _transposed_if(J, by_column):

@@ -177,6 +177,21 @@ def _register():
                                         0.5 * (sc.yve(v - 1, x) - sc.yve(v + 1, x))))):
         defderiv(f, _order(f), rule)
     # i0e/i1e/k0e/k1e are real functions; ive/jve/yve real-only (see _real_only)
+    # (integer orders n: yn and kn)
+    defderiv(sc.yn, _order(sc.yn, "n"), lambda ans, n, x, **kw: 0.5 * (sc.yn(n - 1, x) - sc.yn(n + 1, x)))
+    defderiv(sc.kn, _order(sc.kn, "n"), lambda ans, n, x, **kw: -0.5 * (sc.kn(n - 1, x) + sc.kn(n + 1, x)))
+
+    # ----------------------------------------------------------------- Poisson distribution (in the mean)
+    def poisson_pmf(k, m):
+        """The Poisson probability of ``floor(k)`` at mean ``m`` (NaN where SciPy's pdtr is:
+        ``k < 0``, ``m < 0``)."""
+        j = np.maximum(np.floor(k), 0.0)
+        domain = np.where((k >= 0) & (m >= 0), 1.0, np.nan)  # (a factor: its derivatives are NaN too)
+        return np.exp(sc.xlogy(j, m) - m - sc.gammaln(j + 1.0)) * domain
+
+    steps = "a step function of the count: floor(k)"
+    defderiv(sc.pdtr, refused(sc.pdtr, "k", steps), lambda ans, k, m, **kw: -poisson_pmf(k, m))
+    defderiv(sc.pdtrc, refused(sc.pdtrc, "k", steps), lambda ans, k, m, **kw: poisson_pmf(k, m))
 
     def spherical(f, sign):
         """``f(n, z, derivative=False)``: the first derivative is SciPy's own
