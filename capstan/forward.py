@@ -28,7 +28,7 @@ from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
 from .nesting import enclosing, route
-from .pool import differentiating
+from .pool import differentiating, run_at
 from .rules import registry
 
 _PARTIALS, _JVP = registry.PARTIALS, registry.JVP
@@ -336,12 +336,7 @@ def D(f: Callable[..., Any], x: Any) -> Any:
             raise TypeError("capstan.D(f, x): x must be a scalar; use jvp or jacobian for arrays")
     with differentiating(ForwardCtx) as ctx:
         x = Tagged(x, 1.0, ctx) if type(x) is float and ctx.__dict__.get("_has_tags") else _seeded(x, ctx, 1.0)
-        rt = ctx._runtime  # (RuntimeBase.run: overdub's commonest run, in C)
-        y = NOT_RUN if rt is None else rt.run(f, x)
-        if y is NOT_RUN:
-            y = overdub(ctx, f, x)
-        if ctx.losses:
-            losses.check_finished(ctx)
+        y = run_at(ctx, f, x)
         if type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
             t = y._meta  # (output_tangent's commonest case, inline: a float carrying its tangent)
             if t is not None:
@@ -407,12 +402,7 @@ def _jvp_at_float(f, p, t, fname):
     case inline (a float output carrying its tangent), which is the fixed cost of a run."""
     with differentiating(ForwardCtx) as ctx:
         x = Tagged(p, t, ctx) if ctx.__dict__.get("_has_tags") else _seeded(p, ctx, t)
-        rt = ctx._runtime  # (RuntimeBase.run: overdub's commonest run, in C)
-        y = NOT_RUN if rt is None else rt.run(f, x)
-        if y is NOT_RUN:
-            y = overdub(ctx, f, x)
-        if ctx.losses:
-            losses.check_finished(ctx)
+        y = run_at(ctx, f, x)
         if type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
             ty = y._meta
             if ty is not None:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
-from overdub._native import NOT_RUN, capstan_native
+from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import (_TRIVIAL, DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call,
@@ -32,7 +32,7 @@ from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook
 from .nesting import enclosing, nestlevel, route
-from .pool import borrowed, lent, running
+from .pool import borrowed, lent, run_at, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 
@@ -866,12 +866,7 @@ def _gradient_at_float(f, x):
         t = ctx.input(x)
         node = t._meta
         with running(ctx):
-            rt = ctx._runtime  # (RuntimeBase.run: overdub's commonest run, in C)
-            y = NOT_RUN if rt is None else rt.run(f, t)
-            if y is NOT_RUN:
-                y = overdub(ctx, f, t)
-        if ctx.losses:
-            losses.check_finished(ctx)
+            y = run_at(ctx, f, t)
         if not ctx.equalities and type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
             n = y._meta
             if n is None:

@@ -1710,6 +1710,30 @@ done:
     return y;
 }
 
+/* the error set now handed to losses.failed(ctx, exc), which may replace it by a loss the
+   run recorded; the error is set again afterwards (that one, or failed's own) */
+static void
+hand_to_failed(PyObject *ctx)
+{
+    PyObject *tp, *val, *tb;
+    PyErr_Fetch(&tp, &val, &tb);
+    PyErr_NormalizeException(&tp, &val, &tb);
+    if (tb != NULL && val != NULL) {
+        PyException_SetTraceback(val, tb);
+    }
+    PyObject *fargs[2] = {ctx, val != NULL ? val : Py_None};
+    PyObject *r = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
+    if (r != NULL) {
+        Py_DECREF(r);
+        PyErr_Restore(tp, val, tb);
+    }
+    else {
+        Py_XDECREF(tp);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+    }
+}
+
 static PyObject *
 forward_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1728,23 +1752,8 @@ forward_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *y = forward_run(ctx, args[1], args[2]);
     if (y == NULL) {  /* Loan.__exit__ with the exception: a recorded loss replaces it */
+        hand_to_failed(ctx);
         PyObject *tp, *val, *tb;
-        PyErr_Fetch(&tp, &val, &tb);
-        PyErr_NormalizeException(&tp, &val, &tb);
-        if (tb != NULL && val != NULL) {
-            PyException_SetTraceback(val, tb);
-        }
-        PyObject *fargs[2] = {ctx, val != NULL ? val : Py_None};
-        PyObject *r = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
-        if (r != NULL) {
-            Py_DECREF(r);
-            PyErr_Restore(tp, val, tb);
-        }
-        else {
-            Py_XDECREF(tp);
-            Py_XDECREF(val);
-            Py_XDECREF(tb);
-        }
         PyErr_Fetch(&tp, &val, &tb);
         if (give_back(cls, ctx) < 0) {
             Py_XDECREF(tp);
@@ -1790,23 +1799,8 @@ static PyObject *str_input, *str_meta;
 static PyObject *
 fail_and_pop(PyObject *ctx)
 {
+    hand_to_failed(ctx);
     PyObject *tp, *val, *tb;
-    PyErr_Fetch(&tp, &val, &tb);
-    PyErr_NormalizeException(&tp, &val, &tb);
-    if (tb != NULL && val != NULL) {
-        PyException_SetTraceback(val, tb);
-    }
-    PyObject *fargs[2] = {ctx, val != NULL ? val : Py_None};
-    PyObject *r = PyObject_Vectorcall(pool_failed, fargs, 2, NULL);
-    if (r != NULL) {
-        Py_DECREF(r);
-        PyErr_Restore(tp, val, tb);
-    }
-    else {
-        Py_XDECREF(tp);
-        Py_XDECREF(val);
-        Py_XDECREF(tb);
-    }
     PyErr_Fetch(&tp, &val, &tb);
     if (pop_level() < 0) {
         Py_XDECREF(tp);
