@@ -58,6 +58,22 @@ def lent(cls: type) -> tuple[Any, Any]:
     return loan.__enter__(), loan.__exit__
 
 
+def _entered(ctx: Any) -> Any:
+    """``nesting.push(ctx)`` with its common case inline; ``ctx``."""
+    try:
+        contexts = _nesting.contexts
+    except AttributeError:
+        nesting.push(ctx)
+        return ctx
+    if contexts:
+        ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
+    elif ctx.outside:
+        ctx.outside = ()
+    contexts.append(ctx)
+    _nesting.level += 1
+    return ctx
+
+
 class running:
     """``with running(ctx):`` -- ``ctx`` runs a differentiation: counted as an active one
     (``nesting.level``) and guarded (``losses.guard``), in one block, which costs less."""
@@ -69,18 +85,7 @@ class running:
 
     def __enter__(self) -> Any:
         ctx = self.ctx
-        try:  # (nesting.push, inline)
-            contexts = _nesting.contexts
-        except AttributeError:
-            nesting.push(ctx)
-            return ctx
-        if contexts:
-            ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
-        elif ctx.outside:
-            ctx.outside = ()
-        contexts.append(ctx)
-        _nesting.level += 1
-        return ctx
+        return _entered(ctx)
 
     def __exit__(self, tp: Any, exc: Any, tb: Any) -> None:
         try:
@@ -105,18 +110,7 @@ class differentiating(borrowed):
             idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
         # (an idle context got its fresh identity when it was handed back; a new one has one)
         ctx = self.ctx = idle.pop() if idle else self.cls()
-        try:  # (nesting.push, inline)
-            contexts = _nesting.contexts
-        except AttributeError:
-            nesting.push(ctx)
-            return ctx
-        if contexts:
-            ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
-        elif ctx.outside:
-            ctx.outside = ()
-        contexts.append(ctx)
-        _nesting.level += 1
-        return ctx
+        return _entered(ctx)
 
     def __exit__(self, *exc: Any) -> None:
         ctx = self.ctx
