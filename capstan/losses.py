@@ -252,7 +252,7 @@ def refuse(ctx, err):
     return err
 
 
-def check_finished(ctx):
+def check_finished(ctx: Any) -> None:
     """At the end of a differentiation: raise the first loss detected during it, even if
     the code being differentiated caught the exception."""
     if ctx.losses:
