@@ -311,10 +311,10 @@ class ADContext(Context):
         vals, metas, found, foreign = self._split(args)
         if impl is not None and (found or self._differentiated((), kwargs) or any(
                 type(a) is dict and self._in_tree(a) for a in args)):  # (json.dumps({"a": x}))
-            if found and (getattr(f, "__module__", None) or "").startswith(_MATRIX_MODULES):
+            if found and _list_of_matrices(f, metas):
                 args = self._as_matrices(args)
             return overdub(self, impl, *args, **kwargs)
-        if found and (getattr(f, "__module__", None) or "").startswith(_MATRIX_MODULES):
+        if found and _list_of_matrices(f, metas):
             matrices = self._as_matrices(args)
             if matrices is not args:
                 return overdub(self, f, *matrices, **kwargs)
@@ -833,6 +833,13 @@ def _type_name(t):
     if t.__flags__ & 512 or t.__module__ == "builtins":  # (Py_TPFLAGS_HEAPTYPE: the bare name)
         return t.__name__
     return "%s.%s" % (t.__module__, t.__name__)
+
+
+def _list_of_matrices(f, metas):
+    """Whether a list or tuple holding differentiated values (its metadata a list, from
+    ``_split``) goes to a linear-algebra function, which reads it as a matrix."""
+    return (any(type(m) is list for m in metas)
+            and (getattr(f, "__module__", None) or "").startswith(_MATRIX_MODULES))
 
 
 def _plain_tree(x):
