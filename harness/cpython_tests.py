@@ -33,7 +33,7 @@ from harness import report
 # (test_datetime is left out: its load_tests imports fresh copies of datetime into
 # sys.modules, and loading its suite five times in one process ran past the timeout.)
 MODULES = """
-test_abc test_argparse test_ast test_augassign test_base64 test_bisect test_bool
+test_abc test_argparse test_ast test_asyncgen test_augassign test_base64 test_bisect test_bool
 test_builtin test_calendar test_class test_cmath test_collections test_colorsys
 test_complex test_configparser test_contains test_contextlib test_copy test_coroutines
 test_csv test_dataclasses test_decimal test_descr test_dict test_difflib

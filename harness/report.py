@@ -102,6 +102,7 @@ def compare(records, contexts, ending):
 # tracing, weak references, code objects...).
 FRAMES = "machinery frames visible: tracebacks, f_back, frames"
 ROUTED_CODE = "routed code visible (gi_code, __code__, names)"
+FIRST_USE = "first-use allocations (gc.get_objects)"
 CAUSES = [
     ("hang, crash or per-test timeout", "what", r"^(Killed|HarnessTimeout):"),
     ("__code__ replaced during a run not seen (self-recursion)", "tb",
@@ -125,6 +126,7 @@ CAUSES = [
      r"|inspect\.stack|f_locals|f_lineno|__module__|getframeinfo"),
     (FRAMES, "what",
      r"dispatch\.py|/overdub/|_plain_call|default_fallback|'(call|meth|slot)'|__module__"),
+    (FIRST_USE, "src", r"gc\.get_objects"),
     ("lifetimes (weakref, gc)", "src",
      r"weakref|gc\.collect|gc_collect|getrefcount|__del__|\bref\(|finaliz|gc\.get_referrers"),
     ("patched builtins", "src", r"\bbuiltins\b|__builtins__"),

@@ -1,4 +1,7 @@
-"""Cache entries that must not keep a class alive past the collection that frees it plainly.
+"""Caches that must not keep a class, or a code object, alive past the point where plain
+Python frees it.
+
+``CodeCache`` keys entries by code objects weakly (and by identity).
 
 A run caches what it resolved per callee and per type (``fcache[cls]``, the method cache
 ``fcache[type, name]``, ``Steps.attr_info[type]``) until ``overdub`` returns.  A class made
@@ -15,6 +18,7 @@ from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa:
 import gc
 import sys
 from types import ModuleType
+from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref)
 
 _HEAPTYPE = 1 << 9
 _type_attr = type.__dict__
@@ -65,3 +69,43 @@ def _drop_noted(phase, info):
 
 
 gc.callbacks.append(_drop_noted)
+
+
+class CodeCache:
+    """A mapping keyed by code objects that does not keep them alive (code objects
+    compare by value, so equal code from two files must not share an entry).
+
+    No lock: single dict operations are atomic under the GIL, and a lock would
+    deadlock when garbage collection runs a removal callback while it is held.
+    """
+
+    def __init__(self):
+        self._data = {}
+
+    def get(self, code, default=None):
+        entry = self._data.get(id(code))
+        if entry is None or entry[0]() is not code:
+            return default
+        return entry[1]
+
+    def __setitem__(self, code, value):
+        key, data = id(code), self._data
+
+        def forget(ref):
+            entry = data.get(key)
+            if entry is not None and entry[0] is ref:
+                data.pop(key, None)
+
+        data[key] = (_weak_ref(code, forget), value)
+
+    def discard(self, code_id, value):
+        """Drop the entry of the code with id ``code_id`` if it still holds ``value``."""
+        entry = self._data.get(code_id)
+        if entry is not None and entry[1] is value:
+            self._data.pop(code_id, None)
+
+    def __len__(self):
+        return len(self._data)
+
+    def clear(self):
+        self._data.clear()

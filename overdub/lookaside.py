@@ -25,13 +25,13 @@ import operator
 import os
 import re
 import sys
-import weakref
 from sys import _getframe
 from types import CodeType, ModuleType
 from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref or sys._getframe)
 from typing import Any, cast
 
 from . import _compat
+from .origins import ROUTED
 from .tracebacks import drop_own_frames
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -171,8 +171,6 @@ def opaque(*objs: Any) -> Any:
     return objs[0] if len(objs) == 1 else objs
 
 
-#: code objects produced by the rewriter (their frames are the user's frames)
-ROUTED: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
 
 
 def user_frame(skip=0):

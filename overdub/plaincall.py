@@ -15,10 +15,12 @@ This module knows nothing of runtimes: it is the layer below ``runtime.py``.
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
 import collections
 import itertools
+import operator
 import weakref
 from functools import partial
 from sys import modules as _sys_modules
 from types import (BuiltinFunctionType, CoroutineType, FunctionType, GeneratorType, MethodDescriptorType, MethodType,
+                   MethodWrapperType,
                    ModuleType, WrapperDescriptorType)
 
 from . import semantics, tagging
@@ -137,10 +139,16 @@ class WeakKey(weakref.ref):  # type: ignore[type-arg]
         return self() is other
 
 
+#: C callables made per use that hold objects: a slot wrapper bound to one (``gen.__next__``,
+#: ``agen.__anext__``), and operator's callables holding names and arguments
+_BOUND_C_CALLABLES = frozenset({MethodWrapperType, operator.methodcaller, operator.attrgetter,
+                                operator.itemgetter})
+
+
 def transient(f):
     """Whether ``f`` is a callable that plain Python makes per use and frees right after:
-    a bound method (of a Python function, or of a C method bound to an object such as
-    ``gen.send``), a function defined inside another function (a closure, a lambda), a
+    a bound method (of a Python function, or of a C method or slot wrapper bound to an
+    object such as ``gen.send`` or ``agen.__anext__``; ``operator.methodcaller(...)``), a function defined inside another function (a closure, a lambda), a
     ``functools.partial``, or a callable instance of a Python class.  Holding it as a
     cache key would keep it -- and what it references -- alive until ``overdub``
     returns, so it is cached under a :class:`WeakKey` (or not at all when what it
@@ -153,7 +161,7 @@ def transient(f):
         return not isinstance(owner, ModuleType) or not _imported(owner)
     if tf is FunctionType:
         return bool(f.__code__.co_flags & _CO_NESTED)
-    if tf is MethodType or tf is partial:
+    if tf is MethodType or tf is partial or tf in _BOUND_C_CALLABLES:
         return True
     # an instance of a Python class (not a class: a __class__ property may claim anything)
     return bool(tf.__flags__ & _HEAPTYPE) and not issubclass(tf, type)

@@ -26,14 +26,14 @@ from typing import Any
 from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
                    MethodType, ModuleType)
 
-from . import codegen, lookaside, rewrite, semantics
+from . import codegen, lookaside, origins, rewrite, semantics
 from ._native import Dispatcher, EntryPoint, GuardedAttribute, GuardedOperator, GuardedSubscript, RuntimeBase
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
 from .plaincall import WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
 from .tagging import Tagged
-from .lifetimes import forget_at_collection, is_transient_class
+from .lifetimes import CodeCache, forget_at_collection, is_transient_class
 from .tracebacks import drop_own_frames
 
 #: how many entries a runtime's caches hold before they are cleared
@@ -67,46 +67,6 @@ NESTING: dict[Any, Any] = {}
 
 
 # ----------------------------------------------------------------------------- templates
-class CodeCache:
-    """A mapping keyed by code objects that does not keep them alive (code objects
-    compare by value, so equal code from two files must not share an entry).
-
-    No lock: single dict operations are atomic under the GIL, and a lock would
-    deadlock when garbage collection runs a removal callback while it is held.
-    """
-
-    def __init__(self):
-        self._data = {}
-
-    def get(self, code, default=None):
-        entry = self._data.get(id(code))
-        if entry is None or entry[0]() is not code:
-            return default
-        return entry[1]
-
-    def __setitem__(self, code, value):
-        key, data = id(code), self._data
-
-        def forget(ref):
-            entry = data.get(key)
-            if entry is not None and entry[0] is ref:
-                data.pop(key, None)
-
-        data[key] = (_weak_ref(code, forget), value)
-
-    def discard(self, code_id, value):
-        """Drop the entry of the code with id ``code_id`` if it still holds ``value``."""
-        entry = self._data.get(code_id)
-        if entry is not None and entry[1] is value:
-            self._data.pop(code_id, None)
-
-    def __len__(self):
-        return len(self._data)
-
-    def clear(self):
-        self._data.clear()
-
-
 _templates = CodeCache()  # code -> {(pass_, ctx_type) or None: template code or None}
 unroutable: "weakref.WeakValueDictionary[str, CodeType]" = weakref.WeakValueDictionary()  # qualname -> code that had to run plainly (debugging)
 _MISSING = object()
@@ -757,7 +717,7 @@ class Runtime(RuntimeBase):
         slot = self.slot
         consts = tuple(slot(c.key) if type(c) is rewrite.Slot else c for c in template.co_consts)
         routed = template.replace(co_consts=consts)
-        lookaside.ROUTED.add(routed)
+        origins.note_routed(routed, code)
         return routed
 
     def method_of(self, tp, name):

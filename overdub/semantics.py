@@ -29,6 +29,7 @@ from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, Wrap
 from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
 from .lifetimes import forget_at_collection, is_transient_class
+from .origins import CODE_ATTRIBUTES, shown_code
 from .tracebacks import drop_own_frames
 from ._native import entry_points as _native_module
 
@@ -162,7 +163,9 @@ _HEAPTYPE = 1 << 9
 FUNCTION_BODY = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 #: the names of a function, which its routed twin shows too (generators take their names)
 FUNCTION_NAMES = frozenset({"__name__", "__qualname__"})
-_STATIC_ATTRS = {}  # C type -> its _plain_attrs (kept across runs: C types do not change)
+#: C type -> its _plain_attrs (kept across runs: C types do not change); the code a frame or
+#: a generator runs is read through the step, which shows a routed copy's origin
+_STATIC_ATTRS = {tp: frozenset({name}) for tp, name in CODE_ATTRIBUTES.items()}
 #: a class's version tag (the C layer's; None in pure Python): it changes whenever the class
 #: or a base changes, so an answer of _plain_attrs kept with the tags it was read under holds
 #: for as long as they do
@@ -516,6 +519,8 @@ class Steps:
         return step
 
     def _getattr(self, obj, tp, name):
+        if CODE_ATTRIBUTES.get(tp) == name:
+            return shown_code(getattr(obj, name))
         ga = lookup(tp, "__getattribute__")
         gf = lookup(tp, "__getattr__")
         if not is_py(gf):

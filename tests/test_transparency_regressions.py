@@ -1063,3 +1063,65 @@ def test_module_classes_are_not_transient():
     assert not is_transient_class(RaisesEverywhere) and not is_transient_class(int)
     assert not is_transient_class(collections.OrderedDict)
     assert is_transient_class(type("Made", (), {})) and is_transient_class(collections.namedtuple("P", "a"))
+
+
+# ----------------------------------------------------------------------------- routed code shown
+def test_generators_and_coroutines_show_the_functions_own_code():
+    """A generator, coroutine or async generator made by a routed function shows the
+    function's ``__code__`` (test_generators' ``gi_code`` doctest).  (A frame's
+    ``f_code`` stays the routed copy, which its ``f_lasti`` indexes: the traceback tests
+    above print the right positions.)"""
+    import asyncio
+
+    def program():
+        def gen():
+            yield 1
+
+        async def coro():
+            return 2
+
+        async def agen():
+            yield 1
+
+        g, c, a = gen(), coro(), agen()
+        shown = (g.gi_code is gen.__code__, getattr(g, "gi_code") is gen.__code__,
+                 c.cr_code is coro.__code__, a.ag_code is agen.__code__, g.gi_code.co_name,
+                 next(g), g.gi_frame is None)
+        try:
+            c.send(None)
+        except StopIteration as stop:
+            shown += (stop.value,)
+        asyncio.run(a.aclose())
+        return shown
+
+    assert check(lambda: program) == ("ok", (True,) * 4 + ("gen", 1, False, 2))
+
+
+def test_a_code_object_is_shown_as_itself_when_it_was_not_routed():
+    from overdub import origins
+
+    code = compile("1", "<x>", "eval")
+    assert origins.shown_code(code) is code
+    assert origins.shown_code(None) is None
+
+
+def test_objects_held_by_bound_c_callables_die_when_plain_python_frees_them():
+    """``g.__next__()`` (a slot wrapper bound to ``g``) and ``operator.methodcaller`` with
+    an argument, called once and dropped, do not keep their objects alive for the run
+    (an async generator's finaliser never ran: test_asyncgen's ``gc_aclose_09``)."""
+    def program():
+        def gen():
+            yield 1
+
+        class Obj:
+            pass
+
+        g, obj = gen(), Obj()
+        g.__next__()
+        operator.methodcaller("__eq__", obj)(1)
+        operator.itemgetter(0)([obj])
+        refs = weakref.ref(g), weakref.ref(obj)
+        del g, obj
+        return [r() is None for r in refs]
+
+    assert check(lambda: program) == ("ok", [True, True])
