@@ -813,8 +813,8 @@ def _like(c, leaf):
         return route(enclosing(c, leaf), like_leaf, c, leaf)
     if not isinstance(leaf, (float, complex)) and hasattr(leaf, "dtype"):
         c = checks.match_dtype(c, leaf)
-    if type(leaf) is float:
-        return float(np.real(c))
+    if type(leaf) is float or (isinstance(leaf, float) and not isinstance(leaf, np.generic)):
+        return float(np.real(c))  # (a float subclass's gradient is a float too)
     if type(leaf) is complex:
         return complex(c)
     if isinstance(leaf, np.ndarray) and not isinstance(c, np.ndarray):
@@ -911,7 +911,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
 
 
 if capstan_native is not None:
-    capstan_native.setup_reverse(backward, _gradient_rest, _like)
+    capstan_native.setup_reverse(backward, _gradient_rest, _like, _INPUT)
     _reverse_entry = capstan_native.reverse_entry
 else:
     _reverse_entry = None

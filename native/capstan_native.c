@@ -1193,37 +1193,24 @@ accumulate(PyObject *cts, Py_ssize_t p, PyObject *c)
     return 0;
 }
 
-/* sweep(tape, cts, i, reads): the backward pass over the inline float records
-   (parent, partial[, parent, partial]) from node i down, exactly as reverse.backward's
-   Python loop does it; returns the first node it leaves to that loop (another kind of
-   record, or a node whose element reads are pending in `reads`), or -1 at the end. */
-static PyObject *
-sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* The backward pass over the inline float records (parent, partial[, parent, partial]) of
+   `tape` from node i down, exactly as reverse.backward's Python loop does it, adding into
+   `cts`; skips the records `skip` (the shared input record; NULL: none).  Returns the first
+   node it leaves to that loop (another kind of record, or a node whose element reads are
+   pending in `reads`, a dict or NULL), -1 at the end, -2 with an error set. */
+static Py_ssize_t
+sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObject *skip)
 {
-    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
-        || !PyDict_CheckExact(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "sweep(tape: list, cts: list, i: int, reads: dict)");
-        return NULL;
-    }
-    PyObject *tape = args[0], *cts = args[1], *reads = args[3];
-    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
-    if (i == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (PyList_GET_SIZE(cts) != PyList_GET_SIZE(tape) || i >= PyList_GET_SIZE(tape)) {
-        PyErr_SetString(PyExc_ValueError, "sweep: the cotangents do not match the tape");
-        return NULL;
-    }
     for (; i >= 0; i--) {
-        if (PyDict_GET_SIZE(reads) != 0) {
+        if (reads != NULL && PyDict_GET_SIZE(reads) != 0) {
             PyObject *key = PyLong_FromSsize_t(i);
             if (key == NULL) {
-                return NULL;
+                return -2;
             }
             int pending = PyDict_Contains(reads, key);
             Py_DECREF(key);
             if (pending != 0) {
-                return pending < 0 ? NULL : PyLong_FromSsize_t(i);
+                return pending < 0 ? -2 : i;
             }
         }
         PyObject *g = PyList_GET_ITEM(cts, i);
@@ -1231,8 +1218,11 @@ sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             continue;
         }
         PyObject *rec = PyList_GET_ITEM(tape, i);
+        if (rec == skip) {
+            continue;
+        }
         if (!PyTuple_CheckExact(rec) || (PyTuple_GET_SIZE(rec) != 2 && PyTuple_GET_SIZE(rec) != 4)) {
-            return PyLong_FromSsize_t(i);
+            return i;
         }
         Py_INCREF(g);
         Py_INCREF(rec);
@@ -1259,12 +1249,33 @@ sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     fail:
         Py_DECREF(rec);
         Py_DECREF(g);
-        return NULL;
+        return -2;
     }
-    return PyLong_FromLong(-1);
+    return -1;
 }
 
-/* ---------------------------------------------------------------- module */
+/* sweep(tape, cts, i, reads): sweep_from for reverse.backward's loop (which handles the
+   input records itself) */
+static PyObject *
+sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
+        || !PyDict_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "sweep(tape: list, cts: list, i: int, reads: dict)");
+        return NULL;
+    }
+    PyObject *tape = args[0], *cts = args[1];
+    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
+    if (i == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (PyList_GET_SIZE(cts) != PyList_GET_SIZE(tape) || i >= PyList_GET_SIZE(tape)) {
+        PyErr_SetString(PyExc_ValueError, "sweep: the cotangents do not match the tape");
+        return NULL;
+    }
+    Py_ssize_t left = sweep_from(tape, cts, i, args[3], NULL);
+    return left == -2 ? NULL : PyLong_FromSsize_t(left);
+}
 
 static PyObject *
 setup(PyObject *module, PyObject *args)
@@ -1791,8 +1802,47 @@ setup_entry(PyObject *module, PyObject *args)
 
 /* reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f,
  * the steps of its Python reference (capstan/reverse.py _gradient_at_float) in C. */
-static PyObject *rev_backward, *rev_rest, *rev_like;
+static PyObject *rev_backward, *rev_rest, *rev_like, *rev_input_record;
 static PyObject *str_input, *str_meta;
+
+/* The cotangents of every node of `tape` from the seed 1.0 at node `n` (an int):
+   reverse.backward(tape, {n: 1.0}), in C when the tape holds inline float records and
+   input records only, else by that function (which starts afresh). */
+static PyObject *
+backward_from(PyObject *tape, PyObject *n)
+{
+    Py_ssize_t size = PyList_CheckExact(tape) ? PyList_GET_SIZE(tape) : -1;
+    Py_ssize_t seed = PyLong_AsSsize_t(n);
+    if (seed == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (size > 0 && seed >= 0 && seed < size) {
+        PyObject *cts = PyList_New(size);
+        if (cts == NULL) {
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < size; k++) {
+            PyList_SET_ITEM(cts, k, Py_NewRef(k == seed ? one : Py_None));
+        }
+        Py_ssize_t left = sweep_from(tape, cts, seed, NULL, rev_input_record);
+        if (left == -1) {
+            return cts;
+        }
+        Py_DECREF(cts);
+        if (left == -2) {
+            return NULL;
+        }
+    }
+    PyObject *seeds = PyDict_New();
+    if (seeds == NULL || PyDict_SetItem(seeds, n, one) < 0) {
+        Py_XDECREF(seeds);
+        return NULL;
+    }
+    PyObject *bargs[2] = {tape, seeds};
+    PyObject *cts = PyObject_Vectorcall(rev_backward, bargs, 2, NULL);
+    Py_DECREF(seeds);
+    return cts;
+}
 
 /* the error set now, handed to losses.failed(ctx, exc) (which may raise a recorded loss
    instead), then nesting.pop(); always NULL */
@@ -1813,11 +1863,53 @@ fail_and_pop(PyObject *ctx)
     return NULL;
 }
 
+/* ctx.input(x) for a float x: reverse.ReverseCtx.input's first branch in C (the shared
+   input record appended to the run's tape, x tagged with its node) when the run has tags,
+   else that method */
+static PyObject *
+reverse_input(PyObject *ctx, PyObject *x)
+{
+    PyObject **dictptr = _PyObject_GetDictPtr(ctx);
+    PyObject *dict = dictptr != NULL ? *dictptr : NULL;
+    PyObject *has = dict != NULL ? PyDict_GetItemWithError(dict, str_has_tags) : NULL;
+    if (has == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    int truth = has == NULL ? 0 : PyObject_IsTrue(has);
+    if (truth < 0) {
+        return NULL;
+    }
+    PyObject *tape = truth ? PyDict_GetItemWithError(dict, str_tape) : NULL;  /* borrowed */
+    if (tape == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (tape == NULL || !PyList_CheckExact(tape) || rev_input_record == NULL) {
+        PyObject *iargs[2] = {ctx, x};
+        return PyObject_VectorcallMethod(str_input, iargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+    if (key == NULL || PyList_Append(tape, rev_input_record) < 0) {
+        Py_XDECREF(key);
+        return NULL;
+    }
+    PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(tape) - 1);
+    TaggedObject *t = index == NULL ? NULL : (TaggedObject *)Tagged_Type->tp_alloc(Tagged_Type, 0);
+    if (t == NULL) {
+        Py_XDECREF(index);
+        Py_DECREF(key);
+        return NULL;
+    }
+    t->value = Py_NewRef(x);
+    t->meta = index;
+    t->tagkey = key;
+    t->ctx = Py_NewRef(ctx);
+    return (PyObject *)t;
+}
+
 static PyObject *
 reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
 {
-    PyObject *iargs[2] = {ctx, x};
-    PyObject *t = PyObject_VectorcallMethod(str_input, iargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *t = reverse_input(ctx, x);
     if (t == NULL) {
         return NULL;
     }
@@ -1887,14 +1979,10 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
         }
         else {
             tape = PyObject_GetAttr(ctx, str_tape);
-            PyObject *seeds = tape == NULL ? NULL : PyDict_New();
-            if (seeds == NULL || PyDict_SetItem(seeds, n, one) < 0) {
-                Py_XDECREF(seeds);
+            if (tape == NULL) {
                 goto done;
             }
-            PyObject *bargs[2] = {tape, seeds};
-            PyObject *cts = PyObject_Vectorcall(rev_backward, bargs, 2, NULL);
-            Py_DECREF(seeds);
+            PyObject *cts = backward_from(tape, n);
             if (cts == NULL) {
                 goto done;
             }
@@ -1966,10 +2054,11 @@ reverse_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 setup_reverse(PyObject *module, PyObject *args)
 {
-    PyObject *backward, *rest, *like;
-    if (!PyArg_ParseTuple(args, "OOO:setup_reverse", &backward, &rest, &like)) {
+    PyObject *backward, *rest, *like, *input_record;
+    if (!PyArg_ParseTuple(args, "OOOO:setup_reverse", &backward, &rest, &like, &input_record)) {
         return NULL;
     }
+    Py_XSETREF(rev_input_record, Py_NewRef(input_record));
     Py_XSETREF(rev_backward, Py_NewRef(backward));
     Py_XSETREF(rev_rest, Py_NewRef(rest));
     Py_XSETREF(rev_like, Py_NewRef(like));
@@ -1981,7 +2070,7 @@ static PyMethodDef module_methods[] = {
      "reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f "
      "(see capstan/reverse.py _gradient_at_float, its reference)."},
     {"setup_reverse", setup_reverse, METH_VARARGS,
-     "setup_reverse(backward, rest, like): what reverse_entry calls."},
+     "setup_reverse(backward, rest, like, input_record): what reverse_entry calls."},
     {"forward_entry", (PyCFunction)(void (*)(void))forward_entry, METH_FASTCALL,
      "forward_entry(cls, f, x): capstan.D(f, x) for a float x and a Python function f (see "
      "capstan/forward.py, its reference)."},
