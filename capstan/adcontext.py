@@ -17,6 +17,7 @@ import dis
 import functools
 import heapq
 import itertools
+import math
 import numbers
 import operator
 import sys
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from overdub import Context, Tagged, is_structural, ops, overdub, primitive, recurse
-from overdub.semantics import PROTOCOLS
+from overdub.semantics import PROTOCOLS, is_py, lookup
 
 from . import losses, structure
 from .aliasing import root_of
@@ -88,6 +89,14 @@ def _register(f):
         primitive(f, *argtypes)(rule)
     _registered[f] = rule
     setattr(ADContext, "_rule_%d" % len(_registered), rule)
+
+
+#: types math functions take as they are (no Python ``__float__`` to run routed)
+_FLOATS_AS_IS = frozenset({float, int, bool, Tagged, np.float64, np.float32})
+_FLOAT_READER_TYPES = frozenset({types.BuiltinFunctionType, type})
+#: C functions that read their arguments with ``__float__``: math's and NumPy's float types
+_FLOAT_READERS = frozenset({f for f in vars(math).values() if type(f) is types.BuiltinFunctionType}
+                           | {np.float64, np.float32, np.float16, np.longdouble})
 
 
 class ADContext(Context):
@@ -285,6 +294,19 @@ class ADContext(Context):
                     out = list(args) if out is None else out
                     out[i] = overdub(self, np.asarray, a)
         return args if out is None else tuple(out)
+
+    def _floats_by_protocol(self, args):
+        """``args`` with each object whose class defines ``__float__`` in Python replaced by
+        its routed ``float(...)``, for a ``math`` function or a NumPy float type (which call
+        ``__float__`` from C, where a derivative it computes would be lost); ``None`` when
+        there is none."""
+        out = None
+        for i, a in enumerate(args):
+            tp = type(a)
+            if tp not in _FLOATS_AS_IS and is_py(lookup(tp, "__float__")):
+                out = list(args) if out is None else out
+                out[i] = overdub(self, float, a)
+        return None if out is None else tuple(out)
 
     def meta(self, x):
         """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
@@ -533,6 +555,10 @@ class ADContext(Context):
                 break
         else:
             if not kwargs:
+                if type(f) in _FLOAT_READER_TYPES and f in _FLOAT_READERS:
+                    numbers = self._floats_by_protocol(args)
+                    if numbers is not None:  # math.sin(q): q.__float__ may compute with derivatives
+                        return overdub(self, f, *numbers)
                 try:
                     return f(*args)  # nothing differentiated: the plain call itself
                 except NoRuleError as err:  # a value reached it indirectly (iterator, callback)

@@ -29,6 +29,7 @@ from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, Wrap
 from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
 from .lifetimes import forget_at_collection, is_transient_class
+from .lookaside import user_frame
 from .origins import CODE_ATTRIBUTES, shown_code
 from .tracebacks import drop_own_frames
 from ._native import entry_points as _native_module
@@ -200,7 +201,8 @@ _DUNDERS = {"contains": "__contains__", "getitem": "__getitem__", "setitem": "__
 #: builtins that call a special method of their first argument's type -> its name: a
 #: Python-level one runs routed (``abs(v)`` runs ``type(v).__abs__``'s body in the context)
 PROTOCOLS = {abs: "__abs__", operator.abs: "__abs__", round: "__round__", math.floor: "__floor__",
-             math.ceil: "__ceil__", math.trunc: "__trunc__", next: "__next__", operator.index: "__index__"}
+             math.ceil: "__ceil__", math.trunc: "__trunc__", next: "__next__", operator.index: "__index__",
+             float: "__float__"}
 
 
 def protocol_step(fn, name, target, call):
@@ -212,8 +214,8 @@ def protocol_step(fn, name, target, call):
             if args and not kwargs:
                 c = args[0]
                 tc = type(c)
-                if tc not in NATIVE and tc is not Tagged:
-                    m = lookup(tc, name)
+                if tc not in NATIVE and tc is not Tagged and not (fn is operator.index and isinstance(c, int)):
+                    m = lookup(tc, name)  # (operator.index takes an int subclass as it is)
                     if is_py(m):
                         rest = args[1:]
                         if fn is next and rest:  # next(it, default)
@@ -225,6 +227,10 @@ def protocol_step(fn, name, target, call):
                             rest = ()
                         if fn is operator.index:
                             return _index_result(call(m, c), tc)
+                        if fn is float:
+                            if rest:  # (float takes one argument: CPython's own error)
+                                return target(*args)
+                            return _float_result(call(m, c), tc, call)
                         return call(m, c, *rest)
         except BaseException as exc:
             drop_own_frames(exc)
@@ -234,16 +240,45 @@ def protocol_step(fn, name, target, call):
     return step
 
 
+def _deprecated_at_caller(message):
+    """``warnings.warn(message, DeprecationWarning)`` as CPython's C code issues it: at the
+    line of the routed code that called the builtin (not at a frame of overdub's)."""
+    frame = user_frame()
+    if frame is None:
+        warnings.warn(message, DeprecationWarning, stacklevel=3)
+        return
+    g = frame.f_globals
+    warnings.warn_explicit(message, DeprecationWarning, frame.f_code.co_filename, frame.f_lineno,
+                           g.get("__name__"), g.setdefault("__warningregistry__", {}), g)
+
+
 def _index_result(r, tc):
     """CPython's check on what ``__index__`` returned."""
     if type(r) is int:
         return r
     if isinstance(r, int):
-        warnings.warn("__index__ returned non-int (type %s).  The ability to return an instance of a strict "
-                      "subclass of int is deprecated, and may be removed in a future version of Python."
-                      % type(r).__name__, DeprecationWarning, stacklevel=3)
+        _deprecated_at_caller("__index__ returned non-int (type %s).  The ability to return an instance of "
+                              "a strict subclass of int is deprecated, and may be removed in a future version "
+                              "of Python." % type(r).__name__)
         return r
     raise TypeError("__index__ returned non-int (type %s)" % type(r).__name__)
+
+
+def _float_result(r, tc, call):
+    """CPython's check on what ``__float__`` returned; a tagged number is handed to the
+    context's ``float`` (capstan's keeps its derivative)."""
+    if type(r) is float:
+        return r
+    v = r
+    while type(v) is Tagged:
+        v = v._value
+    if not isinstance(v, float):
+        raise TypeError("%s.__float__ returned non-float (type %s)" % (tc.__name__, type(v).__name__))
+    if type(v) is not float:
+        _deprecated_at_caller("%s.__float__ returned non-float (type %s).  The ability to return an instance "
+                              "of a strict subclass of float is deprecated, and may be removed in a future "
+                              "version of Python." % (tc.__name__, type(v).__name__))
+    return call(float, r) if type(r) is Tagged else float(r)
 
 
 class Steps:
