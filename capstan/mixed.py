@@ -240,7 +240,10 @@ def _bound(op, kwargs):
 
 
 def _check_result(op, y):
-    """Refuse a kernel result that is not one real number."""
+    """Refuse a kernel result that is not one real number (a 0-d real array is one, as
+    ``np.vectorize`` with ``otypes`` takes it: SciPy's ``irwinhall``)."""
+    if type(y) is np.ndarray and y.shape == () and y.dtype.kind in "iuf":
+        return
     if isinstance(y, bool) or not isinstance(y, (int, float, np.integer, np.floating)):
         raise TypeError("capstan.elementwise: the kernel %s must return one real number per "
                         "element, got %r" % (_name(op.kernel), y))

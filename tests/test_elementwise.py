@@ -513,3 +513,20 @@ def test_a_kernel_applied_to_empty_arrays():
     assert capstan.gradient(lambda x: np.sum(k(x)), np.zeros(0))[0].shape == (0,)
     value, tangent = capstan.jvp(lambda x: k(x), (np.zeros(0),), (np.zeros(0),))
     assert value.shape == tangent.shape == (0,)
+
+
+def test_a_kernel_returning_a_0d_array_is_one_number():
+    """``np.vectorize(k, otypes=[np.float64])`` takes a 0-d array from ``k`` as its element
+    (SciPy's ``irwinhall`` evaluates a B-spline per element): it was refused."""
+    def spline_like(t):
+        return np.asarray(t * t * math.sin(t))
+
+    def f(v):
+        return np.sum(np.vectorize(spline_like, otypes=[np.float64])(v) * np.arange(1.0, 4.0))
+
+    v = np.array([0.3, -0.8, 1.4])
+    want = np.arange(1.0, 4.0) * (2 * v * np.sin(v) + v * v * np.cos(v))
+    np.testing.assert_allclose(capstan.gradient(f, v)[0], want, rtol=1e-12)
+    np.testing.assert_allclose(capstan.jvp(f, (v,), (np.ones(3),))[1], want.sum(), rtol=1e-12)
+    with pytest.raises(TypeError, match="one real number per element"):
+        capstan.gradient(lambda v: np.sum(np.vectorize(lambda t: np.array([t, t]), otypes=[np.float64])(v)), v)
