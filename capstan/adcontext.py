@@ -35,6 +35,7 @@ from .aliasing import root_of
 from .fastpaths import FAST
 from .markers import stop_gradient
 from .nesting import inner
+from .pool import quiet_reset
 from .losses import EQUALITIES, EXPORTING, NoRuleError, derivative_free, no_rule
 from .rules import registry, ufunc_rules
 
@@ -91,6 +92,8 @@ def _register(f):
     setattr(ADContext, "_rule_%d" % len(_registered), rule)
 
 
+#: what ADContext.reset finds empty after a quiet run (see capstan.pool.quiet_reset)
+_QUIET_EMPTY = ("stored", "shadows", "losses", "texts", "outside")
 #: types math functions take as they are (no Python ``__float__`` to run routed)
 _FLOATS_AS_IS = frozenset({float, int, bool, Tagged, np.float64, np.float32})
 _FLOAT_READER_TYPES = frozenset({types.BuiltinFunctionType, type})
@@ -112,6 +115,7 @@ class ADContext(Context):
         self.texts = set()  # text made from differentiated values during this run
         self.decisions = None  # a list: record (function, result) of each decision taken
 
+    @quiet_reset(none=("decisions",), empty=_QUIET_EMPTY)
     def reset(self):
         """Forget the state of the last run (the context is about to be reused).  What the
         run left empty is kept: most runs store, shadow and refuse nothing."""

@@ -23,12 +23,12 @@ from overdub import Tagged, overdub, primitive, tag
 from overdub._native import NOT_RUN, capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import DIRECT, INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
+from .adcontext import _QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
 from .nesting import enclosing, route
-from .pool import differentiating, run_at
+from .pool import differentiating, quiet_reset, run_at
 from .rules import registry
 
 _PARTIALS, _JVP = registry.PARTIALS, registry.JVP
@@ -43,6 +43,7 @@ class ForwardCtx(ADContext):
         super().__init__()
         self.chunk = chunk
 
+    @quiet_reset(none=("decisions", "chunk"), empty=_QUIET_EMPTY)
     def reset(self):
         ADContext.reset(self)  # (not super(): this runs at the end of every D)
         self.chunk = None

@@ -11,7 +11,7 @@ import threading
 import weakref
 from typing import Any
 
-from overdub import overdub
+from overdub import Context, overdub
 from overdub._native import NOT_RUN, capstan_native
 
 from . import losses, nesting
@@ -142,6 +142,23 @@ def run_at(ctx: Any, f: Any, x: Any) -> Any:
     return y
 
 
+#: ``reset`` methods whose whole effect, after a run that stored, shadowed, refused and
+#: decided nothing, the C pool reads off the context instead of calling them:
+#: reset -> (attributes then absent or None, attributes then absent or empty, lists it
+#: replaces by fresh empty ones); ``reset`` itself runs when one of them does not hold
+QUIET_RESETS: dict[Any, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def quiet_reset(none: tuple[str, ...] = (), empty: tuple[str, ...] = (),
+                fresh: tuple[str, ...] = ()) -> Any:
+    """Declare what the decorated ``reset`` does after a quiet run (see QUIET_RESETS); the
+    declaration covers the whole method, the base class's part included."""
+    def register(reset: Any) -> Any:
+        QUIET_RESETS[reset] = (tuple(none), tuple(empty), tuple(fresh))
+        return reset
+    return register
+
+
 def _idle_of(cls: type) -> list[Any]:
     """The idle contexts of ``cls`` in this thread (made on its first run)."""
     try:
@@ -152,5 +169,6 @@ def _idle_of(cls: type) -> list[Any]:
 
 
 if capstan_native is not None:  # (the same steps in C: the class above is the reference)
-    capstan_native.setup_pool(_local, _nesting, _idle_of, nesting.push, losses.failed, _KEEP)
+    capstan_native.setup_pool(_local, _nesting, _idle_of, nesting.push, losses.failed, _KEEP, QUIET_RESETS,
+                              Context.renew_tags)
     differentiating = capstan_native.Loan  # type: ignore[misc]  # noqa: F811

@@ -24,7 +24,7 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import (_TRIVIAL, DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call,
+from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call,
                          product, routed, summed_to, trivial)
 from .losses import no_rule
 from .adcontext import raw as untagged
@@ -32,7 +32,7 @@ from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook
 from .nesting import enclosing, nestlevel, route
-from .pool import borrowed, lent, run_at, running
+from .pool import borrowed, lent, quiet_reset, run_at, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 
@@ -119,6 +119,8 @@ class ReverseCtx(ADContext):
         self.views: dict[int, Any] = {}  # id(memory root) -> weakrefs to tagged arrays viewing it
         self.equalities: list[Any] = []  # (f, values, nodes, where) of exact equalities that held
 
+    @quiet_reset(none=("decisions",), empty=_QUIET_EMPTY + ("equalities", "readers", "holders", "views"),
+                 fresh=("tape",))
     def reset(self):
         ADContext.reset(self)  # (not super(): this runs at the end of every gradient)
         self.tape = []

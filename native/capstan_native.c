@@ -1307,6 +1307,7 @@ static PyObject *long_one;  /* 1 */
 #define _PyLong_GetOne_compat() long_one
 
 static PyObject *pool_local, *pool_nesting, *pool_idle_of, *pool_push, *pool_failed;
+static PyObject *pool_quiet, *pool_renew;  /* pool.QUIET_RESETS, overdub's Context.renew_tags */
 static Py_ssize_t pool_keep;
 static PyObject *str_pools, *str_contexts, *str_level, *str_outside, *str_reset, *str_renew_tags;
 
@@ -1512,21 +1513,107 @@ pop_level(void)
     return err;
 }
 
+/* ctx.reset() read off the context when its class's reset is in pool.QUIET_RESETS and the
+   run was quiet (the attributes named there absent, None or empty): the lists named fresh
+   replaced, nothing else to do.  1: done; 0: reset must run; -1: an error. */
+static int
+quiet_reset(PyObject *ctx)
+{
+    PyObject *reset = PyObject_GetAttr((PyObject *)Py_TYPE(ctx), str_reset);
+    if (reset == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *spec = pool_quiet == NULL ? NULL : PyDict_GetItemWithError(pool_quiet, reset);  /* borrowed */
+    Py_DECREF(reset);
+    if (spec == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject **dictptr = _PyObject_GetDictPtr(ctx);
+    PyObject *dict = dictptr != NULL ? *dictptr : NULL;
+    if (dict == NULL || !PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 3) {
+        return 0;
+    }
+    for (int kind = 0; kind < 3; kind++) {
+        PyObject *names = PyTuple_GET_ITEM(spec, kind);
+        if (!PyTuple_CheckExact(names)) {
+            return 0;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+            PyObject *name = PyTuple_GET_ITEM(names, i);
+            if (kind == 2) {  /* (after every check: the run was quiet) */
+                PyObject *fresh = PyList_New(0);
+                int err = fresh == NULL ? -1 : PyDict_SetItem(dict, name, fresh);
+                Py_XDECREF(fresh);
+                if (err < 0) {
+                    return -1;
+                }
+                continue;
+            }
+            PyObject *v = PyDict_GetItemWithError(dict, name);
+            if (v == NULL) {
+                if (PyErr_Occurred()) {
+                    return -1;
+                }
+                continue;
+            }
+            if (kind == 0) {
+                if (v != Py_None) {
+                    return 0;
+                }
+                continue;
+            }
+            int truth = PyObject_IsTrue(v);
+            if (truth != 0) {
+                return truth < 0 ? -1 : 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* ctx.renew_tags(): a fresh object() as its _tagkey when its class's renew_tags is
+   Context's own, else the method */
+static int
+renew_tags(PyObject *ctx)
+{
+    PyObject *renew = PyObject_GetAttr((PyObject *)Py_TYPE(ctx), str_renew_tags);
+    if (renew == NULL) {
+        return -1;
+    }
+    int own = renew == pool_renew;
+    Py_DECREF(renew);
+    PyObject **dictptr = own ? _PyObject_GetDictPtr(ctx) : NULL;
+    if (dictptr == NULL || *dictptr == NULL) {
+        PyObject *r = PyObject_CallMethodNoArgs(ctx, str_renew_tags);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    PyObject *key = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    int err = key == NULL ? -1 : PyDict_SetItem(*dictptr, str_tagkey, key);
+    Py_XDECREF(key);
+    return err;
+}
+
 /* borrowed's way out: reset, a fresh identity, back to the idle ones */
 static int
 hand_back(PyObject *cls, PyObject *ctx)
 {
     int err;
-    PyObject *r = PyObject_CallMethodNoArgs(ctx, str_reset);
-    if (r == NULL) {
+    int quiet = quiet_reset(ctx);
+    if (quiet < 0) {
         return -1;
     }
-    Py_DECREF(r);
-    r = PyObject_CallMethodNoArgs(ctx, str_renew_tags);
-    if (r == NULL) {
+    if (!quiet) {
+        PyObject *r = PyObject_CallMethodNoArgs(ctx, str_reset);
+        if (r == NULL) {
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    if (renew_tags(ctx) < 0) {
         return -1;
     }
-    Py_DECREF(r);
     PyObject *idle = idle_of(cls);
     if (idle == NULL) {
         return -1;
@@ -1608,11 +1695,14 @@ static PyTypeObject Loan_Type = {
 static PyObject *
 setup_pool(PyObject *module, PyObject *args)
 {
-    PyObject *local, *nesting, *idle_fn, *push, *failed;
+    PyObject *local, *nesting, *idle_fn, *push, *failed, *quiet, *renew;
     Py_ssize_t keep;
-    if (!PyArg_ParseTuple(args, "OOOOOn:setup_pool", &local, &nesting, &idle_fn, &push, &failed, &keep)) {
+    if (!PyArg_ParseTuple(args, "OOOOOnO!O:setup_pool", &local, &nesting, &idle_fn, &push, &failed, &keep,
+                          &PyDict_Type, &quiet, &renew)) {
         return NULL;
     }
+    Py_XSETREF(pool_quiet, Py_NewRef(quiet));
+    Py_XSETREF(pool_renew, Py_NewRef(renew));
     Py_INCREF(local);
     Py_XSETREF(pool_local, local);
     Py_INCREF(nesting);
@@ -2077,7 +2167,7 @@ static PyMethodDef module_methods[] = {
     {"setup_entry", setup_entry, METH_VARARGS,
      "setup_entry(seed, overdub, check_finished, NOT_RUN): what forward_entry calls."},
     {"setup_pool", setup_pool, METH_VARARGS,
-     "setup_pool(local, nesting_state, idle_of, push, failed, keep): what Loan reads (see "
+     "setup_pool(local, nesting_state, idle_of, push, failed, keep, quiet_resets, renew_tags): what Loan reads (see "
      "capstan/pool.py)."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
      "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "

@@ -179,3 +179,31 @@ def test_pullbacks_keep_their_own_tapes_and_give_their_contexts_back():
     with pytest.raises(ZeroDivisionError):
         capstan.pullback(lambda x: x / 0.0, 3.0)
     assert len(idle) == 1  # a failed run gives its context back at once
+
+
+def _state(ctx):
+    """A context's attributes as reset leaves them: types, and lengths or values."""
+    return {k: (type(v), len(v) if isinstance(v, (list, dict, set, tuple)) else v)
+            for k, v in vars(ctx).items() if k not in ("_tagkey", "_runtime", "stored")}
+
+
+@pytest.mark.parametrize("cls, entry", [(forward.ForwardCtx, lambda f: capstan.D(f, 0.3)),
+                                        (ReverseCtx, lambda f: capstan.gradient(f, 0.3))],
+                         ids=["D", "gradient"])
+def test_a_context_is_handed_back_as_its_reset_leaves_it(cls, entry):
+    """The C pool reads a quiet run's reset off the context (pool.QUIET_RESETS): what it
+    hands back is what ``reset`` itself would leave, with a fresh tag identity; a run that
+    stored differentiated values has ``reset`` called (its cleanup)."""
+    kept = []
+    entry(lambda x: math.sin(x) * x)
+    ctx = pool._idle_of(cls)[-1]
+    before, key = _state(ctx), ctx._tagkey
+    tape = getattr(ctx, "tape", None)
+    ctx.reset()
+    assert _state(ctx) == before
+    assert getattr(ctx, "tape", None) is not tape or tape is None  # (Python's reset: a new tape too)
+    entry(lambda x: kept.append(x) or x * x)
+    assert type(kept[0]) is float  # (the stored value was made plain by reset's cleanup)
+    ctx = pool._idle_of(cls)[-1]
+    assert ctx._tagkey is not key and _state(ctx) == before
+    assert cls.reset in pool.QUIET_RESETS
