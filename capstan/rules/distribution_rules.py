@@ -19,7 +19,7 @@ incomplete gamma function) is refused with :class:`capstan.NoRuleError`, never z
 import numpy as np
 
 from .registry import defderiv, defimpl, plain_valued
-from .special_rules import refused
+from .special_rules import betainc_a, betainc_b, gammainc_a, refused
 
 try:
     import scipy.special as sc
@@ -108,37 +108,119 @@ def _tukeylambda_quantile_lm(p, lm):
     return np.where(zero, series, general)
 
 
+def _stdtr_df(df, t):
+    """``∂/∂df stdtr(df, t)``: ``stdtr = 1 - I/2`` (``t > 0``) or ``I/2`` (``t <= 0``) with
+    ``I = betainc(df/2, 1/2, w)``, ``w = df / (df + t^2)``."""
+    s = df + t * t
+    w = df / s
+    # (the density at w times t^2 / s^2, with (1 - w)^(-1/2) t^2 = |t| sqrt(s): finite at t = 0)
+    dens = np.exp(sc.xlogy(0.5 * df - 1.0, w) - sc.betaln(0.5 * df, 0.5)) * np.abs(t) * np.sqrt(s) / (s * s)
+    d = 0.25 * betainc_a(0.5 * df, 0.5, w) + 0.5 * dens
+    return np.where(t > 0, -d, d)
+
+
+def _fdtr_dfn(dfn, dfd, x):
+    """``∂/∂dfn fdtr(dfn, dfd, x)``: ``fdtr = betainc(dfn/2, dfd/2, w)``, ``w = dfn x / (dfd + dfn x)``."""
+    s = dfd + dfn * x
+    w = dfn * x / s
+    return 0.5 * betainc_a(0.5 * dfn, 0.5 * dfd, w) + beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfd / (s * s)
+
+
+def _fdtr_dfd(dfn, dfd, x):
+    """``∂/∂dfd fdtr(dfn, dfd, x)``."""
+    s = dfd + dfn * x
+    w = dfn * x / s
+    return 0.5 * betainc_b(0.5 * dfn, 0.5 * dfd, w) - beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfn / (s * s)
+
+
+def _binomial_inside(k, n):
+    """``(inside, k, a)``: where ``0 <= k < n`` (elsewhere the distribution function is
+    constant, 0 or 1), ``floor(k)``, and ``n - k`` made safe outside."""
+    k = np.floor(k)
+    inside = (k >= 0) & (k < n)
+    return inside, np.where(inside, k, 0.0), np.where(inside, n - np.where(inside, k, 0.0), 1.0)
+
+
+def _binom_p(k, n, p):
+    inside, k, a = _binomial_inside(k, n)
+    return np.where(inside, -beta_density(1.0 - p, a, k + 1.0), 0.0)
+
+
+def _binom_n(k, n, p):
+    inside, k, a = _binomial_inside(k, n)
+    return np.where(inside, betainc_a(a, k + 1.0, 1.0 - p), 0.0)
+
+
+def _nbinom_p(k, n, p):
+    k = np.floor(k)
+    inside = k >= 0
+    return np.where(inside, beta_density(p, n, np.where(inside, k, 0.0) + 1.0), 0.0)
+
+
+def _nbinom_n(k, n, p):
+    k = np.floor(k)
+    inside = k >= 0
+    return np.where(inside, betainc_a(n, np.where(inside, k, 0.0) + 1.0, p), 0.0)
+
+
 def _register():
     # ----------------------------------------------------------------- beta
     _rule(scu._beta_pdf,
           lambda ans, x, a, b, **kw: ans * ((a - 1.0) / x - (b - 1.0) / (1.0 - x)),
           lambda ans, x, a, b, **kw: ans * (np.log(x) - sc.digamma(a) + sc.digamma(a + b)),
           lambda ans, x, a, b, **kw: ans * (np.log1p(-x) - sc.digamma(b) + sc.digamma(a + b)))
+    # (the shapes inside betainc/gammainc: special_rules' tail log-moments, and the implicit
+    # function theorem for the inverses, dx/dθ = -(∂F/∂θ)(x) / F'(x))
     _rule(scu._beta_ppf, lambda ans, q, a, b, **kw: 1.0 / beta_density(ans, a, b),
-          _parameter(scu._beta_ppf, "a"), _parameter(scu._beta_ppf, "b"))
+          lambda ans, q, a, b, **kw: -betainc_a(a, b, ans) / beta_density(ans, a, b),
+          lambda ans, q, a, b, **kw: -betainc_b(a, b, ans) / beta_density(ans, a, b))
     _rule(getattr(scu, "_beta_isf", None), lambda ans, q, a, b, **kw: -1.0 / beta_density(ans, a, b),
-          _parameter(getattr(scu, "_beta_isf", None), "a"), _parameter(getattr(scu, "_beta_isf", None), "b"))
-    _rule(getattr(sc, "betaincc", None), _parameter(getattr(sc, "betaincc", None), "a"),
-          _parameter(getattr(sc, "betaincc", None), "b"),
+          lambda ans, q, a, b, **kw: -betainc_a(a, b, ans) / beta_density(ans, a, b),
+          lambda ans, q, a, b, **kw: -betainc_b(a, b, ans) / beta_density(ans, a, b))
+    _rule(getattr(sc, "betaincc", None), lambda ans, a, b, x, **kw: -betainc_a(a, b, x),
+          lambda ans, a, b, x, **kw: -betainc_b(a, b, x),
           lambda ans, a, b, x, **kw: -beta_density(x, a, b))
-    _rule(getattr(sc, "betainccinv", None), _parameter(getattr(sc, "betainccinv", None), "a"),
-          _parameter(getattr(sc, "betainccinv", None), "b"),
+    _rule(getattr(sc, "betainccinv", None),
+          lambda ans, a, b, y, **kw: -betainc_a(a, b, ans) / beta_density(ans, a, b),
+          lambda ans, a, b, y, **kw: -betainc_b(a, b, ans) / beta_density(ans, a, b),
           lambda ans, a, b, y, **kw: -1.0 / beta_density(ans, a, b))
 
     # ----------------------------------------------------------------- Student's t, chi-squared, F
-    _rule(sc.stdtr, _parameter(sc.stdtr, "df"), lambda ans, df, t, **kw: t_density(t, df))
-    _rule(sc.stdtrit, _parameter(sc.stdtrit, "df"), lambda ans, df, p, **kw: 1.0 / t_density(ans, df))
-    _rule(sc.chdtr, _parameter(sc.chdtr, "v"), lambda ans, v, x, **kw: 0.5 * gamma_density(0.5 * v, 0.5 * x))
-    _rule(sc.chdtrc, _parameter(sc.chdtrc, "v"),
+    _rule(sc.stdtr, lambda ans, df, t, **kw: _stdtr_df(df, t), lambda ans, df, t, **kw: t_density(t, df))
+    _rule(sc.stdtrit, lambda ans, df, p, **kw: -_stdtr_df(df, ans) / t_density(ans, df),
+          lambda ans, df, p, **kw: 1.0 / t_density(ans, df))
+    _rule(sc.chdtr, lambda ans, v, x, **kw: 0.5 * gammainc_a(0.5 * v, 0.5 * x),
+          lambda ans, v, x, **kw: 0.5 * gamma_density(0.5 * v, 0.5 * x))
+    _rule(sc.chdtrc, lambda ans, v, x, **kw: -0.5 * gammainc_a(0.5 * v, 0.5 * x),
           lambda ans, v, x, **kw: -0.5 * gamma_density(0.5 * v, 0.5 * x))
-    _rule(sc.chdtri, _parameter(sc.chdtri, "v"),  # (the inverse of chdtrc)
+    _rule(sc.chdtri,  # (the inverse of chdtrc)
+          lambda ans, v, p, **kw: -gammainc_a(0.5 * v, 0.5 * ans) / gamma_density(0.5 * v, 0.5 * ans),
           lambda ans, v, p, **kw: -2.0 / gamma_density(0.5 * v, 0.5 * ans))
-    _rule(sc.fdtr, _parameter(sc.fdtr, "dfn"), _parameter(sc.fdtr, "dfd"),
+    _rule(sc.fdtr, lambda ans, dfn, dfd, x, **kw: _fdtr_dfn(dfn, dfd, x),
+          lambda ans, dfn, dfd, x, **kw: _fdtr_dfd(dfn, dfd, x),
           lambda ans, dfn, dfd, x, **kw: f_density(dfn, dfd, x))
-    _rule(sc.fdtrc, _parameter(sc.fdtrc, "dfn"), _parameter(sc.fdtrc, "dfd"),
+    _rule(sc.fdtrc, lambda ans, dfn, dfd, x, **kw: -_fdtr_dfn(dfn, dfd, x),
+          lambda ans, dfn, dfd, x, **kw: -_fdtr_dfd(dfn, dfd, x),
           lambda ans, dfn, dfd, x, **kw: -f_density(dfn, dfd, x))
-    _rule(sc.fdtri, _parameter(sc.fdtri, "dfn"), _parameter(sc.fdtri, "dfd"),
+    _rule(sc.fdtri, lambda ans, dfn, dfd, p, **kw: -_fdtr_dfn(dfn, dfd, ans) / f_density(dfn, dfd, ans),
+          lambda ans, dfn, dfd, p, **kw: -_fdtr_dfd(dfn, dfd, ans) / f_density(dfn, dfd, ans),
           lambda ans, dfn, dfd, p, **kw: 1.0 / f_density(dfn, dfd, ans))
+    # gdtr(a, b, x) = gammainc(b, a x) (a the rate, b the shape)
+    _rule(sc.gdtr, lambda ans, a, b, x, **kw: x * gamma_density(b, a * x),
+          lambda ans, a, b, x, **kw: gammainc_a(b, a * x), lambda ans, a, b, x, **kw: a * gamma_density(b, a * x))
+    _rule(sc.gdtrc, lambda ans, a, b, x, **kw: -x * gamma_density(b, a * x),
+          lambda ans, a, b, x, **kw: -gammainc_a(b, a * x), lambda ans, a, b, x, **kw: -a * gamma_density(b, a * x))
+
+    # ----------------------------------------------------------------- binomial, negative binomial (k a step)
+    # binomial: F(k; n, p) = betainc(n - k, k + 1, 1 - p) for 0 <= k < n (k = floor(k));
+    # negative binomial: F(k; n, p) = betainc(n, k + 1, p)
+    steps = "a step function of the count: floor(k)"
+    for f, sign in ((sc.bdtr, 1.0), (sc.bdtrc, -1.0), (scu._binom_cdf, 1.0), (scu._binom_sf, -1.0)):
+        _rule(f, refused(f, "k", steps), lambda ans, k, n, p, _s=sign, **kw: _s * _binom_n(k, n, p),
+              lambda ans, k, n, p, _s=sign, **kw: _s * _binom_p(k, n, p))
+    for f, sign in ((sc.nbdtr, 1.0), (sc.nbdtrc, -1.0), (scu._nbinom_cdf, 1.0), (scu._nbinom_sf, -1.0)):
+        _rule(f, refused(f, "k", steps), lambda ans, k, n, p, _s=sign, **kw: _s * _nbinom_n(k, n, p),
+              lambda ans, k, n, p, _s=sign, **kw: _s * _nbinom_p(k, n, p))
 
     # ----------------------------------------------------------------- noncentral chi-squared
     # F(x; k, nc) is a Poisson(nc/2) mixture of central F(x; k + 2j): dF/dnc = (F(x; k+2) - F(x; k))/2

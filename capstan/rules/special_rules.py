@@ -13,6 +13,7 @@ See docs/capstan-scipy.md for the table of differentiable and refused arguments.
 """
 import numpy as np
 
+from .log_moments import beta_tail_moment, gamma_tail_moment
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 try:
@@ -136,15 +137,47 @@ def _register():
     def betainc_x(ans, a, b, x, **kw):
         return np.exp((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - sc.betaln(a, b))
 
-    defderiv(sc.gammainc, _parameter(sc.gammainc, "a"), gammainc_x)
-    defderiv(sc.gammaincc, _parameter(sc.gammaincc, "a"), lambda ans, a, x, **kw: -gammainc_x(ans, a, x))
-    defderiv(sc.gammaincinv, _parameter(sc.gammaincinv, "a"),
+    # (the shapes: tail log-moments by quadrature, capstan.rules.log_moments, whose own
+    # entries below make them differentiable to any order)
+    defderiv(sc.gammainc, lambda ans, a, x, **kw: gammainc_a(a, x), gammainc_x)
+    defderiv(sc.gammaincc, lambda ans, a, x, **kw: -gammainc_a(a, x), lambda ans, a, x, **kw: -gammainc_x(ans, a, x))
+    defderiv(sc.gammaincinv, lambda ans, a, y, **kw: -gammainc_a(a, ans) / gammainc_x(y, a, ans),
              lambda ans, a, y, **kw: 1.0 / gammainc_x(y, a, ans))
-    defderiv(sc.gammainccinv, _parameter(sc.gammainccinv, "a"),
+    defderiv(sc.gammainccinv, lambda ans, a, y, **kw: -gammainc_a(a, ans) / gammainc_x(y, a, ans),
              lambda ans, a, y, **kw: -1.0 / gammainc_x(y, a, ans))
-    defderiv(sc.betainc, _parameter(sc.betainc, "a"), _parameter(sc.betainc, "b"), betainc_x)
-    defderiv(sc.betaincinv, _parameter(sc.betaincinv, "a"), _parameter(sc.betaincinv, "b"),
+    defderiv(sc.betainc, lambda ans, a, b, x, **kw: betainc_a(a, b, x),
+             lambda ans, a, b, x, **kw: betainc_b(a, b, x), betainc_x)
+    defderiv(sc.betaincinv, lambda ans, a, b, y, **kw: -betainc_a(a, b, ans) / betainc_x(y, a, b, ans),
+             lambda ans, a, b, y, **kw: -betainc_b(a, b, ans) / betainc_x(y, a, b, ans),
              lambda ans, a, b, y, **kw: 1.0 / betainc_x(y, a, b, ans))
+    defderiv(gamma_tail_moment, None,
+             lambda ans, k, a, x, upper: gamma_tail_moment(k + 1, a, x, upper) - (
+                 k * sc.polygamma(1, a) * gamma_tail_moment(k - 1, a, x, upper) if k else 0.0),
+             lambda ans, k, a, x, upper: np.where(upper, -1.0, 1.0) * (np.log(x) - sc.digamma(a)) ** k
+             * gammainc_x(ans, a, x), None)
+
+    def beta_moment_a(ans, j, k, a, b, x, upper):
+        out = beta_tail_moment(j + 1, k, a, b, x, upper)
+        if j:
+            out = out + j * (sc.polygamma(1, a + b) - sc.polygamma(1, a)) * beta_tail_moment(j - 1, k, a, b, x, upper)
+        if k:
+            out = out + k * sc.polygamma(1, a + b) * beta_tail_moment(j, k - 1, a, b, x, upper)
+        return out
+
+    def beta_moment_b(ans, j, k, a, b, x, upper):
+        out = beta_tail_moment(j, k + 1, a, b, x, upper)
+        if j:
+            out = out + j * sc.polygamma(1, a + b) * beta_tail_moment(j - 1, k, a, b, x, upper)
+        if k:
+            out = out + k * (sc.polygamma(1, a + b) - sc.polygamma(1, b)) * beta_tail_moment(j, k - 1, a, b, x, upper)
+        return out
+
+    def beta_moment_x(ans, j, k, a, b, x, upper):
+        ab = sc.digamma(a + b)
+        return (np.where(upper, -1.0, 1.0) * (np.log(x) - sc.digamma(a) + ab) ** j
+                * (np.log1p(-x) - sc.digamma(b) + ab) ** k * betainc_x(ans, a, b, x))
+
+    defderiv(beta_tail_moment, None, None, beta_moment_a, beta_moment_b, beta_moment_x, None)
 
     # ----------------------------------------------------------------- zeta
     defderiv(sc.zeta, _parameter(sc.zeta, "x"), lambda ans, x, q, out=None: -x * sc.zeta(x + 1.0, q))
@@ -311,6 +344,29 @@ def _register():
     defimpl(sc.factorial, factorial)
     defimpl(sc.comb, comb)
     defimpl(sc.perm, perm)
+
+
+def gammainc_a(a, x):
+    """``∂/∂a gammainc(a, x)``: the first tail log-moment of the smaller tail (lower below
+    ``x = a``, upper above, where ``∂/∂a gammaincc = -∂/∂a gammainc`` is the small one)."""
+    upper = x > a  # (a plain choice: both tails give the same number, the small one accurately)
+    return np.where(upper, -1.0, 1.0) * gamma_tail_moment(1, a, x, upper)
+
+
+def _beta_upper(a, b, x):
+    return x * (a + b) > a  # (above the mean: the upper tail is the smaller)
+
+
+def betainc_a(a, b, x):
+    """``∂/∂a betainc(a, b, x)`` (see :func:`gammainc_a`)."""
+    upper = _beta_upper(a, b, x)
+    return np.where(upper, -1.0, 1.0) * beta_tail_moment(1, 0, a, b, x, upper)
+
+
+def betainc_b(a, b, x):
+    """``∂/∂b betainc(a, b, x)``."""
+    upper = _beta_upper(a, b, x)
+    return np.where(upper, -1.0, 1.0) * beta_tail_moment(0, 1, a, b, x, upper)
 
 
 def _exprel_d(ans, x, **kw):
