@@ -64,57 +64,66 @@ def _quad(f, lo, hi, points=None):
     return value, err
 
 
-def _scaled(tail, scale):
-    """``tail * exp(-scale)`` (a tail mass in the units of a scaled integral), capped."""
-    return math.exp(min(math.log(tail) - scale, 700.0)) if tail > 0.0 else 0.0
+def _gamma_integral(k, a, x, upper, psi):
+    """``∫ (ln t - ψ)^k t^(a-1) e^-t dt`` over the tail, scaled by an unknown constant (the
+    same for every ``k``), and quad's error estimate.  The exponent is taken relative to a
+    reference point ``m`` (``(a-1) log1p((t-m)/m) - (t-m)``): no rounding of large
+    ``(a-1) ln t`` and ``t`` that cancel."""
+    if upper:
+        m = x
+    else:
+        m = min(x, a - 1.0) if a > 1.0 else 0.0
+    if m > 0.0:
+        lm = math.log(m) - psi
+
+        def f(t):
+            d = t - m
+            r = math.log1p(d / m)
+            return math.exp((a - 1.0) * r - d) * (r + lm) ** k
+    if upper:
+        return _quad(f, x, math.inf)
+    if a >= 2.0:
+        return _quad(f, 0.0, x, m)
+    # the part near 0 through s = t^a (t^(a-1) is singular or steep there)
+    c = min(x, 1.0)
+    inv = 1.0 / a
+    ref = (a - 1.0) * math.log(m) - m if m > 0.0 else 0.0
+
+    def g(s):
+        if s <= 0.0:
+            return 0.0 if k else math.exp(-ref)
+        return math.exp(-(s ** inv) - ref) * (math.log(s) * inv - psi) ** k
+    v, e = _quad(g, 0.0, c ** a)
+    v, e = v * inv, e * inv
+    if x > c:  # (then 1 < x <= a < 2: m > 0)
+        v2, e2 = _quad(f, c, x, m)
+        v, e = v + v2, e + e2
+    return v, e
+
+
+def _checked(v, e, v0, e0, spread, k, name, args):
+    """``v / v0`` after checking both error estimates against the result's scale: the
+    tail's mass times the spread of the logarithm to the power ``k``."""
+    size = max(abs(v), 1e-3 * v0 * spread ** (0.5 * k))
+    if not (e <= ACCEPT * size and e0 <= ACCEPT * v0) or not v0 > 0.0:
+        _refuse(name, args)
+    return v / v0
 
 
 def _one_gamma(k, a, x, upper):
-    """One tail moment ``G_k(a, x)`` (see the module's docstring)."""
+    """One tail moment ``G_k(a, x)`` (see the module's docstring): the tail's probability
+    (SciPy's ``gammainc``/``gammaincc``) times the mean of ``u^k`` over the tail (a ratio of
+    two quadratures, so that no large normalizing constant enters)."""
     if math.isnan(a) or math.isnan(x) or a <= 0.0 or x < 0.0:
         return math.nan
-    if (x == 0.0 and not upper) or (math.isinf(x) and upper):
-        return 0.0
+    tail = float(sc.gammaincc(a, x) if upper else sc.gammainc(a, x))
+    if k == 0 or tail == 0.0:
+        return tail
     psi = float(sc.digamma(a))
-    lg = math.lgamma(a)
-    if upper:
-        ref = (a - 1.0) * math.log(x) - x  # (the integrand's largest value, at x > a: scaled out)
-
-        def f(t):
-            lt = math.log(t)
-            return math.exp((a - 1.0) * lt - t - ref) * (lt - psi) ** k
-        v, e = _quad(f, x, math.inf)
-        scale = ref - lg
-        tail = float(sc.gammaincc(a, x))
-    else:
-        peak = min(x, a - 1.0)
-        ref = (a - 1.0) * math.log(peak) - peak if peak > 0.0 else 0.0  # (the largest value, scaled out)
-
-        def f(t):
-            lt = math.log(t)
-            return math.exp((a - 1.0) * lt - t - ref) * (lt - psi) ** k
-        if a < 2.0:  # the part near 0 through s = t^a (t^(a-1) singular or steep there)
-            c = min(x, 1.0)
-            inv = 1.0 / a
-
-            def g(s):
-                if s <= 0.0:
-                    return 0.0 if k else math.exp(-ref)
-                return math.exp(-(s ** inv) - ref) * (math.log(s) * inv - psi) ** k
-            v, e = _quad(g, 0.0, c ** a)
-            v, e = v * inv, e * inv
-            if x > c:
-                v2, e2 = _quad(f, c, x, a - 1.0)
-                v, e = v + v2, e + e2
-        else:
-            v, e = _quad(f, 0.0, x, a - 1.0)
-        scale = ref - lg
-        tail = float(sc.gammainc(a, x))
-    # (the scale of the result: the tail's mass times the spread of u to the power k)
-    size = max(abs(v), 1e-3 * _scaled(tail, scale) * float(sc.polygamma(1, a)) ** (0.5 * k))
-    if not (e <= ACCEPT * size) and not (v == 0.0 and e == 0.0):
-        _refuse("gammainc" if not upper else "gammaincc", (a, x))
-    return v * math.exp(scale)
+    v, e = _gamma_integral(k, a, x, upper, psi)
+    v0, e0 = _gamma_integral(0, a, x, upper, psi)
+    return tail * _checked(v, e, v0, e0, float(sc.polygamma(1, a)), k,
+                           "gammaincc" if upper else "gammainc", (a, x))
 
 
 def gamma_tail_moment(k, a, x, upper):
@@ -127,52 +136,59 @@ def gamma_tail_moment(k, a, x, upper):
     return out[()] if out.ndim == 0 else out
 
 
+def _beta_integral(j, k, a, b, x, pa, pb):
+    """``∫_0^x (ln t - pa)^j (ln(1-t) - pb)^k t^(a-1) (1-t)^(b-1) dt``, scaled by an unknown
+    constant (the same for every ``j``, ``k``), and quad's error estimate; the exponent
+    relative to a reference point ``m`` (as for the gamma function)."""
+    m = (a - 1.0) / (a + b - 2.0) if a > 1.0 and b > 1.0 else (x if a > 1.0 else 0.0)
+    m = min(x, m)
+    if m > 0.0:
+        lm, l1m = math.log(m) - pa, math.log1p(-m) - pb
+
+        def f(t):
+            d = t - m
+            r, r1 = math.log1p(d / m), math.log1p(-d / (1.0 - m))
+            return math.exp((a - 1.0) * r + (b - 1.0) * r1) * (r + lm) ** j * (r1 + l1m) ** k
+    else:
+        def f(t):
+            return math.exp((a - 1.0) * math.log(t) + (b - 1.0) * math.log1p(-t)) * (
+                math.log(t) - pa) ** j * (math.log1p(-t) - pb) ** k
+    if a >= 2.0:
+        return _quad(f, 0.0, x, m)
+    c = min(x, 0.5)  # the part near 0 through s = t^a
+    inv = 1.0 / a
+    ref = ((a - 1.0) * math.log(m) + (b - 1.0) * math.log1p(-m)) if m > 0.0 else 0.0
+
+    def g(s):
+        if s <= 0.0:
+            return 0.0 if j else math.exp(-ref) * (0.0 - pb) ** k
+        t = s ** inv
+        return math.exp((b - 1.0) * math.log1p(-t) - ref) * (math.log(s) * inv - pa) ** j * (
+            math.log1p(-t) - pb) ** k
+    v, e = _quad(g, 0.0, c ** a)
+    v, e = v * inv, e * inv
+    if x > c:
+        v2, e2 = _quad(f, c, x, m)
+        v, e = v + v2, e + e2
+    return v, e
+
+
 def _one_beta(j, k, a, b, x, upper, name="betainc"):
-    """One tail moment ``B_jk(a, b, x)``; the upper tail by the mirror ``t -> 1 - t``."""
+    """One tail moment ``B_jk(a, b, x)``: the tail's probability (SciPy's ``betainc``) times
+    the mean of ``u^j v^k`` over it; the upper tail by the mirror ``t -> 1 - t``."""
     if math.isnan(a) or math.isnan(b) or math.isnan(x) or a <= 0.0 or b <= 0.0 or not 0.0 <= x <= 1.0:
         return math.nan
     if upper:  # ∫_x^1 u^j v^k b(a, b, t) dt = ∫_0^(1-x) (its mirror: a <-> b, u <-> v)
         return _one_beta(k, j, b, a, 1.0 - x, False, name)
-    if x == 0.0:
-        return 0.0
+    tail = float(sc.betainc(a, b, x))
+    if (j == 0 and k == 0) or tail == 0.0:
+        return tail
     ab = float(sc.digamma(a + b))
     pa, pb = float(sc.digamma(a)) - ab, float(sc.digamma(b)) - ab
-    lb = float(sc.betaln(a, b))
-
-    def powers(lt, l1t):
-        return (lt - pa) ** j * (l1t - pb) ** k
-
-    peak = (a - 1.0) / (a + b - 2.0) if a > 1.0 and b > 1.0 else (x if a > 1.0 else 0.0)
-    peak = min(x, peak)
-    ref = ((a - 1.0) * math.log(peak) if peak > 0.0 else 0.0) + (b - 1.0) * math.log1p(-peak)
-
-    def f(t):
-        return math.exp((a - 1.0) * math.log(t) + (b - 1.0) * math.log1p(-t) - ref) * powers(
-            math.log(t), math.log1p(-t))
-    c = min(x, 0.5)
-    if a < 2.0:  # the part near 0 through s = t^a
-        inv = 1.0 / a
-
-        def g(s):
-            if s <= 0.0:
-                return 0.0 if j else math.exp(-ref) * (0.0 - pb) ** k
-            t = s ** inv
-            lt = math.log(s) * inv
-            return math.exp((b - 1.0) * math.log1p(-t) - ref) * powers(lt, math.log1p(-t))
-        v, e = _quad(g, 0.0, c ** a)
-        v, e = v * inv, e * inv
-        if x > c:
-            v2, e2 = _quad(f, c, x, peak)
-            v, e = v + v2, e + e2
-    else:
-        v, e = _quad(f, 0.0, x, peak)
-    scale = ref - lb
-    tail = float(sc.betainc(a, b, x))
-    spread = float(sc.polygamma(1, a) + sc.polygamma(1, b))
-    size = max(abs(v), 1e-3 * _scaled(tail, scale) * spread ** (0.5 * (j + k)))
-    if not (e <= ACCEPT * size) and not (v == 0.0 and e == 0.0):
-        _refuse(name, (a, b, x))
-    return v * math.exp(scale)
+    v, e = _beta_integral(j, k, a, b, x, pa, pb)
+    v0, e0 = _beta_integral(0, 0, a, b, x, pa, pb)
+    return tail * _checked(v, e, v0, e0, float(sc.polygamma(1, a) + sc.polygamma(1, b)), j + k,
+                           name, (a, b, x))
 
 
 def beta_tail_moment(j, k, a, b, x, upper):
