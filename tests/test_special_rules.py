@@ -107,8 +107,6 @@ def test_second_order(case):
 
 
 REFUSED = [  # (function of the differentiated value, function name, argument named)
-    (lambda a: sc.gammainc(a, 0.7), "gammainc", "a"), (lambda a: sc.gammaincc(a, 0.7), "gammaincc", "a"),
-    (lambda a: sc.betainc(a, 2.0, 0.3), "betainc", "a"), (lambda b: sc.betainc(1.5, b, 0.3), "betainc", "b"),
     (lambda v: sc.jv(v, 1.3), "jv", "v"), (lambda v: sc.kv(v, 1.3), "kv", "v"),
     (lambda v: sc.ive(v, 1.3), "ive", "v"),
     (lambda s: sc.zeta(s, 2.0), "zeta", "x"), (lambda s: sc.zeta(s), "zeta", "x"),
@@ -130,8 +128,7 @@ def test_refused_parameters_raise(f, name, arg):
 
 
 def test_refusal_only_when_that_argument_is_differentiated():
-    assert capstan.D(lambda x: sc.gammainc(1.5, x), 0.7) == pytest.approx(
-        np.exp(0.5 * np.log(0.7) - 0.7 - sc.gammaln(1.5)))
+    assert capstan.D(lambda x: sc.jv(1.5, x), 0.7) == pytest.approx(0.5 * (sc.jv(0.5, 0.7) - sc.jv(2.5, 0.7)))
 
 
 def test_exact_integer_forms_are_refused():

@@ -290,12 +290,20 @@ def _register():
     for f, density, sign, names in (
             (scu._cauchy_ppf, cauchy_density, 1.0, ("loc", "scale")),
             (scu._cauchy_isf, cauchy_density, -1.0, ("loc", "scale")),
-            (scu._invgauss_ppf, invgauss_density, 1.0, ("mu", "scale")),
-            (scu._invgauss_isf, invgauss_density, -1.0, ("mu", "scale")),
             (scu._landau_ppf, scu._landau_pdf, 1.0, ("loc", "scale")),
             (scu._landau_isf, scu._landau_pdf, -1.0, ("loc", "scale"))):
         _rule(f, lambda ans, q, p1, p2, _d=density, _s=sign, **kw: _s / _d(ans, p1, p2),
               _parameter(f, names[0]), _parameter(f, names[1]))
+    # (the inverse Gaussian in mu: ∂F/∂mu = -(2/mu^2) e^(2/mu) Φ(-(z/mu + 1)/√z), the two
+    # density terms cancelling; SciPy passes scale 1)
+    def invgauss_quantile_mu(ans, q, mu, scale, **kw):
+        z = ans / scale
+        dF = -2.0 / (mu * mu) * np.exp(2.0 / mu + sc.log_ndtr(-(z / mu + 1.0) / np.sqrt(z)))
+        return -dF / (scale * invgauss_density(ans, mu, scale))
+
+    for f, sign in ((scu._invgauss_ppf, 1.0), (scu._invgauss_isf, -1.0)):
+        _rule(f, lambda ans, q, mu, scale, _s=sign, **kw: _s / invgauss_density(ans, mu, scale),
+              invgauss_quantile_mu, _parameter(f, "scale"))
     for f, sign in ((scu._landau_cdf, 1.0), (scu._landau_sf, -1.0)):
         _rule(f, lambda ans, x, loc, scale, _s=sign, **kw: _s * scu._landau_pdf(x, loc, scale),
               _parameter(f, "loc"), _parameter(f, "scale"))
