@@ -87,6 +87,9 @@ CASES = [
     Case(sc.factorial, X + 1), Case(sc.factorial, 2.5),
     Case(sc.factorial, np.array([-0.5, 1.5]), extend="complex"),
     Case(sc.comb, X + 4, P(3)), Case(sc.comb, 5.5, 2.3, repetition=True), Case(sc.perm, X + 4, P(3) + 1),
+    # Struve, Owen's T, Voigt, associated Legendre
+    Case(sc.struve, V, X, diff=[1]), Case(sc.modstruve, V - 1, X, diff=[1]), Case(sc.owens_t, R(3), R(3)),
+    Case(sc.voigt_profile, R(3), P(3) + 0.3, P(3)), Case(sc.lpmv, np.array([0, 1, 2]), 3.5, P(3) - 0.5, diff=[2]),
 ]
 SECOND_ORDER = [c for c in CASES if c.hessian and not any(np.iscomplexobj(c.args[i]) for i in c.diff)]
 
@@ -117,6 +120,8 @@ REFUSED = [  # (function of the differentiated value, function name, argument na
     (lambda a: sc.eval_jacobi(2, a, 1.0, 0.3), "eval_jacobi", "alpha"),
     (lambda n: sc.eval_legendre(n, 0.3), "eval_legendre", "n"),
     (lambda k: sc.pdtr(k, 2.0), "pdtr", "k"), (lambda n: sc.yn(n, 1.5), "yn", "n"),
+    (lambda v: sc.struve(v, 1.5), "struve", "v"), (lambda v: sc.lpmv(1, v, 0.3), "lpmv", "v"),
+    (lambda s: sc.voigt_profile(0.3, s - 1.25, 0.5), "voigt_profile", "x, sigma, gamma"),
 ]
 
 

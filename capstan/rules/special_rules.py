@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - scipy is optional
 
 _SQRT_PI = float(np.sqrt(np.pi))
 _SQRT_2PI = float(np.sqrt(2.0 * np.pi))
+_SQRT2 = float(np.sqrt(2.0))
 _LN2 = float(np.log(2.0))
 _LN10 = float(np.log(10.0))
 _DEG = np.pi / 180.0
@@ -273,6 +274,24 @@ def _register():
     defderiv(sc.hyp1f1, _parameter(sc.hyp1f1, "a"), _parameter(sc.hyp1f1, "b"),
              lambda ans, a, b, x, **kw: a / b * sc.hyp1f1(a + 1, b + 1, x))
 
+    # ----------------------------------------------------------------- Struve, Owen's T, Voigt, Legendre
+    def struve_term(v, x):  # (x/2)^v / (sqrt(pi) Gamma(v + 3/2)), DLMF 11.4.27
+        return np.exp(sc.xlogy(v, 0.5 * x) - sc.gammaln(v + 1.5)) / _SQRT_PI
+
+    defderiv(sc.struve, _order(sc.struve), lambda ans, v, x, **kw:
+             0.5 * (sc.struve(v - 1.0, x) - sc.struve(v + 1.0, x) + struve_term(v, x)))
+    defderiv(sc.modstruve, _order(sc.modstruve), lambda ans, v, x, **kw:
+             0.5 * (sc.modstruve(v - 1.0, x) + sc.modstruve(v + 1.0, x) + struve_term(v, x)))
+    # T(h, a) = (1/2pi) int_0^a exp(-h^2 (1 + t^2)/2) / (1 + t^2) dt
+    defderiv(sc.owens_t, lambda ans, h, a, **kw: -np.exp(-0.5 * h * h) * sc.erf(a * h / _SQRT2) / (2.0 * _SQRT_2PI),
+             lambda ans, h, a, **kw: np.exp(-0.5 * h * h * (1.0 + a * a)) / (2.0 * np.pi * (1.0 + a * a)))
+    defderiv(sc.voigt_profile, lambda ans, x, sigma, gamma, **kw: _voigt(ans, x, sigma, gamma, 0),
+             lambda ans, x, sigma, gamma, **kw: _voigt(ans, x, sigma, gamma, 1),
+             lambda ans, x, sigma, gamma, **kw: _voigt(ans, x, sigma, gamma, 2))
+    # (1 - x^2) dP/dx = (m + v) P_(v-1) - v x P_v (Ferrers functions, DLMF 14.10.5)
+    defderiv(sc.lpmv, _order(sc.lpmv, "m"), _parameter(sc.lpmv, "v"), lambda ans, m, v, x, **kw:
+             ((m + v) * sc.lpmv(m, v - 1.0, x) - v * x * ans) / (1.0 - x * x))
+
     # ----------------------------------------------------------------- orthogonal polynomials (in x)
     def lower(n):  # the degree below, at least 0 (the derivative of degree 0 is 0 anyway)
         return np.maximum(n - 1, 0)
@@ -367,6 +386,25 @@ def betainc_b(a, b, x):
     """``∂/∂b betainc(a, b, x)``."""
     upper = _beta_upper(a, b, x)
     return np.where(upper, -1.0, 1.0) * beta_tail_moment(0, 1, a, b, x, upper)
+
+
+def _voigt(ans, x, sigma, gamma, which):
+    """A partial of ``voigt_profile(x, sigma, gamma) = Re w(z) / (sigma sqrt(2 pi))``,
+    ``z = (x + i gamma) / (sigma sqrt 2)``, through ``w' = -2 z w + 2i/sqrt(pi)``
+    (``which``: 0 for x, 1 for sigma, 2 for gamma); ``sigma = 0`` (the Lorentzian limit) is
+    refused."""
+    if np.any(sigma == 0):
+        return refused(sc.voigt_profile, "x, sigma, gamma", "at sigma == 0, the Lorentzian limit, "
+                       "the formula through wofz does not hold")(ans)
+    s2 = sigma * _SQRT2
+    z = (x + 1j * gamma) / s2
+    dw = -2.0 * z * sc.wofz(z) + 2j / _SQRT_PI
+    norm = 1.0 / (sigma * _SQRT_2PI)
+    if which == 0:
+        return np.real(dw) * norm / s2
+    if which == 2:
+        return -np.imag(dw) * norm / s2
+    return -(np.real(dw * z) * norm + ans) / sigma
 
 
 def _exprel_d(ans, x, **kw):
