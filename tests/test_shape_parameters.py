@@ -1,7 +1,8 @@
-"""Shape parameters inside the incomplete gamma and beta functions (``gammainc`` in ``a``,
+"""Parameters without a closed-form derivative, differentiated by the log-moments of an
+integral representation (``capstan.rules.log_moments``): shape parameters inside the incomplete gamma and beta functions (``gammainc`` in ``a``,
 ``betainc`` in ``a`` and ``b``, and every distribution function built on them:
-``stdtr``, ``chdtr``, ``fdtr``, ``gdtr``, ``bdtr``, ``nbdtr``, the inverses), through
-the tail log-moments of ``capstan.rules.log_moments``: forward against finite differences,
+``stdtr``, ``chdtr``, ``fdtr``, ``gdtr``, ``bdtr``, ``nbdtr``, the inverses), and
+the Hurwitz zeta function in ``x``: forward against finite differences,
 reverse against forward (dot-product identity), second order (Hessian against differences
 of gradients), directly and through ``scipy.stats``' methods; the values against mpmath."""
 
@@ -79,6 +80,8 @@ CASES = [
     named("nakagami.ppf nu", lambda nu: stats.nakagami.ppf(Q, nu), A),
     named("binom.cdf p", lambda p: stats.binom.cdf(3, 10, p), 0.4),
     named("nbinom.cdf n, p", lambda n, p: stats.nbinom.cdf(3, n, p), 4.5, 0.4),
+    # the Hurwitz and Riemann zeta functions in x
+    Case(sc.zeta, np.array([1.2, 2.5, 9.0]), np.array([0.3, 1.0, 2.5])), Case(sc.zeta, np.array([1.05, 3.0, 30.0])),
 ]
 
 
@@ -162,3 +165,19 @@ def test_edges_of_the_domain():
     assert capstan.D(lambda a: sc.betainc(a, 2.0, 1.0), 1.5) == 0.0
     # outside the domain: NaN, as the function's value
     assert np.isnan(capstan.D(lambda a: sc.gammainc(a, 0.5), -1.0))
+
+
+@pytest.mark.parametrize("s,q", [(1.001, 1.0), (1.5, 1.0), (2.0, 0.3), (7.0, 0.5), (30.0, 1.0), (2.5, 100.0),
+                                 (1.3, 0.01)])
+def test_zeta_derivative_in_x_against_mpmath(s, q):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    assert capstan.D(lambda x: sc.zeta(x, q), s) == pytest.approx(float(mp.zeta(s, q, 1)), rel=1e-12)
+    assert capstan.D(lambda y: capstan.D(lambda x: sc.zeta(x, q), y), s) == pytest.approx(
+        float(mp.zeta(s, q, 2)), rel=1e-9)
+
+
+def test_zeta_at_x_at_most_1_is_refused():
+    for mode in (lambda: capstan.D(lambda x: sc.zeta(x), 0.5), lambda: capstan.gradient(lambda x: sc.zeta(x, 2.0), 0.7)):
+        with pytest.raises(capstan.NoRuleError, match=r"zeta .*argument x at x <= 1"):
+            mode()

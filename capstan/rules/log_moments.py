@@ -201,3 +201,76 @@ def beta_tail_moment(j, k, a, b, x, upper):
     for i in np.ndindex(a.shape):
         out[i] = _one_beta(int(j), int(k), float(a[i]), float(b[i]), float(x[i]), bool(upper[i]))
     return out[()] if out.ndim == 0 else out
+
+
+# ----------------------------------------------------------------------------- the Hurwitz zeta function
+def _zeta_integral(k, s, q, psi):
+    """``∫_0^∞ (ln t - ψ)^k t^(s-1) e^(-q t) / (1 - e^-t) dt`` scaled by an unknown constant
+    (the same for every ``k``), and quad's error estimate."""
+    def log_w(t):  # ln of t^(s-2) e^(-q t) * t / (1 - e^-t), relative to its value at m (below)
+        return (s - 2.0) * (math.log1p((t - m) / m) if m > 0.0 else math.log(t)) - q * (t - m) + math.log(
+            t / -math.expm1(-t))
+
+    m = (s - 2.0) / q if s > 2.0 else 0.0
+
+    def f(t):
+        return math.exp(log_w(t)) * (math.log(t) - psi) ** k
+    if s >= 2.0:
+        if m > 0.0:
+            v1, e1 = _quad(f, 0.0, m)
+            v2, e2 = _quad(f, m, math.inf)
+            return v1 + v2, e1 + e2
+        return _quad(f, 0.0, math.inf)
+    c = min(1.0, 1.0 / q)  # the part near 0 through u = t^(s-1) (t^(s-2) is singular there)
+    sigma = s - 1.0
+    inv = 1.0 / sigma
+
+    def g(u):
+        if u <= 0.0:
+            return 0.0 if k else 1.0
+        lt = math.log(u) * inv
+        t = math.exp(lt)
+        h = 1.0 if t == 0.0 else t / -math.expm1(-t)
+        return math.exp(-q * t) * h * (lt - psi) ** k
+    v, e = _quad(g, 0.0, c ** sigma)
+    v2, e2 = _quad(f, c, math.inf)
+    return v * inv + v2, e * inv + e2
+
+
+def _one_zeta(k, s, q):
+    """``Z_k(s, q) = (1/Γ(s)) ∫_0^∞ (ln t - ψ(s))^k t^(s-1) e^(-q t) / (1 - e^-t) dt``
+    (``Z_0`` is the Hurwitz zeta function, ``s > 1``): SciPy's ``zeta(s, q)`` times the
+    mean of ``(ln t - ψ(s))^k`` under that weight."""
+    if math.isnan(s) or math.isnan(q) or q <= 0.0:
+        return math.nan
+    if s <= 1.0:
+        from ..adcontext import NoRuleError
+        raise NoRuleError("capstan: scipy.special.zeta has no derivative rule with respect to its argument x "
+                          "at x <= 1 (its integral representation, which the rule integrates, holds for "
+                          "x > 1 only); pass x as a constant there")
+    if k == 0:
+        return float(sc.zeta(s, q))
+    # the first term of zeta(s, q) = q^-s + zeta(s, q + 1) in closed form: q^-s times the
+    # k-th moment of ln T - ψ(s) - ln q, T ~ Gamma(s) (its cumulants: -ln q, ψ'(s), ψ''(s)...);
+    # the rest by quadrature (whose weight is then never close to the gamma density, where
+    # the mean of ln t - ψ(s) would cancel: zeta(30) - 1 is 1e-9)
+    cumulants = [-math.log(q)] + [float(sc.polygamma(i, s)) for i in range(1, k)]
+    moments = [1.0]
+    for n in range(1, k + 1):
+        moments.append(sum(math.comb(n - 1, i) * cumulants[i] * moments[n - 1 - i] for i in range(n)))
+    first = math.exp(-s * math.log(q)) * moments[k]
+    psi = float(sc.digamma(s))
+    v, e = _zeta_integral(k, s, q + 1.0, psi)
+    v0, e0 = _zeta_integral(0, s, q + 1.0, psi)
+    return first + float(sc.zeta(s, q + 1.0)) * _checked(v, e, v0, e0, float(sc.polygamma(1, s)), k, "zeta",
+                                                        (s, q))
+
+
+def zeta_moment(k, s, q):
+    """``Z_k(s, q)`` elementwise (``k`` a plain integer): ``∂ζ(s, q)/∂s = Z_1``,
+    ``∂Z_k/∂s = Z_(k+1) - k ψ'(s) Z_(k-1)``, ``∂Z_k/∂q = -s Σ_i C(k, i) s^(i-k) Z_i(s+1, q)``."""
+    s, q = np.broadcast_arrays(np.asarray(s, float), np.asarray(q, float))
+    out = np.empty(s.shape)
+    for i in np.ndindex(s.shape):
+        out[i] = _one_zeta(int(k), float(s[i]), float(q[i]))
+    return out[()] if out.ndim == 0 else out

@@ -11,9 +11,11 @@ are defined in terms of single-result primitives (``defimpl``).
 
 See docs/capstan-scipy.md for the table of differentiable and refused arguments.
 """
+import math
+
 import numpy as np
 
-from .log_moments import beta_tail_moment, gamma_tail_moment
+from .log_moments import beta_tail_moment, gamma_tail_moment, zeta_moment
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 try:
@@ -181,7 +183,18 @@ def _register():
     defderiv(beta_tail_moment, None, None, beta_moment_a, beta_moment_b, beta_moment_x, None)
 
     # ----------------------------------------------------------------- zeta
-    defderiv(sc.zeta, _parameter(sc.zeta, "x"), lambda ans, x, q, out=None: -x * sc.zeta(x + 1.0, q))
+    # (in x: the log-moments of its integral representation, capstan.rules.log_moments)
+    defderiv(sc.zeta, lambda ans, x, q=None, out=None: zeta_moment(1, x, 1.0 if q is None else q),
+             lambda ans, x, q, out=None: -x * sc.zeta(x + 1.0, q))
+
+    def zeta_moment_q(ans, k, s, q):
+        out = 0.0
+        for i in range(k + 1):
+            out = out + math.comb(k, i) * s ** (i - k) * zeta_moment(i, s + 1.0, q)
+        return -s * out
+
+    defderiv(zeta_moment, None, lambda ans, k, s, q: zeta_moment(k + 1, s, q) - (
+        k * sc.polygamma(1, s) * zeta_moment(k - 1, s, q) if k else 0.0), zeta_moment_q)
 
     # ----------------------------------------------------------------- Bessel functions (in x)
     defderiv(sc.j0, lambda ans, x, **kw: -sc.j1(x))
