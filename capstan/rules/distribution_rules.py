@@ -336,6 +336,44 @@ if sc is not None:
     _register()
 
 
+# ----------------------------------------------------------------------------- gaussian_kde (Cython)
+def _whitened_distances(points, xi, cho_cov):
+    """Squared distances ``(n, m)`` between the data and the evaluation points after
+    whitening both by the Cholesky factor of the kernel covariance, and ``d``."""
+    from scipy import linalg
+    p = np.transpose(linalg.solve_triangular(cho_cov, np.transpose(points), lower=True))
+    x = np.transpose(linalg.solve_triangular(cho_cov, np.transpose(xi), lower=True))
+    return np.sum((p[:, None, :] - x[None, :, :]) ** 2, axis=-1), np.shape(points)[1]
+
+
+def gaussian_kernel_estimate(points, values, xi, cho_cov, dtype, _=0):
+    """``scipy.stats._stats.gaussian_kernel_estimate[double]`` (``gaussian_kde.evaluate``):
+    ``sum_i values_i N(xi; points_i, L L^T)`` with NumPy operations (the same numbers to
+    rounding), so that the points, the data, the weights and the bandwidth differentiate."""
+    r2, d = _whitened_distances(points, xi, cho_cov)
+    norm = (2.0 * np.pi) ** (-0.5 * d) / np.prod(np.diagonal(cho_cov))
+    return np.matmul(np.transpose(np.exp(-0.5 * r2)) * norm, values)
+
+
+def gaussian_kernel_estimate_log(points, values, xi, cho_cov, dtype, _=0):
+    """``scipy.stats._stats.gaussian_kernel_estimate_log[double]`` (``gaussian_kde.logpdf``):
+    the log of :func:`gaussian_kernel_estimate` by ``logsumexp``."""
+    r2, d = _whitened_distances(points, xi, cho_cov)
+    log_norm = -0.5 * d * np.log(2.0 * np.pi) - np.sum(np.log(np.diagonal(cho_cov)))
+    terms = -0.5 * np.transpose(r2)[:, :, None] + np.log(values)[None, :, :]
+    return sc.logsumexp(terms, axis=1) + log_norm
+
+
+if sc is not None:
+    try:
+        from scipy.stats import _stats as _scipy_stats
+        for _name, _impl in (("gaussian_kernel_estimate", gaussian_kernel_estimate),
+                             ("gaussian_kernel_estimate_log", gaussian_kernel_estimate_log)):
+            defimpl(getattr(_scipy_stats, _name)["double"], _impl)  # (the float64 specialization)
+    except (ImportError, AttributeError, KeyError, TypeError):  # pragma: no cover - other SciPy versions
+        pass
+
+
 # ----------------------------------------------------------------------------- rv_continuous.logpdf / pdf
 def _plan(dist, x, z, scale, args):
     """What ``rv_continuous.logpdf``/``pdf`` will do at these (plain) arguments, in one
