@@ -109,28 +109,47 @@ def _tukeylambda_quantile_lm(p, lm):
 
 
 def _stdtr_df(df, t):
-    """``∂/∂df stdtr(df, t)``: ``stdtr = 1 - I/2`` (``t > 0``) or ``I/2`` (``t <= 0``) with
-    ``I = betainc(df/2, 1/2, w)``, ``w = df / (df + t^2)``."""
+    """``∂/∂df stdtr(df, t)``.  ``stdtr = 1 - I/2`` (``t > 0``) or ``I/2`` with
+    ``I = betainc(df/2, 1/2, w)``, ``w = df / (df + t^2)``, for ``t^2 >= df``; below, the
+    complementary form ``1/2 + sign(t) betainc(1/2, df/2, z) / 2``, ``z = t^2 / (df + t^2)``
+    (each form with its small argument exact, not as ``1 - x``)."""
     s = df + t * t
-    w = df / s
-    # (the density at w times t^2 / s^2, with (1 - w)^(-1/2) t^2 = |t| sqrt(s): finite at t = 0)
-    dens = np.exp(sc.xlogy(0.5 * df - 1.0, w) - sc.betaln(0.5 * df, 0.5)) * np.abs(t) * np.sqrt(s) / (s * s)
+    w, z = df / s, t * t / s
+    logb = sc.xlogy(0.5 * df - 1.0, w)  # (the density's (1-z)^(df/2 - 1) = w^(df/2 - 1))
+    # large |t|: the density at w times t^2 / s^2, with (1 - w)^(-1/2) t^2 = |t| sqrt(s)
+    dens = np.exp(logb - sc.betaln(0.5 * df, 0.5)) * np.abs(t) * np.sqrt(s) / (s * s)
     d = 0.25 * betainc_a(0.5 * df, 0.5, w) + 0.5 * dens
-    return np.where(t > 0, -d, d)
+    large = np.where(t > 0, -d, d)
+    # small |t|: z^(-1/2) t^2 sign(t) = t sqrt(s)
+    small = 0.25 * np.sign(t) * betainc_b(0.5, 0.5 * df, z) - 0.5 * t * np.sqrt(s) * np.exp(
+        logb - sc.betaln(0.5, 0.5 * df)) / (s * s)
+    # at t == 0 exactly (where betainc at z = 0 has no derivative in t) the odd series
+    # stdtr = 1/2 + f0 t - f0 (df + 1) t^3 / (6 df) + O(t^5) in its df-derivative, so that
+    # derivatives in t of this partial stay right there (to the fourth)
+    f0 = np.exp(sc.gammaln(0.5 * (df + 1.0)) - sc.gammaln(0.5 * df) - 0.5 * np.log(df * np.pi))
+    g1 = f0 * (0.5 * sc.digamma(0.5 * (df + 1.0)) - 0.5 * sc.digamma(0.5 * df) - 0.5 / df)
+    series = t * g1 - t ** 3 * (g1 * (df + 1.0) / (6.0 * df) - f0 / (6.0 * df * df))
+    return np.where(t == 0, series, np.where(t * t < df, small, large))
 
 
 def _fdtr_dfn(dfn, dfd, x):
-    """``∂/∂dfn fdtr(dfn, dfd, x)``: ``fdtr = betainc(dfn/2, dfd/2, w)``, ``w = dfn x / (dfd + dfn x)``."""
+    """``∂/∂dfn fdtr(dfn, dfd, x)``: ``fdtr = betainc(dfn/2, dfd/2, w)``, ``w = dfn x / s``,
+    ``s = dfd + dfn x``; where ``w > 1/2``, ``1 - betainc(dfd/2, dfn/2, v)`` with ``v = dfd / s``
+    (each form with its small argument exact, not as ``1 - w``)."""
     s = dfd + dfn * x
-    w = dfn * x / s
-    return 0.5 * betainc_a(0.5 * dfn, 0.5 * dfd, w) + beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfd / (s * s)
+    w, v = dfn * x / s, dfd / s
+    low = 0.5 * betainc_a(0.5 * dfn, 0.5 * dfd, w) + beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfd / (s * s)
+    high = -0.5 * betainc_b(0.5 * dfd, 0.5 * dfn, v) + beta_density(v, 0.5 * dfd, 0.5 * dfn) * x * dfd / (s * s)
+    return np.where(w > 0.5, high, low)
 
 
 def _fdtr_dfd(dfn, dfd, x):
-    """``∂/∂dfd fdtr(dfn, dfd, x)``."""
+    """``∂/∂dfd fdtr(dfn, dfd, x)`` (as :func:`_fdtr_dfn`)."""
     s = dfd + dfn * x
-    w = dfn * x / s
-    return 0.5 * betainc_b(0.5 * dfn, 0.5 * dfd, w) - beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfn / (s * s)
+    w, v = dfn * x / s, dfd / s
+    low = 0.5 * betainc_b(0.5 * dfn, 0.5 * dfd, w) - beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfn / (s * s)
+    high = -0.5 * betainc_a(0.5 * dfd, 0.5 * dfn, v) - beta_density(v, 0.5 * dfd, 0.5 * dfn) * x * dfn / (s * s)
+    return np.where(w > 0.5, high, low)
 
 
 def _binomial_inside(k, n):
@@ -142,13 +161,14 @@ def _binomial_inside(k, n):
 
 
 def _binom_p(k, n, p):
+    """(``F = betainc(n - k, k + 1, 1 - p) = 1 - betainc(k + 1, n - k, p)``: ``p`` itself, not ``1 - p``)"""
     inside, k, a = _binomial_inside(k, n)
-    return np.where(inside, -beta_density(1.0 - p, a, k + 1.0), 0.0)
+    return np.where(inside, -beta_density(p, k + 1.0, a), 0.0)
 
 
 def _binom_n(k, n, p):
     inside, k, a = _binomial_inside(k, n)
-    return np.where(inside, betainc_a(a, k + 1.0, 1.0 - p), 0.0)
+    return np.where(inside, -betainc_b(k + 1.0, a, p), 0.0)
 
 
 def _nbinom_p(k, n, p):
