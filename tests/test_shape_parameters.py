@@ -181,3 +181,47 @@ def test_zeta_at_x_at_most_1_is_refused():
     for mode in (lambda: capstan.D(lambda x: sc.zeta(x), 0.5), lambda: capstan.gradient(lambda x: sc.zeta(x, 2.0), 0.7)):
         with pytest.raises(capstan.NoRuleError, match=r"zeta .*argument x at x <= 1"):
             mode()
+
+
+@pytest.mark.parametrize("t", [1e-7, 1e-3, -0.5, 2.1, -40.0, 1e4])
+def test_stdtr_in_df_against_mpmath_small_and_large_t(t):
+    """Both forms of stdtr's df-derivative keep their small argument exact (no ``1 - w``):
+    relative accuracy from t = 1e-7 to 1e4, first order and mixed second order."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+
+    def exact(df, tt):
+        z = tt * tt / (df + tt * tt)
+        return mp.mpf(0.5) + mp.sign(tt) * mp.betainc(mp.mpf(0.5), df / 2, 0, z, regularized=True) / 2
+    assert capstan.D(lambda d: sc.stdtr(d, t), 3.7) == pytest.approx(
+        float(mp.diff(lambda d: exact(d, mp.mpf(t)), 3.7)), rel=1e-12)
+    H = capstan.hessian(lambda p: sc.stdtr(p[0], p[1]), np.array([3.7, t]))
+    want = float(mp.diff(lambda d, tt: exact(d, tt), (3.7, t), (1, 1)))
+    assert H[0, 1] == pytest.approx(want, rel=1e-10) and H[1, 0] == pytest.approx(want, rel=1e-10)
+
+
+def test_stdtr_second_derivatives_at_t_zero_exactly():
+    # (d/dt of d/ddf stdtr at t = 0 is d/ddf of the density at 0: from the odd series there)
+    H = capstan.hessian(lambda p: sc.stdtr(p[0], p[1]), np.array([3.7, 0.0]))
+    near = capstan.hessian(lambda p: sc.stdtr(p[0], p[1]), np.array([3.7, 1e-6]))
+    np.testing.assert_allclose(H, near, rtol=1e-6, atol=1e-9)
+    assert H[0, 1] == pytest.approx(H[1, 0], rel=1e-13)
+
+
+@pytest.mark.parametrize("x", [0.01, 50.0, 1e5])
+def test_fdtr_and_binomial_keep_small_arguments_exact(x):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+
+    def F(m, n):
+        return mp.betainc(m / 2, n / 2, 0, m * x / (n + m * x), regularized=True)
+    g = capstan.gradient(lambda m, n: sc.fdtr(m, n, x), 3.0, 7.0)
+    assert g[0] == pytest.approx(float(mp.diff(lambda m: F(m, mp.mpf(7)), 3.0)), rel=1e-12)
+    assert g[1] == pytest.approx(float(mp.diff(lambda n: F(mp.mpf(3), n), 7.0)), rel=1e-12)
+    p = 1.0 / x  # (1e-5 for the largest: 1 - p is not used)
+
+    def B(n, q):
+        return 1 - mp.betainc(4, n - 3, 0, q, regularized=True)
+    g = capstan.gradient(lambda n, q: scu._binom_cdf(3.0, n, q), 10.5, p)
+    assert g[0] == pytest.approx(float(mp.diff(lambda n: B(n, mp.mpf(p)), 10.5)), rel=1e-12)
+    assert g[1] == pytest.approx(float(mp.diff(lambda q: B(mp.mpf(10.5), q), p)), rel=1e-12)
