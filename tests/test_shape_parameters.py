@@ -204,7 +204,7 @@ def test_stdtr_second_derivatives_at_t_zero_exactly():
     # (d/dt of d/ddf stdtr at t = 0 is d/ddf of the density at 0: from the odd series there)
     H = capstan.hessian(lambda p: sc.stdtr(p[0], p[1]), np.array([3.7, 0.0]))
     near = capstan.hessian(lambda p: sc.stdtr(p[0], p[1]), np.array([3.7, 1e-6]))
-    np.testing.assert_allclose(H, near, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(H, near, rtol=1e-6, atol=1e-6)  # (the diagonal is O(t) there)
     assert H[0, 1] == pytest.approx(H[1, 0], rel=1e-13)
 
 
@@ -218,7 +218,7 @@ def test_fdtr_and_binomial_keep_small_arguments_exact(x):
     g = capstan.gradient(lambda m, n: sc.fdtr(m, n, x), 3.0, 7.0)
     assert g[0] == pytest.approx(float(mp.diff(lambda m: F(m, mp.mpf(7)), 3.0)), rel=1e-12)
     assert g[1] == pytest.approx(float(mp.diff(lambda n: F(mp.mpf(3), n), 7.0)), rel=1e-12)
-    p = 1.0 / x  # (1e-5 for the largest: 1 - p is not used)
+    p = min(0.3, 1.0 / x)  # (down to 1e-5: 1 - p is not what is used)
 
     def B(n, q):
         return 1 - mp.betainc(4, n - 3, 0, q, regularized=True)
