@@ -1,7 +1,8 @@
 """Tail log-moments of the gamma and beta distributions, by numerical quadrature: the
 primitives behind the derivatives of the regularized incomplete gamma and beta
 functions in their shape parameters (``gammainc(a, x)`` in ``a``, ``betainc(a, b, x)``
-in ``a`` and ``b``), which have no closed form in SciPy's functions.
+in ``a`` and ``b``), which have no closed form in SciPy's functions; and the same for
+the Hurwitz zeta function in ``x`` (:func:`zeta_moment`, at the end).
 
 With the gamma density ``g(a, t) = t^(a-1) e^-t / Γ(a)`` and ``u = ln t - ψ(a)``
 (``∂g/∂a = u g``), the *tail moments*
@@ -48,10 +49,11 @@ EPSREL, ACCEPT = 1e-13, 1e-10
 
 def _refuse(name, args):
     from ..adcontext import NoRuleError
-    raise NoRuleError("capstan: the derivative of scipy.special.%s in its shape parameter at %s "
+    raise NoRuleError("capstan: the derivative of scipy.special.%s in its %s at %s "
                       "could not be computed to a relative accuracy of %g by numerical quadrature "
                       "(see capstan.rules.log_moments); differentiate at another point, or pass the "
-                      "shape as a constant" % (name, ", ".join("%r" % float(v) for v in args), ACCEPT))
+                      "argument as a constant" % (name, "argument x" if name == "zeta" else "shape parameter",
+                                               ", ".join("%r" % float(v) for v in args), ACCEPT))
 
 
 def _quad(f, lo, hi, points=None):
@@ -80,6 +82,10 @@ def _gamma_integral(k, a, x, upper, psi):
             d = t - m
             r = math.log1p(d / m)
             return math.exp((a - 1.0) * r - d) * (r + lm) ** k
+    else:  # (a <= 1 below: the integrand is largest at 0, no reference point)
+        def f(t):
+            lt = math.log(t)
+            return math.exp((a - 1.0) * lt - t) * (lt - psi) ** k
     if upper:
         return _quad(f, x, math.inf)
     if a >= 2.0:
@@ -95,7 +101,7 @@ def _gamma_integral(k, a, x, upper, psi):
         return math.exp(-(s ** inv) - ref) * (math.log(s) * inv - psi) ** k
     v, e = _quad(g, 0.0, c ** a)
     v, e = v * inv, e * inv
-    if x > c:  # (then 1 < x <= a < 2: m > 0)
+    if x > c:
         v2, e2 = _quad(f, c, x, m)
         v, e = v + v2, e + e2
     return v, e
