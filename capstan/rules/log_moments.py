@@ -29,8 +29,8 @@ The integrals are ``scipy.integrate.quad`` to a relative tolerance of ``1e-13``,
 the endpoint singularity ``t^(a-1)`` at 0 removed by the substitution ``s = t^a``; a
 point whose error estimate exceeds ``1e-10`` of its scale is refused with
 :class:`capstan.NoRuleError` (never an inaccurate number).  The computation is plain
-Python per point (about 0.1-1 ms): these rules are for shape parameters, not for
-large arrays.
+Python, two quadratures per point and moment (about 1-2 ms): these rules are for shape
+parameters, not for large arrays of them.
 """
 import math
 import warnings
