@@ -114,8 +114,7 @@ def test_distribution_methods_are_right_or_refused(name, shapes):
     assert not bad, "\n".join(bad)
 
 
-#: distributions in everyday use: every method in x, loc and scale, and logpdf in the shapes,
-#: both modes, right
+#: distributions in everyday use: every method in x, loc, scale and the shapes, both modes, right
 COMMON = ["norm", "t", "gamma", "beta", "lognorm", "expon", "weibull_min", "cauchy", "logistic",
           "laplace", "pareto", "gumbel_r", "skewnorm", "invgauss", "chi", "rayleigh", "uniform",
           "genextreme", "genpareto", "loggamma", "truncnorm", "halfnorm", "burr", "fisk"]
@@ -126,8 +125,6 @@ def test_common_distributions_are_differentiable_in_everything(name):
     shapes = dict(EXAMPLES)[name]
     refused = []
     for label, f, v in _runs(name, shapes):
-        if "shape" in label and ".logpdf" not in label:
-            continue  # (shapes inside incomplete gamma/beta functions: refused, see docs/capstan-scipy.md)
         for mode in ("forward", "reverse"):
             outcome = _outcome(f, v, mode)
             if outcome != "ok":
@@ -135,11 +132,12 @@ def test_common_distributions_are_differentiable_in_everything(name):
     assert not refused, "\n".join(refused)
 
 
-def test_incomplete_function_shapes_are_refused_by_name():
-    with pytest.raises(capstan.NoRuleError, match="gammainc.*argument a"):
-        capstan.gradient(lambda a: stats.gamma.cdf(0.8, a), 2.5)
-    with pytest.raises(capstan.NoRuleError, match="stdtr.*argument df"):
-        capstan.jvp(lambda df: stats.t.cdf(0.3, df), (4.0,), (1.0,))
+def test_incomplete_function_shapes_are_differentiable():
+    # (the shapes inside incomplete gamma/beta functions: tail log-moments, tests/test_shape_parameters.py)
+    for f, v in ((lambda a: stats.gamma.cdf(0.8, a), 2.5), (lambda df: stats.t.cdf(0.3, df), 4.0)):
+        ref, err = _difference(f, v)
+        assert capstan.gradient(f, v)[0] == pytest.approx(ref, rel=1e-7, abs=10 * err)
+        assert capstan.jvp(f, (v,), (1.0,))[1] == pytest.approx(ref, rel=1e-7, abs=10 * err)
 
 
 def test_log_likelihood_gradient_and_hessian_in_loc_and_scale():
@@ -231,6 +229,13 @@ RULE_CASES = [
     Case(sc.chdtr, 3.5, XP, diff=[1]), Case(sc.chdtrc, 3.5, XP, diff=[1]), Case(sc.chdtri, 3.5, Q, diff=[1]),
     Case(sc.fdtr, 3.0, 7.0, XP, diff=[2]), Case(sc.fdtrc, 3.0, 7.0, XP, diff=[2]),
     Case(sc.fdtri, 3.0, 7.0, Q, diff=[2]),
+    Case(sc.gdtr, 0.7, 2.5, XP), Case(sc.gdtrc, 0.7, 2.5, XP),
+    Case(sc.bdtr, np.array([1, 3, 5]), 8, X01, diff=[2]), Case(sc.bdtrc, np.array([1, 3, 5]), 8, X01, diff=[2]),
+    Case(sc.nbdtr, np.array([1, 3, 5]), 4, X01, diff=[2]), Case(sc.nbdtrc, np.array([1, 3, 5]), 4, X01, diff=[2]),
+    Case(scu._binom_cdf, np.array([1.0, 3.0, 5.0]), 8.5, X01, diff=[1, 2]),
+    Case(scu._binom_sf, np.array([1.0, 3.0, 5.0]), 8.5, X01, diff=[1, 2]),
+    Case(scu._nbinom_cdf, np.array([1.0, 3.0, 5.0]), 4.5, X01, diff=[1, 2]),
+    Case(scu._nbinom_sf, np.array([1.0, 3.0, 5.0]), 4.5, X01, diff=[1, 2]),
     Case(sc.chndtr, XP, 3.5, 1.2, diff=[0, 2]), Case(sc.chndtrix, Q, 3.5, 1.2, diff=[0, 2]),
     Case(scu._ncx2_pdf, XP, 3.5, 1.2, diff=[0, 2]), Case(scu._ncx2_sf, XP, 3.5, 1.2, diff=[0, 2]),
     Case(scu._ncx2_isf, Q, 3.5, 1.2, diff=[0, 2]),
@@ -242,7 +247,7 @@ RULE_CASES = [
     Case(scu._skewnorm_isf, Q, 0.0, 1.0, -0.6, diff=[0, 3]),
     Case(sc.tklmbda, XR, np.array([0.15, 0.3, -0.2])), Case(sc.tklmbda, XR, 0.45),
     Case(scu._cauchy_ppf, Q, 0.0, 1.0, diff=[0]), Case(scu._cauchy_isf, Q, 0.0, 1.0, diff=[0]),
-    Case(scu._invgauss_ppf, Q, 0.8, 1.0, diff=[0]), Case(scu._invgauss_isf, Q, 0.8, 1.0, diff=[0]),
+    Case(scu._invgauss_ppf, Q, 0.8, 1.0, diff=[0, 1]), Case(scu._invgauss_isf, Q, 0.8, 1.0, diff=[0, 1]),
     Case(scu._landau_ppf, Q, 0.0, 1.0, diff=[0]), Case(scu._landau_isf, Q, 0.0, 1.0, diff=[0]),
     Case(scu._landau_cdf, XR, 0.0, 1.0, diff=[0]), Case(scu._landau_sf, XR, 0.0, 1.0, diff=[0]),
     Case(scu._cosine_cdf, XR), Case(scu._cosine_invcdf, Q), Case(scu._log1mexp, -XP),
@@ -354,3 +359,40 @@ def test_densities_of_point_arrays_are_scipys_values_and_derivatives(method, lay
         if not (np.all(np.abs(g - d) <= tol) and abs(t - (0.7 * d[0] - 0.4 * d[1])) <= tol.sum()):
             bad.append("%s: gradient %r, forward %r, differences say %r" % (name, g, t, d))
     assert not bad, "\n".join(bad)
+
+
+def test_gaussian_kde_in_points_data_weights_and_bandwidth():
+    """gaussian_kde's compiled kernel sums (evaluate, logpdf) through NumPy equivalents:
+    SciPy's values to rounding, derivatives in the evaluation points, the data, the weights
+    and the bandwidth against differences, in both modes and at second order."""
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((2, 9))
+    w = rng.uniform(0.5, 1.5, 9)
+    p = np.array([[0.3, -0.4], [-0.2, 0.9]])
+
+    def value(d, weights, bw):
+        return stats.gaussian_kde(d, bw_method=bw, weights=weights)
+
+    np.testing.assert_allclose(capstan.jvp(lambda q: value(data, w, 0.6).evaluate(q), (p,), (p,))[0],
+                               value(data, w, 0.6).evaluate(p), rtol=1e-13)
+    for method in ("evaluate", "logpdf"):
+        def f(q, d, weights, bw, method=method):
+            return np.sum(np.array([1.0, -0.7]) * getattr(value(d, weights, bw), method)(q))
+        args = (p, data, w, 0.6)
+        grads = capstan.gradient(f, *args)
+        for i, g in enumerate(grads):
+            x = np.asarray(args[i], dtype=float)
+            v = rng.standard_normal(x.shape)
+
+            def along(t, i=i, x=x, v=v):
+                a = list(args)
+                a[i] = x + t * v if x.ndim else float(x + t * v)
+                return f(*a)
+            ref, err = _difference(along, 0.0)
+            assert np.sum(g * v) == pytest.approx(ref, rel=1e-7, abs=10 * err)
+            t = capstan.jvp(lambda y, i=i: f(*[y if j == i else a for j, a in enumerate(args)]), (args[i],),
+                            (v if x.ndim else float(v),))[1]
+            assert t == pytest.approx(ref, rel=1e-7, abs=10 * err)
+    one = lambda x: stats.gaussian_kde(data[0])(x)[0]  # noqa: E731
+    ref, err = _difference(lambda x: capstan.D(one, x), 0.4)
+    assert capstan.hessian(one, 0.4) == pytest.approx(ref, rel=1e-7, abs=10 * err)

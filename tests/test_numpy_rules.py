@@ -503,3 +503,17 @@ def test_hessian_runs_rules_nested(name, f):
     fd_h = np.stack([(capstan.gradient(f, x + eps * e)[0] - capstan.gradient(f, x - eps * e)[0]) / (2 * eps)
                      for e in np.eye(4)], axis=1)
     _close(H, fd_h, rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_scalar_astype_both_modes():
+    """``np.float64(x).astype(...)`` (a NumPy scalar's method, as scipy.stats.boxcox_llf
+    calls it) carries the derivative like ``ndarray.astype``; it was NoRuleError."""
+    from scipy import stats
+    f = lambda x: np.float64(x * x).astype(np.float32) * 2.0  # noqa: E731
+    assert capstan.D(f, 1.5) == pytest.approx(6.0) and capstan.gradient(f, 1.5)[0] == pytest.approx(6.0)
+    data = np.array([0.5, 1.2, 2.3, 3.1])
+    llf = lambda lm: stats.boxcox_llf(lm, data)  # noqa: E731
+    h = 1e-4
+    want = (llf(0.4 + h) - llf(0.4 - h)) / (2 * h)
+    assert capstan.D(llf, 0.4) == pytest.approx(want, rel=1e-6)
+    assert capstan.gradient(llf, 0.4)[0] == pytest.approx(want, rel=1e-6)

@@ -376,6 +376,29 @@ def test_odeint_at_differentiated_output_times():
     np.testing.assert_allclose(H[0, 1], -4 * 0.2 * X * e, rtol=1e-5)
 
 
+def test_solve_ivp_at_differentiated_output_times_and_start():
+    """y' = -c t y, y(t0) = 1: y(t) = exp(c (t0^2 - t^2) / 2).  Differentiated t_eval
+    (dy(t_i)/dt_i = f(t_i, y_i)) and t_span[0] (the start moved back along the flow), both
+    modes, with args and every explicit method; was NoRuleError."""
+    def y_at(t0, ts, method="RK45"):
+        return integrate.solve_ivp(lambda t, y, c: -c * t * y, (t0, 2.0), [1.0], t_eval=ts, args=(2.0,),
+                                   method=method, **TIGHT).y[0]
+
+    for method in ("RK45", "DOP853", "Radau", "LSODA"):
+        check(lambda T: y_at(0.2, np.array([0.5, T, 1.8]), method)[1], X, -2.0 * X * math.exp(0.04 - X * X),
+              rtol=1e-6)
+        check(lambda t0: y_at(t0, [1.1, 1.5], method)[0], 0.2, 2.0 * 0.2 * math.exp(0.04 - 1.21), rtol=1e-6)
+    # the output time at the start itself: y(t0) = 1 whatever t0
+    check(lambda t0: integrate.solve_ivp(lambda t, y: -2.0 * t * y, (t0, 2.0), [1.0], t_eval=[t0, 1.5],
+                                         **TIGHT).y[0, 0], 0.2, 0.0)
+    # the end of the span with t_eval given: no output depends on it
+    end = lambda t1: integrate.solve_ivp(lambda t, y: -2.0 * t * y, (0.0, t1), [1.0],  # noqa: E731
+                                         t_eval=[0.5, 1.5], **TIGHT).y[0, 1]
+    assert capstan.D(end, 2.0) == 0.0 and capstan.gradient(end, 2.0)[0] in (None, 0.0)
+    with pytest.raises(capstan.NoRuleError, match="second-order derivatives in a differentiated t_span"):
+        capstan.hessian(lambda t0: y_at(t0, [1.1, 1.5])[0], 0.2)
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda p: integrate.odeint(lambda y, t: -y, 1.0, [0.0, p], full_output=True)[0], "full_output"),
     (lambda p: integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [p], dense_output=True).sol(p),

@@ -19,7 +19,7 @@ incomplete gamma function) is refused with :class:`capstan.NoRuleError`, never z
 import numpy as np
 
 from .registry import defderiv, defimpl, plain_valued
-from .special_rules import refused
+from .special_rules import betainc_a, betainc_b, gammainc_a, refused
 
 try:
     import scipy.special as sc
@@ -108,37 +108,139 @@ def _tukeylambda_quantile_lm(p, lm):
     return np.where(zero, series, general)
 
 
+def _stdtr_df(df, t):
+    """``∂/∂df stdtr(df, t)``.  ``stdtr = 1 - I/2`` (``t > 0``) or ``I/2`` with
+    ``I = betainc(df/2, 1/2, w)``, ``w = df / (df + t^2)``, for ``t^2 >= df``; below, the
+    complementary form ``1/2 + sign(t) betainc(1/2, df/2, z) / 2``, ``z = t^2 / (df + t^2)``
+    (each form with its small argument exact, not as ``1 - x``)."""
+    s = df + t * t
+    w, z = df / s, t * t / s
+    logb = sc.xlogy(0.5 * df - 1.0, w)  # (the density's (1-z)^(df/2 - 1) = w^(df/2 - 1))
+    # large |t|: the density at w times t^2 / s^2, with (1 - w)^(-1/2) t^2 = |t| sqrt(s)
+    dens = np.exp(logb - sc.betaln(0.5 * df, 0.5)) * np.abs(t) * np.sqrt(s) / (s * s)
+    d = 0.25 * betainc_a(0.5 * df, 0.5, w) + 0.5 * dens
+    large = np.where(t > 0, -d, d)
+    # small |t|: z^(-1/2) t^2 sign(t) = t sqrt(s)
+    small = 0.25 * np.sign(t) * betainc_b(0.5, 0.5 * df, z) - 0.5 * t * np.sqrt(s) * np.exp(
+        logb - sc.betaln(0.5, 0.5 * df)) / (s * s)
+    # at t == 0 exactly (where betainc at z = 0 has no derivative in t) the odd series
+    # stdtr = 1/2 + f0 t - f0 (df + 1) t^3 / (6 df) + O(t^5) in its df-derivative, so that
+    # derivatives in t of this partial stay right there (to the fourth)
+    f0 = np.exp(sc.gammaln(0.5 * (df + 1.0)) - sc.gammaln(0.5 * df) - 0.5 * np.log(df * np.pi))
+    g1 = f0 * (0.5 * sc.digamma(0.5 * (df + 1.0)) - 0.5 * sc.digamma(0.5 * df) - 0.5 / df)
+    series = t * g1 - t ** 3 * (g1 * (df + 1.0) / (6.0 * df) - f0 / (6.0 * df * df))
+    return np.where(t == 0, series, np.where(t * t < df, small, large))
+
+
+def _fdtr_dfn(dfn, dfd, x):
+    """``∂/∂dfn fdtr(dfn, dfd, x)``: ``fdtr = betainc(dfn/2, dfd/2, w)``, ``w = dfn x / s``,
+    ``s = dfd + dfn x``; where ``w > 1/2``, ``1 - betainc(dfd/2, dfn/2, v)`` with ``v = dfd / s``
+    (each form with its small argument exact, not as ``1 - w``)."""
+    s = dfd + dfn * x
+    w, v = dfn * x / s, dfd / s
+    low = 0.5 * betainc_a(0.5 * dfn, 0.5 * dfd, w) + beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfd / (s * s)
+    high = -0.5 * betainc_b(0.5 * dfd, 0.5 * dfn, v) + beta_density(v, 0.5 * dfd, 0.5 * dfn) * x * dfd / (s * s)
+    return np.where(w > 0.5, high, low)
+
+
+def _fdtr_dfd(dfn, dfd, x):
+    """``∂/∂dfd fdtr(dfn, dfd, x)`` (as :func:`_fdtr_dfn`)."""
+    s = dfd + dfn * x
+    w, v = dfn * x / s, dfd / s
+    low = 0.5 * betainc_b(0.5 * dfn, 0.5 * dfd, w) - beta_density(w, 0.5 * dfn, 0.5 * dfd) * x * dfn / (s * s)
+    high = -0.5 * betainc_a(0.5 * dfd, 0.5 * dfn, v) - beta_density(v, 0.5 * dfd, 0.5 * dfn) * x * dfn / (s * s)
+    return np.where(w > 0.5, high, low)
+
+
+def _binomial_inside(k, n):
+    """``(inside, k, a)``: where ``0 <= k < n`` (elsewhere the distribution function is
+    constant, 0 or 1), ``floor(k)``, and ``n - k`` made safe outside."""
+    k = np.floor(k)
+    inside = (k >= 0) & (k < n)
+    return inside, np.where(inside, k, 0.0), np.where(inside, n - np.where(inside, k, 0.0), 1.0)
+
+
+def _binom_p(k, n, p):
+    """(``F = betainc(n - k, k + 1, 1 - p) = 1 - betainc(k + 1, n - k, p)``: ``p`` itself, not ``1 - p``)"""
+    inside, k, a = _binomial_inside(k, n)
+    return np.where(inside, -beta_density(p, k + 1.0, a), 0.0)
+
+
+def _binom_n(k, n, p):
+    inside, k, a = _binomial_inside(k, n)
+    return np.where(inside, -betainc_b(k + 1.0, a, p), 0.0)
+
+
+def _nbinom_p(k, n, p):
+    k = np.floor(k)
+    inside = k >= 0
+    return np.where(inside, beta_density(p, n, np.where(inside, k, 0.0) + 1.0), 0.0)
+
+
+def _nbinom_n(k, n, p):
+    k = np.floor(k)
+    inside = k >= 0
+    return np.where(inside, betainc_a(n, np.where(inside, k, 0.0) + 1.0, p), 0.0)
+
+
 def _register():
     # ----------------------------------------------------------------- beta
     _rule(scu._beta_pdf,
           lambda ans, x, a, b, **kw: ans * ((a - 1.0) / x - (b - 1.0) / (1.0 - x)),
           lambda ans, x, a, b, **kw: ans * (np.log(x) - sc.digamma(a) + sc.digamma(a + b)),
           lambda ans, x, a, b, **kw: ans * (np.log1p(-x) - sc.digamma(b) + sc.digamma(a + b)))
+    # (the shapes inside betainc/gammainc: special_rules' tail log-moments, and the implicit
+    # function theorem for the inverses, dx/dθ = -(∂F/∂θ)(x) / F'(x))
     _rule(scu._beta_ppf, lambda ans, q, a, b, **kw: 1.0 / beta_density(ans, a, b),
-          _parameter(scu._beta_ppf, "a"), _parameter(scu._beta_ppf, "b"))
+          lambda ans, q, a, b, **kw: -betainc_a(a, b, ans) / beta_density(ans, a, b),
+          lambda ans, q, a, b, **kw: -betainc_b(a, b, ans) / beta_density(ans, a, b))
     _rule(getattr(scu, "_beta_isf", None), lambda ans, q, a, b, **kw: -1.0 / beta_density(ans, a, b),
-          _parameter(getattr(scu, "_beta_isf", None), "a"), _parameter(getattr(scu, "_beta_isf", None), "b"))
-    _rule(getattr(sc, "betaincc", None), _parameter(getattr(sc, "betaincc", None), "a"),
-          _parameter(getattr(sc, "betaincc", None), "b"),
+          lambda ans, q, a, b, **kw: -betainc_a(a, b, ans) / beta_density(ans, a, b),
+          lambda ans, q, a, b, **kw: -betainc_b(a, b, ans) / beta_density(ans, a, b))
+    _rule(getattr(sc, "betaincc", None), lambda ans, a, b, x, **kw: -betainc_a(a, b, x),
+          lambda ans, a, b, x, **kw: -betainc_b(a, b, x),
           lambda ans, a, b, x, **kw: -beta_density(x, a, b))
-    _rule(getattr(sc, "betainccinv", None), _parameter(getattr(sc, "betainccinv", None), "a"),
-          _parameter(getattr(sc, "betainccinv", None), "b"),
+    _rule(getattr(sc, "betainccinv", None),
+          lambda ans, a, b, y, **kw: -betainc_a(a, b, ans) / beta_density(ans, a, b),
+          lambda ans, a, b, y, **kw: -betainc_b(a, b, ans) / beta_density(ans, a, b),
           lambda ans, a, b, y, **kw: -1.0 / beta_density(ans, a, b))
 
     # ----------------------------------------------------------------- Student's t, chi-squared, F
-    _rule(sc.stdtr, _parameter(sc.stdtr, "df"), lambda ans, df, t, **kw: t_density(t, df))
-    _rule(sc.stdtrit, _parameter(sc.stdtrit, "df"), lambda ans, df, p, **kw: 1.0 / t_density(ans, df))
-    _rule(sc.chdtr, _parameter(sc.chdtr, "v"), lambda ans, v, x, **kw: 0.5 * gamma_density(0.5 * v, 0.5 * x))
-    _rule(sc.chdtrc, _parameter(sc.chdtrc, "v"),
+    _rule(sc.stdtr, lambda ans, df, t, **kw: _stdtr_df(df, t), lambda ans, df, t, **kw: t_density(t, df))
+    _rule(sc.stdtrit, lambda ans, df, p, **kw: -_stdtr_df(df, ans) / t_density(ans, df),
+          lambda ans, df, p, **kw: 1.0 / t_density(ans, df))
+    _rule(sc.chdtr, lambda ans, v, x, **kw: 0.5 * gammainc_a(0.5 * v, 0.5 * x),
+          lambda ans, v, x, **kw: 0.5 * gamma_density(0.5 * v, 0.5 * x))
+    _rule(sc.chdtrc, lambda ans, v, x, **kw: -0.5 * gammainc_a(0.5 * v, 0.5 * x),
           lambda ans, v, x, **kw: -0.5 * gamma_density(0.5 * v, 0.5 * x))
-    _rule(sc.chdtri, _parameter(sc.chdtri, "v"),  # (the inverse of chdtrc)
+    _rule(sc.chdtri,  # (the inverse of chdtrc)
+          lambda ans, v, p, **kw: -gammainc_a(0.5 * v, 0.5 * ans) / gamma_density(0.5 * v, 0.5 * ans),
           lambda ans, v, p, **kw: -2.0 / gamma_density(0.5 * v, 0.5 * ans))
-    _rule(sc.fdtr, _parameter(sc.fdtr, "dfn"), _parameter(sc.fdtr, "dfd"),
+    _rule(sc.fdtr, lambda ans, dfn, dfd, x, **kw: _fdtr_dfn(dfn, dfd, x),
+          lambda ans, dfn, dfd, x, **kw: _fdtr_dfd(dfn, dfd, x),
           lambda ans, dfn, dfd, x, **kw: f_density(dfn, dfd, x))
-    _rule(sc.fdtrc, _parameter(sc.fdtrc, "dfn"), _parameter(sc.fdtrc, "dfd"),
+    _rule(sc.fdtrc, lambda ans, dfn, dfd, x, **kw: -_fdtr_dfn(dfn, dfd, x),
+          lambda ans, dfn, dfd, x, **kw: -_fdtr_dfd(dfn, dfd, x),
           lambda ans, dfn, dfd, x, **kw: -f_density(dfn, dfd, x))
-    _rule(sc.fdtri, _parameter(sc.fdtri, "dfn"), _parameter(sc.fdtri, "dfd"),
+    _rule(sc.fdtri, lambda ans, dfn, dfd, p, **kw: -_fdtr_dfn(dfn, dfd, ans) / f_density(dfn, dfd, ans),
+          lambda ans, dfn, dfd, p, **kw: -_fdtr_dfd(dfn, dfd, ans) / f_density(dfn, dfd, ans),
           lambda ans, dfn, dfd, p, **kw: 1.0 / f_density(dfn, dfd, ans))
+    # gdtr(a, b, x) = gammainc(b, a x) (a the rate, b the shape)
+    _rule(sc.gdtr, lambda ans, a, b, x, **kw: x * gamma_density(b, a * x),
+          lambda ans, a, b, x, **kw: gammainc_a(b, a * x), lambda ans, a, b, x, **kw: a * gamma_density(b, a * x))
+    _rule(sc.gdtrc, lambda ans, a, b, x, **kw: -x * gamma_density(b, a * x),
+          lambda ans, a, b, x, **kw: -gammainc_a(b, a * x), lambda ans, a, b, x, **kw: -a * gamma_density(b, a * x))
+
+    # ----------------------------------------------------------------- binomial, negative binomial (k a step)
+    # binomial: F(k; n, p) = betainc(n - k, k + 1, 1 - p) for 0 <= k < n (k = floor(k));
+    # negative binomial: F(k; n, p) = betainc(n, k + 1, p)
+    steps = "a step function of the count: floor(k)"
+    for f, sign in ((sc.bdtr, 1.0), (sc.bdtrc, -1.0), (scu._binom_cdf, 1.0), (scu._binom_sf, -1.0)):
+        _rule(f, refused(f, "k", steps), lambda ans, k, n, p, _s=sign, **kw: _s * _binom_n(k, n, p),
+              lambda ans, k, n, p, _s=sign, **kw: _s * _binom_p(k, n, p))
+    for f, sign in ((sc.nbdtr, 1.0), (sc.nbdtrc, -1.0), (scu._nbinom_cdf, 1.0), (scu._nbinom_sf, -1.0)):
+        _rule(f, refused(f, "k", steps), lambda ans, k, n, p, _s=sign, **kw: _s * _nbinom_n(k, n, p),
+              lambda ans, k, n, p, _s=sign, **kw: _s * _nbinom_p(k, n, p))
 
     # ----------------------------------------------------------------- noncentral chi-squared
     # F(x; k, nc) is a Poisson(nc/2) mixture of central F(x; k + 2j): dF/dnc = (F(x; k+2) - F(x; k))/2
@@ -208,12 +310,20 @@ def _register():
     for f, density, sign, names in (
             (scu._cauchy_ppf, cauchy_density, 1.0, ("loc", "scale")),
             (scu._cauchy_isf, cauchy_density, -1.0, ("loc", "scale")),
-            (scu._invgauss_ppf, invgauss_density, 1.0, ("mu", "scale")),
-            (scu._invgauss_isf, invgauss_density, -1.0, ("mu", "scale")),
             (scu._landau_ppf, scu._landau_pdf, 1.0, ("loc", "scale")),
             (scu._landau_isf, scu._landau_pdf, -1.0, ("loc", "scale"))):
         _rule(f, lambda ans, q, p1, p2, _d=density, _s=sign, **kw: _s / _d(ans, p1, p2),
               _parameter(f, names[0]), _parameter(f, names[1]))
+    # (the inverse Gaussian in mu: ∂F/∂mu = -(2/mu^2) e^(2/mu) Φ(-(z/mu + 1)/√z), the two
+    # density terms cancelling; SciPy passes scale 1)
+    def invgauss_quantile_mu(ans, q, mu, scale, **kw):
+        z = ans / scale
+        dF = -2.0 / (mu * mu) * np.exp(2.0 / mu + sc.log_ndtr(-(z / mu + 1.0) / np.sqrt(z)))
+        return -dF / (scale * invgauss_density(ans, mu, scale))
+
+    for f, sign in ((scu._invgauss_ppf, 1.0), (scu._invgauss_isf, -1.0)):
+        _rule(f, lambda ans, q, mu, scale, _s=sign, **kw: _s / invgauss_density(ans, mu, scale),
+              invgauss_quantile_mu, _parameter(f, "scale"))
     for f, sign in ((scu._landau_cdf, 1.0), (scu._landau_sf, -1.0)):
         _rule(f, lambda ans, x, loc, scale, _s=sign, **kw: _s * scu._landau_pdf(x, loc, scale),
               _parameter(f, "loc"), _parameter(f, "scale"))
@@ -244,6 +354,44 @@ def _register():
 
 if sc is not None:
     _register()
+
+
+# ----------------------------------------------------------------------------- gaussian_kde (Cython)
+def _whitened_distances(points, xi, cho_cov):
+    """Squared distances ``(n, m)`` between the data and the evaluation points after
+    whitening both by the Cholesky factor of the kernel covariance, and ``d``."""
+    from scipy import linalg
+    p = np.transpose(linalg.solve_triangular(cho_cov, np.transpose(points), lower=True))
+    x = np.transpose(linalg.solve_triangular(cho_cov, np.transpose(xi), lower=True))
+    return np.sum((p[:, None, :] - x[None, :, :]) ** 2, axis=-1), np.shape(points)[1]
+
+
+def gaussian_kernel_estimate(points, values, xi, cho_cov, dtype, _=0):
+    """``scipy.stats._stats.gaussian_kernel_estimate[double]`` (``gaussian_kde.evaluate``):
+    ``sum_i values_i N(xi; points_i, L L^T)`` with NumPy operations (the same numbers to
+    rounding), so that the points, the data, the weights and the bandwidth differentiate."""
+    r2, d = _whitened_distances(points, xi, cho_cov)
+    norm = (2.0 * np.pi) ** (-0.5 * d) / np.prod(np.diagonal(cho_cov))
+    return np.matmul(np.transpose(np.exp(-0.5 * r2)) * norm, values)
+
+
+def gaussian_kernel_estimate_log(points, values, xi, cho_cov, dtype, _=0):
+    """``scipy.stats._stats.gaussian_kernel_estimate_log[double]`` (``gaussian_kde.logpdf``):
+    the log of :func:`gaussian_kernel_estimate` by ``logsumexp``."""
+    r2, d = _whitened_distances(points, xi, cho_cov)
+    log_norm = -0.5 * d * np.log(2.0 * np.pi) - np.sum(np.log(np.diagonal(cho_cov)))
+    terms = -0.5 * np.transpose(r2)[:, :, None] + np.log(values)[None, :, :]
+    return sc.logsumexp(terms, axis=1) + log_norm
+
+
+if sc is not None:
+    try:
+        from scipy.stats import _stats as _scipy_stats
+        for _name, _impl in (("gaussian_kernel_estimate", gaussian_kernel_estimate),
+                             ("gaussian_kernel_estimate_log", gaussian_kernel_estimate_log)):
+            defimpl(getattr(_scipy_stats, _name)["double"], _impl)  # (the float64 specialization)
+    except (ImportError, AttributeError, KeyError, TypeError):  # pragma: no cover - other SciPy versions
+        pass
 
 
 # ----------------------------------------------------------------------------- rv_continuous.logpdf / pdf

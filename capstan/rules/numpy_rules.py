@@ -1183,6 +1183,8 @@ def _astype_vjp(g, ans, a, dtype, *args, **kw):
 
 defjvp(np.ndarray.astype, _astype_jvp, batched=True)
 defvjp(np.ndarray.astype, _astype_vjp)
+defjvp(np.generic.astype, _astype_jvp, batched=True)  # (NumPy scalars: np.float64(x).astype(...))
+defvjp(np.generic.astype, _astype_vjp)
 if hasattr(np, "astype"):
     defjvp(np.astype, _astype_jvp, batched=True)
     defvjp(np.astype, _astype_vjp)

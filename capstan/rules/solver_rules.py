@@ -1121,7 +1121,10 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     routed = _route(ctx, f, args, kwargs, depends + [a["t_span"], a["t_eval"]])
     if routed is not _MINE:
         return routed
-    _ode_checks("scipy.integrate.solve_ivp", ctx, depends, (a["t_span"], a["t_eval"]))
+    moving = _tagged((a["t_span"], a["t_eval"]))
+    if moving:
+        _moving_times_checks(ctx, a, depends)
+    _ode_checks("scipy.integrate.solve_ivp", ctx, depends, () if moving else (a["t_span"], a["t_eval"]))
     if a["events"] is not None:
         raise _no_rule("scipy.integrate.solve_ivp with events= has no derivative rule (event times move "
                        "with the parameters); solve without events")
@@ -1134,13 +1137,68 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     if out.status < 0:
         raise _no_rule("scipy.integrate.solve_ivp failed (%s); its result has no derivative" % out.message)
     user_jac = _user_jacobian(plain.get("jac"), _plain(fargs))
-    delta = _ode_sensitivity(ctx, a["fun"], fargs, a["y0"], out.sol, out.sol.ts, out.t, user_jac,
-                             a["method"])
+    y0 = a["y0"]
+    if moving:  # a moved start: the initial state moved back along the flow, y0 - f(t0, y0) dt0
+        y0 = _moved_start(ctx, plain, y0, a["t_span"])
+    delta = _ode_sensitivity(ctx, a["fun"], fargs, y0, out.sol, out.sol.ts, out.t, user_jac, a["method"])
     out.y = _add(ctx, out.y, overdub(ctx, np.transpose, delta))
-    out.sol = (_DenseSolution(ctx, out.sol, a["fun"], fargs, a["y0"], user_jac, a["method"])
+    if moving and _tagged(a["t_eval"]):  # moved output times: dy(t_i) = f(t_i, y(t_i)) dt_i
+        out.y, out.t = _moved_outputs(ctx, plain, out, a["t_eval"])
+    out.sol = (_DenseSolution(ctx, out.sol, a["fun"], fargs, y0, user_jac, a["method"])
                if a["dense_output"] else None)
     ctx.remember(out, "y")
     return out
+
+
+def _moving_times_checks(ctx, a, depends):
+    """Differentiated times of ``solve_ivp``: the start ``t_span[0]`` and the output times
+    ``t_eval``, at first order.  Refused: the end of the span without ``t_eval`` (the
+    solver chooses the output times then), second order, events."""
+    t_span, t_eval = a["t_span"], a["t_eval"]
+    if t_eval is None:
+        raise _no_rule("scipy.integrate.solve_ivp with a differentiated time span and no t_eval has no "
+                       "derivative rule (the output times are the solver's own steps, which move with the "
+                       "span); pass t_eval")
+    if _tagged(_index(ctx, t_span, 1)) and not _tagged(_index(ctx, t_span, 0)) and not _tagged(t_eval):
+        return  # (only the end moves: with t_eval given no output depends on it)
+    if _levels(*depends, t_span, t_eval) > 1:
+        raise _no_rule("scipy.integrate.solve_ivp: second-order derivatives in a differentiated t_span[0] "
+                       "or t_eval are not supported; pass the times as plain numbers, or differentiate "
+                       "once")
+    if a["events"] is not None:
+        raise _no_rule("scipy.integrate.solve_ivp with events= has no derivative rule (event times move "
+                       "with the parameters); solve without events")
+
+
+def _index(ctx, x, i):
+    return overdub(ctx, operator.getitem, x, i)
+
+
+def _moved_start(ctx, plain, y0, t_span):
+    """``y0 - f(t0, y0) (t0 - stop_gradient(t0))``: the state at the plain start time of
+    the solution that starts from ``y0`` at the differentiated ``t0`` (first order)."""
+    t0 = _index(ctx, t_span, 0)
+    if not _tagged(t0):
+        return y0
+    fun, args = plain["fun"], plain["args"] if plain["args"] is not None else ()
+    args = args if isinstance(args, tuple) else (args,)
+    f0 = np.reshape(np.asarray(fun(float(plain["t_span"][0]), np.asarray(plain["y0"], dtype=float), *args),
+                               dtype=float), np.shape(plain["y0"]))
+    step = overdub(ctx, np.multiply, -f0, overdub(ctx, _deviation, t0))
+    return _add(ctx, overdub(ctx, np.asarray, y0, float), step)
+
+
+def _moved_outputs(ctx, plain, out, t_eval):
+    """``(y, t)`` with ``y[:, i] += f(t_i, y_i) (t_i - stop_gradient(t_i))`` and ``t`` the
+    differentiated output times."""
+    fun, args = plain["fun"], plain["args"] if plain["args"] is not None else ()
+    args = args if isinstance(args, tuple) else (args,)
+    ys = np.asarray(_plain(out.y), dtype=float)
+    F = np.stack([np.reshape(np.asarray(fun(float(t), ys[:, i], *args), dtype=float), (ys.shape[0],))
+                  for i, t in enumerate(_plain(out.t))], axis=1)
+    t = overdub(ctx, np.asarray, t_eval, float)
+    y = _add(ctx, out.y, overdub(ctx, np.multiply, F, overdub(ctx, _deviation, t)))
+    return y, t
 
 
 class _DenseSolution:

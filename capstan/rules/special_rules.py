@@ -11,8 +11,11 @@ are defined in terms of single-result primitives (``defimpl``).
 
 See docs/capstan-scipy.md for the table of differentiable and refused arguments.
 """
+import math
+
 import numpy as np
 
+from .log_moments import beta_tail_moment, gamma_tail_moment, zeta_moment
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 try:
@@ -22,6 +25,7 @@ except ImportError:  # pragma: no cover - scipy is optional
 
 _SQRT_PI = float(np.sqrt(np.pi))
 _SQRT_2PI = float(np.sqrt(2.0 * np.pi))
+_SQRT2 = float(np.sqrt(2.0))
 _LN2 = float(np.log(2.0))
 _LN10 = float(np.log(10.0))
 _DEG = np.pi / 180.0
@@ -136,18 +140,61 @@ def _register():
     def betainc_x(ans, a, b, x, **kw):
         return np.exp((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - sc.betaln(a, b))
 
-    defderiv(sc.gammainc, _parameter(sc.gammainc, "a"), gammainc_x)
-    defderiv(sc.gammaincc, _parameter(sc.gammaincc, "a"), lambda ans, a, x, **kw: -gammainc_x(ans, a, x))
-    defderiv(sc.gammaincinv, _parameter(sc.gammaincinv, "a"),
+    # (the shapes: tail log-moments by quadrature, capstan.rules.log_moments, whose own
+    # entries below make them differentiable to any order)
+    defderiv(sc.gammainc, lambda ans, a, x, **kw: gammainc_a(a, x), gammainc_x)
+    defderiv(sc.gammaincc, lambda ans, a, x, **kw: -gammainc_a(a, x), lambda ans, a, x, **kw: -gammainc_x(ans, a, x))
+    defderiv(sc.gammaincinv, lambda ans, a, y, **kw: -gammainc_a(a, ans) / gammainc_x(y, a, ans),
              lambda ans, a, y, **kw: 1.0 / gammainc_x(y, a, ans))
-    defderiv(sc.gammainccinv, _parameter(sc.gammainccinv, "a"),
+    defderiv(sc.gammainccinv, lambda ans, a, y, **kw: -gammainc_a(a, ans) / gammainc_x(y, a, ans),
              lambda ans, a, y, **kw: -1.0 / gammainc_x(y, a, ans))
-    defderiv(sc.betainc, _parameter(sc.betainc, "a"), _parameter(sc.betainc, "b"), betainc_x)
-    defderiv(sc.betaincinv, _parameter(sc.betaincinv, "a"), _parameter(sc.betaincinv, "b"),
+    defderiv(sc.betainc, lambda ans, a, b, x, **kw: betainc_a(a, b, x),
+             lambda ans, a, b, x, **kw: betainc_b(a, b, x), betainc_x)
+    defderiv(sc.betaincinv, lambda ans, a, b, y, **kw: -betainc_a(a, b, ans) / betainc_x(y, a, b, ans),
+             lambda ans, a, b, y, **kw: -betainc_b(a, b, ans) / betainc_x(y, a, b, ans),
              lambda ans, a, b, y, **kw: 1.0 / betainc_x(y, a, b, ans))
+    defderiv(gamma_tail_moment, None,
+             lambda ans, k, a, x, upper: gamma_tail_moment(k + 1, a, x, upper) - (
+                 k * sc.polygamma(1, a) * gamma_tail_moment(k - 1, a, x, upper) if k else 0.0),
+             lambda ans, k, a, x, upper: np.where(upper, -1.0, 1.0) * (np.log(x) - sc.digamma(a)) ** k
+             * gammainc_x(ans, a, x), None)
+
+    def beta_moment_a(ans, j, k, a, b, x, upper):
+        out = beta_tail_moment(j + 1, k, a, b, x, upper)
+        if j:
+            out = out + j * (sc.polygamma(1, a + b) - sc.polygamma(1, a)) * beta_tail_moment(j - 1, k, a, b, x, upper)
+        if k:
+            out = out + k * sc.polygamma(1, a + b) * beta_tail_moment(j, k - 1, a, b, x, upper)
+        return out
+
+    def beta_moment_b(ans, j, k, a, b, x, upper):
+        out = beta_tail_moment(j, k + 1, a, b, x, upper)
+        if j:
+            out = out + j * sc.polygamma(1, a + b) * beta_tail_moment(j - 1, k, a, b, x, upper)
+        if k:
+            out = out + k * (sc.polygamma(1, a + b) - sc.polygamma(1, b)) * beta_tail_moment(j, k - 1, a, b, x, upper)
+        return out
+
+    def beta_moment_x(ans, j, k, a, b, x, upper):
+        ab = sc.digamma(a + b)
+        return (np.where(upper, -1.0, 1.0) * (np.log(x) - sc.digamma(a) + ab) ** j
+                * (np.log1p(-x) - sc.digamma(b) + ab) ** k * betainc_x(ans, a, b, x))
+
+    defderiv(beta_tail_moment, None, None, beta_moment_a, beta_moment_b, beta_moment_x, None)
 
     # ----------------------------------------------------------------- zeta
-    defderiv(sc.zeta, _parameter(sc.zeta, "x"), lambda ans, x, q, out=None: -x * sc.zeta(x + 1.0, q))
+    # (in x: the log-moments of its integral representation, capstan.rules.log_moments)
+    defderiv(sc.zeta, lambda ans, x, q=None, out=None: zeta_moment(1, x, 1.0 if q is None else q),
+             lambda ans, x, q, out=None: -x * sc.zeta(x + 1.0, q))
+
+    def zeta_moment_q(ans, k, s, q):
+        out = 0.0
+        for i in range(k + 1):
+            out = out + math.comb(k, i) * s ** (i - k) * zeta_moment(i, s + 1.0, q)
+        return -s * out
+
+    defderiv(zeta_moment, None, lambda ans, k, s, q: zeta_moment(k + 1, s, q) - (
+        k * sc.polygamma(1, s) * zeta_moment(k - 1, s, q) if k else 0.0), zeta_moment_q)
 
     # ----------------------------------------------------------------- Bessel functions (in x)
     defderiv(sc.j0, lambda ans, x, **kw: -sc.j1(x))
@@ -240,6 +287,24 @@ def _register():
     defderiv(sc.hyp1f1, _parameter(sc.hyp1f1, "a"), _parameter(sc.hyp1f1, "b"),
              lambda ans, a, b, x, **kw: a / b * sc.hyp1f1(a + 1, b + 1, x))
 
+    # ----------------------------------------------------------------- Struve, Owen's T, Voigt, Legendre
+    def struve_term(v, x):  # (x/2)^v / (sqrt(pi) Gamma(v + 3/2)), DLMF 11.4.27
+        return np.exp(sc.xlogy(v, 0.5 * x) - sc.gammaln(v + 1.5)) / _SQRT_PI
+
+    defderiv(sc.struve, _order(sc.struve), lambda ans, v, x, **kw:
+             0.5 * (sc.struve(v - 1.0, x) - sc.struve(v + 1.0, x) + struve_term(v, x)))
+    defderiv(sc.modstruve, _order(sc.modstruve), lambda ans, v, x, **kw:
+             0.5 * (sc.modstruve(v - 1.0, x) + sc.modstruve(v + 1.0, x) + struve_term(v, x)))
+    # T(h, a) = (1/2pi) int_0^a exp(-h^2 (1 + t^2)/2) / (1 + t^2) dt
+    defderiv(sc.owens_t, lambda ans, h, a, **kw: -np.exp(-0.5 * h * h) * sc.erf(a * h / _SQRT2) / (2.0 * _SQRT_2PI),
+             lambda ans, h, a, **kw: np.exp(-0.5 * h * h * (1.0 + a * a)) / (2.0 * np.pi * (1.0 + a * a)))
+    defderiv(sc.voigt_profile, lambda ans, x, sigma, gamma, **kw: _voigt(ans, x, sigma, gamma, 0),
+             lambda ans, x, sigma, gamma, **kw: _voigt(ans, x, sigma, gamma, 1),
+             lambda ans, x, sigma, gamma, **kw: _voigt(ans, x, sigma, gamma, 2))
+    # (1 - x^2) dP/dx = (m + v) P_(v-1) - v x P_v (Ferrers functions, DLMF 14.10.5)
+    defderiv(sc.lpmv, _order(sc.lpmv, "m"), _parameter(sc.lpmv, "v"), lambda ans, m, v, x, **kw:
+             ((m + v) * sc.lpmv(m, v - 1.0, x) - v * x * ans) / (1.0 - x * x))
+
     # ----------------------------------------------------------------- orthogonal polynomials (in x)
     def lower(n):  # the degree below, at least 0 (the derivative of degree 0 is 0 anyway)
         return np.maximum(n - 1, 0)
@@ -311,6 +376,48 @@ def _register():
     defimpl(sc.factorial, factorial)
     defimpl(sc.comb, comb)
     defimpl(sc.perm, perm)
+
+
+def gammainc_a(a, x):
+    """``∂/∂a gammainc(a, x)``: the first tail log-moment of the smaller tail (lower below
+    ``x = a``, upper above, where ``∂/∂a gammaincc = -∂/∂a gammainc`` is the small one)."""
+    upper = x > a  # (a plain choice: both tails give the same number, the small one accurately)
+    return np.where(upper, -1.0, 1.0) * gamma_tail_moment(1, a, x, upper)
+
+
+def _beta_upper(a, b, x):
+    return x * (a + b) > a  # (above the mean: the upper tail is the smaller)
+
+
+def betainc_a(a, b, x):
+    """``∂/∂a betainc(a, b, x)`` (see :func:`gammainc_a`)."""
+    upper = _beta_upper(a, b, x)
+    return np.where(upper, -1.0, 1.0) * beta_tail_moment(1, 0, a, b, x, upper)
+
+
+def betainc_b(a, b, x):
+    """``∂/∂b betainc(a, b, x)``."""
+    upper = _beta_upper(a, b, x)
+    return np.where(upper, -1.0, 1.0) * beta_tail_moment(0, 1, a, b, x, upper)
+
+
+def _voigt(ans, x, sigma, gamma, which):
+    """A partial of ``voigt_profile(x, sigma, gamma) = Re w(z) / (sigma sqrt(2 pi))``,
+    ``z = (x + i gamma) / (sigma sqrt 2)``, through ``w' = -2 z w + 2i/sqrt(pi)``
+    (``which``: 0 for x, 1 for sigma, 2 for gamma); ``sigma = 0`` (the Lorentzian limit) is
+    refused."""
+    if np.any(sigma == 0):
+        return refused(sc.voigt_profile, "x, sigma, gamma", "at sigma == 0, the Lorentzian limit, "
+                       "the formula through wofz does not hold")(ans)
+    s2 = sigma * _SQRT2
+    z = (x + 1j * gamma) / s2
+    dw = -2.0 * z * sc.wofz(z) + 2j / _SQRT_PI
+    norm = 1.0 / (sigma * _SQRT_2PI)
+    if which == 0:
+        return np.real(dw) * norm / s2
+    if which == 2:
+        return -np.imag(dw) * norm / s2
+    return -(np.real(dw * z) * norm + ans) / sigma
 
 
 def _exprel_d(ans, x, **kw):

@@ -50,6 +50,12 @@ add("solve_ivp initial value", lambda y0: _ivp(lambda t, y: -0.5 * y, [y0]), X, 
 add("solve_ivp DOP853", lambda p: _ivp(lambda t, y: -p * y, [1.0], method="DOP853"), X, d=decay, rtol=1e-5)
 add("solve_ivp t_eval", lambda p: integrate.solve_ivp(lambda t, y: [y[1], -p * y[0]], (0.0, 1.0), [1.0, 0.0],
                                                       t_eval=[0.5, 1.0], **TIGHT).y[0], X, rtol=1e-5)
+add("solve_ivp moving t_eval", lambda T: integrate.solve_ivp(lambda t, y: -2.0 * t * y, (0.0, 2.0), [1.0],
+                                                              t_eval=[0.5, T], **TIGHT).y[0, 1], X,
+    d=lambda T: -2.0 * T * math.exp(-T * T), rtol=1e-5)
+add("solve_ivp moving start", lambda t0: integrate.solve_ivp(lambda t, y: -2.0 * t * y, (t0, 2.0), [1.0],
+                                                             t_eval=[1.5], **TIGHT).y[0, 0], X / 4,
+    d=lambda t0: 2.0 * t0 * math.exp(t0 * t0 - 2.25), rtol=1e-5)
 add("solve_ivp Radau", lambda p: _ivp(lambda t, y: -p * y, [1.0], method="Radau"), X, d=decay, rtol=1e-4)
 add("solve_ivp LSODA", lambda p: _ivp(lambda t, y: -p * y, [1.0], method="LSODA"), X, d=decay, rtol=1e-4)
 add("RK45 stepper", lambda p: _rk45_final(p), X, d=lambda p: -math.exp(-p), rtol=1e-5)
