@@ -286,6 +286,22 @@ class ADContext(Context):
                     out[i] = overdub(self, np.asarray, a)
         return args if out is None else tuple(out)
 
+    def _as_operands(self, args):
+        """A ufunc's list and tuple operands as the arrays NumPy reads them as (through
+        ``np.asarray`` routed here where they hold differentiated values), so that its
+        partials compute on arrays (``np.multiply([2.0, 3.0], x)``)."""
+        out = None
+        for i, a in enumerate(args):
+            if type(a) is list or type(a) is tuple:
+                try:
+                    numeric = np.asarray(_plain_tree(a)).dtype.kind in "biufc"
+                except (ValueError, TypeError):
+                    numeric = False
+                if numeric:
+                    out = list(args) if out is None else out
+                    out[i] = overdub(self, np.asarray, a) if self._differentiated((a,), {}) else np.asarray(a)
+        return args if out is None else tuple(out)
+
     def meta(self, x):
         """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
         if type(x) is Tagged:
@@ -318,6 +334,10 @@ class ADContext(Context):
             matrices = self._as_matrices(args)
             if matrices is not args:
                 return overdub(self, f, *matrices, **kwargs)
+        if found and type(f) is np.ufunc and any(type(v) is list or type(v) is tuple for v in vals):
+            operands = self._as_operands(args)  # (the rules' formulas need arrays: 1.0 / [2.0, 3.0])
+            if operands is not args:
+                return overdub(self, f, *operands, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             out = kwargs.get("out")
             out = out[0] if type(out) is tuple and len(out) == 1 else out

@@ -1,0 +1,33 @@
+"""Regressions from a bug hunt for silent wrong derivatives and internal errors: each
+case compares capstan's forward and reverse derivatives with central differences."""
+import numpy as np
+import pytest
+
+import capstan
+
+
+def _fd(f, x, h=1e-6):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+def _check(f, x=0.7, second=False):
+    ref = _fd(f, x)
+    assert capstan.D(f, x) == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    assert capstan.gradient(f, x)[0] == pytest.approx(ref, rel=1e-5, abs=1e-7)
+    if second:
+        ref2 = _fd(lambda t: _fd(f, t, 1e-4), x, 1e-4)
+        assert capstan.hessian(f, x) == pytest.approx(ref2, rel=1e-3, abs=1e-5)
+
+
+# ufuncs given list or tuple operands: the partials' formulas need arrays
+@pytest.mark.parametrize("f", [
+    lambda x: np.multiply([2.0, 3.0], x).sum(),
+    lambda x: np.divide(np.array([x, 1.0]), [2.0, 3.0]).sum(),
+    lambda x: np.divide(np.array([x, 1.0]), [2.0, x]).sum(),
+    lambda x: np.divide(x, (2.0, 3.0)).sum(),
+    lambda x: np.arctan2(np.array([x, 1.0]), [2.0, 3.0]).sum(),
+    lambda x: np.multiply([[2.0], [x]], [x, 1.0]).sum(),
+    lambda x: np.divide.outer([x, 1.0], [2.0, x])[1, 1],
+], ids=["mul", "div", "div-tagged-list", "div-tuple", "arctan2", "nested", "divide.outer"])
+def test_ufunc_list_operands(f):
+    _check(f, second=True)
