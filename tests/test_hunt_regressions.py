@@ -31,3 +31,14 @@ def _check(f, x=0.7, second=False):
 ], ids=["mul", "div", "div-tagged-list", "div-tuple", "arctan2", "nested", "divide.outer"])
 def test_ufunc_list_operands(f):
     _check(f, second=True)
+
+
+# np.interp's constant left=/right= values carry derivatives (they were dropped: a zero)
+@pytest.mark.parametrize("f", [
+    lambda x: np.interp(x - 2, [0.0, 0.5, 1.0], [1.0, 2.0, 0.5], left=x),
+    lambda x: np.interp(np.array([x - 2, 0.2]), [0.0, 0.5, 1.0], [1.0, 2.0, 0.5], x * x).sum(),
+    lambda x: np.interp(np.array([x + 2, 0.2, 5.0]), [0.0, 0.5, 1.0], [1.0, x, 0.5], right=np.sin(x)).sum(),
+    lambda x: np.interp(0.3, [0.0, 0.5, 1.0], [1.0, x * x, 0.5]),
+], ids=["left-kw", "left-positional", "right-kw", "fp-list"])
+def test_interp_left_right(f):
+    _check(f, second=True)

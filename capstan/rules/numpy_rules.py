@@ -1414,7 +1414,27 @@ def _interp_jvp(ts, ans, x, xp, fp, left=None, right=None, period=None):
     if ts[2] is not None:
         tfp = np.asarray(ts[2])
         t = t + w0 * tfp[i] + w1 * tfp[i + 1]
+    for k, outside in ((3, _interp_left), (4, _interp_right)):  # the constant left=/right= values
+        if k < len(ts) and ts[k] is not None:
+            t = t + outside(x, xp) * ts[k]
     return t
+
+
+def _interp_left(x, xp):
+    """1.0 where ``x`` lies left of ``xp``, whose value is then ``left``."""
+    return (np.asarray(x) < np.asarray(xp)[0]).astype(float)
+
+
+def _interp_right(x, xp):
+    return (np.asarray(x) > np.asarray(xp)[-1]).astype(float)
+
+
+def _interp_vjp_left(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return unbroadcast(g * _interp_left(x, xp), left)
+
+
+def _interp_vjp_right(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return unbroadcast(g * _interp_right(x, xp), right)
 
 
 def _interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None):
@@ -1428,10 +1448,11 @@ def _interp_vjp_xp(g, ans, x, xp, fp, *args, **kw):
 
 def _interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None):
     i, w0, w1, _ = _interp_parts(x, xp, fp, left, right, period)
-    dtype = np.result_type(fp, g, np.float64)
+    dtype = np.result_type(np.asarray(fp), g, np.float64)  # (fp may be a list)
     return (_scatter(np.ravel(g * w0), np.shape(fp), dtype, np.ravel(i))
             + _scatter(np.ravel(g * w1), np.shape(fp), dtype, np.ravel(i) + 1))
 
 
 defjvp(np.interp, _interp_jvp)
-_defvjp(np.interp, _interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp)  # (one rule per argument)
+_defvjp(np.interp, _interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp, _interp_vjp_left,  # (one rule
+        _interp_vjp_right)  # per argument)

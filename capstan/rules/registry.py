@@ -244,9 +244,19 @@ def positional(f, args, kwargs):
     if "out" in kwargs or type(f) is np.ufunc:  # (out= is a destination, not an operand)
         return None
     try:
-        bound = inspect.signature(f).bind(*args, **kwargs)
+        signature = inspect.signature(f)
+        bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return None
+    if bound.kwargs:  # np.interp(x, xp, fp, right=y): left=None filled in, so y is positional
+        params = list(signature.parameters.values())
+        by_position = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+        last = max((k for k, p in enumerate(by_position) if p.name in bound.kwargs), default=-1)
+        if last >= 0 and all(p.name in bound.arguments or p.default is not p.empty
+                             for p in by_position[:last]):
+            for p in by_position[:last]:
+                bound.arguments.setdefault(p.name, p.default)
+            bound.arguments = {p.name: bound.arguments[p.name] for p in params if p.name in bound.arguments}
     return bound.args, bound.kwargs
 
 
