@@ -78,6 +78,8 @@ class ForwardCtx(ADContext):
             t = None
             for i, ti in enumerate(tans):
                 if ti is None or i >= len(partials) or partials[i] is None:
+                    if ti is not None and i >= len(partials):  # (an argument the rule does not cover)
+                        raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
                     continue
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans, run)

@@ -86,6 +86,18 @@ def no_rule(f, mode="forward"):
     return err
 
 
+def no_argument_rule(f, position, mode="forward"):
+    """The error for a value being differentiated given to argument ``position`` of ``f``,
+    whose rule covers only the arguments before it."""
+    err = NoRuleError(
+        "capstan: %s has a derivative rule (for %s mode) for its first %s only, and argument %d "
+        "was given a value being differentiated; its derivative would silently be lost.  %s"
+        % (qualified_name(f), mode, "argument" if position == 1 else "%d arguments" % position,
+           position + 1, _fix(f)))
+    err.function = f
+    return err
+
+
 _PROTOCOL_WORDS = {
     "__float__": "converted to a plain float", "__complex__": "converted to a plain complex",
     "__reduce__": "pickled or copied", "__reduce_ex__": "pickled or copied",

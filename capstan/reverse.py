@@ -204,6 +204,11 @@ class ReverseCtx(ADContext):
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
             raise losses.refuse(self, no_rule(f, "reverse"))
+        rules = _VJP.get(f, _PARTIALS.get(f))
+        if type(rules) is tuple and len(parents) > len(rules):  # (an argument the rule does not cover)
+            for i in range(len(rules), len(parents)):
+                if parents[i] is not None:
+                    raise losses.refuse(self, losses.no_argument_rule(f, i, "reverse"))
         out = out_argument(kwargs) if kwargs else None
         if out is not None:
             self.before_write(out)

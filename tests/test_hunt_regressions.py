@@ -42,3 +42,18 @@ def test_ufunc_list_operands(f):
 ], ids=["left-kw", "left-positional", "right-kw", "fp-list"])
 def test_interp_left_right(f):
     _check(f, second=True)
+
+
+def test_rule_without_partial_for_a_differentiated_argument_refuses():
+    """A rule with partials for the first arguments only, given a differentiated value in a
+    later one: a NoRuleError naming the function, not a silent zero."""
+    def scaled(a, b):
+        return a * b
+    capstan.defderiv(scaled, lambda ans, a, b: b)  # (no partial for b)
+    assert capstan.D(lambda x: scaled(x, 2.0), 0.7) == pytest.approx(2.0)
+    assert capstan.gradient(lambda x: scaled(x, 2.0), 0.7)[0] == pytest.approx(2.0)
+    for entry in (capstan.D, lambda f, x: capstan.gradient(f, x)[0]):
+        with pytest.raises(capstan.NoRuleError, match="scaled"):
+            entry(lambda x: scaled(2.0, x), 0.7)
+        with pytest.raises(capstan.NoRuleError, match="scaled"):
+            entry(lambda x: scaled(np.array([2.0, 1.0]), np.array([x, 1.0])).sum(), 0.7)
