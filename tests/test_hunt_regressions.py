@@ -57,3 +57,13 @@ def test_rule_without_partial_for_a_differentiated_argument_refuses():
             entry(lambda x: scaled(2.0, x), 0.7)
         with pytest.raises(capstan.NoRuleError, match="scaled"):
             entry(lambda x: scaled(np.array([2.0, 1.0]), np.array([x, 1.0])).sum(), 0.7)
+
+
+# np.heaviside(x1, x2) is x2 where x1 == 0: its second argument carries a derivative
+@pytest.mark.parametrize("f", [
+    lambda x: np.heaviside(0.0, x),
+    lambda x: np.heaviside(np.array([0.0, 1.0, -1.0]), x * x).sum(),
+    lambda x: np.heaviside(x - 0.5, x) + x,
+], ids=["zero", "array", "step"])
+def test_heaviside_second_argument(f):
+    _check(f)

@@ -262,7 +262,7 @@ nondifferentiable(
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.around, np.fix, np.isnan, np.isinf,
     np.isfinite, np.isneginf, np.isposinf, np.signbit, np.greater, np.greater_equal, np.less,
     np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
-    np.floor_divide, np.heaviside, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
+    np.floor_divide, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
     np.flatnonzero, np.count_nonzero, np.isclose, np.allclose, np.array_equal, np.searchsorted,
     np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.shape, np.ndim, np.size, np.iscomplexobj,
     np.isrealobj, np.iscomplex, np.isreal, np.digitize, np.any, np.all, np.bitwise_and, np.bitwise_or,
@@ -271,6 +271,8 @@ nondifferentiable(
     np.ndarray.all, np.ndarray.round, np.linalg.matrix_rank)
 # the next float after x towards y moves with x (a step of one ulp: slope 1), not with y
 defderiv(np.nextafter, lambda ans, x, y: np.ones_like(ans), None)
+# heaviside(x1, x2) is a step in x1, and x2 itself where x1 == 0
+defderiv(np.heaviside, None, lambda ans, x1, x2, **kw: np.where(np.equal(x1, 0), 1.0, 0.0))
 
 
 # ----------------------------------------------------------------------------- reductions
