@@ -476,11 +476,15 @@ def backward(tape, seeds):
         if type(rec) is tuple:  # an inline float operation: (parent, partial[, parent, partial])
             p = rec[0]
             c = g * rec[1]
+            if c != c and type(c) is float and (g == 0 or rec[1] == 0):
+                c = 0.0  # (an exact zero wins over an infinite partial: strong_mul)
             old = cts[p]
             cts[p] = c if old is None else old + c
             if len(rec) == 4:
                 p = rec[2]
                 c = g * rec[3]
+                if c != c and type(c) is float and (g == 0 or rec[3] == 0):
+                    c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c
             continue

@@ -1,5 +1,7 @@
 """Regressions from a bug hunt for silent wrong derivatives and internal errors: each
 case compares capstan's forward and reverse derivatives with central differences."""
+import math
+
 import numpy as np
 import pytest
 
@@ -67,3 +69,44 @@ def test_rule_without_partial_for_a_differentiated_argument_refuses():
 ], ids=["zero", "array", "step"])
 def test_heaviside_second_argument(f):
     _check(f)
+
+
+def _pairwise_scalar(x):
+    p = [x, 2 * x, 0.3]
+    return sum(math.exp(-math.sqrt((p[i] - p[j]) ** 2)) for i in range(3) for j in range(3))
+
+
+def _pairwise_power(x):
+    p = [x, 2 * x, 0.3]
+    return sum(math.exp(-((p[i] - p[j]) ** 2) ** 0.5) for i in range(3) for j in range(3))
+
+
+def _pairwise_pow(x):
+    p = [x, 2 * x, 0.3]
+    return sum(math.exp(-math.pow((p[i] - p[j]) ** 2, 0.5)) for i in range(3) for j in range(3))
+
+
+def _pairwise_float64(x):
+    p = np.array([[x, 1.0], [2 * x, 0.5], [0.3, 0.1]])
+    return sum(np.sqrt(np.sum((p[i] - p[j]) ** 2)) for i in range(3) for j in range(3))
+
+
+def _domain_ends(x):
+    return math.acos(math.cos(x - x)) + x + math.asin(1.0 + 0 * x) + math.cbrt(0.0 * x)
+
+
+# sqrt (and cbrt, asin, acos, x ** 0.5) at the end of its domain, of a value whose derivative
+# is exactly zero (the i == j terms of a pairwise distance): the term contributes nothing.
+# It raised ZeroDivisionError (Python floats) or gave NaN (forward mode, NumPy scalars).
+@pytest.mark.parametrize("f", [_pairwise_scalar, _pairwise_power, _pairwise_pow, _pairwise_float64, _domain_ends])
+def test_zero_tangent_at_an_infinite_slope(f):
+    with np.errstate(all="ignore"):
+        _check(f)
+
+
+def test_infinite_slope_itself():
+    assert capstan.D(math.sqrt, 0.0) == math.inf
+    assert capstan.gradient(math.sqrt, 0.0)[0] == math.inf
+    assert capstan.D(lambda x: x ** 0.5, 0.0) == math.inf
+    with pytest.raises(ZeroDivisionError):  # (a second derivative through it: undefined)
+        capstan.hessian(_pairwise_scalar, 0.7)

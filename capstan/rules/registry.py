@@ -266,6 +266,16 @@ def strong_mul(a, b):
     contributes nothing, even where the function's derivative is undefined
     (``np.nansum(np.where(x > 1, np.nan, x) ** 2)``)."""
     r = a * b
-    if type(r) is np.ndarray and r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
-        r = np.where((a == 0) | (b == 0), 0, r)
+    tr = type(r)
+    if tr is np.ndarray:
+        if r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
+            r = np.where((a == 0) | (b == 0), 0, r)
+    elif (tr is float or tr is np.float64 or tr is complex or tr is np.complex128) and r - r != 0:
+        if _zero(a) or _zero(b):  # (r - r: 0 for a finite scalar, NaN for an infinite or NaN one)
+            r = tr(0)
     return r
+
+
+def _zero(v):
+    """Whether ``v`` is an exact scalar zero (an array never is, here)."""
+    return type(v) is not np.ndarray and v == 0
