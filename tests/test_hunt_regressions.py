@@ -110,3 +110,34 @@ def test_infinite_slope_itself():
     assert capstan.D(lambda x: x ** 0.5, 0.0) == math.inf
     with pytest.raises(ZeroDivisionError):  # (a second derivative through it: undefined)
         capstan.hessian(_pairwise_scalar, 0.7)
+
+
+# SciPy solvers given a differentiated bound or quad weight parameter: a bound that is
+# active (or a weight) has no rule -- a NoRuleError, not the bound's derivative dropped
+_A = np.array([[1.0, 0.5], [0.3, 1.0], [1.0, 1.0]])
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda x: __import__("scipy.integrate").integrate.quad(lambda t: t, 0, 1, weight="cos", wvar=x)[0], 0.7),
+    (lambda x: __import__("scipy.optimize").optimize.minimize(
+        lambda t: ((t - 2.0) ** 2).sum(), np.zeros(1), bounds=[(-1.0, x)]).x[0], 0.7),
+    (lambda x: __import__("scipy.optimize").optimize.minimize_scalar(
+        lambda t: (t - 2.0) ** 2, bounds=(0, x), method="bounded").x, 0.7),
+    (lambda x: __import__("scipy.optimize").optimize.least_squares(
+        lambda t: t - 2.0, np.zeros(1), bounds=(-1.0, x)).x[0], 0.7),
+    (lambda x: __import__("scipy.optimize").optimize.curve_fit(
+        lambda t, a: a * t, np.array([0.0, 1.0, 2.0]), np.array([0.0, 3.0, 6.0]), bounds=(0, x))[0][0], 0.7),
+    (lambda x: __import__("scipy.optimize").optimize.lsq_linear(
+        _A, np.array([1.0, 2.0, 0.5]), bounds=([x, -np.inf], [np.inf, np.inf])).x[1], 2.0),
+], ids=["quad-wvar", "minimize", "minimize_scalar", "least_squares", "curve_fit", "lsq_linear"])
+def test_solver_differentiated_bound_refused(f, x):
+    for entry in (capstan.D, lambda f, x: capstan.gradient(f, x)[0]):
+        with pytest.raises(capstan.NoRuleError):
+            entry(f, x)
+
+
+def test_solver_bound_clear_of_minimiser_still_differentiated():
+    import scipy.optimize as so
+    f = lambda x: so.minimize(lambda t: ((t - x) ** 2).sum(), np.zeros(1), bounds=[(-1.0, x + 5)]).x[0]
+    assert capstan.D(f, 0.7) == pytest.approx(1.0, rel=1e-6)
+    assert capstan.gradient(f, 0.7)[0] == pytest.approx(1.0, rel=1e-6)
