@@ -141,3 +141,17 @@ def test_solver_bound_clear_of_minimiser_still_differentiated():
     f = lambda x: so.minimize(lambda t: ((t - x) ** 2).sum(), np.zeros(1), bounds=[(-1.0, x + 5)]).x[0]
     assert capstan.D(f, 0.7) == pytest.approx(1.0, rel=1e-6)
     assert capstan.gradient(f, 0.7)[0] == pytest.approx(1.0, rel=1e-6)
+
+
+# scipy.ndimage's interpolations are linear in the image and cval together: a
+# differentiated cval carries a derivative (forward mode dropped it: a silent zero)
+@pytest.mark.parametrize("f", [
+    lambda x: __import__("scipy.ndimage").ndimage.shift(np.array([0.3, 1.7, 0.9, 2.5, 1.1]), 1.5, order=1,
+                                                        cval=x).sum(),
+    lambda x: __import__("scipy.ndimage").ndimage.map_coordinates(
+        np.array([0.3, 1.7, 0.9, 2.5, 1.1]), [[5.5, 1.2, -0.4]], order=3, cval=x).dot([1.0, 2.0, 3.0]),
+    lambda x: __import__("scipy.ndimage").ndimage.rotate(np.arange(16.0).reshape(4, 4) ** 1.3, 25, order=1,
+                                                         cval=x * x).sum(),
+], ids=["shift", "map_coordinates", "rotate"])
+def test_ndimage_cval(f):
+    _check(f, second=True)
