@@ -155,3 +155,29 @@ def test_solver_bound_clear_of_minimiser_still_differentiated():
 ], ids=["shift", "map_coordinates", "rotate"])
 def test_ndimage_cval(f):
     _check(f, second=True)
+
+
+_MEMO = {}
+
+
+def _memoised_exp(v):
+    try:
+        return _MEMO[v]
+    except KeyError:
+        r = _MEMO[v] = math.exp(2 * v)
+        return r
+
+
+def test_dict_subscript_by_a_differentiated_key():
+    """``d[x]`` looks up by ``x`` itself (as ``x in d`` does): a plain key equal to it, cached
+    before the differentiation, is an equality that held -- refused, not its plain value
+    returned with no derivative; the key stored in the same run is found by identity."""
+    _memoised_exp(0.7)
+    for entry in (capstan.D, lambda f, x: capstan.gradient(f, x)[0]):
+        with pytest.raises(capstan.NoRuleError, match="equality"):
+            entry(_memoised_exp, 0.7)
+
+    def same_run(x):
+        d = {x: x * 2, 1.0: 3.0}
+        return d[x] + d[1.0]
+    _check(same_run)
