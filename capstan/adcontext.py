@@ -365,7 +365,7 @@ class ADContext(Context):
             method = getattr(type(args[0]), "__getitem__", None)
             if type(method) is types.FunctionType:
                 return overdub(self, method, *args)
-            if isinstance(args[0], (dict, types.MappingProxyType)):  # a lookup by the key itself, as `key in d` and d.get(key):
+            if isinstance(args[0], (dict, types.MappingProxyType)):  # by the key itself, as `key in d`:
                 return args[0][args[1]]  # an equal plain key found is an equality that held (losses)
             return Context.fallback(self, f, *vals)
         if f is operator.getitem:  # a[key] with an array key on an array written to: the mode's read

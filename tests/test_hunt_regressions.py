@@ -98,7 +98,8 @@ def _domain_ends(x):
 # sqrt (and cbrt, asin, acos, x ** 0.5) at the end of its domain, of a value whose derivative
 # is exactly zero (the i == j terms of a pairwise distance): the term contributes nothing.
 # It raised ZeroDivisionError (Python floats) or gave NaN (forward mode, NumPy scalars).
-@pytest.mark.parametrize("f", [_pairwise_scalar, _pairwise_power, _pairwise_pow, _pairwise_float64, _domain_ends])
+@pytest.mark.parametrize("f", [_pairwise_scalar, _pairwise_power, _pairwise_pow, _pairwise_float64,
+                               _domain_ends])
 def test_zero_tangent_at_an_infinite_slope(f):
     with np.errstate(all="ignore"):
         _check(f)

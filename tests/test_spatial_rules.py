@@ -24,7 +24,8 @@ def _fd(f, x, h=1e-6):
     return (f(x + h) - f(x - h)) / (2 * h)
 
 
-@pytest.mark.parametrize("metric, kw", _METRICS, ids=[m + ("-" + "-".join(k) if k else "") for m, k in _METRICS])
+@pytest.mark.parametrize("metric, kw", _METRICS,
+                         ids=[m + ("-" + "-".join(k) if k else "") for m, k in _METRICS])
 def test_cdist_pdist_values_and_derivatives(metric, kw):
     weights = np.arange(1.0, 1.0 + 5 * len(_B)).reshape(5, len(_B))
     cd = lambda x: np.sum(weights * distance.cdist(_points(x), _B, metric, **kw))  # noqa: E731

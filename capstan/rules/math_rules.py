@@ -82,11 +82,16 @@ defderiv(math.ldexp, lambda ans, x, i: 2.0 ** i, None)
 # at the ends of their domains (0 for sqrt and cbrt, +-1 for asin and acos) the real slopes are
 # infinite, as NumPy's rules compute them, where Python's float division raises: infinite,
 # an exactly zero tangent or cotangent beside it then contributes nothing (strong_mul)
-defderiv(math.sqrt, lambda ans, x: infinite_slope(1.0) if type(ans) is float and ans == 0 else 0.5 / ans)
-defderiv(math.asin, lambda ans, x: infinite_slope(1.0) if type(x) is float and abs(x) == 1 else 1.0 / math.sqrt(1.0 - x * x))
-defderiv(math.acos, lambda ans, x: infinite_slope(-1.0) if type(x) is float and abs(x) == 1 else -1.0 / math.sqrt(1.0 - x * x))
+def _at_end(v, end):
+    """Whether plain float ``v`` is ``end`` (0) or, with ``end == 1``, +-1."""
+    return type(v) is float and (abs(v) if end else v) == end
+
+
+defderiv(math.sqrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 0.5 / ans)
+defderiv(math.asin, lambda ans, x: infinite_slope(1.0) if _at_end(x, 1) else 1.0 / math.sqrt(1.0 - x * x))
+defderiv(math.acos, lambda ans, x: infinite_slope(-1.0) if _at_end(x, 1) else -1.0 / math.sqrt(1.0 - x * x))
 if hasattr(math, "cbrt"):
-    defderiv(math.cbrt, lambda ans, x: infinite_slope(1.0) if type(ans) is float and ans == 0 else 1.0 / (3.0 * ans * ans))
+    defderiv(math.cbrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 1.0 / (3.0 * ans * ans))
 if hasattr(math, "exp2"):
     defderiv(math.exp2, lambda ans, x: ans * math.log(2.0))
 if hasattr(math, "fma"):  # (3.13+) x * y + z, rounded once

@@ -753,7 +753,7 @@ def _limits_order(f, args, kwargs, bound, names):
 def _quad_rule(ctx, f, args, kwargs):
     bound, given = _bind(f, args, kwargs)
     a = bound.arguments
-    routed = _route(ctx, f, args, kwargs, [a["func"], a["args"], a["a"], a["b"], a["wvar"]])  # (wvar: refused below)
+    routed = _route(ctx, f, args, kwargs, [a["func"], a["args"], a["a"], a["b"], a["wvar"]])  # (wvar: refused)
     if routed is not _MINE:
         return routed
     if a["weight"] is not None or a["points"] is not None or a["complex_func"]:
