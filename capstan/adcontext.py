@@ -302,6 +302,22 @@ class ADContext(Context):
                     out[i] = overdub(self, np.asarray, a) if self._differentiated((a,), {}) else np.asarray(a)
         return args if out is None else tuple(out)
 
+    def _array_protocol(self, args):
+        """``args`` with each user object whose class defines ``__array__`` in Python, and
+        whose ``__array__()`` (run here) gives differentiated values, replaced by that array:
+        NumPy would call the method from C, where its result cannot be a tagged array."""
+        out = None
+        for i, a in enumerate(args):
+            if type(a) in _NOT_ARRAY_PROTOCOL:
+                continue
+            method = getattr(type(a), "__array__", None)
+            if type(method) is types.FunctionType:
+                array = overdub(self, method, a)
+                if self._differentiated((array,), {}):
+                    out = list(args) if out is None else out
+                    out[i] = array
+        return args if out is None else tuple(out)
+
     def meta(self, x):
         """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
         if type(x) is Tagged:
@@ -348,6 +364,10 @@ class ADContext(Context):
         if kwargs and type(f) is np.ufunc and kwargs.get("where", True) is not True and found:
             raise TypeError("capstan: np.%s(..., where=...) has no derivative rule; use np.where "
                             "on the result instead" % f.__name__)
+        if not found and args and _numpy_function(f):  # np.asarray(obj) of a Python __array__
+            converted = self._array_protocol(args)
+            if converted is not args:
+                return overdub(self, f, *converted, **kwargs)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
             if f in OPERATORS or f in PROTOCOLS or (impl is not None and type(f) is types.FunctionType
                                                     and _holders(args)):  # (np.polymul(poly1d, poly1d)...)
@@ -856,6 +876,19 @@ def _type_name(t):
     if t.__flags__ & 512 or t.__module__ == "builtins":  # (Py_TPFLAGS_HEAPTYPE: the bare name)
         return t.__name__
     return "%s.%s" % (t.__module__, t.__name__)
+
+
+#: argument types that never carry a Python ``__array__`` (skipped without a look-up)
+_NOT_ARRAY_PROTOCOL = frozenset((float, int, bool, complex, str, bytes, list, tuple, dict, type(None),
+                                 np.ndarray, np.float64, Tagged, slice, type(Ellipsis)))
+
+
+def _numpy_function(f):
+    """Whether ``f`` is a ufunc or a function of NumPy's (which read array-likes)."""
+    if type(f) is np.ufunc:
+        return True
+    module = getattr(f, "__module__", None)
+    return type(module) is str and (module == "numpy" or module.startswith("numpy."))
 
 
 def _list_of_matrices(f, metas):

@@ -182,3 +182,25 @@ def test_dict_subscript_by_a_differentiated_key():
         d = {x: x * 2, 1.0: 3.0}
         return d[x] + d[1.0]
     _check(same_run)
+
+
+class _ArrayLike:
+    """A user class that NumPy reads through ``__array__``."""
+
+    def __init__(self, v):
+        self.v = np.asarray(v)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.v
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(np.asarray(_ArrayLike([x, x * x]))),
+    lambda x: np.sin(_ArrayLike([x, 2.0])).sum(),
+    lambda x: np.dot(_ArrayLike([x, x * x]), [1.0, 2.0]),
+    lambda x: x * np.sum(_ArrayLike([1.0, 2.0])),
+], ids=["asarray", "ufunc", "dot", "constant"])
+def test_python_array_protocol(f):
+    """NumPy calls ``__array__`` from C, where the differentiated array it returns is refused
+    (ValueError: object __array__ method not producing an array); capstan calls it."""
+    _check(f, second=True)
