@@ -204,3 +204,12 @@ def test_python_array_protocol(f):
     """NumPy calls ``__array__`` from C, where the differentiated array it returns is refused
     (ValueError: object __array__ method not producing an array); capstan calls it."""
     _check(f, second=True)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: abs(np.complex128(1.0, x)) + np.complex128(x, 2 * x).imag,
+    lambda x: abs(np.complex128(x, x * x) ** 2),
+], ids=["imag", "both"])
+def test_numpy_complex_from_two_parts(f):
+    """``np.complex128(re, im)``: its rule took one argument (TypeError inside capstan)."""
+    _check(f, second=True)
