@@ -213,3 +213,12 @@ def test_python_array_protocol(f):
 def test_numpy_complex_from_two_parts(f):
     """``np.complex128(re, im)``: its rule took one argument (TypeError inside capstan)."""
     _check(f, second=True)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(np.array([x, x * x]).__array__() * 2),
+    lambda x: np.sum(np.array([x, x * x]).__array__(np.float64) ** 2),
+    lambda x: np.float64(x * x).conjugate() * 3,
+], ids=["__array__", "__array__-dtype", "generic.conjugate"])
+def test_ndarray_array_and_scalar_conjugate(f):
+    _check(f, second=True)

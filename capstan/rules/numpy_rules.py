@@ -1458,3 +1458,14 @@ def _interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None):
 defjvp(np.interp, _interp_jvp)
 _defvjp(np.interp, _interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp, _interp_vjp_left,  # (one rule
         _interp_vjp_right)  # per argument)
+
+
+def _ndarray_array(a, dtype=None, /, *, copy=None):
+    """``a.__array__(dtype)``: ``a`` itself, or as ``dtype`` (a copy when asked)."""
+    if dtype is None:
+        return a.copy() if copy else a
+    return np.asarray(a).astype(dtype, copy=bool(copy))
+
+
+defimpl(np.ndarray.__array__, _ndarray_array)
+defimpl(np.generic.conjugate, lambda z, /: np.conjugate(z))  # (np.float64(x).conjugate())
