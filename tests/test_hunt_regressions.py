@@ -222,3 +222,14 @@ def test_numpy_complex_from_two_parts(f):
 ], ids=["__array__", "__array__-dtype", "generic.conjugate"])
 def test_ndarray_array_and_scalar_conjugate(f):
     _check(f, second=True)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: __import__("copy").copy(np.array([x, 1.0]))[0] * 3,
+    lambda x: __import__("copy").deepcopy([np.array([x, x * x]), x])[0][1] * 3,
+    lambda x: __import__("copy").deepcopy(np.float64(x)) * 3,
+    lambda x: (lambda a: (lambda b: (b.__setitem__(0, 5.0), a[0] * b[1])[1])(__import__("copy").deepcopy(a)))(
+        np.array([x, x * x])),
+], ids=["copy", "deepcopy-list", "deepcopy-scalar", "independent"])
+def test_copy_and_deepcopy_of_arrays(f):
+    _check(f, second=True)
