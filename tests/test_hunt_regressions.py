@@ -233,3 +233,8 @@ def test_ndarray_array_and_scalar_conjugate(f):
 ], ids=["copy", "deepcopy-list", "deepcopy-scalar", "independent"])
 def test_copy_and_deepcopy_of_arrays(f):
     _check(f, second=True)
+
+
+def test_math_nextafter_and_ulp():
+    _check(lambda x: math.nextafter(x, 2.0) * x, second=True)
+    _check(lambda x: x * x + math.ulp(x))
