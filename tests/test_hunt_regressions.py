@@ -238,3 +238,18 @@ def test_copy_and_deepcopy_of_arrays(f):
 def test_math_nextafter_and_ulp():
     _check(lambda x: math.nextafter(x, 2.0) * x, second=True)
     _check(lambda x: x * x + math.ulp(x))
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.logaddexp], ids=lambda u: u.__name__)
+@pytest.mark.parametrize("idx", [[0, 2], [0, 3, 1, 5], [4, 1], [1, 1, 2]], ids=str)
+def test_ufunc_reduceat(ufunc, idx):
+    """``ufunc.reduceat``: NumPy's values (its own summation order), the folds' derivative
+    (it was refused)."""
+    extra = np.random.default_rng(1).standard_normal(20)
+
+    def g(x):
+        return ufunc.reduceat(np.concatenate([[x, x * x, 3.0, x, 0.5, 2.0], extra]), idx)
+
+    value, _ = capstan.jvp(g, (0.7,), (1.0,))
+    np.testing.assert_array_equal(value, g(0.7))
+    _check(lambda x: g(x) @ np.arange(1.0, len(idx) + 1), second=ufunc is np.multiply)
