@@ -31,7 +31,7 @@ from .nesting import enclosing, route
 from .pool import differentiating, run_at
 from .rules import registry
 
-_PARTIALS, _JVP = registry.PARTIALS, registry.JVP
+_PARTIALS, _JVP, _ONLY_FIRST = registry.PARTIALS, registry.JVP, registry.ONLY_FIRST
 
 
 class ForwardCtx(ADContext):
@@ -90,6 +90,10 @@ class ForwardCtx(ADContext):
             entry = _JVP.get(f)
             if entry is None:
                 raise losses.refuse(self, no_rule(f, "forward"))
+            if f in _ONLY_FIRST:
+                for i in range(1, len(tans)):
+                    if tans[i] is not None:  # (an argument the rule does not cover)
+                        raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
             rule, batched = entry
             if self.chunk is None or batched:
                 t = call_partial(run, rule, tuple(tans), ans, *vals, **kwargs)

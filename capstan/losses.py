@@ -87,13 +87,12 @@ def no_rule(f, mode="forward"):
 
 
 def no_argument_rule(f, position, mode="forward"):
-    """The error for a value being differentiated given to argument ``position`` of ``f``,
-    whose rule covers only the arguments before it."""
+    """The error for a value being differentiated given to argument ``position`` (from 0)
+    of ``f``, which its rule does not cover."""
     err = NoRuleError(
-        "capstan: %s has a derivative rule (for %s mode) for its first %s only, and argument %d "
-        "was given a value being differentiated; its derivative would silently be lost.  %s"
-        % (qualified_name(f), mode, "argument" if position == 1 else "%d arguments" % position,
-           position + 1, _fix(f)))
+        "capstan: %s has a derivative rule (for %s mode) that does not cover its argument %d, and "
+        "that argument was given a value being differentiated; its derivative would silently be "
+        "lost.  %s" % (qualified_name(f), mode, position + 1, _fix(f)))
     err.function = f
     return err
 

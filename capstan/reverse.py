@@ -36,7 +36,7 @@ from .pool import borrowed, lent, run_at, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 
-_PARTIALS, _VJP = registry.PARTIALS, registry.VJP
+_PARTIALS, _VJP, _ONLY_FIRST = registry.PARTIALS, registry.VJP, registry.ONLY_FIRST
 ADJOINTS: dict[Any, Any] = {}  # f -> user rule returning (y, pullback)
 
 
@@ -205,8 +205,9 @@ class ReverseCtx(ADContext):
         if f not in _VJP and f not in _PARTIALS:
             raise losses.refuse(self, no_rule(f, "reverse"))
         rules = _VJP.get(f, _PARTIALS.get(f))
-        if type(rules) is tuple and len(parents) > len(rules):  # (an argument the rule does not cover)
-            for i in range(len(rules), len(parents)):
+        covered = len(rules) if type(rules) is tuple else 1 if f in _ONLY_FIRST else len(parents)
+        if len(parents) > covered:  # (an argument the rule does not cover)
+            for i in range(covered, len(parents)):
                 if parents[i] is not None:
                     raise losses.refuse(self, losses.no_argument_rule(f, i, "reverse"))
         out = out_argument(kwargs) if kwargs else None

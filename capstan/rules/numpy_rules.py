@@ -17,7 +17,8 @@ import numpy as np
 from overdub import Tagged
 
 from .operator_rules import _abs_jvp, _abs_vjp
-from .registry import FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, unbroadcast
+from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
+                       unbroadcast)
 from .registry import defvjp as _defvjp
 
 _LN2 = float(np.log(2.0))
@@ -323,6 +324,7 @@ def defreduction(f, names, jvp, vjp, whole=None):
 
     defjvp(f, jvp_rule, batched=True)
     defvjp(f, vjp_rule)
+    only_first_argument(f)  # (np.sum(a, None, None, None, False, x): initial's derivative is not modelled)
 
 
 #: reductions whose ``where=`` and ``initial=`` the rules model: the neutral element that a

@@ -157,6 +157,20 @@ def defsolver(f: Callable[..., Any], handler: Callable[..., Any]) -> None:
     _put(SOLVERS, f, handler)
 
 
+#: functions whose rules differentiate their first argument only (reductions: the others are
+#: axes, dtypes, flags -- or values such as ``initial`` that the rules do not model)
+ONLY_FIRST: set[Any] = set()
+
+
+def only_first_argument(f: Callable[..., Any]) -> None:
+    """Declare that ``f``'s rules carry the derivative of its first argument only: a value
+    being differentiated in another argument is refused (NoRuleError), not dropped."""
+    _check(f, "only_first_argument")
+    for key in _keys(f):
+        ONLY_FIRST.add(key)
+        _changed(key)
+
+
 def nondifferentiable(*fs: Callable[..., Any]) -> None:
     """Declare functions whose results carry no derivative (piecewise constant,
     integer- or boolean-valued)."""
@@ -244,19 +258,9 @@ def positional(f, args, kwargs):
     if "out" in kwargs or type(f) is np.ufunc:  # (out= is a destination, not an operand)
         return None
     try:
-        signature = inspect.signature(f)
-        bound = signature.bind(*args, **kwargs)
+        bound = inspect.signature(f).bind(*args, **kwargs)
     except (TypeError, ValueError):
         return None
-    if bound.kwargs:  # np.interp(x, xp, fp, right=y): left=None filled in, so y is positional
-        params = list(signature.parameters.values())
-        by_position = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
-        last = max((k for k, p in enumerate(by_position) if p.name in bound.kwargs), default=-1)
-        if last >= 0 and all(p.name in bound.arguments or p.default is not p.empty
-                             for p in by_position[:last]):
-            for p in by_position[:last]:
-                bound.arguments.setdefault(p.name, p.default)
-            bound.arguments = {p.name: bound.arguments[p.name] for p in params if p.name in bound.arguments}
     return bound.args, bound.kwargs
 
 
