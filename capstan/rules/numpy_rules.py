@@ -1473,7 +1473,7 @@ defimpl(np.ndarray.__array__, _ndarray_array)
 defimpl(np.generic.conjugate, lambda z, /: np.conjugate(z))  # (np.float64(x).conjugate())
 
 
-def _ndarray_deepcopy(a, memo=None, /):
+def _ndarray_deepcopy(a, memo, /):
     """``a.__deepcopy__(memo)`` of a numeric array: a copy (its elements are numbers)."""
     if a.dtype.kind == "O":
         raise TypeError("capstan: copy.deepcopy of an object array holding differentiated values has no "
@@ -1484,4 +1484,4 @@ def _ndarray_deepcopy(a, memo=None, /):
 defimpl(np.ndarray.__copy__, lambda a, /: a.copy())  # (copy.copy(a))
 defimpl(np.ndarray.__deepcopy__, _ndarray_deepcopy)  # (copy.deepcopy(a))
 defimpl(np.generic.__copy__, lambda z, /: z)  # (a NumPy scalar is immutable: itself)
-defimpl(np.generic.__deepcopy__, lambda z, memo=None, /: z)
+defimpl(np.generic.__deepcopy__, lambda z, memo, /: z)

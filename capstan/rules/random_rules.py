@@ -47,8 +47,11 @@ def _uniform_with(unit):
     return uniform
 
 
+#: the samplers given equivalents here (tests/test_random_rules.py checks them; their
+#: unbound methods must not be called on anything but a generator: NumPy does not check)
+FUNCTIONS = []
 for _cls, _unit in ((np.random.Generator, "random"), (np.random.RandomState, "random_sample")):
-    defimpl(_cls.normal, _normal)
-    defimpl(_cls.lognormal, _lognormal)
-    defimpl(_cls.exponential, _exponential)
-    defimpl(_cls.uniform, _uniform_with(_unit))
+    for _f, _impl in ((_cls.normal, _normal), (_cls.lognormal, _lognormal), (_cls.exponential, _exponential),
+                      (_cls.uniform, _uniform_with(_unit))):
+        defimpl(_f, _impl)
+        FUNCTIONS.append(_f)

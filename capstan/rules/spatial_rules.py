@@ -143,7 +143,9 @@ def _squareform(X, force="no", checks=True):
     return X[np.triu_indices(X.shape[0], 1)]
 
 
+#: the functions given equivalents here (tests/test_spatial_rules.py checks them)
+FUNCTIONS = []
 if _distance is not None:
-    defimpl(_distance.cdist, _cdist)
-    defimpl(_distance.pdist, _pdist)
-    defimpl(_distance.squareform, _squareform)
+    for _f, _impl in ((_distance.cdist, _cdist), (_distance.pdist, _pdist), (_distance.squareform, _squareform)):
+        defimpl(_f, _impl)
+        FUNCTIONS.append(_f)
