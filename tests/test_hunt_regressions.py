@@ -235,11 +235,6 @@ def test_copy_and_deepcopy_of_arrays(f):
     _check(f, second=True)
 
 
-def test_math_nextafter_and_ulp():
-    _check(lambda x: math.nextafter(x, 2.0) * x, second=True)
-    _check(lambda x: x * x + math.ulp(x))
-
-
 @pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.logaddexp], ids=lambda u: u.__name__)
 @pytest.mark.parametrize("idx", [[0, 2], [0, 3, 1, 5], [4, 1], [1, 1, 2]], ids=str)
 def test_ufunc_reduceat(ufunc, idx):

@@ -138,8 +138,3 @@ def _modf(x):
 defimpl(math.prod, _prod)
 defimpl(math.dist, _dist)
 defimpl(math.modf, _modf)
-# as np.nextafter: the next float after x moves with x (slope 1); one ulp is a step function
-if hasattr(math, "nextafter"):
-    defderiv(math.nextafter, lambda ans, x, y, **kw: 1.0, None)
-if hasattr(math, "ulp"):
-    nondifferentiable(math.ulp)
