@@ -30,6 +30,8 @@ from .rules import stdlib_rules, ufunc_rules  # noqa: F401  (C helpers: partial,
 from .rules import interpolate_rules  # noqa: F401  (scipy.interpolate's kernels)
 from .rules import ndimage_rules  # noqa: F401  (scipy.ndimage's filters)
 from .rules import signal_rules  # noqa: F401  (scipy.signal's recursive filters)
+from .rules import spatial_rules  # noqa: F401  (scipy.spatial.distance's cdist and pdist)
+from .rules import random_rules  # noqa: F401  (NumPy's location-scale samplers)
 from .rules import composite_rules  # noqa: F401  (NumPy functions through Python equivalents)
 from .rules import defderiv, defimpl, defjvp, deflinear, defvjp, nondifferentiable
 from .tape import Tape, TapeGuardError, record_tape

@@ -312,6 +312,38 @@ class ADContext(Context):
                 out[i] = overdub(self, float, a)
         return None if out is None else tuple(out)
 
+    def _as_operands(self, args):
+        """A ufunc's list and tuple operands as the arrays NumPy reads them as (through
+        ``np.asarray`` routed here where they hold differentiated values), so that its
+        partials compute on arrays (``np.multiply([2.0, 3.0], x)``)."""
+        out = None
+        for i, a in enumerate(args):
+            if type(a) is list or type(a) is tuple:
+                try:
+                    numeric = np.asarray(_plain_tree(a)).dtype.kind in "biufc"
+                except (ValueError, TypeError):
+                    numeric = False
+                if numeric:
+                    out = list(args) if out is None else out
+                    out[i] = overdub(self, np.asarray, a) if self._differentiated((a,), {}) else np.asarray(a)
+        return args if out is None else tuple(out)
+
+    def _array_protocol(self, args):
+        """``args`` with each user object whose class defines ``__array__`` in Python, and
+        whose ``__array__()`` (run here) gives differentiated values, replaced by that array:
+        NumPy would call the method from C, where its result cannot be a tagged array."""
+        out = None
+        for i, a in enumerate(args):
+            if type(a) in _NOT_ARRAY_PROTOCOL:
+                continue
+            method = getattr(type(a), "__array__", None)
+            if type(method) is types.FunctionType:
+                array = overdub(self, method, a)
+                if self._differentiated((array,), {}):
+                    out = list(args) if out is None else out
+                    out[i] = array
+        return args if out is None else tuple(out)
+
     def meta(self, x):
         """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
         if type(x) is Tagged:
@@ -344,6 +376,10 @@ class ADContext(Context):
             matrices = self._as_matrices(args)
             if matrices is not args:
                 return overdub(self, f, *matrices, **kwargs)
+        if found and type(f) is np.ufunc and any(type(v) is list or type(v) is tuple for v in vals):
+            operands = self._as_operands(args)  # (the rules' formulas need arrays: 1.0 / [2.0, 3.0])
+            if operands is not args:
+                return overdub(self, f, *operands, **kwargs)
         if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
             out = kwargs.get("out")
             out = out[0] if type(out) is tuple and len(out) == 1 else out
@@ -354,6 +390,10 @@ class ADContext(Context):
         if kwargs and type(f) is np.ufunc and kwargs.get("where", True) is not True and found:
             raise TypeError("capstan: np.%s(..., where=...) has no derivative rule; use np.where "
                             "on the result instead" % f.__name__)
+        if not found and args and _numpy_function(f):  # np.asarray(obj) of a Python __array__
+            converted = self._array_protocol(args)
+            if converted is not args:
+                return overdub(self, f, *converted, **kwargs)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
             if f in OPERATORS or f in PROTOCOLS or (impl is not None and type(f) is types.FunctionType
                                                     and _holders(args)):  # (np.polymul(poly1d, poly1d)...)
@@ -369,8 +409,11 @@ class ADContext(Context):
                 return out
         if f is operator.getitem and metas[0] is None:  # only the key differentiated: np.r_[x]
             method = getattr(type(args[0]), "__getitem__", None)
-            return (overdub(self, method, *args) if type(method) is types.FunctionType
-                    else Context.fallback(self, f, *vals))
+            if type(method) is types.FunctionType:
+                return overdub(self, method, *args)
+            if isinstance(args[0], (dict, types.MappingProxyType)):  # by the key itself, as `key in d`:
+                return args[0][args[1]]  # an equal plain key found is an equality that held (losses)
+            return Context.fallback(self, f, *vals)
         if f is operator.getitem:  # a[key] with an array key on an array written to: the mode's read
             return self.getitem(*args)
         if f in registry.NONDIFF:
@@ -863,6 +906,19 @@ def _type_name(t):
     if t.__flags__ & 512 or t.__module__ == "builtins":  # (Py_TPFLAGS_HEAPTYPE: the bare name)
         return t.__name__
     return "%s.%s" % (t.__module__, t.__name__)
+
+
+#: argument types that never carry a Python ``__array__`` (skipped without a look-up)
+_NOT_ARRAY_PROTOCOL = frozenset((float, int, bool, complex, str, bytes, list, tuple, dict, type(None),
+                                 np.ndarray, np.float64, Tagged, slice, type(Ellipsis)))
+
+
+def _numpy_function(f):
+    """Whether ``f`` is a ufunc or a function of NumPy's (which read array-likes)."""
+    if type(f) is np.ufunc:
+        return True
+    module = getattr(f, "__module__", None)
+    return type(module) is str and (module == "numpy" or module.startswith("numpy."))
 
 
 def _list_of_matrices(f, metas):

@@ -144,9 +144,10 @@ _CHECK = {"forward": " and (type({0}._meta) is float or type({0}._meta) is F64)"
 
 def _emit(mode, pairs):
     """The statement ending a fast path: ``pairs`` are ``(operand, partial expression)``."""
-    if mode == "forward":
+    if mode == "forward":  # (NaN only from an infinite partial: then an exact zero tangent wins)
         tangent = " + ".join("({1}) * {0}._meta".format(v, d) for v, d in pairs)
-        return "return Tagged(r, %s, self)" % tangent
+        strong = " + ".join("strong({1}, {0}._meta)".format(v, d) for v, d in pairs)
+        return "return Tagged(r, t if (t := %s) == t else %s, self)" % (tangent, strong)
     record = ", ".join("{0}._meta, {1}".format(v, d) for v, d in pairs)
     return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
 
@@ -176,7 +177,7 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
     (the formulas as strings), also taking an enclosing differentiation's floats; in
     reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
-    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, **env}
+    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, **env}
     source = _source(template, mode)
     if mode == "reverse" and f in _ARRAY_OPERATORS:
         for params in ("x, y", "x"):
@@ -194,6 +195,12 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
                 break
     exec(compile(source.format(**names), "<capstan fast path for %s>" % f.__name__, "exec"), ns)
     return ns["method"]
+
+
+def _strong(p, t):
+    """Partial ``p`` times tangent ``t``, 0 where either is exactly 0 (``registry.strong_mul``
+    for floats: sqrt of an exact 0 whose tangent is 0 contributes nothing, not NaN)."""
+    return 0.0 if p == 0 or t == 0 else p * t
 
 
 if capstan_native is not None:  # the kernels build Tagged results; NumPy scalars are left to Python

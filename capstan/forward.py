@@ -31,7 +31,7 @@ from .nesting import enclosing, route
 from .pool import differentiating, quiet_reset, run_at
 from .rules import registry
 
-_PARTIALS, _JVP = registry.PARTIALS, registry.JVP
+_PARTIALS, _JVP, _ONLY_FIRST = registry.PARTIALS, registry.JVP, registry.ONLY_FIRST
 
 
 class ForwardCtx(ADContext):
@@ -79,6 +79,8 @@ class ForwardCtx(ADContext):
             t = None
             for i, ti in enumerate(tans):
                 if ti is None or i >= len(partials) or partials[i] is None:
+                    if ti is not None and i >= len(partials):  # (an argument the rule does not cover)
+                        raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
                     continue
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans, run)
@@ -89,6 +91,10 @@ class ForwardCtx(ADContext):
             entry = _JVP.get(f)
             if entry is None:
                 raise losses.refuse(self, no_rule(f, "forward"))
+            if f in _ONLY_FIRST:
+                for i in range(1, len(tans)):
+                    if tans[i] is not None:  # (an argument the rule does not cover)
+                        raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
             rule, batched = entry
             if self.chunk is None or batched:
                 t = call_partial(run, rule, tuple(tans), ans, *vals, **kwargs)

@@ -86,6 +86,17 @@ def no_rule(f, mode="forward"):
     return err
 
 
+def no_argument_rule(f, position, mode="forward"):
+    """The error for a value being differentiated given to argument ``position`` (from 0)
+    of ``f``, which its rule does not cover."""
+    err = NoRuleError(
+        "capstan: %s has a derivative rule (for %s mode) that does not cover its argument %d, and "
+        "that argument was given a value being differentiated; its derivative would silently be "
+        "lost.  %s" % (qualified_name(f), mode, position + 1, _fix(f)))
+    err.function = f
+    return err
+
+
 _PROTOCOL_WORDS = {
     "__float__": "converted to a plain float", "__complex__": "converted to a plain complex",
     "__reduce__": "pickled or copied", "__reduce_ex__": "pickled or copied",

@@ -36,7 +36,7 @@ from .pool import borrowed, lent, quiet_reset, run_at, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 
-_PARTIALS, _VJP = registry.PARTIALS, registry.VJP
+_PARTIALS, _VJP, _ONLY_FIRST = registry.PARTIALS, registry.VJP, registry.ONLY_FIRST
 ADJOINTS: dict[Any, Any] = {}  # f -> user rule returning (y, pullback)
 
 
@@ -206,6 +206,12 @@ class ReverseCtx(ADContext):
             return self._inplace(f, args[0], vals, parents, run, foreign)
         if f not in _VJP and f not in _PARTIALS:
             raise losses.refuse(self, no_rule(f, "reverse"))
+        rules = _VJP.get(f, _PARTIALS.get(f))
+        covered = len(rules) if type(rules) is tuple else 1 if f in _ONLY_FIRST else len(parents)
+        if len(parents) > covered:  # (an argument the rule does not cover)
+            for i in range(covered, len(parents)):
+                if parents[i] is not None:
+                    raise losses.refuse(self, losses.no_argument_rule(f, i, "reverse"))
         out = out_argument(kwargs) if kwargs else None
         if out is not None:
             self.before_write(out)
@@ -473,11 +479,15 @@ def backward(tape, seeds):
         if type(rec) is tuple:  # an inline float operation: (parent, partial[, parent, partial])
             p = rec[0]
             c = g * rec[1]
+            if c != c and type(c) is float and (g == 0 or rec[1] == 0):
+                c = 0.0  # (an exact zero wins over an infinite partial: strong_mul)
             old = cts[p]
             cts[p] = c if old is None else old + c
             if len(rec) == 4:
                 p = rec[2]
                 c = g * rec[3]
+                if c != c and type(c) is float and (g == 0 or rec[3] == 0):
+                    c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c
             continue

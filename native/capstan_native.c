@@ -117,6 +117,13 @@ new_tagged(double r, PyObject *meta, PyObject *key, PyObject *ctx)
     return (PyObject *)t;
 }
 
+/* partial p times tangent t, 0 where either is exactly 0 (fastpaths._strong) */
+static inline double
+strong(double p, double t)
+{
+    return (p == 0.0 || t == 0.0) ? 0.0 : p * t;
+}
+
 /* the result: forward, its tangent from the partials; reverse, a tape record.
    mx/my are NULL for a constant operand; oa/ob, when not NULL, are the partials as the
    Python objects the template records (x * 3 records the int 3 itself, not 3.0). */
@@ -128,12 +135,21 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
         double t;
         if (mx != NULL && my != NULL) {
             t = da * PyFloat_AS_DOUBLE(mx) + db * PyFloat_AS_DOUBLE(my);
+            if (isnan(t)) {  /* an exact zero wins over an infinite factor (fastpaths._strong) */
+                t = strong(da, PyFloat_AS_DOUBLE(mx)) + strong(db, PyFloat_AS_DOUBLE(my));
+            }
         }
         else if (mx != NULL) {
             t = da * PyFloat_AS_DOUBLE(mx);
+            if (isnan(t)) {
+                t = strong(da, PyFloat_AS_DOUBLE(mx));
+            }
         }
         else {
             t = db * PyFloat_AS_DOUBLE(my);
+            if (isnan(t)) {
+                t = strong(db, PyFloat_AS_DOUBLE(my));
+            }
         }
         PyObject *tangent = PyFloat_FromDouble(t);
         return tangent == NULL ? NULL : new_tagged(r, tangent, key, ctx);
@@ -1234,10 +1250,24 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
             }
             PyObject *c;
             if (PyFloat_CheckExact(g) && PyFloat_CheckExact(partial)) {
-                c = PyFloat_FromDouble(PyFloat_AS_DOUBLE(g) * PyFloat_AS_DOUBLE(partial));
+                double gv = PyFloat_AS_DOUBLE(g), pv = PyFloat_AS_DOUBLE(partial), cv = gv * pv;
+                if (isnan(cv) && (gv == 0.0 || pv == 0.0)) {
+                    cv = 0.0;  /* an exact zero wins over an infinite partial (strong_mul) */
+                }
+                c = PyFloat_FromDouble(cv);
             }
             else {
                 c = PyNumber_Multiply(g, partial);
+                if (c != NULL && PyFloat_CheckExact(c) && isnan(PyFloat_AS_DOUBLE(c))) {
+                    int gz = PyObject_Not(g), pz = PyObject_Not(partial);  /* (1: an exact zero) */
+                    if (gz < 0 || pz < 0) {
+                        Py_DECREF(c);
+                        goto fail;
+                    }
+                    if (gz || pz) {
+                        Py_SETREF(c, PyFloat_FromDouble(0.0));
+                    }
+                }
             }
             if (c == NULL || accumulate(cts, p, c) < 0) {
                 goto fail;

@@ -34,9 +34,30 @@ def _scalar_vjp(g, ans, x=0, /):
     return (g,)
 
 
-for scalar in (np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64):
+def _complex_jvp(ts, ans, re=0, im=None, /):
+    """``np.complex128(re, im)``: the tangent ``t_re + 1j * t_im`` (one argument: a cast)."""
+    if im is None:
+        return _scalar_jvp(ts, ans, re)
+    dtype = np.result_type(ans)
+    t = 0j if ts[0] is None else ts[0]
+    if ts[1] is not None:
+        t = t + 1j * ts[1]
+    return np.asarray(t, dtype=dtype) if type(ans) is np.ndarray else dtype.type(t)
+
+
+def _complex_vjp(g, ans, re=0, im=None, /):
+    """The cotangents of ``re`` and ``im``: the real and imaginary parts of ``g``."""
+    if im is None:
+        return _scalar_vjp(g, ans, re)
+    return _scalar_vjp(np.real(g), ans, re) + _scalar_vjp(np.imag(g), ans, im)
+
+
+for scalar in (np.float64, np.float32, np.float16, np.longdouble):
     defjvp(scalar, _scalar_jvp, batched=True)
     defvjp(scalar, _scalar_vjp)
+for scalar in (np.complex128, np.complex64):  # (also np.complex128(re, im))
+    defjvp(scalar, _complex_jvp, batched=True)
+    defvjp(scalar, _complex_vjp)
 nondifferentiable(int, bool, round, np.int64, np.int32, np.bool_)
 defimpl(sum, _sum)
 defimpl(divmod, lambda a, b: (a // b, a % b))

@@ -2,7 +2,7 @@
 import cmath
 import math
 
-from .operator_rules import log, mod_divisor, one, sign
+from .operator_rules import infinite_slope, log, mod_divisor, one, sign, zero_power_slope
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -58,7 +58,15 @@ def _pow_exponent(ans, a, b):
     return 0.0 if a == 0 else math.nan
 
 
-defderiv(math.pow, lambda ans, a, b: b * a ** (b - 1) if b != 0 else 0.0, _pow_exponent)
+def _pow_base(ans, a, b):
+    if b == 0:
+        return 0.0
+    if b < 1 and type(a) is float and a == 0:
+        return zero_power_slope(a, b)  # (not 0.0 ** (b - 1), which raises)
+    return b * a ** (b - 1)
+
+
+defderiv(math.pow, _pow_base, _pow_exponent)
 defderiv(math.hypot, *[lambda ans, *xs, i=i: xs[i] / ans if ans else 0.0 for i in range(8)])
 defderiv(math.fabs, lambda ans, x: sign(x))
 defderiv(math.copysign, lambda ans, x, y: sign(x) * (-1.0 if math.copysign(1.0, ans) < 0 else 1.0), None)
@@ -71,8 +79,19 @@ defderiv(_polygamma, None, lambda ans, n, x: _polygamma(n + 1, x))
 defderiv(math.gamma, lambda ans, x: ans * _digamma(x))
 defderiv(math.lgamma, lambda ans, x: _digamma(x))
 defderiv(math.ldexp, lambda ans, x, i: 2.0 ** i, None)
+# at the ends of their domains (0 for sqrt and cbrt, +-1 for asin and acos) the real slopes are
+# infinite, as NumPy's rules compute them, where Python's float division raises: infinite,
+# an exactly zero tangent or cotangent beside it then contributes nothing (strong_mul)
+def _at_end(v, end):
+    """Whether plain float ``v`` is ``end`` (0) or, with ``end == 1``, +-1."""
+    return type(v) is float and (abs(v) if end else v) == end
+
+
+defderiv(math.sqrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 0.5 / ans)
+defderiv(math.asin, lambda ans, x: infinite_slope(1.0) if _at_end(x, 1) else 1.0 / math.sqrt(1.0 - x * x))
+defderiv(math.acos, lambda ans, x: infinite_slope(-1.0) if _at_end(x, 1) else -1.0 / math.sqrt(1.0 - x * x))
 if hasattr(math, "cbrt"):
-    defderiv(math.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans))
+    defderiv(math.cbrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 1.0 / (3.0 * ans * ans))
 if hasattr(math, "exp2"):
     defderiv(math.exp2, lambda ans, x: ans * math.log(2.0))
 if hasattr(math, "fma"):  # (3.13+) x * y + z, rounded once

@@ -251,7 +251,20 @@ def _zoom_jvp(ts, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, s
                                             ts[1], ts[2], forward=True)
         term = np.reshape(np.sum(slopes * moved, axis=0), shape)
         out = term if out is None else out + term
+    if ts[5] is not None:  # (the output is linear in the image and cval together)
+        term = _zoom_cval_slope(input, zoom, shift, order, mode, npad, grid_mode, shape, dtype) * ts[5]
+        out = term if out is None else out + term
     return out
+
+
+def _zoom_cval_slope(input, zoom, shift, order, mode, npad, grid_mode, shape, dtype):
+    """``d zoomed / d cval``: the output for a zero image and ``cval = 1``."""
+    return zoomed(np.zeros(np.shape(input)), zoom, shift, order, mode, 1.0, npad, grid_mode, shape, dtype)
+
+
+def _zoom_cval_vjp(g, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
+    slope = _zoom_cval_slope(input, zoom, shift, order, mode, npad, grid_mode, shape, dtype)
+    return np.sum(np.real(g) * slope)
 
 
 def _zoom_factor_vjp(g, ans, input, zoom, shift, order, mode, cval, npad, grid_mode, shape, dtype):
@@ -408,7 +421,19 @@ def _transformed_jvp(ts, ans, input, coordinates, order, mode, cval, npad, shape
         slopes = _coordinate_gradients(input, coordinates, order, mode, cval, npad, ts[1])
         term = np.reshape(np.sum(slopes * np.reshape(ts[1], np.shape(slopes)), axis=0), shape)
         out = term if out is None else out + term
+    if ts[4] is not None:  # (the output is linear in the image and cval together)
+        term = _transformed_cval_slope(input, coordinates, order, mode, npad, shape, dtype) * ts[4]
+        out = term if out is None else out + term
     return out
+
+
+def _transformed_cval_slope(input, coordinates, order, mode, npad, shape, dtype):
+    """``d transformed / d cval``: the output for a zero image and ``cval = 1``."""
+    return transformed(np.zeros(np.shape(input)), coordinates, order, mode, 1.0, npad, shape, dtype)
+
+
+def _transformed_cval_vjp(g, ans, input, coordinates, order, mode, cval, npad, shape, dtype):
+    return np.sum(np.real(g) * _transformed_cval_slope(input, coordinates, order, mode, npad, shape, dtype))
 
 
 def _complex_coefficients(input):
@@ -497,9 +522,9 @@ if _nd_image is not None:
            None if ts[0] is None else spline_filtered(ts[0], order, axis, mode, dtype))
     defvjp(spline_filtered, _spline_filtered_vjp, None)
     defjvp(zoomed, _zoom_jvp)
-    defvjp(zoomed, _zoom_vjp, _zoom_factor_vjp, _zoom_shift_vjp)
+    defvjp(zoomed, _zoom_vjp, _zoom_factor_vjp, _zoom_shift_vjp, None, None, _zoom_cval_vjp)
     defjvp(transformed, _transformed_jvp)
-    defvjp(transformed, _transformed_vjp, _transformed_coordinates_vjp)
+    defvjp(transformed, _transformed_vjp, _transformed_coordinates_vjp, None, None, _transformed_cval_vjp)
     defjvp(axis_weights, _axis_weights_jvp)
     defvjp(axis_weights, None, _axis_weights_vjp)
     for _f, _impl in ((_nd_image.spline_filter1d, spline_filter1d), (_nd_image.zoom_shift, zoom_shift),

@@ -17,7 +17,8 @@ import numpy as np
 from overdub import Tagged
 
 from .operator_rules import _abs_jvp, _abs_vjp
-from .registry import FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, unbroadcast
+from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
+                       unbroadcast)
 from .registry import defvjp as _defvjp
 
 _LN2 = float(np.log(2.0))
@@ -262,7 +263,7 @@ nondifferentiable(
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.around, np.fix, np.isnan, np.isinf,
     np.isfinite, np.isneginf, np.isposinf, np.signbit, np.greater, np.greater_equal, np.less,
     np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
-    np.floor_divide, np.heaviside, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
+    np.floor_divide, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
     np.flatnonzero, np.count_nonzero, np.isclose, np.allclose, np.array_equal, np.searchsorted,
     np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.shape, np.ndim, np.size, np.iscomplexobj,
     np.isrealobj, np.iscomplex, np.isreal, np.digitize, np.any, np.all, np.bitwise_and, np.bitwise_or,
@@ -271,6 +272,8 @@ nondifferentiable(
     np.ndarray.all, np.ndarray.round, np.linalg.matrix_rank)
 # the next float after x towards y moves with x (a step of one ulp: slope 1), not with y
 defderiv(np.nextafter, lambda ans, x, y: np.ones_like(ans), None)
+# heaviside(x1, x2) is a step in x1, and x2 itself where x1 == 0
+defderiv(np.heaviside, None, lambda ans, x1, x2, **kw: np.where(np.equal(x1, 0), 1.0, 0.0))
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -321,6 +324,7 @@ def defreduction(f, names, jvp, vjp, whole=None):
 
     defjvp(f, jvp_rule, batched=True)
     defvjp(f, vjp_rule)
+    only_first_argument(f)  # (np.sum(a, None, None, None, False, x): initial's derivative is not modelled)
 
 
 #: reductions whose ``where=`` and ``initial=`` the rules model: the neutral element that a
@@ -1416,7 +1420,27 @@ def _interp_jvp(ts, ans, x, xp, fp, left=None, right=None, period=None):
     if ts[2] is not None:
         tfp = np.asarray(ts[2])
         t = t + w0 * tfp[i] + w1 * tfp[i + 1]
+    for k, outside in ((3, _interp_left), (4, _interp_right)):  # the constant left=/right= values
+        if k < len(ts) and ts[k] is not None:
+            t = t + outside(x, xp) * ts[k]
     return t
+
+
+def _interp_left(x, xp):
+    """1.0 where ``x`` lies left of ``xp``, whose value is then ``left``."""
+    return (np.asarray(x) < np.asarray(xp)[0]).astype(float)
+
+
+def _interp_right(x, xp):
+    return (np.asarray(x) > np.asarray(xp)[-1]).astype(float)
+
+
+def _interp_vjp_left(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return unbroadcast(g * _interp_left(x, xp), left)
+
+
+def _interp_vjp_right(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return unbroadcast(g * _interp_right(x, xp), right)
 
 
 def _interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None):
@@ -1430,10 +1454,36 @@ def _interp_vjp_xp(g, ans, x, xp, fp, *args, **kw):
 
 def _interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None):
     i, w0, w1, _ = _interp_parts(x, xp, fp, left, right, period)
-    dtype = np.result_type(fp, g, np.float64)
+    dtype = np.result_type(np.asarray(fp), g, np.float64)  # (fp may be a list)
     return (_scatter(np.ravel(g * w0), np.shape(fp), dtype, np.ravel(i))
             + _scatter(np.ravel(g * w1), np.shape(fp), dtype, np.ravel(i) + 1))
 
 
 defjvp(np.interp, _interp_jvp)
-_defvjp(np.interp, _interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp)  # (one rule per argument)
+_defvjp(np.interp, _interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp, _interp_vjp_left,  # (one rule
+        _interp_vjp_right)  # per argument)
+
+
+def _ndarray_array(a, dtype=None, /, *, copy=None):
+    """``a.__array__(dtype)``: ``a`` itself, or as ``dtype`` (a copy when asked)."""
+    if dtype is None:
+        return a.copy() if copy else a
+    return np.asarray(a).astype(dtype, copy=bool(copy))
+
+
+defimpl(np.ndarray.__array__, _ndarray_array)
+defimpl(np.generic.conjugate, lambda z, /: np.conjugate(z))  # (np.float64(x).conjugate())
+
+
+def _ndarray_deepcopy(a, memo, /):
+    """``a.__deepcopy__(memo)`` of a numeric array: a copy (its elements are numbers)."""
+    if a.dtype.kind == "O":
+        raise TypeError("capstan: copy.deepcopy of an object array holding differentiated values has no "
+                        "derivative rule")
+    return a.copy()
+
+
+defimpl(np.ndarray.__copy__, lambda a, /: a.copy())  # (copy.copy(a))
+defimpl(np.ndarray.__deepcopy__, _ndarray_deepcopy)  # (copy.deepcopy(a))
+defimpl(np.generic.__copy__, lambda z, /: z)  # (a NumPy scalar is immutable: itself)
+defimpl(np.generic.__deepcopy__, lambda z, memo, /: z)

@@ -9,6 +9,8 @@ import operator
 
 import numpy as np
 
+from ..nesting import nestlevel
+
 from .registry import FOLDS, defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
 
 
@@ -36,7 +38,31 @@ def pow_base(ans, base, exp, mod=None):
         return exp * base
     if te is not np.ndarray and exp == 0:
         return 0.0 * base
+    if (te is float or te is int) and exp < 1 and type(base) is float and base == 0:
+        return zero_power_slope(base, exp)  # (0.0 ** -0.5 raises in Python: NumPy's infinity)
     return exp * base ** (exp - 1)
+
+
+def zero_power_slope(base, exp):
+    """``exp * base ** (exp - 1)`` at a zero float ``base`` and ``exp < 1`` (not 0): the
+    infinite slope NumPy computes, signed as ``exp`` (times the sign of ``-0.0`` where
+    ``exp - 1`` is an odd integer), where Python's power raises ZeroDivisionError."""
+    e = exp - 1
+    odd = e == int(e) and int(e) % 2 == 1
+    sign = math.copysign(1.0, base) if odd else 1.0
+    return infinite_slope(exp * sign)
+
+
+def infinite_slope(sign):
+    """The infinite slope (signed as ``sign``) of a real function at the end of its domain
+    (sqrt at 0...), where Python's float arithmetic raises ZeroDivisionError: an exact
+    zero tangent or cotangent beside it then contributes nothing (``strong_mul``), as
+    with NumPy's functions.  Inside an enclosing differentiation (a Hessian) the
+    derivative of that slope is undefined: ZeroDivisionError, as Python's own formula."""
+    if nestlevel() > 1:
+        raise ZeroDivisionError("float division by zero (capstan: the slope is infinite here, "
+                                "so a higher derivative through it is undefined)")
+    return math.copysign(math.inf, sign)
 
 
 def _fold_pow_base(run, ans, base, exp, mod=None):

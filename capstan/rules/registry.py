@@ -157,6 +157,20 @@ def defsolver(f: Callable[..., Any], handler: Callable[..., Any]) -> None:
     _put(SOLVERS, f, handler)
 
 
+#: functions whose rules differentiate their first argument only (reductions: the others are
+#: axes, dtypes, flags -- or values such as ``initial`` that the rules do not model)
+ONLY_FIRST: set[Any] = set()
+
+
+def only_first_argument(f: Callable[..., Any]) -> None:
+    """Declare that ``f``'s rules carry the derivative of its first argument only: a value
+    being differentiated in another argument is refused (NoRuleError), not dropped."""
+    _check(f, "only_first_argument")
+    for key in _keys(f):
+        ONLY_FIRST.add(key)
+        _changed(key)
+
+
 def nondifferentiable(*fs: Callable[..., Any]) -> None:
     """Declare functions whose results carry no derivative (piecewise constant,
     integer- or boolean-valued)."""
@@ -256,6 +270,16 @@ def strong_mul(a, b):
     contributes nothing, even where the function's derivative is undefined
     (``np.nansum(np.where(x > 1, np.nan, x) ** 2)``)."""
     r = a * b
-    if type(r) is np.ndarray and r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
-        r = np.where((a == 0) | (b == 0), 0, r)
+    tr = type(r)
+    if tr is np.ndarray:
+        if r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
+            r = np.where((a == 0) | (b == 0), 0, r)
+    elif (tr is float or tr is np.float64 or tr is complex or tr is np.complex128) and r - r != 0:
+        if _zero(a) or _zero(b):  # (r - r: 0 for a finite scalar, NaN for an infinite or NaN one)
+            r = tr(0)
     return r
+
+
+def _zero(v):
+    """Whether ``v`` is an exact scalar zero (an array never is, here)."""
+    return type(v) is not np.ndarray and v == 0

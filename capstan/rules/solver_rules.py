@@ -495,7 +495,7 @@ def _minimize_rule(ctx, f, args, kwargs):
     a = bound.arguments
     scalar = f is _optimize.minimize_scalar
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
-    starts = {"x0", "bracket", "bounds", "callback", "options", "tol", "method"}
+    starts = {"x0", "bracket", "callback", "options", "tol", "method"}  # (bounds: refused where active)
     routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
     if routed is not _MINE:
         return routed
@@ -541,7 +541,7 @@ def _least_squares_rule(ctx, f, args, kwargs):
     a = bound.arguments
     fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
     extra = a["kwargs"] or {}
-    starts = {"x0", "bounds", "callback", "x_scale", "diff_step", "tr_options", "jac_sparsity"}
+    starts = {"x0", "callback", "x_scale", "diff_step", "tr_options", "jac_sparsity"}
     routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
     if routed is not _MINE:
         return routed
@@ -579,7 +579,7 @@ def _curve_fit_rule(ctx, f, args, kwargs):
     bound, given = _bind(f, args, kwargs)
     a = bound.arguments
     options = a.get("kwargs", {})
-    starts = {"p0", "bounds", "method", "check_finite", "nan_policy", "full_output", "kwargs", "jac"}
+    starts = {"p0", "method", "check_finite", "nan_policy", "full_output", "kwargs", "jac"}
     routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
     if routed is not _MINE:
         return routed
@@ -632,7 +632,7 @@ def _linear_least_squares_rule(ctx, f, args, kwargs):
     ``.fun``, ``nnls``'s residual norm, at the differentiable minimiser."""
     bound, given = _bind(f, args, kwargs)
     a = bound.arguments
-    routed = _route(ctx, f, args, kwargs, [a["A"], a["b"]])
+    routed = _route(ctx, f, args, kwargs, [a["A"], a["b"], a.get("bounds")])
     if routed is not _MINE:
         return routed
     A, b = a["A"], a["b"]
@@ -753,7 +753,7 @@ def _limits_order(f, args, kwargs, bound, names):
 def _quad_rule(ctx, f, args, kwargs):
     bound, given = _bind(f, args, kwargs)
     a = bound.arguments
-    routed = _route(ctx, f, args, kwargs, [a["func"], a["args"], a["a"], a["b"]])
+    routed = _route(ctx, f, args, kwargs, [a["func"], a["args"], a["a"], a["b"], a["wvar"]])  # (wvar: refused)
     if routed is not _MINE:
         return routed
     if a["weight"] is not None or a["points"] is not None or a["complex_func"]:

@@ -148,8 +148,46 @@ def ufunc_at(ufunc, a, indices, b=None, /):
     return None
 
 
+def ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None, out=None):
+    """``ufunc.reduceat``: for each ``i``, the fold of ``array[indices[i]:indices[i + 1]]``
+    along ``axis`` (to the end for the last), or ``array[indices[i]]`` itself where
+    ``indices[i] >= indices[i + 1]``."""
+    a = np.asarray(array) if dtype is None else np.asarray(array).astype(dtype)
+    axis = normalize_axis_tuple(axis, a.ndim)[0]
+    idx = np.asarray(indices)
+    if idx.ndim != 1:
+        raise ValueError("index array must be 1-D")
+    n = a.shape[axis]
+    if np.any((idx < 0) | (idx >= n)):
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise IndexError("index %d out-of-bounds in %s.reduceat [0, %d)" % (bad, ufunc.__name__, n))
+    moved = np.moveaxis(a, axis, 0)
+    parts = []
+    for k, start in enumerate(idx):
+        stop = int(idx[k + 1]) if k + 1 < len(idx) else n
+        start = int(start)
+        parts.append(moved[start] if start >= stop else ufunc.reduce(moved[start:stop], axis=0))
+    r = np.moveaxis(np.stack(parts), 0, axis)
+    # NumPy's own values (its summation order differs from reduce's), with r's derivative
+    from ..markers import stop_gradient
+    r = _plain_reduceat(ufunc, a, idx, axis) + (r - stop_gradient(r))
+    if out is not None:
+        target = out[0] if type(out) is tuple else out
+        target[...] = r
+        return target
+    return r
+
+
+def _plain_reduceat(ufunc, a, idx, axis):
+    return ufunc.reduceat(a, idx, axis=axis)
+
+
+plain_valued(_plain_reduceat)
+
+
 #: ufunc method name -> its Python equivalent, called as ``equivalent(ufunc, *args, **kwargs)``
-METHODS = {"reduce": ufunc_reduce, "accumulate": ufunc_accumulate, "outer": ufunc_outer, "at": ufunc_at}
+METHODS = {"reduce": ufunc_reduce, "accumulate": ufunc_accumulate, "outer": ufunc_outer, "at": ufunc_at,
+           "reduceat": ufunc_reduceat}
 
 
 # ----------------------------------------------------------------------------- _array_converter
