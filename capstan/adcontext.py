@@ -998,9 +998,14 @@ def product(run, a, b):
         return registry.strong_mul(a, b)
     r = run(operator.mul, a, b)
     v = raw(r)
-    if type(v) is np.ndarray and v.dtype.kind in "fc" and not np.isfinite(v).all():
+    tv = type(v)
+    if ((tv is np.ndarray and v.dtype.kind in "fc" and not np.isfinite(v).all())
+            or (tv in _SCALARS and v - v != 0)):  # (v - v: NaN for an infinite or NaN scalar)
         return run(registry.strong_mul, a, b)
     return r
+
+
+_SCALARS = frozenset({float, complex, np.float64, np.complex128, np.float32, np.complex64})
 
 
 def summed_to(run, g, x):

@@ -268,3 +268,21 @@ def test_reductions_still_differentiated():
     _check(lambda x: np.sum(np.array([x, 1.0]) ** 2) + np.mean(np.array([[x, 1.0]]), 1)[0], second=True)
     _check(lambda x: np.sum([x, x * x]) + np.array([x, x * x]).prod(), second=True)
     _check(lambda x: np.sum(np.array([x, 1.0]), where=np.array([True, False])) * x)
+
+
+@pytest.mark.parametrize("x", [-1.0, 4.0, 0.0])
+def test_np_where_of_a_scalar_condition_leaves_out_the_untaken_branchs_nan_slope(x):
+    """``np.where(x > 0, np.sqrt(x), 0.0)`` at x < 0: the untaken branch's tangent is NaN
+    (sqrt of a negative number), and its partial an exact 0 held in a 0-d array (np.where
+    of a scalar condition): D gave NaN; the exact zero now wins, as it does for arrays."""
+    import warnings
+
+    f = lambda t: np.where(t > 0, np.sqrt(t), 0.0)  # noqa: E731
+    want = 0.0 if x <= 0 else 0.5 / math.sqrt(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert capstan.D(f, x) == want
+        assert capstan.gradient(f, x)[0] == want
+        assert capstan.jvp(f, (x,), (1.0,))[1] == want
+        if x < 0:
+            assert capstan.D(lambda t: np.where(t > 0, np.log(t), t), x) == 1.0

@@ -281,5 +281,8 @@ def strong_mul(a, b):
 
 
 def _zero(v):
-    """Whether ``v`` is an exact scalar zero (an array never is, here)."""
-    return type(v) is not np.ndarray and v == 0
+    """Whether ``v`` is an exact scalar zero (a 0-d array holding one counts: ``np.where``
+    of a scalar condition makes one; a larger array never is, here)."""
+    if type(v) is np.ndarray:
+        return v.shape == () and v == 0
+    return v == 0
