@@ -185,6 +185,16 @@ def qualified_name(f):
     return "%s.%s" % (module, qual)
 
 
+def undefined_in_reverse(fname):
+    """A gradient that came out NaN where ``f``'s value and arguments are finite."""
+    return NoRuleError(
+        "capstan.%s: the derivative came out NaN at this point, where f's value and its arguments are "
+        "finite: on the way, a partial derivative is infinite or undefined (sqrt, cbrt, arcsin, a "
+        "fractional power at the end of its domain...) and reverse mode cannot tell how the terms "
+        "through it cancel (math.sqrt(x - x) + x).  Use forward mode here (capstan.D, capstan.jvp, "
+        "capstan.jacfwd), or differentiate at a point off that singularity." % fname)
+
+
 def point_branch(f, mode):
     err = NoRuleError(
         "capstan: the function being differentiated tested a value being differentiated for exact "

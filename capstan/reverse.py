@@ -884,6 +884,8 @@ def _gradient_at_float(f, x):
             if n is None:
                 return (None,)
             c = backward(ctx.tape, {n: 1.0})[node]
+            if c is not None and c != c and x - x == 0 and y._value - y._value == 0:
+                raise losses.undefined_in_reverse("gradient")  # (NaN where f and x are finite)
             return (None if c is None else _like(c, x),)
         return _gradient_rest(ctx, x, node, y)
 
@@ -919,7 +921,33 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
     if n is None:
         return tuple(None for _ in args)
     grads: tuple[Any, ...] = run.back({n: 1.0})
+    if _has_nan(grads) and _all_finite(value) and all(_all_finite(leaf) for leaves, _, _ in run.arg_structs
+                                                       for leaf in leaves):
+        raise losses.undefined_in_reverse(fname)
     return grads
+
+
+def _has_nan(tree):
+    """Whether a gradient (a tuple of structures of floats and arrays) holds a NaN."""
+    for leaf in structure.flatten(tree)[0]:
+        v = untagged(leaf)
+        if type(v) is float:
+            if v != v:
+                return True
+        elif isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "fc" and np.isnan(np.sum(v)):
+            if np.isnan(v).any():  # (the sum is NaN for inf - inf too)
+                return True
+    return False
+
+
+def _all_finite(v):
+    v = untagged(v)
+    if type(v) is float:
+        return v - v == 0
+    try:
+        return bool(np.all(np.isfinite(v)))
+    except TypeError:  # (not numeric: nothing to say)
+        return True
 
 
 if capstan_native is not None:

@@ -2111,6 +2111,13 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
             if (c == NULL) {
                 goto done;
             }
+            if (PyFloat_CheckExact(c) && isnan(PyFloat_AS_DOUBLE(c))) {
+                /* NaN: the general steps say whether f's value and x are finite (a refusal) */
+                Py_DECREF(c);
+                PyObject *gargs[4] = {ctx, x, node, y};
+                result = PyObject_Vectorcall(rev_rest, gargs, 4, NULL);
+                goto done;
+            }
             if (c != Py_None && !PyFloat_CheckExact(c)) {
                 PyObject *largs[2] = {c, x};
                 Py_SETREF(c, PyObject_Vectorcall(rev_like, largs, 2, NULL));

@@ -286,3 +286,25 @@ def test_np_where_of_a_scalar_condition_leaves_out_the_untaken_branchs_nan_slope
         assert capstan.jvp(f, (x,), (1.0,))[1] == want
         if x < 0:
             assert capstan.D(lambda t: np.where(t > 0, np.log(t), t), x) == 1.0
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda x: math.sqrt(x - x) + x, 0.7),
+    (lambda x: np.sqrt(np.array([x - x])).sum() + x, 0.7),
+    (lambda v: np.sqrt(v[0] - v[0]) + v[1], np.array([0.7, 0.2])),
+    (lambda x: math.cbrt(x - x) * 2.0 + x, 0.3),
+], ids=["math.sqrt", "np.sqrt", "array input", "cbrt"])
+def test_a_nan_gradient_of_a_finite_value_is_refused(f, x):
+    """An infinite slope (sqrt at 0) whose terms cancel exactly: reverse mode summed inf and
+    -inf into NaN (forward mode resolves it: D gives 1).  A NaN gradient where f's value and
+    arguments are finite is refused, naming forward mode; an infinite derivative stays."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(capstan.NoRuleError, match="forward mode"):
+            capstan.gradient(f, x)
+        if type(x) is float:
+            assert capstan.D(f, x) == 1.0
+        assert capstan.gradient(math.sqrt, 0.0) == (math.inf,)
+        assert math.isnan(capstan.gradient(lambda t: t * math.nan, 1.0)[0])  # (f's value is NaN)
