@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from ..losses import NoRuleError
 from ..nesting import nestlevel
 
 from .registry import FOLDS, defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
@@ -58,10 +59,12 @@ def infinite_slope(sign):
     (sqrt at 0...), where Python's float arithmetic raises ZeroDivisionError: an exact
     zero tangent or cotangent beside it then contributes nothing (``strong_mul``), as
     with NumPy's functions.  Inside an enclosing differentiation (a Hessian) the
-    derivative of that slope is undefined: ZeroDivisionError, as Python's own formula."""
+    derivative of that slope is undefined: refused."""
     if nestlevel() > 1:
-        raise ZeroDivisionError("float division by zero (capstan: the slope is infinite here, "
-                                "so a higher derivative through it is undefined)")
+        raise NoRuleError("capstan: a function's slope is infinite at this point (sqrt, cbrt, arcsin, "
+                          "arccos or a fractional power at the end of its domain), so a higher derivative "
+                          "through it is undefined here; differentiate at a point off that singularity, "
+                          "or write the function without it there (the i == j terms of a distance)")
     return math.copysign(math.inf, sign)
 
 
