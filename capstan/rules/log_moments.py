@@ -66,6 +66,18 @@ def _quad(f, lo, hi, points=None):
     return value, err
 
 
+def _substituted_then_direct(g, f, a, c, x, m):
+    """``∫_0^x f`` as ``∫_0^(c^a) g(s) ds / a`` (``s = t^a``, which removes ``t^(a-1)``'s
+    singularity at 0) up to ``c``, then ``f`` itself from ``c`` to ``x`` (``m``: a point
+    quad should split at); the value and quad's error estimate."""
+    v, e = _quad(g, 0.0, c ** a)
+    v, e = v / a, e / a
+    if x > c:
+        v2, e2 = _quad(f, c, x, m)
+        v, e = v + v2, e + e2
+    return v, e
+
+
 def _gamma_integral(k, a, x, upper, psi):
     """``∫ (ln t - ψ)^k t^(a-1) e^-t dt`` over the tail, scaled by an unknown constant (the
     same for every ``k``), and quad's error estimate.  The exponent is taken relative to a
@@ -99,12 +111,7 @@ def _gamma_integral(k, a, x, upper, psi):
         if s <= 0.0:
             return 0.0 if k else math.exp(-ref)
         return math.exp(-(s ** inv) - ref) * (math.log(s) * inv - psi) ** k
-    v, e = _quad(g, 0.0, c ** a)
-    v, e = v * inv, e * inv
-    if x > c:
-        v2, e2 = _quad(f, c, x, m)
-        v, e = v + v2, e + e2
-    return v, e
+    return _substituted_then_direct(g, f, a, c, x, m)
 
 
 def _checked(v, e, v0, e0, spread, k, name, args):
@@ -171,12 +178,7 @@ def _beta_integral(j, k, a, b, x, pa, pb):
         t = s ** inv
         return math.exp((b - 1.0) * math.log1p(-t) - ref) * (math.log(s) * inv - pa) ** j * (
             math.log1p(-t) - pb) ** k
-    v, e = _quad(g, 0.0, c ** a)
-    v, e = v * inv, e * inv
-    if x > c:
-        v2, e2 = _quad(f, c, x, m)
-        v, e = v + v2, e + e2
-    return v, e
+    return _substituted_then_direct(g, f, a, c, x, m)
 
 
 def _one_beta(j, k, a, b, x, upper, name="betainc"):
