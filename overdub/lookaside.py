@@ -140,6 +140,9 @@ def is_internal(code: CodeType) -> bool:
 
 
 _machinery_files: dict[str, bool] = {}  # co_filename -> whether it lies in the machinery
+#: called (no arguments) when a module is declared opaque: what runtimes made for its
+#: functions before (routed twins, kept across runs) must go (``overdub.runtime`` registers)
+MACHINERY_CHANGED: list[Any] = []
 
 
 def _remember_opaque(code: CodeType) -> None:
@@ -164,6 +167,8 @@ def opaque(*objs: Any) -> Any:
                 path = os.path.dirname(path) + os.sep
             _machinery[0] = tuple(sorted(set(_machinery[0]) | {path}))
             _machinery_files.clear()
+            for changed in MACHINERY_CHANGED:
+                changed()
         elif hasattr(obj, "__code__"):
             _remember_opaque(obj.__code__)
         else:
