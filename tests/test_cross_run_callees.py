@@ -234,6 +234,20 @@ def test_a_module_declared_opaque_after_runs_is_machinery_from_then_on(tmp_path)
         runtime.machinery_changed()
 
 
+def test_a_function_declared_opaque_after_runs_is_machinery_from_then_on():
+    ns = namespace()
+    ctx = Seen([])
+    for _ in range(2):
+        ctx.metadata.clear()
+        assert overdub.overdub(ctx, ns["outer_bound"], 0.5) == ns["outer_bound"](0.5)
+        assert "sin" in ctx.metadata  # (called inside Scaler.scale)
+    overdub.opaque(ns["Scaler"].scale)
+    for _ in range(2):
+        ctx.metadata.clear()
+        assert overdub.overdub(ctx, ns["outer_bound"], 0.5) == ns["outer_bound"](0.5)
+        assert "scale" in ctx.metadata and "sin" not in ctx.metadata
+
+
 # ----------------------------------------------------------------------------- lifetimes
 class Payload:
     pass
