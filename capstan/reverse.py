@@ -58,7 +58,17 @@ class Kind(enum.IntEnum):
 INPUT, RULE, GETITEM, SETITEM, CUSTOM, GUARD = Kind
 
 
-class Record:
+class _RecordFields:
+    """The fields of a :class:`Record`, in Python (the reference for the C ``RecordBase``)."""
+
+    __slots__ = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
+
+    def __init__(self, kind, f, ans, vals, kwargs, parents, foreign=None):
+        self.kind, self.f, self.ans, self.vals = kind, f, ans, vals
+        self.kwargs, self.parents, self.foreign = kwargs, parents, foreign
+
+
+class Record(capstan_native.RecordBase if capstan_native is not None else _RecordFields):  # type: ignore[misc]
     """One step of the tape: how to send a cotangent of ``ans`` back to ``parents``.
 
     ``parents`` holds the nodes (tape positions) the step reads, ``None`` for a constant and a
@@ -85,15 +95,12 @@ class Record:
     operation, with its partial derivative with respect to each parent.
     """
 
-    __slots__ = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
-
-    def __init__(self, kind, f, ans, vals, kwargs, parents, foreign=None):
-        self.kind, self.f, self.ans, self.vals = kind, f, ans, vals
-        self.kwargs, self.parents, self.foreign = kwargs, parents, foreign
+    __slots__ = ()
+    _FIELDS = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
 
     def __repr__(self):
         fields = ", ".join("%s=%s" % (name, _short(value)) for name, value in
-                           ((name, getattr(self, name)) for name in self.__slots__[1:])
+                           ((name, getattr(self, name)) for name in self._FIELDS[1:])
                            if value is not None and not (type(value) is tuple and not value))
         return "Record(%s%s)" % (self.kind.name, ", " + fields if fields else "")
 
@@ -140,6 +147,11 @@ class ReverseCtx(ADContext):
         self.equalities.append((f, vals, nodes, where))
 
     def record(self, kind, f, ans, vals, kwargs, parents, foreign=None):
+        """Append a record to the tape and note the arrays it holds (``readers``: their
+        contents are copied for it before a write); its node.  ``_record`` (C) takes the
+        same steps."""
+        if _record is not None:
+            return _record(self, kind, f, ans, vals, kwargs, parents, foreign)
         tape = self.tape
         tape.append(Record(kind, f, ans, vals, kwargs, parents, foreign))
         n = len(tape) - 1
@@ -215,8 +227,7 @@ class ReverseCtx(ADContext):
             if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                 return args[same]
             if ta is np.ndarray and ans.dtype.kind == "f" and out is None:  # (the commonest result)
-                return self._track(Tagged(ans, self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign),
-                                          self))
+                return self._record_array(f, ans, tuple(vals), kwargs, parents, foreign)
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
         if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
@@ -290,10 +301,16 @@ class ReverseCtx(ADContext):
         if not (arrays and found) or f in ADJOINTS:
             return self.apply(f, args, {})
         ans = f(*vals)
-        n = self.record(RULE, f, ans, tuple(vals), {}, parents)
         if type(ans) is np.ndarray:
-            return self._track(Tagged(ans, n, self))
-        return self._result(ans, n)  # (0-d arrays give NumPy scalars)
+            return self._record_array(f, ans, tuple(vals), {}, parents, None)
+        return self._result(ans, self.record(RULE, f, ans, tuple(vals), {}, parents))  # (0-d: NumPy scalars)
+
+    def _record_array(self, f, ans, vals, kwargs, parents, foreign):
+        """The RULE record of an array result ``ans`` and its tagged value, tracked; in C
+        when the C layer is there (``_record_array``: the same steps)."""
+        if _record_array is not None:
+            return _record_array(self, f, ans, vals, kwargs, parents, foreign)
+        return self._track(Tagged(ans, self.record(RULE, f, ans, vals, kwargs, parents, foreign), self))
 
     def _result(self, ans, n):
         if type(ans) is float:
@@ -539,6 +556,11 @@ def check_equalities(ctx):
 _F64 = np.float64
 _DOUBLE = np.dtype(np.float64)
 _sweep = capstan_native.sweep if capstan_native is not None else None
+if capstan_native is not None:
+    capstan_native.setup_records(Record, np.ndarray, RULE)
+    _record, _record_array = capstan_native.record, capstan_native.record_array
+else:
+    _record = _record_array = None
 
 
 def _add_reads(cts, owned, p, read, positions, cotangents):
