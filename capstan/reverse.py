@@ -873,11 +873,36 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
         else:
             grads = _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
         return grads
+    if len(args) == 1 and type(args[0]) is np.ndarray and args[0].dtype is _DOUBLE and not kwargs and callable(f):
+        return _gradient_at_array(f, args[0])  # (a float64 array: every check passes)
     checks.point_given("gradient", args, kwargs)
     checks.check_callable("gradient", f)
     checks.require_differentiable("gradient", args)
     with borrowed(ReverseCtx) as ctx:
         return _gradient(_Run(f, args, "gradient", ctx), args)
+
+
+def _gradient_at_array(f, x):
+    """``gradient(f, x)`` at one float64 array ``x``: ``_Run`` and ``_gradient`` with their
+    common case inline -- the input tagged whole, a float output carrying its node -- and
+    their general steps for every other output."""
+    with borrowed(ReverseCtx) as ctx:
+        outer = enclosing(x)
+        t = ctx.input(x if outer is None else route(outer, copied, x))  # (as _Run: an enclosing derivative)
+        node = t._meta
+        with running(ctx):
+            y = run_at(ctx, f, t)
+        if not ctx.equalities and type(y) is Tagged and y._tagkey is ctx._tagkey and (
+                type(y._value) is float or type(y._value) is _F64) and type(y._meta) is int:
+            c = backward(ctx.tape, {y._meta: 1.0})[node]
+            return (None if c is None else _like(c, x),)
+        if ctx.equalities:
+            check_equalities(ctx)
+        run = _Run.__new__(_Run)
+        run.ctx = ctx
+        run.arg_structs = [([x], [node], structure.single)]
+        run.finish(y, "gradient")
+        return _gradient(run, (x,))
 
 
 def _gradient_at_float(f, x):
