@@ -227,6 +227,8 @@ class ReverseCtx(ADContext):
             if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                 return args[same]
             if ta is np.ndarray and ans.dtype.kind == "f" and out is None:  # (the commonest result)
+                if _record_array is not None:
+                    return _record_array(self, f, ans, tuple(vals), kwargs, parents, foreign)
                 return self._record_array(f, ans, tuple(vals), kwargs, parents, foreign)
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
@@ -302,6 +304,8 @@ class ReverseCtx(ADContext):
             return self.apply(f, args, {})
         ans = f(*vals)
         if type(ans) is np.ndarray:
+            if _record_array is not None:
+                return _record_array(self, f, ans, tuple(vals), {}, parents, None)
             return self._record_array(f, ans, tuple(vals), {}, parents, None)
         return self._result(ans, self.record(RULE, f, ans, tuple(vals), {}, parents))  # (0-d: NumPy scalars)
 
@@ -515,7 +519,24 @@ def backward(tape, seeds):
             else:
                 _scatter_into(cts, owned, rec.parents[0], read, g)
             continue
-        run = plain_call if foreign is None else routed(foreign)
+        if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
+            if rec.kind is RULE and rec.f not in _VJP:
+                out = _plain_partials(rec, g, _PARTIALS[rec.f])
+            else:
+                out = _step(rec, g, plain_call)
+            for p, c in zip(rec.parents, out):
+                if p is None or c is None:
+                    continue
+                if type(p) is list:
+                    for pe, ce in zip(p, c):
+                        if pe is not None and ce is not None:
+                            old = cts[pe]
+                            cts[pe] = ce if old is None else old + ce
+                else:
+                    old = cts[p]
+                    cts[p] = c if old is None else old + c
+            continue
+        run = routed(foreign)
         for p, c in zip(rec.parents, _step(rec, g, run)):
             if p is None or c is None:
                 continue
