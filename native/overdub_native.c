@@ -1921,7 +1921,28 @@ type_version(PyObject *self, PyObject *arg)
     return PyLong_FromUnsignedLong(type_tag_valid(tp) ? tp->tp_version_tag : 0);
 }
 
+/* type_lookup(tp, name): _PyType_Lookup -- the attribute name in tp's MRO, unbound, or None
+   (overdub.semantics.lookup's pure-Python reference walks the MRO's dicts itself) */
+static PyObject *
+type_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyUnicode_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "type_lookup(tp, name): a type and a str");
+        return NULL;
+    }
+    PyObject *found = _PyType_Lookup((PyTypeObject *)args[0], args[1]);
+    if (found == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return Py_NewRef(found);
+}
+
 static PyMethodDef module_functions[] = {
+    {"type_lookup", (PyCFunction)(void (*)(void))type_lookup, METH_FASTCALL,
+     "type_lookup(tp, name): the attribute name in tp's MRO without binding (None: none)."},
     {"type_version", type_version, METH_O,
      "type_version(tp): tp's version tag, which changes whenever tp or a base class changes "
      "(0: none can be given)."},
