@@ -895,7 +895,8 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
             grads = _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
         return grads
     if len(args) == 1 and type(args[0]) is np.ndarray and args[0].dtype is _DOUBLE and not kwargs and callable(f):
-        return _gradient_at_array(f, args[0])  # (a float64 array: every check passes)
+        grads = _gradient_at_array(f, args[0])  # (a float64 array: every check passes)
+        return grads
     checks.point_given("gradient", args, kwargs)
     checks.check_callable("gradient", f)
     checks.require_differentiable("gradient", args)

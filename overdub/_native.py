@@ -11,7 +11,6 @@ import os
 from types import FunctionType
 from typing import Any
 
-from .lookaside import _machinery_codes  # (id(code) -> code declared opaque)
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
            "capstan_native"]
@@ -119,6 +118,10 @@ class _PyRuntimeBase:
 
 
 _CODE_TABLE_LIMIT = 4096  # overdub.runtime.CACHE_LIMIT
+#: id(code) -> weak reference to a code object declared opaque (``overdub.lookaside``'s
+#: table, defined here so that this module imports nothing of overdub's)
+MACHINERY_CODES: dict[int, Any] = {}
+_machinery_codes = MACHINERY_CODES
 #: what ``RuntimeBase.run`` returns where it does not apply
 NOT_RUN = type("NotRun", (), {"__repr__": lambda self: "NOT_RUN", "__slots__": ()})()
 #: ``RuntimeBase.run``'s hooks (``overdub.dispatch`` sets them: strip, trim)

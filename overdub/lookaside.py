@@ -32,6 +32,7 @@ from weakref import ref as _weak_ref  # (bound once: a program may patch weakref
 from typing import Any, cast
 
 from . import _compat
+from ._native import MACHINERY_CODES
 from .tracebacks import drop_own_frames
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -120,7 +121,7 @@ def reading_elements(target, positions, iterable):
 
 
 _machinery: list[tuple[str, ...]] = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]  # file prefixes contexts never route
-_machinery_codes: dict[int, Any] = {}  # id(code) -> weak reference to a code object declared opaque
+_machinery_codes: dict[int, Any] = MACHINERY_CODES  # id(code) -> weak reference to a code object declared opaque
 
 
 def is_internal(code: CodeType) -> bool:
