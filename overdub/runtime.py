@@ -83,8 +83,11 @@ def _forget_twins(phase, info):
     them.  (A run in progress holds the twins it uses in its call cache; a function met again
     is given a new twin.)"""
     if phase == "start":
-        for rt in list(_runtimes):
-            if rt.code_twins:
+        # (the WeakSet's own weak references: iterating the WeakSet would call the builtins
+        # module's len, which a program collected in the middle of may have patched)
+        for ref in list(_runtimes.data):
+            rt = ref()
+            if rt is not None and rt.code_twins:
                 rt.code_twins.clear()
 
 

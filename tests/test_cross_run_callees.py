@@ -334,3 +334,20 @@ def test_replaced_defaults_and_local_classes_are_collected(kind):
     gc.collect()
     assert payload_ref() is None
     assert local_ref() is None
+
+
+def test_a_collection_forgets_twins_without_calling_patched_builtins(monkeypatch):
+    """Twins are forgotten at the start of every collection, wherever the program is: with
+    its builtins patched too (a test's mock of ``len``)."""
+    import builtins
+
+    ctx = Seen([])
+    ns = namespace()
+    overdub.overdub(ctx, ns["outer"], 0.5)
+    assert ctx._runtime.code_twins
+    calls = []
+    real_len = builtins.len
+    monkeypatch.setattr(builtins, "len", lambda x: calls.append(x) or real_len(x))
+    gc.collect()
+    monkeypatch.undo()
+    assert calls == [] and not ctx._runtime.code_twins
