@@ -58,7 +58,17 @@ class Kind(enum.IntEnum):
 INPUT, RULE, GETITEM, SETITEM, CUSTOM, GUARD = Kind
 
 
-class Record:
+class _RecordFields:
+    """The fields of a :class:`Record`, in Python (the reference for the C ``RecordBase``)."""
+
+    __slots__ = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
+
+    def __init__(self, kind, f, ans, vals, kwargs, parents, foreign=None):
+        self.kind, self.f, self.ans, self.vals = kind, f, ans, vals
+        self.kwargs, self.parents, self.foreign = kwargs, parents, foreign
+
+
+class Record(capstan_native.RecordBase if capstan_native is not None else _RecordFields):  # type: ignore[misc]
     """One step of the tape: how to send a cotangent of ``ans`` back to ``parents``.
 
     ``parents`` holds the nodes (tape positions) the step reads, ``None`` for a constant and a
@@ -85,15 +95,12 @@ class Record:
     operation, with its partial derivative with respect to each parent.
     """
 
-    __slots__ = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
-
-    def __init__(self, kind, f, ans, vals, kwargs, parents, foreign=None):
-        self.kind, self.f, self.ans, self.vals = kind, f, ans, vals
-        self.kwargs, self.parents, self.foreign = kwargs, parents, foreign
+    __slots__ = ()
+    _FIELDS = ("kind", "f", "ans", "vals", "kwargs", "parents", "foreign")
 
     def __repr__(self):
         fields = ", ".join("%s=%s" % (name, _short(value)) for name, value in
-                           ((name, getattr(self, name)) for name in self.__slots__[1:])
+                           ((name, getattr(self, name)) for name in self._FIELDS[1:])
                            if value is not None and not (type(value) is tuple and not value))
         return "Record(%s%s)" % (self.kind.name, ", " + fields if fields else "")
 
@@ -142,6 +149,11 @@ class ReverseCtx(ADContext):
         self.equalities.append((f, vals, nodes, where))
 
     def record(self, kind, f, ans, vals, kwargs, parents, foreign=None):
+        """Append a record to the tape and note the arrays it holds (``readers``: their
+        contents are copied for it before a write); its node.  ``_record`` (C) takes the
+        same steps."""
+        if _record is not None:
+            return _record(self, kind, f, ans, vals, kwargs, parents, foreign)
         tape = self.tape
         tape.append(Record(kind, f, ans, vals, kwargs, parents, foreign))
         n = len(tape) - 1
@@ -223,8 +235,9 @@ class ReverseCtx(ADContext):
             if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                 return args[same]
             if ta is np.ndarray and ans.dtype.kind == "f" and out is None:  # (the commonest result)
-                return self._track(Tagged(ans, self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign),
-                                          self))
+                if _record_array is not None:
+                    return _record_array(self, f, ans, tuple(vals), kwargs, parents, foreign)
+                return self._record_array(f, ans, tuple(vals), kwargs, parents, foreign)
         registry.no_object_arrays(ans)
         n = self.record(RULE, f, ans, tuple(vals), kwargs, parents, foreign)
         if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
@@ -298,10 +311,18 @@ class ReverseCtx(ADContext):
         if not (arrays and found) or f in ADJOINTS:
             return self.apply(f, args, {})
         ans = f(*vals)
-        n = self.record(RULE, f, ans, tuple(vals), {}, parents)
         if type(ans) is np.ndarray:
-            return self._track(Tagged(ans, n, self))
-        return self._result(ans, n)  # (0-d arrays give NumPy scalars)
+            if _record_array is not None:
+                return _record_array(self, f, ans, tuple(vals), {}, parents, None)
+            return self._record_array(f, ans, tuple(vals), {}, parents, None)
+        return self._result(ans, self.record(RULE, f, ans, tuple(vals), {}, parents))  # (0-d: NumPy scalars)
+
+    def _record_array(self, f, ans, vals, kwargs, parents, foreign):
+        """The RULE record of an array result ``ans`` and its tagged value, tracked; in C
+        when the C layer is there (``_record_array``: the same steps)."""
+        if _record_array is not None:
+            return _record_array(self, f, ans, vals, kwargs, parents, foreign)
+        return self._track(Tagged(ans, self.record(RULE, f, ans, vals, kwargs, parents, foreign), self))
 
     def _result(self, ans, n):
         if type(ans) is float:
@@ -510,7 +531,24 @@ def backward(tape, seeds):
             else:
                 _scatter_into(cts, owned, rec.parents[0], read, g)
             continue
-        run = plain_call if foreign is None else routed(foreign)
+        if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
+            if rec.kind is RULE and rec.f not in _VJP:
+                out = _plain_partials(rec, g, _PARTIALS[rec.f])
+            else:
+                out = _step(rec, g, plain_call)
+            for p, c in zip(rec.parents, out):
+                if p is None or c is None:
+                    continue
+                if type(p) is list:
+                    for pe, ce in zip(p, c):
+                        if pe is not None and ce is not None:
+                            old = cts[pe]
+                            cts[pe] = ce if old is None else old + ce
+                else:
+                    old = cts[p]
+                    cts[p] = c if old is None else old + c
+            continue
+        run = routed(foreign)
         for p, c in zip(rec.parents, _step(rec, g, run)):
             if p is None or c is None:
                 continue
@@ -551,6 +589,11 @@ def check_equalities(ctx):
 _F64 = np.float64
 _DOUBLE = np.dtype(np.float64)
 _sweep = capstan_native.sweep if capstan_native is not None else None
+if capstan_native is not None:
+    capstan_native.setup_records(Record, np.ndarray, RULE)
+    _record, _record_array = capstan_native.record, capstan_native.record_array
+else:
+    _record = _record_array = None
 
 
 def _add_reads(cts, owned, p, read, positions, cotangents):
@@ -863,11 +906,37 @@ def gradient(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
         else:
             grads = _gradient_at_float(f, args[0])  # (the commonest call: every check passes)
         return grads
+    if len(args) == 1 and type(args[0]) is np.ndarray and args[0].dtype is _DOUBLE and not kwargs and callable(f):
+        grads = _gradient_at_array(f, args[0])  # (a float64 array: every check passes)
+        return grads
     checks.point_given("gradient", args, kwargs)
     checks.check_callable("gradient", f)
     checks.require_differentiable("gradient", args)
     with borrowed(ReverseCtx) as ctx:
         return _gradient(_Run(f, args, "gradient", ctx), args)
+
+
+def _gradient_at_array(f, x):
+    """``gradient(f, x)`` at one float64 array ``x``: ``_Run`` and ``_gradient`` with their
+    common case inline -- the input tagged whole, a float output carrying its node -- and
+    their general steps for every other output."""
+    with borrowed(ReverseCtx) as ctx:
+        outer = enclosing(x)
+        t = ctx.input(x if outer is None else route(outer, copied, x))  # (as _Run: an enclosing derivative)
+        node = t._meta
+        with running(ctx):
+            y = run_at(ctx, f, t)
+        if not ctx.equalities and type(y) is Tagged and y._tagkey is ctx._tagkey and (
+                type(y._value) is float or type(y._value) is _F64) and type(y._meta) is int:
+            c = backward(ctx.tape, {y._meta: 1.0})[node]
+            return (None if c is None else _like(c, x),)
+        if ctx.equalities:
+            check_equalities(ctx)
+        run = _Run.__new__(_Run)
+        run.ctx = ctx
+        run.arg_structs = [([x], [node], structure.single)]
+        run.finish(y, "gradient")
+        return _gradient(run, (x,))
 
 
 def _gradient_at_float(f, x):

@@ -2192,6 +2192,320 @@ setup_reverse(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * Tape records of reverse mode.  RecordBase holds the fields of capstan.reverse.Record (a
+ * Python subclass that adds its repr); record(ctx, kind, f, ans, vals, kwargs, parents,
+ * foreign) is ReverseCtx.record -- append the record to ctx.tape, note in ctx.readers which
+ * arrays it holds (their memory owners' ids), return its node -- and record_array(ctx, f,
+ * ans, vals, kwargs, parents, foreign) the commonest result of a rule or an operator, a
+ * float64 array: its RULE record, its Tagged result and the note of the memory that result
+ * owns or views (ReverseCtx._track).  Their pure-Python references are in capstan/reverse.py
+ * (ReverseCtx.record, ReverseCtx._track): the same steps, in the same order.
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *kind, *f, *ans, *vals, *kwargs, *parents, *foreign;
+} RecordObject;
+
+static PyMemberDef record_members[] = {
+    {"kind", T_OBJECT, offsetof(RecordObject, kind), 0, NULL},
+    {"f", T_OBJECT, offsetof(RecordObject, f), 0, NULL},
+    {"ans", T_OBJECT, offsetof(RecordObject, ans), 0, NULL},
+    {"vals", T_OBJECT, offsetof(RecordObject, vals), 0, NULL},
+    {"kwargs", T_OBJECT, offsetof(RecordObject, kwargs), 0, NULL},
+    {"parents", T_OBJECT, offsetof(RecordObject, parents), 0, NULL},
+    {"foreign", T_OBJECT, offsetof(RecordObject, foreign), 0, NULL},
+    {NULL}
+};
+
+static PyObject *
+make_record(PyTypeObject *type, PyObject *kind, PyObject *f, PyObject *ans, PyObject *vals,
+            PyObject *kwargs, PyObject *parents, PyObject *foreign)
+{
+    RecordObject *r = (RecordObject *)type->tp_alloc(type, 0);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->kind = Py_NewRef(kind);
+    r->f = Py_NewRef(f);
+    r->ans = Py_NewRef(ans);
+    r->vals = Py_NewRef(vals);
+    r->kwargs = Py_NewRef(kwargs);
+    r->parents = Py_NewRef(parents);
+    r->foreign = Py_NewRef(foreign);
+    return (PyObject *)r;
+}
+
+static PyObject *
+record_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {"kind", "f", "ans", "vals", "kwargs", "parents", "foreign", NULL};
+    PyObject *kind, *f, *ans, *vals, *kwargs, *parents, *foreign = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO|O:Record", names, &kind, &f, &ans, &vals,
+                                     &kwargs, &parents, &foreign)) {
+        return NULL;
+    }
+    return make_record(type, kind, f, ans, vals, kwargs, parents, foreign);
+}
+
+static int
+record_traverse(RecordObject *r, visitproc visit, void *arg)
+{
+    Py_VISIT(r->kind);
+    Py_VISIT(r->f);
+    Py_VISIT(r->ans);
+    Py_VISIT(r->vals);
+    Py_VISIT(r->kwargs);
+    Py_VISIT(r->parents);
+    Py_VISIT(r->foreign);
+    return 0;
+}
+
+static int
+record_clear(RecordObject *r)
+{
+    Py_CLEAR(r->kind);
+    Py_CLEAR(r->f);
+    Py_CLEAR(r->ans);
+    Py_CLEAR(r->vals);
+    Py_CLEAR(r->kwargs);
+    Py_CLEAR(r->parents);
+    Py_CLEAR(r->foreign);
+    return 0;
+}
+
+static void
+record_dealloc(RecordObject *r)
+{
+    PyObject_GC_UnTrack(r);
+    record_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyTypeObject RecordBase_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.RecordBase",
+    .tp_doc = "RecordBase(kind, f, ans, vals, kwargs, parents, foreign=None): the fields of a "
+              "reverse-mode tape record (capstan.reverse.Record).",
+    .tp_basicsize = sizeof(RecordObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_members = record_members,
+    .tp_new = record_new,
+    .tp_dealloc = (destructor)record_dealloc,
+    .tp_traverse = (traverseproc)record_traverse,
+    .tp_clear = (inquiry)record_clear,
+};
+
+static PyTypeObject *rec_type;  /* capstan.reverse.Record */
+static PyObject *rec_ndarray;   /* numpy.ndarray */
+static PyObject *rec_rule;      /* Kind.RULE */
+static PyObject *str_readers, *str_holders, *str_views, *str_base;
+
+/* the array under every tag of v, then the owner of its memory (following .base while it is
+   an ndarray): a new reference; NULL with no error set when v holds no ndarray */
+static PyObject *
+memory_root(PyObject *v, PyObject **value)
+{
+    while (Tagged_Type != NULL && Py_TYPE(v) == Tagged_Type) {
+        v = ((TaggedObject *)v)->value;
+    }
+    if (value != NULL) {
+        *value = v;
+    }
+    if ((PyObject *)Py_TYPE(v) != rec_ndarray) {
+        return NULL;
+    }
+    Py_INCREF(v);
+    for (;;) {
+        PyObject *base = PyObject_GetAttr(v, str_base);
+        if (base == NULL) {
+            Py_DECREF(v);
+            return NULL;
+        }
+        if ((PyObject *)Py_TYPE(base) != rec_ndarray) {
+            Py_DECREF(base);
+            return v;
+        }
+        Py_SETREF(v, base);
+    }
+}
+
+/* table.setdefault(id(root), []).append(n) */
+static int
+note_in(PyObject *table, PyObject *root, PyObject *n)
+{
+    PyObject *key = PyLong_FromVoidPtr(root);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *list = PyDict_GetItemWithError(table, key);
+    if (list == NULL) {
+        if (PyErr_Occurred() || (list = PyList_New(0)) == NULL) {
+            Py_DECREF(key);
+            return -1;
+        }
+        if (PyDict_SetItem(table, key, list) < 0) {
+            Py_DECREF(list);
+            Py_DECREF(key);
+            return -1;
+        }
+        Py_DECREF(list);  /* (the table holds it) */
+    }
+    Py_DECREF(key);
+    return PyList_Append(list, n);
+}
+
+/* the node n of a new record (a new reference) */
+static PyObject *
+append_record(PyObject *ctx, PyObject *const *a)
+{
+    /* a: kind, f, ans, vals, kwargs, parents, foreign */
+    if (rec_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "record: setup_records() was not called");
+        return NULL;
+    }
+    PyObject *tape = PyObject_GetAttr(ctx, str_tape);
+    if (tape == NULL) {
+        return NULL;
+    }
+    if (!PyList_Check(tape)) {
+        Py_DECREF(tape);
+        PyErr_SetString(PyExc_TypeError, "record: ctx.tape must be a list");
+        return NULL;
+    }
+    PyObject *rec = make_record(rec_type, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+    if (rec == NULL || PyList_Append(tape, rec) < 0) {
+        Py_XDECREF(rec);
+        Py_DECREF(tape);
+        return NULL;
+    }
+    Py_DECREF(rec);
+    PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(tape) - 1);
+    Py_DECREF(tape);
+    if (n == NULL) {
+        return NULL;
+    }
+    PyObject *readers = PyObject_GetAttr(ctx, str_readers);
+    if (readers == NULL) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    PyObject *vals = PySequence_Fast(a[3], "record: vals must be a sequence");
+    int err = vals == NULL || !PyDict_Check(readers);
+    if (!err) {
+        Py_ssize_t count = PySequence_Fast_GET_SIZE(vals);
+        for (Py_ssize_t i = 0; i <= count && !err; i++) {  /* (the values, then ans) */
+            PyObject *root = memory_root(i < count ? PySequence_Fast_GET_ITEM(vals, i) : a[2], NULL);
+            if (root == NULL) {
+                err = PyErr_Occurred() != NULL;
+                continue;
+            }
+            err = note_in(readers, root, n) < 0;
+            Py_DECREF(root);
+        }
+    }
+    else if (vals != NULL) {
+        PyErr_SetString(PyExc_TypeError, "record: ctx.readers must be a dict");
+    }
+    Py_XDECREF(vals);
+    Py_DECREF(readers);
+    if (err) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    return n;
+}
+
+static PyObject *
+record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "record(ctx, kind, f, ans, vals, kwargs, parents, foreign)");
+        return NULL;
+    }
+    return append_record(args[0], args + 1);
+}
+
+static PyObject *
+record_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "record_array(ctx, f, ans, vals, kwargs, parents, foreign)");
+        return NULL;
+    }
+    if (Tagged_Type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "record_array: setup() was not called");
+        return NULL;
+    }
+    PyObject *ctx = args[0], *ans = args[2];
+    PyObject *fields[7] = {rec_rule, args[1], ans, args[3], args[4], args[5], args[6]};
+    PyObject *n = append_record(ctx, fields);
+    if (n == NULL) {
+        return NULL;
+    }
+    PyObject *targs[3] = {ans, n, ctx};
+    PyObject *t = PyObject_Vectorcall((PyObject *)Tagged_Type, targs, 3, NULL);
+    if (t == NULL) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    /* _track: the memory t owns (holders) or views (views) */
+    PyObject *raw;
+    PyObject *root = memory_root(((TaggedObject *)t)->value, &raw);
+    int err = root == NULL && PyErr_Occurred() != NULL;
+    if (root != NULL) {
+        PyObject *base = PyObject_GetAttr(raw, str_base);
+        PyObject *table = base == NULL ? NULL : PyObject_GetAttr(ctx, base == Py_None ? str_holders : str_views);
+        PyObject *ref = table == NULL ? NULL : PyWeakref_NewRef(t, NULL);
+        if (ref == NULL) {
+            err = 1;
+        }
+        else if (!PyDict_Check(table)) {
+            PyErr_SetString(PyExc_TypeError, "record_array: ctx.holders and ctx.views must be dicts");
+            err = 1;
+        }
+        else if (base == Py_None) {  /* holders[id(raw)] = (weakref to t, raw, its node) */
+            PyObject *key = PyLong_FromVoidPtr(raw);
+            PyObject *entry = key == NULL ? NULL : PyTuple_Pack(3, ref, raw, n);
+            err = entry == NULL || PyDict_SetItem(table, key, entry) < 0;
+            Py_XDECREF(entry);
+            Py_XDECREF(key);
+        }
+        else {  /* views.setdefault(id(root), []).append(weakref to t) */
+            err = note_in(table, root, ref) < 0;
+        }
+        Py_XDECREF(ref);
+        Py_XDECREF(table);
+        Py_XDECREF(base);
+        Py_DECREF(root);
+    }
+    Py_DECREF(n);
+    if (err) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return t;
+}
+
+static PyObject *
+setup_records(PyObject *module, PyObject *args)
+{
+    PyObject *cls, *ndarray, *rule;
+    if (!PyArg_ParseTuple(args, "O!O!O:setup_records", &PyType_Type, &cls, &PyType_Type, &ndarray, &rule)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)cls, &RecordBase_Type)
+        || ((PyTypeObject *)cls)->tp_basicsize != sizeof(RecordObject)) {
+        PyErr_SetString(PyExc_TypeError, "setup_records: Record must subclass RecordBase adding no fields");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(rec_type, (PyTypeObject *)cls);
+    Py_XSETREF(rec_ndarray, Py_NewRef(ndarray));
+    Py_XSETREF(rec_rule, Py_NewRef(rule));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"reverse_entry", (PyCFunction)(void (*)(void))reverse_entry, METH_FASTCALL,
      "reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f "
@@ -2206,6 +2520,14 @@ static PyMethodDef module_methods[] = {
     {"setup_pool", setup_pool, METH_VARARGS,
      "setup_pool(local, nesting_state, idle_of, push, failed, keep, quiet_resets, renew_tags): what Loan reads (see "
      "capstan/pool.py)."},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
+     "record(ctx, kind, f, ans, vals, kwargs, parents, foreign): ReverseCtx.record (the node)."},
+    {"record_array", (PyCFunction)(void (*)(void))record_array, METH_FASTCALL,
+     "record_array(ctx, f, ans, vals, kwargs, parents, foreign): the RULE record of a float64 "
+     "array result, its Tagged result (returned) and ReverseCtx._track's note of it."},
+    {"setup_records", setup_records, METH_VARARGS,
+     "setup_records(Record, ndarray, RULE): the record class (a subclass of RecordBase), "
+     "numpy.ndarray and Kind.RULE."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
      "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "
      "down; returns the first node left to the Python loop, or -1."},
@@ -2232,6 +2554,14 @@ PyInit__capstan_native(void)
 {
     str_tagkey = PyUnicode_InternFromString("_tagkey");
     str_tape = PyUnicode_InternFromString("tape");
+    str_readers = PyUnicode_InternFromString("readers");
+    str_holders = PyUnicode_InternFromString("holders");
+    str_views = PyUnicode_InternFromString("views");
+    str_base = PyUnicode_InternFromString("base");
+    if (str_readers == NULL || str_holders == NULL || str_views == NULL || str_base == NULL
+        || PyType_Ready(&RecordBase_Type) < 0) {
+        return NULL;
+    }
     str_equalities = PyUnicode_InternFromString("equalities");
     str_second = PyUnicode_InternFromString("second");
     str_scalar_pairs = PyUnicode_InternFromString("scalar_pairs");
@@ -2288,6 +2618,12 @@ PyInit__capstan_native(void)
     Py_INCREF(&PatternKernel_Type);
     if (PyModule_AddObject(m, "PatternKernel", (PyObject *)&PatternKernel_Type) < 0) {
         Py_DECREF(&PatternKernel_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&RecordBase_Type);
+    if (PyModule_AddObject(m, "RecordBase", (PyObject *)&RecordBase_Type) < 0) {
+        Py_DECREF(&RecordBase_Type);
         Py_DECREF(m);
         return NULL;
     }

@@ -584,7 +584,7 @@ static PyTypeObject Subscript_Type = {
 
 /* ------------------------------------------------------------------ call dispatchers */
 
-/* Dispatcher(method, fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
+/* Dispatcher(method, fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType, twins):
  * what rewritten code calls at a call site, `call(f, *args, **kwargs)`, or at a method call
  * site, `meth(obj, name, *args, **kwargs)`.  The same logic as codegen.CALL_SRC (the
  * pure-Python reference), in C: no Python frame of overdub's stands between the caller's
@@ -610,18 +610,33 @@ typedef struct {
     PyObject *method_of;
     PyObject *getattr_;
     PyObject *module_type;
+    PyObject *runtime;    /* the runtime whose routed twins a miss may take (NULL: none) */
+    PyObject *totals;     /* its spec's tables of primitives (dicts), with runtime */
+    PyObject *primitives;
     vectorcallfunc vectorcall;
 } DispatcherObject;
 
 static PyObject *str_dict;  /* "__dict__" */
 
-/* fcache[f], else resolve(f) (resolve(f, False) when f is unhashable); a new reference */
+static PyObject *known_callee(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend);
+static PyTypeObject RuntimeBase_Type;
+
+/* fcache[f], else the routed twin the runtime keeps across runs when that is what resolve
+   would give (known_callee), else resolve(f) (resolve(f, False) when f is unhashable); a new
+   reference.  *prepend: set to the object to pass first, for a bound method of a Python
+   function whose function is known (what resolve gives is partial(inner, obj)). */
 static PyObject *
-resolved(DispatcherObject *d, PyObject *f, int lasting)
+resolved(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
 {
     PyObject *g = PyDict_GetItemWithError(d->fcache, f);
     if (g != NULL) {
         return Py_NewRef(g);
+    }
+    if (!PyErr_Occurred() && d->runtime != NULL) {
+        g = known_callee(d, f, lasting, prepend);
+        if (g != NULL || PyErr_Occurred()) {
+            return g;
+        }
     }
     if (PyErr_Occurred()) {
         if (lasting || !PyErr_ExceptionMatches(PyExc_TypeError)) {
@@ -680,16 +695,18 @@ dispatch(DispatcherObject *d, PyObject *f, PyObject *self_arg, PyObject *const *
     if (d->prehook != NULL && call_hook(d->prehook, f, self_arg, args, n, kwnames) < 0) {
         return NULL;
     }
-    PyObject *g = resolved(d, f, self_arg != NULL);
+    PyObject *bound = NULL;  /* (a bound method's object, when its function is called) */
+    PyObject *g = resolved(d, f, self_arg != NULL, &bound);
     if (g == NULL) {
         return NULL;
     }
+    PyObject *first = self_arg != NULL ? self_arg : bound;
     PyObject *r;
     if (!ENTER_CALLEE()) {
         Py_DECREF(g);
         return NULL;
     }
-    if (self_arg == NULL) {
+    if (first == NULL) {
         r = PyObject_Vectorcall(g, args, n, kwnames);
     }
     else {
@@ -703,11 +720,13 @@ dispatch(DispatcherObject *d, PyObject *f, PyObject *self_arg, PyObject *const *
                 return PyErr_NoMemory();
             }
         }
-        stack[0] = self_arg;
+        Py_INCREF(first);
+        stack[0] = first;
         for (Py_ssize_t i = 0; i < n + nkw; i++) {
             stack[1 + i] = args[i];
         }
         r = PyObject_Vectorcall(g, stack, 1 + n, kwnames);
+        Py_DECREF(first);
         if (stack != small) {
             PyMem_Free(stack);
         }
@@ -833,13 +852,21 @@ dispatcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     int method;
     PyObject *fcache, *resolve, *prehook, *posthook, *method_of, *getattr_, *module_type;
+    PyObject *twins = Py_None;
+    PyObject *runtime = NULL, *totals = NULL, *primitives = NULL;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "Dispatcher takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "pO!OOOOOO:Dispatcher", &method, &PyDict_Type, &fcache, &resolve,
-                          &prehook, &posthook, &method_of, &getattr_, &module_type)) {
+    if (!PyArg_ParseTuple(args, "pO!OOOOOO|O:Dispatcher", &method, &PyDict_Type, &fcache, &resolve,
+                          &prehook, &posthook, &method_of, &getattr_, &module_type, &twins)) {
         return NULL;
+    }
+    if (twins != Py_None) {
+        if (!PyArg_ParseTuple(twins, "O!O!O!:Dispatcher's twins", &RuntimeBase_Type, &runtime,
+                              &PyDict_Type, &totals, &PyDict_Type, &primitives)) {
+            return NULL;
+        }
     }
     DispatcherObject *d = (DispatcherObject *)type->tp_alloc(type, 0);
     if (d == NULL) {
@@ -853,6 +880,9 @@ dispatcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     d->method_of = Py_NewRef(method_of);
     d->getattr_ = Py_NewRef(getattr_);
     d->module_type = Py_NewRef(module_type);
+    d->runtime = Py_XNewRef(runtime);
+    d->totals = Py_XNewRef(totals);
+    d->primitives = Py_XNewRef(primitives);
     d->vectorcall = (vectorcallfunc)dispatcher_vectorcall;
     return (PyObject *)d;
 }
@@ -867,6 +897,9 @@ dispatcher_traverse(DispatcherObject *d, visitproc visit, void *arg)
     Py_VISIT(d->method_of);
     Py_VISIT(d->getattr_);
     Py_VISIT(d->module_type);
+    Py_VISIT(d->runtime);
+    Py_VISIT(d->totals);
+    Py_VISIT(d->primitives);
     return 0;
 }
 
@@ -880,6 +913,9 @@ dispatcher_clear(DispatcherObject *d)
     Py_CLEAR(d->method_of);
     Py_CLEAR(d->getattr_);
     Py_CLEAR(d->module_type);
+    Py_CLEAR(d->runtime);
+    Py_CLEAR(d->totals);
+    Py_CLEAR(d->primitives);
     return 0;
 }
 
@@ -901,7 +937,8 @@ static PyTypeObject Dispatcher_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_overdub_native.Dispatcher",
     .tp_doc = "Dispatcher(method, fcache, resolve, prehook, posthook, method_of, getattr_, "
-              "ModuleType): a call site's dispatcher (see codegen.CALL_SRC).",
+              "ModuleType, twins=None): a call site's dispatcher (see codegen.CALL_SRC); twins, "
+              "(runtime, totals, primitives): a miss may take the runtime's routed twins.",
     .tp_basicsize = sizeof(DispatcherObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(DispatcherObject, vectorcall),
@@ -933,6 +970,8 @@ typedef struct {
     PyObject *instance_calls;  /* dict: class -> (its __call__, what runs it) (this run) */
     PyObject *attr_info;       /* dict: type -> names of Python-level descriptors (this run) */
     PyObject *code_table;      /* dict: the runtime's routed codes (CodeCache storage) */
+    PyObject *code_twins;      /* dict: id(code) -> (weakref to code, (weakref to f, f's routed
+                                  twin)), kept across runs (CodeCache storage) */
     Py_ssize_t depth;          /* runs of this runtime in progress */
     char own_canrecurse;       /* the context overrides canrecurse */
     char own_fallback;         /* the context overrides fallback */
@@ -954,6 +993,7 @@ static PyMemberDef runtime_members[] = {
     {"instance_calls", T_OBJECT_EX, offsetof(RuntimeBaseObject, instance_calls), 0, NULL},
     {"attr_info", T_OBJECT_EX, offsetof(RuntimeBaseObject, attr_info), 0, NULL},
     {"code_table", T_OBJECT_EX, offsetof(RuntimeBaseObject, code_table), 0, NULL},
+    {"code_twins", T_OBJECT_EX, offsetof(RuntimeBaseObject, code_twins), 0, NULL},
     {"depth", T_PYSSIZET, offsetof(RuntimeBaseObject, depth), 0, NULL},
     {"own_canrecurse", T_BOOL, offsetof(RuntimeBaseObject, own_canrecurse), 0, NULL},
     {"own_fallback", T_BOOL, offsetof(RuntimeBaseObject, own_fallback), 0, NULL},
@@ -976,6 +1016,7 @@ runtime_traverse(RuntimeBaseObject *rt, visitproc visit, void *arg)
     Py_VISIT(rt->instance_calls);
     Py_VISIT(rt->attr_info);
     Py_VISIT(rt->code_table);
+    Py_VISIT(rt->code_twins);
     return 0;
 }
 
@@ -995,6 +1036,7 @@ runtime_clear(RuntimeBaseObject *rt)
     Py_CLEAR(rt->instance_calls);
     Py_CLEAR(rt->attr_info);
     Py_CLEAR(rt->code_table);
+    Py_CLEAR(rt->code_twins);
     return 0;
 }
 
@@ -1096,6 +1138,7 @@ static struct {
 } entry;
 
 static PyObject *str_runtime, *str_stale, *str_target;
+static PyObject *cached_twin(RuntimeBaseObject *rt, PyObject *f);
 
 /* ctx's runtime when it is ready for the common case (made for ctx and its type, from a
    spec still current, inside a run), else NULL; a new reference, no error set */
@@ -1164,10 +1207,19 @@ entry_recurse(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw
         Py_DECREF(rt);
         return PyObject_Vectorcall(entry.recurse, args, nargsf, kwnames);
     }
-    /* what recurse runs for f: known this run, else Runtime.target finds (and keeps) it */
-    PyObject *g = Py_XNewRef(lookup(rt->targets, args[1]));
+    /* what recurse runs for f: known this run, or (a Python function) its routed twin kept
+       across runs, else Runtime.target finds (and keeps) it */
+    PyObject *f = args[1];
+    PyObject *g = Py_XNewRef(lookup(rt->targets, f));
+    if (g == NULL && PyFunction_Check(f)) {
+        g = Py_XNewRef(cached_twin(rt, f));
+        if (g != NULL && !(((PyCodeObject *)PyFunction_GET_CODE(f))->co_flags & CO_NESTED)
+            && PyDict_GET_SIZE(rt->targets) < CODE_TABLE_LIMIT && PyDict_SetItem(rt->targets, f, g) < 0) {
+            PyErr_Clear();  /* (a table of this run: best effort) */
+        }
+    }
     if (g == NULL) {
-        g = PyObject_CallMethodOneArg((PyObject *)rt, str_target, args[1]);
+        g = PyObject_CallMethodOneArg((PyObject *)rt, str_target, f);
     }
     Py_DECREF(rt);
     if (g == NULL) {
@@ -1494,18 +1546,18 @@ weak_is(PyObject *ref, PyObject *o)
 #endif
 }
 
-static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty, *str_code_twins;
+static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty;
 
 /* the routed twin of f that rt made for f's current code, defaults and names, or NULL
    (borrowed, no error set) */
 static PyObject *
 cached_twin(RuntimeBaseObject *rt, PyObject *f)
 {
-    PyObject *twins = PyObject_GetAttr((PyObject *)rt, str_code_twins);
+    PyObject *twins = rt->code_twins;
     if (twins == NULL) {
-        PyErr_Clear();
         return NULL;
     }
+    Py_INCREF(twins);
     PyObject *code = PyFunction_GET_CODE(f);
     PyObject *key = PyLong_FromVoidPtr(code);
     PyObject *found = NULL;
@@ -1532,6 +1584,80 @@ cached_twin(RuntimeBaseObject *rt, PyObject *f)
     Py_XDECREF(key);
     Py_DECREF(twins);
     return found;
+}
+
+/* whether f is no key of the dict table (1), is one (0), or -1 with an error set */
+static int
+not_taken(PyObject *table, PyObject *f)
+{
+    if (table == NULL || PyDict_GET_SIZE(table) == 0) {
+        return 1;
+    }
+    int r = PyDict_Contains(table, f);
+    return r < 0 ? -1 : !r;
+}
+
+/* A Dispatcher's miss (f not in fcache) where resolve's answer is known without asking it:
+ * a Python function that no primitive takes, in a context without a wildcard or its own
+ * canrecurse, resolves to its routed twin, which the runtime keeps across runs in its
+ * code_twins table and which cached_twin gives only while f holds the code, defaults and
+ * names it was made for (and is not declared opaque since).  A bound method of such a
+ * function resolves to partial(what runs the function, obj): the function's answer is
+ * returned and *prepend set to obj.  The twin enters fcache as resolve would enter it.  A
+ * function defined inside another (which plain Python may free during the run: fcache holds
+ * it under a weak key) is left to resolve, which enters it so.  NULL with no error set: not
+ * known here (resolve decides); the Python reference is Runtime.known_callee. */
+static PyObject *
+known_callee(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
+{
+    PyObject *func = f, *obj = NULL;
+    int ok;
+    if (Py_IS_TYPE(f, &PyMethod_Type)) {
+        if ((ok = not_taken(d->totals, f)) <= 0 || (ok = not_taken(d->primitives, f)) <= 0) {
+            return NULL;
+        }
+        func = PyMethod_GET_FUNCTION(f);
+        obj = PyMethod_GET_SELF(f);
+        PyObject *inner = PyDict_GetItemWithError(d->fcache, func);
+        if (inner != NULL) {
+            *prepend = obj;
+            return Py_NewRef(inner);
+        }
+        if (PyErr_Occurred()) {
+            PyErr_Clear();  /* (resolve's own lookup gives the error) */
+            return NULL;
+        }
+        lasting = 0;
+    }
+    if (!PyFunction_Check(func)) {
+        return NULL;
+    }
+    if ((ok = not_taken(d->totals, func)) <= 0 || (ok = not_taken(d->primitives, func)) <= 0) {
+        return NULL;
+    }
+    int nested = (((PyCodeObject *)PyFunction_GET_CODE(func))->co_flags & CO_NESTED) != 0;
+    if (nested && !lasting) {
+        return NULL;
+    }
+    PyObject *twin = cached_twin((RuntimeBaseObject *)d->runtime, func);
+    if (twin == NULL) {
+        return NULL;
+    }
+    Py_INCREF(twin);
+    if (PyDict_GET_SIZE(d->fcache) < CODE_TABLE_LIMIT && PyDict_SetItem(d->fcache, func, twin) < 0) {
+        Py_DECREF(twin);
+        return NULL;
+    }
+    *prepend = obj;
+    return twin;
+}
+
+/* rt.known_twin(f): the routed twin cached_twin finds for the Python function f, or None */
+static PyObject *
+runtime_known_twin(RuntimeBaseObject *rt, PyObject *f)
+{
+    PyObject *twin = PyFunction_Check(f) ? cached_twin(rt, f) : NULL;
+    return Py_NewRef(twin != NULL ? twin : Py_None);
 }
 
 /* whether attribute name of o is exactly True (False, or -1 with no error set: not) */
@@ -1657,6 +1783,9 @@ static PyMethodDef runtime_methods[] = {
     {"leave", (PyCFunction)runtime_leave, METH_NOARGS,
      "leave(): one run ends; at the outermost, forget what the run resolved.  True: the "
      "table of routed code has outgrown its limit."},
+    {"known_twin", (PyCFunction)runtime_known_twin, METH_O,
+     "known_twin(f): the routed twin this runtime made for the Python function f, while f holds "
+     "the code, defaults and names it was made for (and is not declared opaque since); else None."},
     {"run", (PyCFunction)(void (*)(void))runtime_run, METH_FASTCALL,
      "run(f, arg): overdub(ctx, f, arg) for the commonest run, or NOT_RUN (see configure_run)."},
     {NULL}
@@ -1792,7 +1921,28 @@ type_version(PyObject *self, PyObject *arg)
     return PyLong_FromUnsignedLong(type_tag_valid(tp) ? tp->tp_version_tag : 0);
 }
 
+/* type_lookup(tp, name): _PyType_Lookup -- the attribute name in tp's MRO, unbound, or None
+   (overdub.semantics.lookup's pure-Python reference walks the MRO's dicts itself) */
+static PyObject *
+type_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyUnicode_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "type_lookup(tp, name): a type and a str");
+        return NULL;
+    }
+    PyObject *found = _PyType_Lookup((PyTypeObject *)args[0], args[1]);
+    if (found == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return Py_NewRef(found);
+}
+
 static PyMethodDef module_functions[] = {
+    {"type_lookup", (PyCFunction)(void (*)(void))type_lookup, METH_FASTCALL,
+     "type_lookup(tp, name): the attribute name in tp's MRO without binding (None: none)."},
     {"type_version", type_version, METH_O,
      "type_version(tp): tp's version tag, which changes whenever tp or a base class changes "
      "(0: none can be given)."},
@@ -1827,9 +1977,7 @@ PyInit__overdub_native(void)
     str_totals = PyUnicode_InternFromString("totals");
     str_primitives = PyUnicode_InternFromString("primitives");
     str_empty = PyUnicode_InternFromString("empty");
-    str_code_twins = PyUnicode_InternFromString("code_twins");
-    if (str_plain_calls == NULL || str_totals == NULL || str_primitives == NULL || str_empty == NULL
-        || str_code_twins == NULL) {
+    if (str_plain_calls == NULL || str_totals == NULL || str_primitives == NULL || str_empty == NULL) {
         return NULL;
     }
     if (str_tagkey == NULL || str_dict == NULL || str_runtime == NULL || str_stale == NULL || str_target == NULL

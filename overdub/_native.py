@@ -11,6 +11,7 @@ import os
 from types import FunctionType
 from typing import Any
 
+
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
            "capstan_native"]
 
@@ -51,8 +52,28 @@ class _PyRuntimeBase:
     reference for the C RuntimeBase)."""
 
     __slots__ = ("ctx", "ctx_type", "spec", "outer", "targets", "fallback_kinds", "recursable", "op_answers",
-                 "fcache", "kept", "instance_calls", "attr_info", "code_table", "depth", "own_canrecurse",
-                 "own_fallback")
+                 "fcache", "kept", "instance_calls", "attr_info", "code_table", "code_twins", "depth",
+                 "own_canrecurse", "own_fallback")
+
+    def known_twin(self, f: Any) -> Any:
+        """The routed twin this runtime made for the Python function ``f`` (its table
+        ``code_twins``, kept across runs), while ``f`` holds the code, defaults and names it
+        was made for and its code is not declared opaque since; else None.  What a miss of
+        the call cache (``Runtime.resolve``), ``recurse`` and the entry of a run take
+        without resolving ``f`` again."""
+        if type(f) is not FunctionType:
+            return None
+        code = f.__code__
+        entry = self.code_twins.get(id(code))
+        if entry is None or entry[0]() is not code:
+            return None
+        last = entry[1]
+        twin = last[1]
+        if (last[0]() is f and twin.__defaults__ is f.__defaults__ and twin.__kwdefaults__ is f.__kwdefaults__
+                and twin.__name__ is f.__name__ and twin.__qualname__ is f.__qualname__
+                and id(code) not in _machinery_codes):
+            return twin
+        return None
 
     def leave(self) -> bool:
         """One run ends (runs nest).  At the outermost, forget what the run resolved: the
@@ -97,6 +118,10 @@ class _PyRuntimeBase:
 
 
 _CODE_TABLE_LIMIT = 4096  # overdub.runtime.CACHE_LIMIT
+#: id(code) -> weak reference to a code object declared opaque (``overdub.lookaside``'s
+#: table, defined here so that this module imports nothing of overdub's)
+MACHINERY_CODES: dict[int, Any] = {}
+_machinery_codes = MACHINERY_CODES
 #: what ``RuntimeBase.run`` returns where it does not apply
 NOT_RUN = type("NotRun", (), {"__repr__": lambda self: "NOT_RUN", "__slots__": ()})()
 #: ``RuntimeBase.run``'s hooks (``overdub.dispatch`` sets them: strip, trim)

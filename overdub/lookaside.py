@@ -31,6 +31,7 @@ from weakref import ref as _weak_ref  # (bound once: a program may patch weakref
 from typing import Any, cast
 
 from . import _compat
+from ._native import MACHINERY_CODES
 from .origins import ROUTED
 from .tracebacks import drop_own_frames
 
@@ -120,7 +121,7 @@ def reading_elements(target, positions, iterable):
 
 
 _machinery: list[tuple[str, ...]] = [(os.path.realpath(_PACKAGE_DIR) + os.sep,)]  # file prefixes contexts never route
-_machinery_codes: dict[int, Any] = {}  # id(code) -> weak reference to a code object declared opaque
+_machinery_codes: dict[int, Any] = MACHINERY_CODES  # id(code) -> weak reference to a code object declared opaque
 
 
 def is_internal(code: CodeType) -> bool:
@@ -140,6 +141,9 @@ def is_internal(code: CodeType) -> bool:
 
 
 _machinery_files: dict[str, bool] = {}  # co_filename -> whether it lies in the machinery
+#: called (no arguments) when a module is declared opaque: what runtimes made for its
+#: functions before (routed twins, kept across runs) must go (``overdub.runtime`` registers)
+MACHINERY_CHANGED: list[Any] = []
 
 
 def _remember_opaque(code: CodeType) -> None:
@@ -164,6 +168,8 @@ def opaque(*objs: Any) -> Any:
                 path = os.path.dirname(path) + os.sep
             _machinery[0] = tuple(sorted(set(_machinery[0]) | {path}))
             _machinery_files.clear()
+            for changed in MACHINERY_CHANGED:
+                changed()
         elif hasattr(obj, "__code__"):
             _remember_opaque(obj.__code__)
         else:

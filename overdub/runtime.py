@@ -18,6 +18,7 @@ The templates (rewritten code with placeholder slots) are cached per code object
 here too, shared by every runtime.
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
+import gc
 import operator
 import weakref
 from functools import partial
@@ -31,7 +32,7 @@ from ._native import Dispatcher, EntryPoint, GuardedAttribute, GuardedOperator, 
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
-from .plaincall import WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
+from .plaincall import _CO_NESTED, WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
 from .tagging import Tagged
 from .lifetimes import CodeCache, forget_at_collection, is_transient_class
 from .tracebacks import drop_own_frames
@@ -59,6 +60,38 @@ def function_changed():
     effect from the next run."""
     for rt in list(_runtimes):
         rt.forget_callees()
+
+
+def machinery_changed():
+    """A module was declared opaque: every runtime forgets the routed twins it made (kept
+    across runs: ``known_twin``) and what it resolved, so that the module's functions are
+    called as machinery from now on."""
+    for rt in list(_runtimes):
+        rt.funcs.clear()
+        rt.forget_callees()
+
+
+lookaside.MACHINERY_CHANGED.append(machinery_changed)
+
+
+def _forget_twins(phase, info):
+    """A garbage collection starts: every runtime forgets its routed twins.  A twin holds its
+    function's globals, closure and defaults -- and a function is often reachable from them
+    (a module's function from the module's namespace, a recursive closure from its own
+    cell) -- so a twin kept across runs would keep a function that the program dropped, and
+    its module, alive; dropped here, they are collected exactly when plain Python collects
+    them.  (A run in progress holds the twins it uses in its call cache; a function met again
+    is given a new twin.)"""
+    if phase == "start":
+        # (the WeakSet's own weak references: iterating the WeakSet would call the builtins
+        # module's len, which a program collected in the middle of may have patched)
+        for ref in list(_runtimes.data):
+            rt = ref()
+            if rt is not None and rt.code_twins:
+                rt.code_twins.clear()
+
+
+gc.callbacks.append(_forget_twins)
 
 
 #: the dispatcher's entry points -> their nested forms ``(outer runtime, ctx, f, ...)``,
@@ -123,6 +156,7 @@ class Runtime(RuntimeBase):
         self.own_canrecurse, self.own_fallback = spec.canrecurse, spec.fallback
         self.codes = CodeCache()
         self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
+        self.code_twins = self.funcs._data  # (read by known_twin, kept across runs)
         self.depth = 0
         self.checking = _tagging_seen[0]
         # what resolve makes for a transient callee holds no reference to it (a wildcard's
@@ -134,6 +168,8 @@ class Runtime(RuntimeBase):
         # not cached themselves (this run; only where resolve ends in _target for them)
         self.instance_calls = {}
         self.plain_resolve = not (spec.wildcard or spec.canrecurse or spec.totals or spec.primitives)
+        # a callee's answer may be its routed twin, kept across runs (known_callee)
+        self.twins_first = spec.wildcard is None and not spec.canrecurse
         self.targets = targets = {}  # f -> what recurse runs for it (this run)
         self._drop_target = lambda key: targets.pop(key, None)
         semantics.add_numpy_types()
@@ -144,7 +180,6 @@ class Runtime(RuntimeBase):
         self.steps.call = self.call
         self.attr_info = self.steps.attr_info  # (emptied by leave at the end of each run)
         self.code_table = self.codes._data  # (leave says when it outgrows CACHE_LIMIT)
-        self.code_twins = self.funcs._data  # (read by enter)
         self._build_ops()
         self.steps.function_changed = function_changed
         self.steps.function_renamed = function_renamed
@@ -199,16 +234,8 @@ class Runtime(RuntimeBase):
             return None
         if self.depth > 1:
             return self.target(f)
-        code = f.__code__  # (the commonest case, f run before: _target's answer, read inline)
-        entry = self.code_twins.get(id(code))
-        if entry is not None and entry[0]() is code:
-            last = entry[1]
-            twin = last[1]
-            if (last[0]() is f and twin.__defaults__ is f.__defaults__ and twin.__kwdefaults__ is f.__kwdefaults__
-                    and twin.__name__ is f.__name__ and twin.__qualname__ is f.__qualname__
-                    and id(code) not in lookaside._machinery_codes):  # (not declared opaque since)
-                return twin
-        return self._target(f)
+        twin = self.known_twin(f)  # (the commonest case, f run before: _target's answer)
+        return twin if twin is not None else self._target(f)
 
     def forget_callees(self):
         """Drop what was resolved during this run (builtins excepted): a callee is resolved
@@ -222,11 +249,17 @@ class Runtime(RuntimeBase):
 
     def target(self, f):
         """``_target(f)`` (what ``recurse`` runs), remembered for the run like ``resolve``'s
-        answers: a wildcard that recurses asks it on every call."""
+        answers: a wildcard that recurses asks it on every call.  A Python function's is
+        its routed twin, kept across runs (``known_twin``)."""
         try:
             return self.targets[f]
         except (KeyError, TypeError):
             pass
+        g = self.known_twin(f)
+        if g is not None:  # (the C recurse takes the same step)
+            if not f.__code__.co_flags & _CO_NESTED and len(self.targets) < CACHE_LIMIT:
+                self.targets[f] = g
+            return g
         g = self._target(f)
         try:
             if not transient(f):
@@ -331,8 +364,9 @@ class Runtime(RuntimeBase):
             getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731
         if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
             hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
+            twins = (self, spec.totals, spec.primitives) if self.twins_first else None
             return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self.method_of,
-                                    getattr_, ModuleType) for method in (False, True))
+                                    getattr_, ModuleType, twins) for method in (False, True))
         make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
         return make(self.fcache, self.resolve, self.prehook, self.posthook, self.method_of,
                     getattr_, ModuleType)
@@ -525,6 +559,10 @@ class Runtime(RuntimeBase):
         """The callable that runs ``f`` inside the context, hooks excluded; cached for
         the run, under a weak key when ``f`` is transient (``lasting``: ``f`` is a class
         attribute, which lives as long as its class)."""
+        if self.twins_first and cache:
+            g = self.known_callee(f, lasting)
+            if g is not None:
+                return g
         calls = self.instance_calls.get(type(f)) if self.plain_resolve else None
         if calls is not None and not lasting and type(f).__call__ is calls[0]:  # (still its __call__)
             return partial(calls[1], f)
@@ -547,6 +585,37 @@ class Runtime(RuntimeBase):
             if (is_builtin(f) or self._taken(f)) and len(self.kept) < CACHE_LIMIT:
                 self.kept[f] = g  # builtins are no user code: kept across runs
         return g
+
+    def known_callee(self, f, lasting=False):
+        """``resolve(f)`` where its answer is known without resolving: a Python function that
+        no primitive takes (the context has no wildcard or canrecurse of its own) runs as
+        its routed twin, which ``known_twin`` gives across runs while ``f`` is unchanged; a
+        bound method of one as ``partial(what runs the function, obj)``.  Entered in the
+        call cache as ``resolve`` enters it (a function defined inside another, which plain
+        Python may free during the run, under a weak key; a bound method not at all).  None:
+        resolve.  The C dispatchers take the same steps (``known_callee`` in
+        native/overdub_native.c), leaving functions defined inside others to this one."""
+        spec = self.spec
+        obj = None
+        if type(f) is MethodType:
+            if f in spec.totals or f in spec.primitives:
+                return None
+            func, obj = f.__func__, f.__self__
+            inner = self.fcache.get(func)
+            if inner is not None:
+                return partial(inner, obj)
+            f, lasting = func, False
+        if type(f) is not FunctionType or f in spec.totals or f in spec.primitives:
+            return None
+        twin = self.known_twin(f)
+        if twin is None:
+            return None
+        if len(self.fcache) < CACHE_LIMIT:
+            if lasting or not f.__code__.co_flags & _CO_NESTED:
+                self.fcache[f] = twin
+            else:  # (a function plain Python may free during the run: under a weak key)
+                self.fcache[WeakKey(f, self._drop)] = twin
+        return twin if obj is None else partial(twin, obj)
 
     def _taken(self, f):
         """Whether a primitive without conditions takes every call of ``f``: its answer

@@ -66,6 +66,8 @@ def _not_callable(value):
 
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` in ``tp``'s MRO, without binding."""
+    if _type_lookup is not None and type(name) is str:  # (the C layer: CPython's own, with its cache)
+        return _type_lookup(tp, name)
     found = _STATIC_LOOKUPS.get((tp, name), _MISSING)
     if found is not _MISSING:
         return found
@@ -88,6 +90,7 @@ def lookup(tp, name):
 
 
 _STATIC_LOOKUPS = {}  # (C type, name) -> what lookup found
+_type_lookup = getattr(_native_module, "type_lookup", None)
 _MISSING = object()
 _TYPE_ATTRS = vars(type)
 _type_mro = _TYPE_ATTRS["__mro__"].__get__

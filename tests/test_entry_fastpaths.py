@@ -207,3 +207,55 @@ def test_a_context_is_handed_back_as_its_reset_leaves_it(cls, entry):
     ctx = pool._idle_of(cls)[-1]
     assert ctx._tagkey is not key and _state(ctx) == before
     assert cls.reset in pool.QUIET_RESETS
+
+
+ARRAY_FUNCTIONS = {
+    "sum of squares": lambda x: np.sum(x * x),
+    "element": lambda x: x[1] * x[2],
+    "builtin sum": lambda x: sum(x),
+    "float of an element": lambda x: float(x[0]),
+    "constant": lambda x: 3.0,
+    "numpy constant": lambda x: np.float64(2.0),
+    "int result": lambda x: 3,
+    "0-d array": lambda x: np.sum(x * x, keepdims=True).reshape(()),
+    "array result": lambda x: x * 2.0,
+    "complex result": lambda x: np.sum(x) * 1j,
+    "exact equality": lambda x: np.sum(x) if x[0] == 0.25 else 0.0,
+    "second order": lambda x: capstan.gradient(lambda y: np.sum(y ** 3 * x), x)[0][1],
+    "losses": lambda x: np.sum(x) + int(np.sum(x)),
+}
+
+
+def _general_gradient(f, x):
+    """``gradient(f, x)`` by the general steps (the array shortcut's reference)."""
+    from capstan import reverse
+
+    checks.point_given("gradient", (x,), {})
+    checks.check_callable("gradient", f)
+    checks.require_differentiable("gradient", (x,))
+    with pool.borrowed(ReverseCtx) as ctx:
+        return reverse._gradient(reverse._Run(f, (x,), "gradient", ctx), (x,))
+
+
+@pytest.mark.parametrize("name", ARRAY_FUNCTIONS)
+@pytest.mark.parametrize("x", [np.array([0.25, -1.5, 2.0]), np.array([]), np.array([[0.5, 1.0]])],
+                         ids=["vector", "empty", "matrix"])
+def test_gradient_of_a_float64_array_is_the_general_paths_answer(name, x):
+    f = ARRAY_FUNCTIONS[name]
+
+    def outcome(call):
+        try:
+            return "ok", call()
+        except Exception as exc:  # (an IndexError of f's own included)
+            return type(exc), str(exc)
+
+    got = outcome(lambda: capstan.gradient(f, x.copy()))
+    want = outcome(lambda: _general_gradient(f, x.copy()))
+    assert got[0] == want[0], (got, want)
+    if got[0] != "ok":
+        assert got[1] == want[1]
+        return
+    assert type(got[1]) is tuple and len(got[1]) == len(want[1]) == 1
+    a, b = got[1][0], want[1][0]
+    assert type(a) is type(b) and (a is None or (a.dtype == b.dtype and a.shape == b.shape
+                                                 and np.array_equal(a, b, equal_nan=True)))

@@ -1119,3 +1119,46 @@ def test_entry_reference_counts_and_memory_stay_flat():
         tracemalloc.stop()
     assert (sys.getrefcount(f), sys.getrefcount(x), sys.getrefcount(ForwardCtx)) == before
     assert last - first < 16 * 1024, (first, last)
+
+
+@native
+def test_tape_records_in_c_match_their_python_reference(monkeypatch):
+    """``capstan_native.record`` / ``record_array`` against ``ReverseCtx.record`` and
+    ``_track`` run in Python: the same records, reader notes, holders and views."""
+    from capstan import reverse
+
+    base = np.arange(12.0)
+    view = base[2:8]
+    owned = np.ones(3)
+    other_ctx = ReverseCtx()
+    cases = [
+        ((Tagged(owned, 0, other_ctx), 2.0), owned * 2.0),  # (a value under another tag)
+        ((view, base, 3.0), view * 3.0),
+        ((1.0, 2), np.arange(3.0)[1:]),  # (an array result viewing another)
+        ((owned,), owned),  # (the argument returned)
+        ([owned, view], owned + 1.0),  # (a list of values)
+    ]
+
+    def run(native):
+        ctx = ReverseCtx()
+        ctx.tape = [reverse._INPUT]
+        if not native:
+            monkeypatch.setattr(reverse, "_record", None)
+            monkeypatch.setattr(reverse, "_record_array", None)
+        out = []
+        for vals, ans in cases:
+            out.append(ctx.record(reverse.RULE, np.multiply, ans, vals, {}, [0, None], None))
+            t = ctx._record_array(np.multiply, ans, vals, {}, [0, None], other_ctx)
+            out.append((type(t), t._value is ans, t._meta, t._ctx is ctx))
+        monkeypatch.undo()
+        records = [(r.kind, r.f, r.ans is c[1], r.vals, r.kwargs, r.parents, r.foreign)
+                   for r, c in zip(ctx.tape[1:], [c for c in cases for _ in range(2)])]
+        holders = {k: (h[0]() is not None, h[1] is not None, h[2]) for k, h in ctx.holders.items()}
+        views = {k: len(v) for k, v in ctx.views.items()}
+        return out, records, ctx.readers, holders, views
+
+    assert run(True) == run(False)
+    rec = reverse.Record(reverse.RULE, np.sin, 1.0, (1.0,), {}, [0])
+    assert (rec.foreign, rec.kind, repr(rec)) == (None, reverse.RULE, "Record(RULE, f=sin, ans=1.0, vals=(1.0,), kwargs={}, parents=[0])")
+    rec.vals = (2.0,)
+    assert rec.vals == (2.0,)
