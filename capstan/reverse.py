@@ -929,6 +929,8 @@ def _gradient_at_array(f, x):
         if not ctx.equalities and type(y) is Tagged and y._tagkey is ctx._tagkey and (
                 type(y._value) is float or type(y._value) is _F64) and type(y._meta) is int:
             c = backward(ctx.tape, {y._meta: 1.0})[node]
+            if c is not None and _has_nan((c,)) and _all_finite(y._value) and _all_finite(x):
+                raise losses.undefined_in_reverse("gradient")  # (NaN where f and x are finite)
             return (None if c is None else _like(c, x),)
         if ctx.equalities:
             check_equalities(ctx)
