@@ -932,13 +932,7 @@ def _gradient_at_array(f, x):
             if c is not None and _has_nan((c,)) and _all_finite(y._value) and _all_finite(x):
                 raise losses.undefined_in_reverse("gradient")  # (NaN where f and x are finite)
             return (None if c is None else _like(c, x),)
-        if ctx.equalities:
-            check_equalities(ctx)
-        run = _Run.__new__(_Run)
-        run.ctx = ctx
-        run.arg_structs = [([x], [node], structure.single)]
-        run.finish(y, "gradient")
-        return _gradient(run, (x,))
+        return _gradient_rest(ctx, x, node, y)
 
 
 def _gradient_at_float(f, x):
@@ -962,7 +956,8 @@ def _gradient_at_float(f, x):
 
 
 def _gradient_rest(ctx, x, node, y):
-    """``_gradient_at_float``'s other outputs: the general steps of ``_gradient``."""
+    """``_gradient_at_float``'s and ``_gradient_at_array``'s other outputs: the general
+    steps of ``_gradient``."""
     if ctx.equalities:
         check_equalities(ctx)
     run = _Run.__new__(_Run)
