@@ -48,6 +48,7 @@ from . import nesting
 from .adcontext import INPLACE, ADContext
 from .losses import NoRuleError
 from .reverse import GUARD, INPUT, RULE, adjoint, pullback
+from .threadstate import thread_state
 from .rules import operator_rules, registry
 from .rules.registry import defimpl, defjvp, strong_mul, unbroadcast
 from .tape import Raised, record_tape
@@ -633,7 +634,7 @@ def _check_call(op, args, kwargs):
     no differentiated value on the side, and none is passed where it cannot carry its
     derivative (an excluded argument, a keyword argument)."""
     _check_pure(op)
-    active = [c for c in getattr(nesting._state, "contexts", ()) if c is not None]
+    active = [c for c in thread_state().contexts if c is not None]
     for i, a in enumerate(args):
         if i in op.excluded and _differentiated(a, active, 0):
             raise TypeError("capstan.elementwise(%s): argument %d is excluded from broadcasting "
@@ -676,7 +677,7 @@ def _check_pure(op):
             names = _GLOBAL_NAMES[code] = sorted(found)
         g = kernel.__globals__
         seen += [("the global %r" % n, g[n]) for n in names if n in g]
-    active = [c for c in getattr(nesting._state, "contexts", ()) if c is not None]
+    active = [c for c in thread_state().contexts if c is not None]
     for what, value in seen:
         if _differentiated(value, active, 0):
             raise TypeError("capstan.elementwise: the kernel %s reads %s, which holds a value "

@@ -1,19 +1,18 @@
 """How many differentiations are active around the current call (per thread), and
 which one a value handed to an entry point belongs to."""
-import threading
 from typing import Any, Callable
 
 import numpy as np
 
 from overdub import Tagged, overdub
 
-_state = threading.local()
+from .threadstate import thread_state
 
 
 def nestlevel() -> int:
     """How many differentiations (``D``, ``jvp``, ``gradient``...) are active around
     this call: 0 outside any, 2 inside a Hessian's inner gradient, and so on."""
-    level: int = getattr(_state, "level", 0)
+    level: int = thread_state().level
     return level
 
 
@@ -35,21 +34,19 @@ class level:
 def push(ctx: Any) -> None:
     """One more active differentiation, run by ``ctx`` (``level``'s way in); ``ctx.outside``
     becomes the ones enclosing it, innermost first."""
-    try:
-        contexts = _state.contexts
-    except AttributeError:  # (the first one in this thread)
-        contexts = _state.contexts = []
-        _state.level = 0
+    state = thread_state()
+    contexts = state.contexts
     if ctx is not None:
         ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx) if contexts else ()
     contexts.append(ctx)
-    _state.level += 1
+    state.level += 1
 
 
 def pop() -> None:
     """The innermost active differentiation has ended (``level``'s way out)."""
-    _state.level -= 1
-    _state.contexts.pop()
+    state = thread_state()
+    state.level -= 1
+    state.contexts.pop()
 
 
 def inner(a: Any, b: Any) -> Any:
@@ -58,7 +55,7 @@ def inner(a: Any, b: Any) -> Any:
     if a is None or b is None or a is b:
         return b if a is None else a
     depth_a = depth_b = -1
-    for i, ctx in enumerate(getattr(_state, "contexts", ())):
+    for i, ctx in enumerate(thread_state().contexts):
         if ctx is a:
             depth_a = i
         elif ctx is b:
@@ -79,7 +76,7 @@ def enclosing(*values: Any) -> Any:
     _leaves(values, tagged, arrays, 0)
     if not tagged and not arrays:
         return None
-    for ctx in reversed(getattr(_state, "contexts", ())):
+    for ctx in reversed(thread_state().contexts):
         if ctx is None:
             continue
         key = ctx._tagkey

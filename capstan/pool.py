@@ -7,17 +7,15 @@ none is idle, as for a nested differentiation -- and renews its tag identity on
 the way in and out, so no value of one run is ever taken for a value of another:
 values that escape a run become plain constants.
 """
-import threading
 import weakref
 from typing import Any
 
 from overdub import Context, overdub
 from overdub._native import NOT_RUN, capstan_native
 
-from . import losses, nesting
+from . import losses
+from .threadstate import thread_state
 
-_local = threading.local()
-_nesting = nesting._state  # (push and pop inline in ``differentiating``: the fixed cost of a run)
 _KEEP = 4  # idle contexts kept per class and thread
 
 
@@ -30,10 +28,7 @@ class borrowed:
         self.cls = cls
 
     def __enter__(self) -> Any:
-        try:
-            idle = _local.pools[self.cls]
-        except (AttributeError, KeyError):  # (the first run of this class in this thread)
-            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+        idle = _idle_of(self.cls)
         # (an idle context got its fresh identity when it was handed back; a new one has one)
         ctx = self.ctx = idle.pop() if idle else self.cls()
         return ctx
@@ -42,10 +37,7 @@ class borrowed:
         ctx = self.ctx
         ctx.reset()  # (cleans up the run's tagged values while they are still its own)
         ctx.renew_tags()
-        try:
-            idle = _local.pools[self.cls]
-        except (AttributeError, KeyError):  # (handed back in another thread: see ``kept``)
-            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+        idle = _idle_of(self.cls)  # (this thread's: a context may be handed back in another)
         if len(idle) < _KEEP:
             idle.append(ctx)
 
@@ -59,19 +51,23 @@ def lent(cls: type) -> tuple[Any, Any]:
 
 
 def _entered(ctx: Any) -> Any:
-    """``nesting.push(ctx)`` with its common case inline; ``ctx``."""
-    try:
-        contexts = _nesting.contexts
-    except AttributeError:
-        nesting.push(ctx)
-        return ctx
+    """``nesting.push(ctx)``, inline; ``ctx``."""
+    state = thread_state()
+    contexts = state.contexts
     if contexts:
         ctx.outside = tuple(c for c in reversed(contexts) if c is not None and c is not ctx)
     elif ctx.outside:
         ctx.outside = ()
     contexts.append(ctx)
-    _nesting.level += 1
+    state.level += 1
     return ctx
+
+
+def _left() -> None:
+    """``nesting.pop()``, inline."""
+    state = thread_state()
+    state.level -= 1
+    state.contexts.pop()
 
 
 class running:
@@ -92,8 +88,7 @@ class running:
             if exc is not None:
                 losses.failed(self.ctx, exc)
         finally:
-            _nesting.level -= 1  # (nesting.pop, inline)
-            _nesting.contexts.pop()
+            _left()
 
 
 class differentiating(borrowed):
@@ -104,10 +99,7 @@ class differentiating(borrowed):
     __slots__ = ()
 
     def __enter__(self) -> Any:
-        try:
-            idle = _local.pools[self.cls]
-        except (AttributeError, KeyError):  # (the first run of this class in this thread)
-            idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+        idle = _idle_of(self.cls)
         # (an idle context got its fresh identity when it was handed back; a new one has one)
         ctx = self.ctx = idle.pop() if idle else self.cls()
         return _entered(ctx)
@@ -118,14 +110,10 @@ class differentiating(borrowed):
             if exc[1] is not None:
                 losses.failed(ctx, exc[1])
         finally:
-            _nesting.level -= 1  # (nesting.pop, inline)
-            _nesting.contexts.pop()
+            _left()
             ctx.reset()  # (cleans up the run's tagged values while they are still its own)
             ctx.renew_tags()
-            try:
-                idle = _local.pools[self.cls]
-            except (AttributeError, KeyError):  # (handed back in another thread: see ``kept``)
-                idle = _local.__dict__.setdefault("pools", {}).setdefault(self.cls, [])
+            idle = _idle_of(self.cls)  # (this thread's: a context may be handed back in another)
             if len(idle) < _KEEP:
                 idle.append(ctx)
 
@@ -161,14 +149,14 @@ def quiet_reset(none: tuple[str, ...] = (), empty: tuple[str, ...] = (),
 
 def _idle_of(cls: type) -> list[Any]:
     """The idle contexts of ``cls`` in this thread (made on its first run)."""
+    pools = thread_state().pools
     try:
-        idle: list[Any] = _local.pools[cls]
-    except (AttributeError, KeyError):
-        idle = _local.__dict__.setdefault("pools", {}).setdefault(cls, [])
+        idle: list[Any] = pools[cls]
+    except KeyError:
+        idle = pools[cls] = []
     return idle
 
 
 if capstan_native is not None:  # (the same steps in C: the class above is the reference)
-    capstan_native.setup_pool(_local, _nesting, _idle_of, nesting.push, losses.failed, _KEEP, QUIET_RESETS,
-                              Context.renew_tags)
+    capstan_native.setup_pool(losses.failed, _KEEP, QUIET_RESETS, Context.renew_tags)
     differentiating = capstan_native.Loan  # type: ignore[misc]  # noqa: F811

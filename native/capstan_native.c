@@ -1330,16 +1330,16 @@ setup(PyObject *module, PyObject *args)
 /* ------------------------------------------------------------------------------------------
  * Loan: capstan.pool.differentiating in C (``with Loan(ForwardCtx) as ctx:``), the fixed
  * cost of every D / jvp.  The Python class in capstan/pool.py is the reference: the same
- * steps, in the same order.  setup_pool() hands over the thread-local pools, the nesting
- * state and the Python functions for the rare cases (a thread's first run, a loss).
+ * steps, in the same order.  The pools and the nesting state are the thread's state
+ * (ThreadState, below); setup_pool() hands over what a loss and a reset need.
  */
 static PyObject *long_one;  /* 1 */
 #define _PyLong_GetOne_compat() long_one
 
-static PyObject *pool_local, *pool_nesting, *pool_idle_of, *pool_push, *pool_failed;
+static PyObject *pool_failed;
 static PyObject *pool_quiet, *pool_renew;  /* pool.QUIET_RESETS, overdub's Context.renew_tags */
 static Py_ssize_t pool_keep;
-static PyObject *str_pools, *str_contexts, *str_level, *str_outside, *str_reset, *str_renew_tags;
+static PyObject *str_outside, *str_reset, *str_renew_tags;
 
 typedef struct {
     PyObject_HEAD
@@ -1347,35 +1347,138 @@ typedef struct {
     PyObject *ctx;
 } LoanObject;
 
-/* the idle contexts of cls in this thread (a new reference): pool_local.pools[cls], or
-   what the Python reference makes on a thread's first run */
+/* ---------------------------------------------------------------- per-thread state */
+
+/* What capstan keeps per thread, in one object (capstan/threadstate.py is the reference):
+   the idle contexts by class, the contexts of the active differentiations (outermost
+   first) and their number.  It lives in CPython's per-thread dictionary, so one lookup
+   finds it, and it goes when the thread does. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *pools;     /* dict: context class -> list of idle contexts */
+    PyObject *contexts;  /* list: the active differentiations' contexts (None for a level without one) */
+    Py_ssize_t level;    /* how many differentiations are active */
+} ThreadStateObject;
+
+static PyTypeObject ThreadState_Type;
+static PyObject *state_key;  /* its key in each thread's PyThreadState_GetDict() */
+
+/* this thread's state (a borrowed reference: the thread's dictionary holds it) */
+static ThreadStateObject *
+thread_state_get(void)
+{
+    PyObject *d = PyThreadState_GetDict();
+    if (d == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "capstan: this thread has no state dictionary");
+        return NULL;
+    }
+    PyObject *st = PyDict_GetItemWithError(d, state_key);
+    if (st != NULL && Py_TYPE(st) == &ThreadState_Type) {
+        return (ThreadStateObject *)st;
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    ThreadStateObject *s = PyObject_GC_New(ThreadStateObject, &ThreadState_Type);
+    if (s == NULL) {
+        return NULL;
+    }
+    s->pools = PyDict_New();
+    s->contexts = PyList_New(0);
+    s->level = 0;
+    PyObject_GC_Track(s);
+    if (s->pools == NULL || s->contexts == NULL || PyDict_SetItem(d, state_key, (PyObject *)s) < 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    Py_DECREF(s);
+    return s;
+}
+
+static PyObject *
+thread_state(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return Py_XNewRef((PyObject *)thread_state_get());
+}
+
+static int
+state_traverse(ThreadStateObject *s, visitproc visit, void *arg)
+{
+    Py_VISIT(s->pools);
+    Py_VISIT(s->contexts);
+    return 0;
+}
+
+static int
+state_clear(ThreadStateObject *s)
+{
+    Py_CLEAR(s->pools);
+    Py_CLEAR(s->contexts);
+    return 0;
+}
+
+static void
+state_dealloc(ThreadStateObject *s)
+{
+    PyObject_GC_UnTrack(s);
+    state_clear(s);
+    PyObject_GC_Del(s);
+}
+
+static PyMemberDef state_members[] = {
+    {"pools", T_OBJECT_EX, offsetof(ThreadStateObject, pools), READONLY,
+     "the idle contexts of each context class, in this thread"},
+    {"contexts", T_OBJECT_EX, offsetof(ThreadStateObject, contexts), READONLY,
+     "the contexts of the active differentiations, outermost first"},
+    {"level", T_PYSSIZET, offsetof(ThreadStateObject, level), 0,
+     "how many differentiations are active"},
+    {NULL}
+};
+
+static PyTypeObject ThreadState_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.ThreadState",
+    .tp_doc = "capstan's state in one thread: pools, contexts, level (capstan/threadstate.py).",
+    .tp_basicsize = sizeof(ThreadStateObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)state_traverse,
+    .tp_clear = (inquiry)state_clear,
+    .tp_dealloc = (destructor)state_dealloc,
+    .tp_members = state_members,
+};
+
+/* the idle contexts of cls in this thread (a new reference), made on its first run */
 static PyObject *
 idle_of(PyObject *cls)
 {
-    PyObject *pools = PyObject_GetAttr(pool_local, str_pools);
-    if (pools != NULL) {
-        PyObject *idle = PyDict_CheckExact(pools) ? PyDict_GetItemWithError(pools, cls) : NULL;
-        Py_DECREF(pools);
-        if (idle != NULL && PyList_CheckExact(idle)) {
-            Py_INCREF(idle);
-            return idle;
-        }
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-    }
-    else if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    ThreadStateObject *st = thread_state_get();
+    if (st == NULL) {
         return NULL;
     }
-    PyErr_Clear();
-    return PyObject_CallOneArg(pool_idle_of, cls);
+    PyObject *idle = PyDict_GetItemWithError(st->pools, cls);
+    if (idle != NULL) {
+        if (PyList_CheckExact(idle)) {
+            return Py_NewRef(idle);
+        }
+        PyErr_SetString(PyExc_TypeError, "capstan: a pool of idle contexts must be a list");
+        return NULL;
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    idle = PyList_New(0);
+    if (idle == NULL || PyDict_SetItem(st->pools, cls, idle) < 0) {
+        Py_XDECREF(idle);
+        return NULL;
+    }
+    return idle;
 }
 
 static PyObject *
 loan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *cls;
-    if (pool_local == NULL) {
+    if (pool_failed == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Loan: setup_pool() was not called");
         return NULL;
     }
@@ -1432,20 +1535,11 @@ borrow(PyObject *cls)
 static int
 push_level(PyObject *ctx)
 {
-    PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
-    if (contexts == NULL || !PyList_CheckExact(contexts)) {
-        if (contexts == NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            return -1;
-        }
-        PyErr_Clear();
-        Py_XDECREF(contexts);
-        PyObject *r = PyObject_CallOneArg(pool_push, ctx);
-        if (r == NULL) {
-            return -1;
-        }
-        Py_DECREF(r);
-        return 0;
+    ThreadStateObject *st = thread_state_get();
+    if (st == NULL) {
+        return -1;
     }
+    PyObject *contexts = Py_NewRef(st->contexts);
     Py_ssize_t m = PyList_GET_SIZE(contexts);
     int err = 0;
     if (m > 0) {  /* ctx.outside: the enclosing ones, innermost first */
@@ -1482,11 +1576,11 @@ push_level(PyObject *ctx)
     }
     Py_DECREF(contexts);
     if (err == 0) {
-        PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
-        PyObject *up = level == NULL ? NULL : PyNumber_Add(level, _PyLong_GetOne_compat());
-        Py_XDECREF(level);
-        err = up == NULL ? -1 : PyObject_SetAttr(pool_nesting, str_level, up);
-        Py_XDECREF(up);
+        st = thread_state_get();  /* (the same one: setting ctx.outside may have run Python) */
+        if (st == NULL) {
+            return -1;
+        }
+        st->level++;
     }
     return err;
 }
@@ -1520,27 +1614,17 @@ loan_enter(LoanObject *self, PyObject *Py_UNUSED(ignored))
 static int
 pop_level(void)
 {
-    PyObject *level = PyObject_GetAttr(pool_nesting, str_level);
-    PyObject *down = level == NULL ? NULL : PyNumber_Subtract(level, _PyLong_GetOne_compat());
-    Py_XDECREF(level);
-    int err = down == NULL ? -1 : PyObject_SetAttr(pool_nesting, str_level, down);
-    Py_XDECREF(down);
-    if (err < 0) {
+    ThreadStateObject *st = thread_state_get();
+    if (st == NULL) {
         return -1;
     }
-    PyObject *contexts = PyObject_GetAttr(pool_nesting, str_contexts);
-    if (contexts == NULL) {
-        return -1;
-    }
-    Py_ssize_t n = PyList_CheckExact(contexts) ? PyList_GET_SIZE(contexts) : 0;
+    Py_ssize_t n = PyList_GET_SIZE(st->contexts);
     if (n == 0) {
-        Py_DECREF(contexts);
         PyErr_SetString(PyExc_IndexError, "pop from empty list");
         return -1;
     }
-    err = PyList_SetSlice(contexts, n - 1, n, NULL);
-    Py_DECREF(contexts);
-    return err;
+    st->level--;
+    return PyList_SetSlice(st->contexts, n - 1, n, NULL);
 }
 
 /* ctx.reset() read off the context when its class's reset is in pool.QUIET_RESETS and the
@@ -1725,24 +1809,14 @@ static PyTypeObject Loan_Type = {
 static PyObject *
 setup_pool(PyObject *module, PyObject *args)
 {
-    PyObject *local, *nesting, *idle_fn, *push, *failed, *quiet, *renew;
+    PyObject *failed, *quiet, *renew;
     Py_ssize_t keep;
-    if (!PyArg_ParseTuple(args, "OOOOOnO!O:setup_pool", &local, &nesting, &idle_fn, &push, &failed, &keep,
-                          &PyDict_Type, &quiet, &renew)) {
+    if (!PyArg_ParseTuple(args, "OnO!O:setup_pool", &failed, &keep, &PyDict_Type, &quiet, &renew)) {
         return NULL;
     }
     Py_XSETREF(pool_quiet, Py_NewRef(quiet));
     Py_XSETREF(pool_renew, Py_NewRef(renew));
-    Py_INCREF(local);
-    Py_XSETREF(pool_local, local);
-    Py_INCREF(nesting);
-    Py_XSETREF(pool_nesting, nesting);
-    Py_INCREF(idle_fn);
-    Py_XSETREF(pool_idle_of, idle_fn);
-    Py_INCREF(push);
-    Py_XSETREF(pool_push, push);
-    Py_INCREF(failed);
-    Py_XSETREF(pool_failed, failed);
+    Py_XSETREF(pool_failed, Py_NewRef(failed));
     pool_keep = keep;
     Py_RETURN_NONE;
 }
@@ -1872,7 +1946,7 @@ forward_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "forward_entry(cls, f, x): a Python function and a float");
         return NULL;
     }
-    if (entry_seed == NULL || pool_local == NULL) {
+    if (entry_seed == NULL || pool_failed == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "forward_entry: setup_entry() was not called");
         return NULL;
     }
@@ -2153,7 +2227,7 @@ reverse_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "reverse_entry(cls, f, x): a Python function and a float");
         return NULL;
     }
-    if (rev_backward == NULL || entry_seed == NULL || pool_local == NULL) {
+    if (rev_backward == NULL || entry_seed == NULL || pool_failed == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "reverse_entry: setup_reverse() was not called");
         return NULL;
     }
@@ -2518,8 +2592,9 @@ static PyMethodDef module_methods[] = {
     {"setup_entry", setup_entry, METH_VARARGS,
      "setup_entry(seed, overdub, check_finished, NOT_RUN): what forward_entry calls."},
     {"setup_pool", setup_pool, METH_VARARGS,
-     "setup_pool(local, nesting_state, idle_of, push, failed, keep, quiet_resets, renew_tags): what Loan reads (see "
-     "capstan/pool.py)."},
+     "setup_pool(failed, keep, quiet_resets, renew_tags): what Loan reads (see capstan/pool.py)."},
+    {"thread_state", thread_state, METH_NOARGS,
+     "thread_state(): this thread's capstan state (pools, contexts, level; see capstan/threadstate.py)."},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
      "record(ctx, kind, f, ans, vals, kwargs, parents, foreign): ReverseCtx.record (the node)."},
     {"record_array", (PyCFunction)(void (*)(void))record_array, METH_FASTCALL,
@@ -2565,7 +2640,10 @@ PyInit__capstan_native(void)
     str_equalities = PyUnicode_InternFromString("equalities");
     str_second = PyUnicode_InternFromString("second");
     str_scalar_pairs = PyUnicode_InternFromString("scalar_pairs");
-    str_pools = PyUnicode_InternFromString("pools");
+    state_key = PyUnicode_InternFromString("capstan._capstan_native.thread_state");
+    if (state_key == NULL || PyType_Ready(&ThreadState_Type) < 0) {
+        return NULL;
+    }
     str_runtime = PyUnicode_InternFromString("_runtime");
     str_input = PyUnicode_InternFromString("input");
     str_meta = PyUnicode_InternFromString("_meta");
@@ -2581,12 +2659,10 @@ PyInit__capstan_native(void)
         || str_D == NULL || str_has_tags == NULL) {
         return NULL;
     }
-    str_contexts = PyUnicode_InternFromString("contexts");
-    str_level = PyUnicode_InternFromString("level");
     str_outside = PyUnicode_InternFromString("outside");
     str_reset = PyUnicode_InternFromString("reset");
     str_renew_tags = PyUnicode_InternFromString("renew_tags");
-    if (str_pools == NULL || str_contexts == NULL || str_level == NULL || str_outside == NULL
+    if (str_outside == NULL
         || str_reset == NULL || str_renew_tags == NULL || PyType_Ready(&Loan_Type) < 0) {
         return NULL;
     }

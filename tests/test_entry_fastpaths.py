@@ -15,6 +15,7 @@ import pytest
 import capstan
 from capstan import checks, forward, pool, structure
 from capstan.reverse import ReverseCtx
+from capstan.threadstate import thread_state
 
 
 class Sub(float):
@@ -169,7 +170,7 @@ def test_pullbacks_keep_their_own_tapes_and_give_their_contexts_back():
     for _ in range(6):  # other runs in between borrow and return contexts
         assert capstan.gradient(lambda x: x * x * x, 2.0) == (12.0,)
     assert [back(1.0) for _, back in backs] == [(4.0,), (8.0,), (12.0,)]
-    idle = pool._local.pools[ReverseCtx]
+    idle = thread_state().pools[ReverseCtx]
     del idle[:]
     y, back = capstan.pullback(lambda x: x * x, 3.0)
     assert back(1.0) == (6.0,) and not idle
@@ -259,3 +260,50 @@ def test_gradient_of_a_float64_array_is_the_general_paths_answer(name, x):
     a, b = got[1][0], want[1][0]
     assert type(a) is type(b) and (a is None or (a.dtype == b.dtype and a.shape == b.shape
                                                  and np.array_equal(a, b, equal_nan=True)))
+
+
+# -- capstan's per-thread state (capstan.threadstate) -------------------------------------------
+
+def test_each_thread_has_its_own_state_and_it_goes_with_the_thread():
+    """The nesting level, the active contexts and the idle pools are per thread: a thread
+    started inside a differentiation sees none active, its own runs pool their own contexts,
+    and those contexts are freed when the thread ends."""
+    import threading
+    import weakref
+
+    from capstan.forward import ForwardCtx
+
+    seen = {}
+
+    def worker():
+        state = thread_state()
+        seen["level"], seen["contexts"] = capstan.nestlevel(), list(state.contexts)
+        seen["D"] = capstan.D(lambda x: x * x, 3.0)
+        seen["idle"] = [weakref.ref(c) for c in state.pools.get(ForwardCtx, [])]
+        seen["same"] = state is thread_state()
+
+    def outer(x):
+        assert capstan.nestlevel() == 1 and len(thread_state().contexts) == 1
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        return x * 2.0
+
+    mine = thread_state()
+    assert capstan.D(outer, 1.0) == 2.0
+    assert seen["level"] == 0 and seen["contexts"] == [] and seen["D"] == 6.0 and seen["same"]
+    assert seen["idle"] and thread_state() is mine and mine.level == 0 and mine.contexts == []
+    assert all(c not in seen["idle"] for c in mine.pools.get(ForwardCtx, []))
+    gc.collect()
+    assert all(r() is None for r in seen["idle"])  # (the thread's pool went with it)
+
+
+def test_thread_state_fields_match_the_reference():
+    """The C state object and the pure-Python reference have the same fields and types."""
+    from capstan import threadstate
+
+    for state in (thread_state(), threadstate._thread_state()):
+        assert isinstance(state.pools, dict) and isinstance(state.contexts, list)
+        assert state.level == 0
+        with pytest.raises(AttributeError):
+            state.nonexistent

@@ -1216,10 +1216,10 @@ class _DenseSolution:
 
 
 def _dense_rule(ctx, f, args, kwargs):
-    from ..nesting import _state
+    from ..threadstate import thread_state
     dense, t = args[0], args[1] if len(args) > 1 else kwargs.get("t")
     made = dense.ctx
-    if made._tagkey is not dense.tagkey or not any(c is made for c in getattr(_state, "contexts", ())):
+    if made._tagkey is not dense.tagkey or not any(c is made for c in thread_state().contexts):
         return dense.plain(_plain(t))  # (the differentiation that made it has ended)
     if made is not ctx:
         return overdub(made, f, *args, **kwargs)
