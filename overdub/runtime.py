@@ -81,14 +81,24 @@ def _forget_twins(phase, info):
     cell) -- so a twin kept across runs would keep a function that the program dropped, and
     its module, alive; dropped here, they are collected exactly when plain Python collects
     them.  (A run in progress holds the twins it uses in its call cache; a function met again
-    is given a new twin.)"""
+    is given a new twin.)
+
+    A full collection also empties each runtime's routed code (``codes``).  Routed code
+    holds the runtime's slots, and they hold the runtime and its context; code objects are
+    invisible to the collector, so a cycle through one is never collected: a context the
+    program dropped -- or one pooled by a thread that ended -- would live forever.  The
+    next run binds its code again (microseconds per function, after a full collection)."""
     if phase == "start":
+        full = info.get("generation") == 2
         # (the WeakSet's own weak references: iterating the WeakSet would call the builtins
         # module's len, which a program collected in the middle of may have patched)
         for ref in list(_runtimes.data):
             rt = ref()
-            if rt is not None and rt.code_twins:
-                rt.code_twins.clear()
+            if rt is not None:
+                if rt.code_twins:
+                    rt.code_twins.clear()
+                if full and rt.code_table:
+                    rt.codes.clear()
 
 
 gc.callbacks.append(_forget_twins)
@@ -766,13 +776,16 @@ class Runtime(RuntimeBase):
         g.__kwdefaults__ = f.__kwdefaults__
         g.__qualname__ = f.__qualname__
         g.__module__ = f.__module__
-        funcs, code_id = self.funcs, id(code)
+        twins, code_id = self.code_twins, id(code)
 
         def forget(ref):  # the twin shares f's defaults and cells: it must not outlive f
-            funcs.discard(code_id, entry)
+            # (found by its weak reference, not held by this closure: an entry in a cycle of
+            # its own would outlive the table's clearing, and its twin's routed code with it)
+            kept = twins.get(code_id)
+            if kept is not None and kept[1][0] is ref:
+                twins.pop(code_id, None)
 
-        entry = (_weak_ref(f, forget), g)
-        funcs[code] = entry
+        self.funcs[code] = (_weak_ref(f, forget), g)
         return g
 
     def route_code(self, code):

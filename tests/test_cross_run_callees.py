@@ -356,3 +356,43 @@ def test_a_collection_forgets_twins_without_calling_patched_builtins(monkeypatch
         gc.enable()
     monkeypatch.undo()
     assert calls == [] and not ctx._runtime.code_twins
+
+
+class Posted(Context):
+    """A posthook: sees every call's result."""
+
+    def posthook(self, out, f, /, *args, **kwargs):
+        return out
+
+
+def _callee(x):
+    return math.sin(x) * 2.0 + x
+
+
+def _caller(x):
+    return _callee(x) + sum(_callee(v) for v in (x, x + 1.0))
+
+
+@pytest.mark.parametrize("make", [lambda: Seen([]), Sine, Wild, Posted, capstan.ForwardCtx, capstan.ReverseCtx])
+def test_a_context_the_program_drops_is_collected(make):
+    """A context instance that ran routed calls is freed by one collection once the program
+    drops it: its routed code, which holds its slots (and they the context), is held by
+    nothing the collector cannot see through when a full collection starts."""
+    ctx = make()
+    for _ in range(3):
+        assert overdub.overdub(ctx, _caller, 0.5) == pytest.approx(_caller(0.5))
+    alive = weakref.ref(ctx)
+    del ctx
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_context_kept_by_the_program_still_runs_after_collections():
+    """Its routed code is bound again after a full collection dropped it."""
+    ctx = Seen([])
+    assert overdub.overdub(ctx, _caller, 0.5) == pytest.approx(_caller(0.5))
+    gc.collect()
+    assert not ctx._runtime.code_table
+    ctx.metadata.clear()
+    assert overdub.overdub(ctx, _caller, 0.5) == pytest.approx(_caller(0.5))
+    assert "_callee" in ctx.metadata and ctx._runtime.code_table
