@@ -19,12 +19,70 @@
 static PyObject *str_tagkey;  /* "_tagkey" */
 
 /* Calling a routed Python function from C re-enters the interpreter loop: C recursion.
- * CPython 3.12+ bounds it itself (its C recursion limit); 3.11 does not, so there the
- * call counts against the recursion limit as any C-level recursion does, and a deep
- * recursion ends in RecursionError rather than a C stack overflow. */
+ * CPython 3.12+ bounds it itself (its C recursion limit).  3.11 does not: there a routed
+ * call checks how much of the thread's C stack is left (read once per thread with
+ * pthread_getattr_np), and raises RecursionError when less than a margin is, so that a
+ * recursion the program allows (sys.setrecursionlimit) ends in RecursionError rather
+ * than a C stack overflow, while the recursion limit itself counts the program's frames
+ * alone, as in plain Python.  Where the stack cannot be read, each such call counts
+ * against the recursion limit instead (a routed recursion then reaches half its depth). */
 #if PY_VERSION_HEX < 0x030C0000
-#define ENTER_CALLEE() (Py_EnterRecursiveCall(" while calling a Python object") == 0)
-#define LEAVE_CALLEE() Py_LeaveRecursiveCall()
+#if defined(__linux__) && defined(__GLIBC__)
+#include <pthread.h>
+#define HAVE_STACK_BOUNDS 1
+#endif
+
+/* per thread: 0 not known yet, 1 the stack is checked, 2 calls count against the limit */
+static _Thread_local int callee_mode;
+static _Thread_local char *stack_floor;  /* below it, a routed call raises RecursionError */
+
+static void
+read_stack_bounds(void)
+{
+    callee_mode = 2;
+#ifdef HAVE_STACK_BOUNDS
+    pthread_attr_t attr;
+    void *low;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+        return;
+    }
+    int err = pthread_attr_getstack(&attr, &low, &size);
+    pthread_attr_destroy(&attr);
+    char here;
+    if (err != 0 || size == 0 || &here < (char *)low || &here >= (char *)low + size) {
+        return;
+    }
+    size_t margin = size / 4;  /* (what CPython's own C code and the hooks may still need) */
+    margin = margin > (1 << 20) ? (1 << 20) : margin < (1 << 16) ? (1 << 16) : margin;
+    if (margin >= size) {
+        return;
+    }
+    stack_floor = (char *)low + margin;
+    callee_mode = 1;
+#endif
+}
+
+static inline int
+enter_callee(void)
+{
+    if (callee_mode == 0) {
+        read_stack_bounds();
+    }
+    if (callee_mode == 1) {
+        char here;
+        if (&here < stack_floor) {
+            PyErr_SetString(PyExc_RecursionError,
+                            "maximum recursion depth exceeded while calling a Python object");
+            return 0;
+        }
+        return 1;
+    }
+    return Py_EnterRecursiveCall(" while calling a Python object") == 0;
+}
+
+#define ENTER_CALLEE() enter_callee()
+#define LEAVE_CALLEE() ((void)(callee_mode == 1 ? 0 : (Py_LeaveRecursiveCall(), 0)))
 #else
 #define ENTER_CALLEE() 1
 #define LEAVE_CALLEE() ((void)0)
