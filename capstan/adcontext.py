@@ -77,12 +77,20 @@ def _conditions(f):
 
 
 _registered = {}
+#: argument types that never carry a derivative (an exact type check: a subclass may compute)
+_PLAIN_NUMBERS = frozenset({int, float, bool, complex})
 
 
 def _register(f):
     if f in _registered:
         return
     def rule(self, /, *args, **kwargs):
+        for a in args:
+            if type(a) not in _PLAIN_NUMBERS:
+                break
+        else:  # (plain numbers alone carry no derivative: float(i), int(3.5), round(2.5))
+            if not kwargs and f not in registry.SOLVERS:
+                return self.fallback(f, *args)
         return self.apply(f, args, kwargs)
 
     rule.__name__ = rule.__qualname__ = "rule_for_" + getattr(f, "__name__", "f")
