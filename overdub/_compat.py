@@ -50,6 +50,10 @@ SUPER_ATTR = None if PY311 else "LOAD_SUPER_ATTR"
 NAMESPACES_BY_KEYWORD = PY313
 #: 3.12+: ``sys._getframemodulename`` (namedtuple, typing and enum name a caller's module)
 GETFRAMEMODULENAME = getattr(sys, "_getframemodulename", None)
+#: ``warnings.warn`` takes ``skip_file_prefixes`` (3.12+)
+WARN_SKIPS_PREFIXES = sys.version_info[:2] >= (3, 12)
+#: the file and line ``warnings.warn`` names when ``stacklevel`` goes beyond the stack
+WARN_BEYOND_STACK = ("<sys>", 0) if PY313 else ("sys", 1)
 
 
 def head_index(instr, depth):

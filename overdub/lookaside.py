@@ -8,8 +8,9 @@ Two kinds of C functions would escape the context if called plainly:
   it is wrapped so that each call of it goes through the context again.
 * **caller-frame readers** (zero-argument ``super()``, ``locals()``, ``vars()``,
   ``dir()``, ``globals()``, ``eval``/``exec`` without namespaces,
-  ``sys._getframe``; ``type(name, bases, ns)`` and ``type.__new__``, which name the
-  caller's module): called from the dispatcher they would see its frame.
+  ``sys._getframe``, ``warnings.warn``'s ``stacklevel``; ``type(name, bases, ns)`` and
+  ``type.__new__``, which name the caller's module): called from the dispatcher they
+  would see its frame.
   They are answered for the nearest *user* frame instead, and code given to
   ``eval``/``exec`` runs inside the context too.
 
@@ -27,6 +28,7 @@ import re
 import sys
 from sys import _getframe
 from types import CodeType, ModuleType
+import _warnings
 from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref or sys._getframe)
 from typing import Any, cast
 
@@ -283,6 +285,7 @@ class FrameReaders:
             table[builtin] = _rejecting_misuse(builtin, reader, most)
         if _compat.GETFRAMEMODULENAME is not None:
             table[_compat.GETFRAMEMODULENAME] = self.getframemodulename
+        table[_warnings.warn] = warn_at_user_frame
         return table
 
     @staticmethod
@@ -412,6 +415,84 @@ def _with_module(namespace):
             namespace = dict.copy(namespace)
             namespace["__module__"] = name
     return namespace
+
+
+_warn_explicit = _warnings.warn_explicit  # (bound once: a program may patch warnings' functions)
+_index = operator.index
+
+
+def _importlib_internal(frame):
+    """What CPython's ``warn`` skips when it counts ``stacklevel``: importlib's bootstrap."""
+    filename = frame.f_code.co_filename
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+_WARN_PARAMETERS = ("message", "category", "stacklevel", "source")
+
+
+def _warn_arguments(args, kwargs):
+    """``(message, category, stacklevel, source, skip_file_prefixes)`` of a ``warn`` call,
+    or None when CPython rejects its shape."""
+    if len(args) > len(_WARN_PARAMETERS):
+        return None
+    bound = dict(zip(_WARN_PARAMETERS, args))
+    skip = ()
+    for name, value in kwargs.items():
+        if name in _WARN_PARAMETERS and name not in bound:
+            bound[name] = value
+        elif name == "skip_file_prefixes" and _compat.WARN_SKIPS_PREFIXES:
+            skip = value
+        else:
+            return None
+    if "message" not in bound:
+        return None
+    return (bound["message"], bound.get("category"), bound.get("stacklevel", 1), bound.get("source"),
+            skip)
+
+
+def warn_at_user_frame(*args, **kwargs):
+    """``warnings.warn`` called from routed code: ``stacklevel`` counted over the user's
+    frames, as plain Python counts them (never a frame of overdub's: a special method or a
+    descriptor reached through ``semantics.Steps`` would otherwise name it), then
+    ``warn_explicit`` with what CPython's own ``warn`` passes it."""
+    try:
+        bound = _warn_arguments(args, kwargs)
+        if bound is None:
+            return _warnings.warn(*args, **kwargs)  # (CPython's own error)
+        message, category, stacklevel, source, skip = bound
+        if isinstance(message, Warning):
+            category = message.__class__
+        if category is None:
+            category = UserWarning
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            raise TypeError("category must be a Warning subclass, not '%s'" % type(category).__name__)
+        if type(skip) is not tuple:
+            raise TypeError("warn() argument 'skip_file_prefixes' must be tuple, not %s"
+                            % type(skip).__name__)
+        stacklevel = _index(stacklevel)
+        if skip:
+            stacklevel = max(2, stacklevel)
+        frame = user_frame()
+        if stacklevel > 1:
+            counts_all = _importlib_internal(frame)
+            out, level = 0, stacklevel - 1
+            while level > 0 and frame is not None:
+                out += 1
+                frame = user_frame(out)
+                if frame is not None and not counts_all and (
+                        _importlib_internal(frame) or frame.f_code.co_filename.startswith(skip)):
+                    continue
+                level -= 1
+        if frame is None:
+            module_globals, (filename, lineno) = sys.__dict__, _compat.WARN_BEYOND_STACK
+        else:
+            module_globals, filename, lineno = frame.f_globals, frame.f_code.co_filename, frame.f_lineno
+        module = module_globals.get("__name__", "<string>")
+        registry = module_globals.setdefault("__warningregistry__", {})
+        return _warn_explicit(message, category, filename, lineno, module, registry, None, source)
+    except BaseException as exc:
+        drop_own_frames(exc)
+        raise
 
 
 def _rejecting_misuse(builtin, reader, most):

@@ -1133,3 +1133,74 @@ def test_objects_held_by_bound_c_callables_die_when_plain_python_frees_them():
         return [r() is None for r in refs]
 
     assert check(lambda: program) == ("ok", [True, True])
+
+
+# -- warnings.warn(stacklevel=) names the user's line, never overdub's -------------------------
+import warnings  # noqa: E402
+
+
+class _Warns:
+    def __init__(self, level):
+        warnings.warn("made", DeprecationWarning, stacklevel=level)
+        self.level = level
+
+    def __add__(self, other):
+        warnings.warn(UserWarning("added"), stacklevel=self.level)
+        return self
+
+    def __getitem__(self, key):
+        warnings.warn("item %r" % (key,), stacklevel=self.level)
+        return key
+
+    @property
+    def prop(self):
+        warnings.warn("property", FutureWarning, stacklevel=self.level)
+        return 1
+
+
+def _warning_program(level):
+    w = _Warns(level)
+    w + w
+    w[3]
+    w.prop
+    warnings.warn("direct", RuntimeWarning, stacklevel=level)
+    warnings.warn("keywords", category=SyntaxWarning, stacklevel=level)
+    for _ in range(3):  # ("default": once per location, through the caller's registry)
+        warnings.warn("repeated", PendingDeprecationWarning, stacklevel=level)
+    return level
+
+
+def _warn_misuse():
+    out = []
+    for args, kwargs in [(("x", int), {}), (("x",), {"stacklevel": "2"}), (("x",), {"nonsense": 1})]:
+        try:
+            warnings.warn(*args, **kwargs)
+            out.append("no error")
+        except TypeError as exc:
+            out.append(str(exc))
+    return out
+
+
+def _recorded(ctx, level):
+    """The warnings of ``_warning_program(level)``, run plainly (``ctx`` None) or routed,
+    called from the same line either way (what ``stacklevel`` beyond it names)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        _warning_program(level) if ctx is None else overdub.overdub(ctx, _warning_program, level)
+    return [(w.category, str(w.message), w.filename, w.lineno) for w in seen]
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 50])
+@pytest.mark.parametrize("ctx_type", CONTEXTS)
+def test_warn_stacklevel_counts_the_users_frames(ctx_type, level):
+    """Under every context a warning names the file and line plain Python names: a special
+    method, descriptor or constructor reached through overdub's steps is called from the
+    user's line as far as ``stacklevel`` is concerned."""
+    plain, routed = _recorded(None, level), _recorded(ctx_type(), level)  # (one line: stacklevel 3)
+    assert len(plain) >= 6 and routed == plain
+    assert not any("overdub" in w[2] for w in routed)
+
+
+@pytest.mark.parametrize("ctx_type", CONTEXTS)
+def test_warn_misuse_raises_cpythons_errors(ctx_type):
+    assert overdub.overdub(ctx_type(), _warn_misuse) == _warn_misuse()
