@@ -1960,6 +1960,170 @@ static PyTypeObject EntryPoint_Type = {
     .tp_clear = (inquiry)entry_point_clear,
 };
 
+/* ------------------------------------------------------------------------------------------
+ * Constructor(cls, new, call): cls(*args, **kwargs) as type.__call__ runs it, a Python
+ * __new__ or __init__ called through `call` (the run's call dispatcher) and anything else
+ * plainly -- from C, so that no Python frame of overdub's stands between the program's
+ * frame and __init__'s (what `__init__` sees as its caller, `warnings.warn(stacklevel=)`,
+ * the recursion depth).  Its pure-Python reference is semantics.Steps.instantiate's
+ * construct, which the pure-Python path runs.
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *cls;
+    PyObject *new_;  /* the __new__ found on cls (a staticmethod's function) */
+    PyObject *call;  /* call(f, *args, **kwargs): the run's call dispatcher */
+    vectorcallfunc vectorcall;
+} ConstructorObject;
+
+static PyObject *str_init;  /* "__init__" */
+
+/* method(head, *args, **kwargs): through the dispatcher when method is a Python function */
+static PyObject *
+apply_method(ConstructorObject *c, PyObject *method, PyObject *head, PyObject *const *args,
+             size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t total = n + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    int routed = PyFunction_Check(method);
+    Py_ssize_t extra = routed ? 2 : 1;
+    PyObject *small[SMALL_ARGS + 2];
+    PyObject **stack = small;
+    if (total + extra > SMALL_ARGS + 2) {
+        stack = PyMem_Malloc((total + extra) * sizeof(PyObject *));
+        if (stack == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    Py_ssize_t i = 0;
+    if (routed) {
+        stack[i++] = method;
+    }
+    stack[i++] = head;
+    for (Py_ssize_t j = 0; j < total; j++) {
+        stack[i + j] = args[j];
+    }
+    PyObject *r = PyObject_Vectorcall(routed ? c->call : method, stack, n + extra, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    return r;
+}
+
+static PyObject *
+constructor_vectorcall(ConstructorObject *c, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *obj = apply_method(c, c->new_, c->cls, args, nargsf, kwnames);
+    if (obj == NULL) {
+        return NULL;
+    }
+    PyTypeObject *tobj = Py_TYPE(obj);
+    if (!PyType_IsSubtype(tobj, (PyTypeObject *)c->cls)) {
+        return obj;
+    }
+    PyObject *init = _PyType_Lookup(tobj, str_init);  /* (borrowed) */
+    if (init == NULL) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        return obj;
+    }
+    Py_INCREF(init);
+    PyObject *r = apply_method(c, init, obj, args, nargsf, kwnames);
+    Py_DECREF(init);
+    if (r == NULL) {
+        Py_DECREF(obj);
+        return NULL;
+    }
+    if (r != Py_None) {
+        PyObject *name = PyType_GetName(Py_TYPE(r));
+        if (name != NULL) {
+            PyErr_Format(PyExc_TypeError, "__init__() should return None, not '%U'", name);
+            Py_DECREF(name);
+        }
+        Py_DECREF(r);
+        Py_DECREF(obj);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return obj;
+}
+
+static PyObject *
+constructor_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *cls, *new_, *call;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Constructor(cls, new, call) takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_UnpackTuple(args, "Constructor", 3, 3, &cls, &new_, &call)) {
+        return NULL;
+    }
+    if (!PyType_Check(cls) || !PyCallable_Check(new_) || !PyCallable_Check(call)) {
+        PyErr_SetString(PyExc_TypeError, "Constructor(cls, new, call): a class and two callables");
+        return NULL;
+    }
+    ConstructorObject *c = (ConstructorObject *)type->tp_alloc(type, 0);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->cls = Py_NewRef(cls);
+    c->new_ = Py_NewRef(new_);
+    c->call = Py_NewRef(call);
+    c->vectorcall = (vectorcallfunc)constructor_vectorcall;
+    return (PyObject *)c;
+}
+
+static int
+constructor_traverse(ConstructorObject *c, visitproc visit, void *arg)
+{
+    Py_VISIT(c->cls);
+    Py_VISIT(c->new_);
+    Py_VISIT(c->call);
+    return 0;
+}
+
+static int
+constructor_clear(ConstructorObject *c)
+{
+    Py_CLEAR(c->cls);
+    Py_CLEAR(c->new_);
+    Py_CLEAR(c->call);
+    return 0;
+}
+
+static void
+constructor_dealloc(ConstructorObject *c)
+{
+    PyObject_GC_UnTrack(c);
+    constructor_clear(c);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *
+constructor_repr(ConstructorObject *c)
+{
+    return PyUnicode_FromFormat("<overdub constructor of %R>", c->cls);
+}
+
+static PyTypeObject Constructor_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.Constructor",
+    .tp_doc = "Constructor(cls, new, call): cls(*args, **kwargs) with Python __new__/__init__ routed.",
+    .tp_basicsize = sizeof(ConstructorObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(ConstructorObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = constructor_new,
+    .tp_repr = (reprfunc)constructor_repr,
+    .tp_dealloc = (destructor)constructor_dealloc,
+    .tp_traverse = (traverseproc)constructor_traverse,
+    .tp_clear = (inquiry)constructor_clear,
+};
+
 /* type_version(tp): tp's version tag (assigned now if it has none), 0 when it cannot have
    one; CPython gives a type a new tag whenever it or a base class changes */
 static PyObject *
@@ -2035,6 +2199,10 @@ PyInit__overdub_native(void)
     str_totals = PyUnicode_InternFromString("totals");
     str_primitives = PyUnicode_InternFromString("primitives");
     str_empty = PyUnicode_InternFromString("empty");
+    str_init = PyUnicode_InternFromString("__init__");
+    if (str_init == NULL || PyType_Ready(&Constructor_Type) < 0) {
+        return NULL;
+    }
     if (str_plain_calls == NULL || str_totals == NULL || str_primitives == NULL || str_empty == NULL) {
         return NULL;
     }
@@ -2057,7 +2225,9 @@ PyInit__overdub_native(void)
     Py_INCREF(&Subscript_Type);
     Py_INCREF(&RuntimeBase_Type);
     Py_INCREF(&EntryPoint_Type);
-    if (PyModule_AddObject(m, "GuardedOperator", (PyObject *)&Guarded_Type) < 0
+    Py_INCREF(&Constructor_Type);
+    if (PyModule_AddObject(m, "Constructor", (PyObject *)&Constructor_Type) < 0
+        || PyModule_AddObject(m, "GuardedOperator", (PyObject *)&Guarded_Type) < 0
         || PyModule_AddObject(m, "Dispatcher", (PyObject *)&Dispatcher_Type) < 0
         || PyModule_AddObject(m, "GuardedAttribute", (PyObject *)&Attribute_Type) < 0
         || PyModule_AddObject(m, "GuardedSubscript", (PyObject *)&Subscript_Type) < 0

@@ -22,6 +22,7 @@ C types keep CPython's behaviour and messages exactly.
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
 import math
 import operator
+import functools
 import warnings
 import weakref
 from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
@@ -705,17 +706,8 @@ class Steps:
         """A callable running ``cls(*args, **kwargs)`` with Python ``__new__``/``__init__``
         stepped into, or ``None`` when CPython's own ``type.__call__`` does the same."""
         meta_call = lookup(type(cls), "__call__")
-        if is_py(meta_call):
-            call = self.call
-
-            def construct_by_metaclass(*args, **kwargs):
-                try:
-                    return call(meta_call, cls, *args, **kwargs)
-                except BaseException as exc:
-                    drop_own_frames(exc)
-                    raise
-
-            return construct_by_metaclass
+        if is_py(meta_call):  # (a C partial: the metaclass's __call__ sees the program's frame)
+            return functools.partial(self.call, meta_call, cls)
         if meta_call is not type.__call__:
             return None
         new = lookup(cls, "__new__")
@@ -723,6 +715,8 @@ class Steps:
         init = lookup(cls, "__init__")
         if not (is_py(new_fn) or is_py(init)):
             return None
+        if _native_module is not None:  # (the same steps in C: no frame of overdub's before __init__)
+            return _native_module.Constructor(cls, new_fn, self.call)
         apply = self.apply
 
         def construct(*args, **kwargs):

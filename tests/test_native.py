@@ -1187,3 +1187,82 @@ def test_tape_records_in_c_match_their_python_reference(monkeypatch):
     assert (rec.foreign, rec.kind, repr(rec)) == (None, reverse.RULE, "Record(RULE, f=sin, ans=1.0, vals=(1.0,), kwargs={}, parents=[0])")
     rec.vals = (2.0,)
     assert rec.vals == (2.0,)
+
+
+class _Made:
+    def __init__(self, *args, **kwargs):
+        self.caller = sys._getframe(0).f_back.f_code.co_name  # (f_back itself, not a lookaside)
+        self.args = (args, kwargs)
+
+
+class _MadeBy:
+    def __new__(cls, x):
+        obj = object.__new__(cls)
+        obj.new_caller = sys._getframe(0).f_back.f_code.co_name
+        return obj
+
+    def __init__(self, x):
+        self.x = x
+
+
+class _Other:
+    def __new__(cls):
+        return 7  # (not an instance: __init__ is not called)
+
+    def __init__(self):
+        raise AssertionError("not called")
+
+
+class _Meta(type):
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        obj.meta_caller = sys._getframe(0).f_back.f_code.co_name
+        return obj
+
+
+class _ByMeta(metaclass=_Meta):
+    def __init__(self, x):
+        self.x = x
+
+
+def _constructs():
+    made, by, meta = _Made(1, 2, z=3), _MadeBy(5), _ByMeta(6)
+    return made.caller, made.args, by.new_caller, by.x, _Other(), meta.meta_caller, meta.x
+
+
+def _nested_instances(n):
+    return None if n == 0 else _Nest(n)
+
+
+class _Nest:
+    def __init__(self, n):
+        self.inner = _nested_instances(n - 1)
+
+
+def test_a_routed_class_instantiation_adds_no_frame_of_ours():
+    """__new__ and __init__ see the program's frame as their caller (the C Constructor);
+    the pure-Python path has overdub's steps in between; and a recursion through
+    constructors reaches as deep as a recursion through functions does."""
+    routed = overdub.overdub(_Counting(), _constructs)
+    plain = _constructs()
+    assert (routed[1], routed[3], routed[4], routed[6]) == (plain[1], plain[3], plain[4], plain[6])
+    if _native.PURE_PYTHON:
+        assert routed[0] != "_constructs"
+    else:
+        assert routed[0] == routed[2] == routed[5] == "_constructs"
+
+    def deepest(run):
+        lo, hi = 10, sys.getrecursionlimit()
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            try:
+                run(mid)
+                lo = mid
+            except RecursionError:
+                hi = mid - 1
+        return lo
+
+    plain = deepest(_nested_instances)
+    depth = deepest(lambda n: overdub.overdub(_Counting(), _nested_instances, n))
+    if not _native.PURE_PYTHON and sys.version_info[:2] != (3, 12):
+        assert depth >= plain - 10
