@@ -45,7 +45,7 @@ test_math test_named_expressions test_opcodes test_operator test_ordered_dict te
 test_pprint test_property test_random test_range test_re test_richcmp test_scope test_set
 test_shlex test_slice test_sort test_statistics test_string test_struct test_super
 test_textwrap test_tokenize test_tomllib test_tuple test_typing test_unpack test_urlparse
-test_userdict test_userlist test_userstring test_uuid test_weakref test_with
+test_userdict test_userlist test_userstring test_uuid test_warnings test_weakref test_with
 """.split()
 
 # The CI subset: small, fast modules that exercise calls, operators, classes and

@@ -288,6 +288,16 @@ class FrameReaders:
         table[_warnings.warn] = warn_at_user_frame
         return table
 
+    def reader_of(self, f, table):
+        """The stand-in for ``f`` in ``table`` (from :meth:`table`), or for a ``warn`` of
+        another ``_warnings`` module instance (a fresh import, as CPython's tests make);
+        None when ``f`` reads no caller frame."""
+        reader = table.get(f)
+        if reader is None and type(f) is _BuiltinFunction and f.__name__ == "warn" and (
+                getattr(f.__self__, "__name__", None) == "_warnings"):
+            reader = functools.partial(warn_at_user_frame, _module=f.__self__)
+        return reader
+
     @staticmethod
     def getframemodulename(depth=0):
         """``sys._getframemodulename`` (3.12+): the module of the function running in the
@@ -417,8 +427,8 @@ def _with_module(namespace):
     return namespace
 
 
-_warn_explicit = _warnings.warn_explicit  # (bound once: a program may patch warnings' functions)
 _index = operator.index
+_BuiltinFunction = type(len)
 
 
 def _importlib_internal(frame):
@@ -450,15 +460,15 @@ def _warn_arguments(args, kwargs):
             skip)
 
 
-def warn_at_user_frame(*args, **kwargs):
+def warn_at_user_frame(*args, _module=_warnings, **kwargs):
     """``warnings.warn`` called from routed code: ``stacklevel`` counted over the user's
     frames, as plain Python counts them (never a frame of overdub's: a special method or a
     descriptor reached through ``semantics.Steps`` would otherwise name it), then
-    ``warn_explicit`` with what CPython's own ``warn`` passes it."""
+    ``warn_explicit`` of the same ``_warnings`` module with what its ``warn`` passes it."""
     try:
         bound = _warn_arguments(args, kwargs)
         if bound is None:
-            return _warnings.warn(*args, **kwargs)  # (CPython's own error)
+            return _module.warn(*args, **kwargs)  # (CPython's own error)
         message, category, stacklevel, source, skip = bound
         if isinstance(message, Warning):
             category = message.__class__
@@ -489,7 +499,7 @@ def warn_at_user_frame(*args, **kwargs):
             module_globals, filename, lineno = frame.f_globals, frame.f_code.co_filename, frame.f_lineno
         module = module_globals.get("__name__", "<string>")
         registry = module_globals.setdefault("__warningregistry__", {})
-        return _warn_explicit(message, category, filename, lineno, module, registry, None, source)
+        return _module.warn_explicit(message, category, filename, lineno, module, registry, None, source)
     except BaseException as exc:
         drop_own_frames(exc)
         raise

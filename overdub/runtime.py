@@ -184,7 +184,8 @@ class Runtime(RuntimeBase):
         self._drop_target = lambda key: targets.pop(key, None)
         semantics.add_numpy_types()
         self.steps = semantics.Steps(None, self.fallback_call)
-        self.table = lookaside.FrameReaders(self.route_code).table()
+        self.readers = lookaside.FrameReaders(self.route_code)
+        self.table = self.readers.table()
         self.ops = {}
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
@@ -741,7 +742,7 @@ class Runtime(RuntimeBase):
 
     def _builtin_step(self, f):
         try:
-            step = self.step_for(f) or self.table.get(f)
+            step = self.step_for(f) or self.readers.reader_of(f, self.table)
         except TypeError:
             return None
         if step is not None:
@@ -862,7 +863,7 @@ class Runtime(RuntimeBase):
     def frame_reader(self, f):
         """The stand-in for ``f`` when it is a builtin that reads its caller's frame."""
         try:
-            return self.table.get(f)
+            return self.readers.reader_of(f, self.table)
         except TypeError:
             return None
 

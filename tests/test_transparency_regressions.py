@@ -1204,3 +1204,26 @@ def test_warn_stacklevel_counts_the_users_frames(ctx_type, level):
 @pytest.mark.parametrize("ctx_type", CONTEXTS)
 def test_warn_misuse_raises_cpythons_errors(ctx_type):
     assert overdub.overdub(ctx_type(), _warn_misuse) == _warn_misuse()
+
+
+def test_warn_of_a_freshly_imported_warnings_module_counts_the_users_frames():
+    """CPython's tests import ``_warnings`` afresh (another ``warn`` builtin, with its own
+    ``warn_explicit``); its ``stacklevel`` counts the user's frames too, under a wildcard
+    whose own frame is the caller of every builtin it falls back to."""
+    from test.support import import_helper
+
+    fresh = import_helper.import_fresh_module("warnings", fresh=["_warnings"])
+
+    def inner():
+        fresh.warn("fresh", stacklevel=2)
+
+    def program():
+        inner()
+
+    seen_by = []
+    for ctx in (None, Wild(), Count(), Post()):
+        with fresh.catch_warnings(record=True) as seen:
+            fresh.simplefilter("always")
+            program() if ctx is None else overdub.overdub(ctx, program)
+        seen_by.append([(w.filename, w.lineno, str(w.message)) for w in seen])
+    assert seen_by[0] and all(s == seen_by[0] for s in seen_by)
