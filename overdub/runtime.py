@@ -45,11 +45,14 @@ _tagging_seen = [False]
 
 def function_renamed(f):
     """A function's ``__name__`` or ``__qualname__`` was replaced by routed code: its
-    routed twins take the new names (the generators they make are named after them)."""
+    routed twins take the new names (the generators they make are named after them), and
+    every runtime forgets what it resolved, since a run's own caches may hold a twin that
+    a collection has dropped from the table of twins kept across runs."""
     for rt in list(_runtimes):
         entry = rt.funcs.get(f.__code__)
         if entry is not None and entry[0]() is f:
             entry[1].__name__, entry[1].__qualname__ = f.__name__, f.__qualname__
+        rt.forget_callees()
 
 
 def function_changed():

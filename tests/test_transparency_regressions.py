@@ -1227,3 +1227,19 @@ def test_warn_of_a_freshly_imported_warnings_module_counts_the_users_frames():
             program() if ctx is None else overdub.overdub(ctx, program)
         seen_by.append([(w.filename, w.lineno, str(w.message)) for w in seen])
     assert seen_by[0] and all(s == seen_by[0] for s in seen_by)
+
+
+def _renamed_after_a_collection():
+    def func():
+        yield 1
+
+    first = func().__name__
+    gc.collect()  # (drops the twins kept across runs; this run's own caches keep theirs)
+    func.__name__, func.__qualname__ = "renamed", "renamed_qualname"
+    later = func()
+    return first, later.__name__, later.__qualname__
+
+
+@pytest.mark.parametrize("ctx_type", CONTEXTS)
+def test_a_generator_function_renamed_after_a_collection_names_its_generators(ctx_type):
+    assert overdub.overdub(ctx_type(), _renamed_after_a_collection) == _renamed_after_a_collection()
