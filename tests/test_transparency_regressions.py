@@ -1243,3 +1243,57 @@ def _renamed_after_a_collection():
 @pytest.mark.parametrize("ctx_type", CONTEXTS)
 def test_a_generator_function_renamed_after_a_collection_names_its_generators(ctx_type):
     assert overdub.overdub(ctx_type(), _renamed_after_a_collection) == _renamed_after_a_collection()
+
+
+_MODULE_WITH_GETATTR = types.ModuleType("overdub_test_module_getattr")
+exec(compile('''
+import warnings
+present = 1
+def __getattr__(name):
+    if name == "old":
+        warnings.warn("old is deprecated", DeprecationWarning, stacklevel=2)
+        return 42
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+''', "<module with __getattr__>", "exec"), _MODULE_WITH_GETATTR.__dict__)
+
+
+def _reads_module_attributes(module):
+    out = [module.present, module.old, getattr(module, "missing", "default")]
+    try:
+        module.missing
+    except AttributeError as exc:
+        out.append(str(exc))
+    return out
+
+
+@pytest.mark.parametrize("ctx_type", CONTEXTS)
+def test_a_module_getattr_runs_routed_and_warns_at_the_users_line(ctx_type):
+    """PEP 562's module ``__getattr__`` runs routed (the context sees its calls), and a
+    warning it issues with ``stacklevel=2`` names the line that read the attribute.  (A
+    wildcard's ``canrecurse`` says no to a module attribute: its ``fallback`` runs the
+    module's ``__getattr__`` plainly, called from the wildcard's own frame -- class 1.)"""
+    def record(ctx):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = (_reads_module_attributes(_MODULE_WITH_GETATTR) if ctx is None
+                   else overdub.overdub(ctx, _reads_module_attributes, _MODULE_WITH_GETATTR))
+        return out, [(w.filename, w.lineno, str(w.message)) for w in seen]
+
+    plain, routed = record(None), record(ctx_type())
+    assert routed[0] == plain[0] and plain[1]
+    if ctx_type is not Wild:
+        assert routed[1] == plain[1]
+
+
+def test_a_module_getattr_is_seen_by_a_prehook():
+    seen = []
+
+    class Sees(overdub.Context):
+        def prehook(self, f, /, *args, **kwargs):
+            if f is _MODULE_WITH_GETATTR.__dict__["__getattr__"]:
+                seen.append(args)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        overdub.overdub(Sees(), _reads_module_attributes, _MODULE_WITH_GETATTR)
+    assert seen == [("old",), ("missing",), ("missing",)]
