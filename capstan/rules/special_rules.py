@@ -98,12 +98,12 @@ def _tuple_of(prims, args, kw):
 
 def _register():
     # ----------------------------------------------------------------- logistic and error functions
-    defderiv(sc.expit, lambda ans, x, **kw: ans * (1.0 - ans))
+    defderiv(sc.expit, lambda ans, x, **kw: ans * sc.expit(-x))  # (not ans * (1 - ans): 0 from x > 37 on)
     defderiv(sc.logit, lambda ans, x, **kw: 1.0 / (x * (1.0 - x)))
     defderiv(sc.log_expit, lambda ans, x, **kw: sc.expit(-x))
     defderiv(sc.erf, lambda ans, x, **kw: (2.0 / _SQRT_PI) * np.exp(-x * x))
     defderiv(sc.erfc, lambda ans, x, **kw: (-2.0 / _SQRT_PI) * np.exp(-x * x))
-    defderiv(sc.erfcx, lambda ans, x, **kw: 2.0 * x * ans - 2.0 / _SQRT_PI)
+    defderiv(sc.erfcx, _erfcx_d)
     defderiv(sc.erfi, lambda ans, x, **kw: (2.0 / _SQRT_PI) * np.exp(x * x))
     defderiv(sc.erfinv, lambda ans, x, **kw: (_SQRT_PI / 2.0) * np.exp(ans * ans))
     defderiv(sc.erfcinv, lambda ans, x, **kw: (-_SQRT_PI / 2.0) * np.exp(ans * ans))
@@ -420,32 +420,49 @@ def _voigt(ans, x, sigma, gamma, which):
     return -(np.real(dw * z) * norm + ans) / sigma
 
 
+def _erfcx_d(ans, x, **kw):
+    """``d erfcx / dx = 2 x erfcx(x) - 2/sqrt(pi)``, which cancels for large x (0 from
+    x = 1e8 on, instead of -1/(sqrt(pi) x^2)): from x > 1e3 on its asymptotic series
+    ``-(1 - 3/(2x^2) + 15/(4x^4) - 105/(8x^6)) / (sqrt(pi) x^2)``."""
+    big = np.real(x) > 1e3
+    xb = np.where(big, x, 1e3)
+    w = 1.0 / (xb * xb)
+    series = -w * (1.0 - w * (1.5 - w * (3.75 - w * 13.125))) / _SQRT_PI
+    return np.where(big, series, 2.0 * x * ans - 2.0 / _SQRT_PI)
+
+
 def _exprel_d(ans, x, **kw):
-    """``d/dx (e^x - 1)/x``: ``(e^x - exprel(x))/x``, by its series near 0."""
+    """``d/dx (e^x - 1)/x``: ``(e^x - exprel(x))/x``, by its series near 0 (to x^4: the
+    first term left out is below 1e-18 there)."""
     small = np.abs(x) < 1e-3
     xs = np.where(small, 1.0, x)
-    return np.where(small, 0.5 + x / 3.0 + x * x / 8.0, (np.exp(x) - ans) / xs)
+    return np.where(small, 0.5 + x * (1.0 / 3.0 + x * (1.0 / 8.0 + x * (1.0 / 30.0 + x / 144.0))),
+                    (np.exp(x) - ans) / xs)
 
 
 def _boxcox_lambda(ans, x, lm, **kw):
-    """``d/dlambda (x^lambda - 1)/lambda``; at ``lambda == 0`` its series
-    ``L^2/2 + lambda L^3/3 + lambda^2 L^4/8`` (``L = log x``), exact in value and in the
-    first two derivatives."""
-    zero = lm == 0
-    safe = np.where(zero, 1.0, lm)
+    """``d/dlambda (x^lambda - 1)/lambda``; where ``|lambda L| < 1e-3`` (``L = log x``) its
+    series ``L^2 (1/2 + u/3 + u^2/8 + u^3/30 + u^4/144)`` (``u = lambda L``), since the
+    quotient cancels there (0 at lambda = 1e-20 instead of L^2/2); exact in value and
+    in the first derivatives."""
     log = np.log(x)
-    series = log * log * (0.5 + lm * log / 3.0 + lm * lm * log * log / 8.0)
-    return np.where(zero, series, (np.power(x, lm) * log - ans) / safe)
+    u = lm * log
+    small = np.abs(u) < 1e-3
+    safe = np.where(small, 1.0, lm)
+    series = log * log * (0.5 + u * (1.0 / 3.0 + u * (1.0 / 8.0 + u * (1.0 / 30.0 + u / 144.0))))
+    return np.where(small, series, (np.power(x, lm) * log - ans) / safe)
 
 
 def _inv_boxcox_lambda(ans, y, lm, **kw):
-    """``d/dlambda (1 + lambda y)^(1/lambda)``; at ``lambda == 0`` its series
-    ``ans (-y^2/2 + 2 lambda y^3/3)``, exact in value and first derivative."""
-    zero = lm == 0
-    safe = np.where(zero, 1.0, lm)
+    """``d/dlambda (1 + lambda y)^(1/lambda)``; where ``|lambda y| < 1e-3`` its series
+    ``ans y^2 (-1/2 + 2u/3 - 3u^2/4 + 4u^3/5 - 5u^4/6)`` (``u = lambda y``), since the
+    difference of quotients cancels there; exact in value and in the first derivatives."""
+    u = lm * y
+    small = np.abs(u) < 1e-3
+    safe = np.where(small, 1.0, lm)
     log = np.log1p(safe * y)
-    series = ans * y * y * (-0.5 + 2.0 * lm * y / 3.0)
-    return np.where(zero, series, ans * (y / (safe * (1.0 + safe * y)) - log / (safe * safe)))
+    series = ans * y * y * (-0.5 + u * (2.0 / 3.0 + u * (-0.75 + u * (0.8 - u * 5.0 / 6.0))))
+    return np.where(small, series, ans * (y / (safe * (1.0 + safe * y)) - log / (safe * safe)))
 
 
 # ----------------------------------------------------------------------------- logsumexp and softmax

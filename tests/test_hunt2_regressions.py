@@ -1,0 +1,160 @@
+"""Regressions from the second bug hunt (differential fuzzing against sympy, edge-of-domain
+sweeps): partials that Python's float arithmetic cannot compute where the function itself
+has a value, and partials formed from squares that leave the float range."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.special as sc
+
+import capstan
+
+
+def _all_first_order(f, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return [capstan.D(f, x), capstan.gradient(f, x)[0], capstan.jvp(f, (x,), (1.0,))[1]]
+
+
+# (f, x, its derivative there): the function has a value (NumPy's inf included) and the
+# derivative is infinite, where the rule's formula divided a Python float by zero or
+# raised a float past its range (x ** -2): ZeroDivisionError / OverflowError before
+SINGULAR = [
+    (np.log, 0.0, math.inf), (np.log2, 0.0, math.inf), (np.log10, 0.0, math.inf),
+    (np.log1p, -1.0, math.inf), (np.arctanh, 1.0, math.inf), (np.arctanh, -1.0, math.inf),
+    (sc.logit, 1.0, math.inf), (sc.logit, 0.0, math.inf),
+    (math.acosh, 1.0, math.inf), (lambda y: y ** -1, 1e-170, -math.inf),
+    (lambda y: y ** -2 + y, 1e-120, -math.inf),
+]
+
+
+@pytest.mark.parametrize("f, x, want", SINGULAR)
+def test_infinite_partial_where_python_arithmetic_raises(f, x, want):
+    for got in _all_first_order(f, x):
+        assert got == want
+
+
+@pytest.mark.parametrize("f, x, want", SINGULAR[:8])
+def test_higher_derivative_through_such_a_partial_is_refused(f, x, want):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(capstan.NoRuleError, match=r"derivative of (numpy|scipy\.special)\.\w+ is infinite"):
+            capstan.D(lambda t: capstan.D(f, t), x)
+        with pytest.raises(capstan.NoRuleError):
+            capstan.hessian(f, x)
+
+
+def test_zero_tangent_beside_such_a_partial_contributes_nothing():
+    # acosh at 1 of a value whose tangent is exactly 0: the infinite slope contributes nothing
+    assert capstan.D(lambda x: math.acosh(1.0 + 0.0 * x) + x, 0.5) == 1.0
+
+
+@pytest.mark.parametrize("f", [lambda t: math.atan2(0.0, t), lambda t: math.atan2(t, t),
+                               lambda t: math.atan2(t, 0.0)])
+def test_atan2_at_the_origin_is_refused(f):
+    with pytest.raises(capstan.NoRuleError, match="math.atan2"):
+        capstan.D(f, 0.0)
+    with pytest.raises(capstan.NoRuleError, match="math.atan2"):
+        capstan.gradient(f, 0.0)
+
+
+# partials formed from x * x + y * y or x * x + 1, whose squares underflow or overflow
+# for |x| below 1e-154 or above 1e154: 0 (a silent wrong derivative) or ZeroDivisionError
+@pytest.mark.parametrize("f, x, want", [
+    (lambda t: math.atan2(1e200, t), 1e200, -5e-201),
+    (lambda t: np.arctan2(1e200, t), 1e200, -5e-201),
+    (lambda t: math.atan2(t, 1e200), 1e200, 5e-201),
+    (lambda t: math.atan2(t, 2e-300), 1e-300, 4e299),
+    (lambda t: math.atan2(0.0, t), 1e-300, 0.0),
+    (lambda t: np.arctan2(t, 2e-300), 1e-300, 4e299),
+    (math.asinh, 1e200, 1e-200), (np.arcsinh, -1e200, 1e-200),
+])
+def test_partials_outside_the_range_of_the_squares(f, x, want):
+    for got in _all_first_order(f, x):
+        assert got == pytest.approx(want, rel=1e-12, abs=0.0)
+
+
+def test_atan2_arrays_of_tiny_and_huge_values():
+    y = np.array([1e-300, 0.3, 1e200])
+    x = np.array([2e-300, -0.7, 1e200])
+    gy, gx = capstan.gradient(lambda a, b: np.arctan2(a, b).sum(), y, x)
+    np.testing.assert_allclose(gy, [4e299, -0.7 / 0.58, 5e-201], rtol=1e-12)
+    np.testing.assert_allclose(gx, [-2e299, -0.3 / 0.58, -5e-201], rtol=1e-12)
+
+
+def test_plain_errors_of_the_function_itself_are_unchanged():
+    # the fast paths hand a raising step to the generic path: the user's own error stays
+    with pytest.raises(ZeroDivisionError):
+        capstan.D(lambda x: 1.0 / (x - x), 0.5)
+    with pytest.raises(OverflowError):
+        capstan.D(lambda x: x ** 400.0, 1e10)
+    with pytest.raises(OverflowError):
+        capstan.gradient(lambda x: math.exp(x), 1e4)
+
+    def caught(x):
+        try:
+            return 1.0 / (x - x)
+        except ZeroDivisionError:
+            return x * 3.0
+    assert capstan.D(caught, 0.5) == 3.0
+    assert capstan.D(lambda t: capstan.D(caught, t) * t, 0.5) == 3.0
+
+
+# partials written as a difference that cancels: 1 - tanh^2 and expit (1 - expit) are 0
+# once the function rounds to 1 (|x| > 19, x > 37); quotients with a series only at exactly
+# 0 lose every digit next to it (boxcox at lambda = 1e-20 gave 0, inv_boxcox 36463 for
+# -0.71); erfcx' = 2 x erfcx - 2/sqrt(pi) is 0 from x = 1e8 on.  References: mpmath at 50
+# digits.
+mpmath = pytest.importorskip("mpmath")
+
+
+def _mp_derivative(fm, x):
+    with mpmath.workdps(60):
+        return float(mpmath.diff(fm, mpmath.mpf(x), h=mpmath.mpf("1e-40")))
+
+
+CANCELLING = [
+    ("math.tanh", math.tanh, mpmath.tanh, [0.3, 20.0, 37.0, -40.0, 400.0]),
+    ("np.tanh", np.tanh, mpmath.tanh, [0.3, 20.0, -37.0, 400.0]),
+    ("expit", sc.expit, lambda t: 1 / (1 + mpmath.exp(-t)), [0.3, 20.0, 40.0, 700.0, -40.0]),
+    ("boxcox lambda", lambda t: sc.boxcox(2.5, t), lambda t: (mpmath.mpf(2.5) ** t - 1) / t, [1e-20, 1e-10, 1e-6, 0.3]),
+    ("boxcox1p lambda", lambda t: sc.boxcox1p(1.5, t), lambda t: (mpmath.mpf(2.5) ** t - 1) / t, [1e-20, 1e-10, 0.3]),
+    ("inv_boxcox lambda", lambda t: sc.inv_boxcox(0.8, t), lambda t: (1 + t * mpmath.mpf(0.8)) ** (1 / t),
+     [1e-20, 1e-10, 1e-6, 0.3]),
+    ("inv_boxcox1p lambda", lambda t: sc.inv_boxcox1p(0.8, t), lambda t: (1 + t * mpmath.mpf(0.8)) ** (1 / t) - 1,
+     [1e-20, 1e-6]),
+    ("tukeylambda.ppf lambda", lambda t: __import__("scipy.stats").stats.tukeylambda.ppf(0.3, t),
+     lambda t: (mpmath.mpf(0.3) ** t - mpmath.mpf(0.7) ** t) / t, [1e-20, 1e-10, 1e-6, 0.3]),
+    ("np.sinc", np.sinc, lambda t: mpmath.sinpi(t) / (mpmath.pi * t), [1e-10, 1e-5, 0.3]),
+    ("exprel", sc.exprel, lambda t: mpmath.expm1(t) / t, [1e-10, 9e-4, 0.3]),
+    ("erfcx", sc.erfcx, lambda t: mpmath.exp(t * t) * mpmath.erfc(t), [3.0, 50.0, 1e3 + 1, 1e5, 1e8]),
+]
+
+
+@pytest.mark.parametrize("name, f, fm, xs", CANCELLING, ids=[c[0] for c in CANCELLING])
+def test_partials_that_cancelled(name, f, fm, xs):
+    for x in xs:
+        want = _mp_derivative(fm, x)
+        for got in _all_first_order(f, x):
+            assert float(got) == pytest.approx(want, rel=1e-9, abs=1e-300), (name, x)
+
+
+@pytest.mark.parametrize("name, f, fm, xs", [CANCELLING[0], CANCELLING[2], CANCELLING[3], CANCELLING[8]],
+                         ids=["math.tanh", "expit", "boxcox lambda", "np.sinc"])
+def test_second_derivatives_beside_those_points(name, f, fm, xs):
+    for x in xs:
+        with mpmath.workdps(60):
+            want = float(mpmath.diff(fm, mpmath.mpf(x), 2, h=mpmath.mpf("1e-30")))
+        got = capstan.D(lambda t: capstan.D(f, t), x)
+        assert float(got) == pytest.approx(want, rel=1e-7, abs=1e-300), (name, x)
+
+
+def test_tanh_arrays_and_sparse_hessians():
+    x = np.array([0.3, -20.0, 37.0, 800.0])
+    g = capstan.gradient(lambda a: np.tanh(a).sum(), x)[0]
+    np.testing.assert_allclose(g, [float(1 / mpmath.cosh(v) ** 2) for v in x], rtol=1e-12, atol=0)
+    H = capstan.sparse_hessian(lambda a: sum(math.tanh(v) for v in a), np.array([0.3, 20.0]))
+    H = H.toarray() if hasattr(H, "toarray") else np.asarray(H)
+    want = [float(-2 * mpmath.tanh(v) / mpmath.cosh(v) ** 2) for v in (0.3, 20.0)]
+    np.testing.assert_allclose(np.diag(H), want, rtol=1e-9)
