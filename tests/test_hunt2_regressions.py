@@ -158,3 +158,52 @@ def test_tanh_arrays_and_sparse_hessians():
     H = H.toarray() if hasattr(H, "toarray") else np.asarray(H)
     want = [float(-2 * mpmath.tanh(v) / mpmath.cosh(v) ** 2) for v in (0.3, 20.0)]
     np.testing.assert_allclose(np.diag(H), want, rtol=1e-9)
+
+
+# the same class found by sweeping every one-input ufunc with a rule from 1e-300 to 1e300
+# against stable central differences: differences of nearly equal values (dawsn, the
+# scaled Bessel functions), exponents that cancel (log_ndtr, ndtri_exp) and 0 * inf at the
+# zeros of 1/gamma (NaN)
+def _mp_ive(nu):
+    return lambda t: mpmath.besseli(nu, t) * mpmath.exp(-abs(t))
+
+
+def _mp_kve(nu):
+    return lambda t: mpmath.besselk(nu, t) * mpmath.exp(t)
+
+
+SWEPT = [
+    ("dawsn", sc.dawsn, lambda t: mpmath.sqrt(mpmath.pi) / 2 * mpmath.exp(-t * t) * mpmath.erfi(t),
+     [0.7, 50.0, 2e3, -1e10]),
+    ("log_ndtr", sc.log_ndtr, lambda t: mpmath.log(mpmath.ncdf(t)), [-1e10, -40.0, -1.0, 2.0]),
+    ("ndtri_exp", sc.ndtri_exp, lambda t: mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.exp(t) - 1), [-2.0, -1e-3]),
+    ("rgamma", sc.rgamma, mpmath.rgamma, [-3.0, -20.0, 0.0, -2.5, 1.5]),
+    ("i0e", sc.i0e, _mp_ive(0), [3.0, 2e4, 1e10, -1e10]),
+    ("i1e", sc.i1e, _mp_ive(1), [3.0, 2e4, 1e10, -1e10]),
+    ("k0e", sc.k0e, _mp_kve(0), [3.0, 2e4, 1e10, 1e100]),
+    ("k1e", sc.k1e, _mp_kve(1), [3.0, 1e10]),
+    ("ive 2.5", lambda t: sc.ive(2.5, t), _mp_ive(2.5), [3.0, 1e6, 1e12]),
+    ("ive 3", lambda t: sc.ive(3, t), _mp_ive(3), [-1e6, 1e12]),
+    ("kve 1.5", lambda t: sc.kve(1.5, t), _mp_kve(1.5), [3.0, 1e6, 1e12]),
+]
+
+
+@pytest.mark.parametrize("name, f, fm, xs", SWEPT, ids=[c[0] for c in SWEPT])
+def test_partials_swept_over_the_float_range(name, f, fm, xs):
+    for x in xs:
+        with mpmath.workdps(60):
+            want = float(mpmath.diff(fm, mpmath.mpf(x), h=mpmath.mpf(abs(x)) * mpmath.mpf("1e-45") or mpmath.mpf("1e-45")))
+        for got in _all_first_order(f, x):
+            assert float(got) == pytest.approx(want, rel=1e-9, abs=1e-300), (name, x)
+
+
+def test_far_tails_against_their_closed_forms():
+    # dawsn ~ 1/(2x): slope -1/(2x^2); ndtri_exp(y): slope cdf/pdf at the result
+    for got in _all_first_order(sc.dawsn, 1e100):
+        assert got == pytest.approx(-5e-201, rel=1e-12)
+    for y in (-1e3, -1e100):
+        x = float(sc.ndtri_exp(y))
+        with mpmath.workdps(60):  # (far out: the Mills ratio's first term)
+            want = float(mpmath.ncdf(x) / mpmath.npdf(x)) if y > -1e4 else -1.0 / x
+        for got in _all_first_order(sc.ndtri_exp, y):
+            assert float(got) == pytest.approx(want, rel=1e-9)

@@ -108,11 +108,11 @@ def _register():
     defderiv(sc.erfinv, lambda ans, x, **kw: (_SQRT_PI / 2.0) * np.exp(ans * ans))
     defderiv(sc.erfcinv, lambda ans, x, **kw: (-_SQRT_PI / 2.0) * np.exp(ans * ans))
     defderiv(sc.wofz, lambda ans, z, **kw: -2.0 * z * ans + 2j / _SQRT_PI)
-    defderiv(sc.dawsn, lambda ans, x, **kw: 1.0 - 2.0 * x * ans)
+    defderiv(sc.dawsn, _dawsn_d)
     defderiv(sc.ndtr, lambda ans, x, **kw: np.exp(-0.5 * x * x) / _SQRT_2PI)
-    defderiv(sc.log_ndtr, lambda ans, x, **kw: np.exp(-0.5 * x * x - ans) / _SQRT_2PI)
+    defderiv(sc.log_ndtr, _log_ndtr_d)
     defderiv(sc.ndtri, lambda ans, y, **kw: _SQRT_2PI * np.exp(0.5 * ans * ans))
-    defderiv(sc.ndtri_exp, lambda ans, y, **kw: _SQRT_2PI * np.exp(y + 0.5 * ans * ans))
+    defderiv(sc.ndtri_exp, _ndtri_exp_d)
     if hasattr(sc, "softplus"):
         defimpl(sc.softplus, lambda x, **kw: np.logaddexp(0, x, **kw))
 
@@ -120,7 +120,7 @@ def _register():
     defderiv(sc.gamma, lambda ans, x, **kw: ans * sc.digamma(x))
     defderiv(sc.gammaln, lambda ans, x, **kw: sc.digamma(x))
     defderiv(sc.loggamma, lambda ans, x, **kw: sc.digamma(x))
-    defderiv(sc.rgamma, lambda ans, x, **kw: -ans * sc.digamma(x))
+    defderiv(sc.rgamma, _rgamma_d)
     for psi in {sc.digamma, sc.psi}:
         defderiv(psi, _trigamma)
     defderiv(sc.polygamma, _parameter(sc.polygamma, "n"), lambda ans, n, x, **kw: sc.polygamma(n + 1, x))
@@ -205,19 +205,21 @@ def _register():
     defderiv(sc.i1, lambda ans, x, **kw: 0.5 * (sc.i0(x) + sc.iv(2, x)))
     defderiv(sc.k0, lambda ans, x, **kw: -sc.k1(x))
     defderiv(sc.k1, lambda ans, x, **kw: -0.5 * (sc.k0(x) + sc.kv(2, x)))
-    defderiv(sc.i0e, lambda ans, x, **kw: sc.i1e(x) - np.sign(x) * ans)
-    defderiv(sc.i1e, lambda ans, x, **kw: 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * ans)
-    defderiv(sc.k0e, lambda ans, x, **kw: ans - sc.k1e(x))
-    defderiv(sc.k1e, lambda ans, x, **kw: ans - 0.5 * (sc.k0e(x) + sc.kve(2, x)))
+    defderiv(sc.i0e, lambda ans, x, **kw: _scaled_bessel_slope(0, x, "i", sc.i1e(x) - np.sign(x) * ans))
+    defderiv(sc.i1e, lambda ans, x, **kw: _scaled_bessel_slope(
+        1, x, "i", 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * ans))
+    defderiv(sc.k0e, lambda ans, x, **kw: _scaled_bessel_slope(0, x, "k", ans - sc.k1e(x)))
+    defderiv(sc.k1e, lambda ans, x, **kw: _scaled_bessel_slope(1, x, "k", ans - 0.5 * (sc.k0e(x) + sc.kve(2, x))))
     for f, rule in ((sc.jv, lambda ans, v, z, **kw: 0.5 * (sc.jv(v - 1, z) - sc.jv(v + 1, z))),
                     (sc.yv, lambda ans, v, z, **kw: 0.5 * (sc.yv(v - 1, z) - sc.yv(v + 1, z))),
                     (sc.iv, lambda ans, v, z, **kw: 0.5 * (sc.iv(v - 1, z) + sc.iv(v + 1, z))),
                     (sc.kv, lambda ans, v, z, **kw: -0.5 * (sc.kv(v - 1, z) + sc.kv(v + 1, z))),
-                    (sc.kve, lambda ans, v, z, **kw: ans - 0.5 * (sc.kve(v - 1, z) + sc.kve(v + 1, z))),
+                    (sc.kve, lambda ans, v, z, **kw: _scaled_bessel_slope(
+                        v, z, "k", ans - 0.5 * (sc.kve(v - 1, z) + sc.kve(v + 1, z)))),
                     (sc.hankel1, lambda ans, v, z, **kw: 0.5 * (sc.hankel1(v - 1, z) - sc.hankel1(v + 1, z))),
                     (sc.hankel2, lambda ans, v, z, **kw: 0.5 * (sc.hankel2(v - 1, z) - sc.hankel2(v + 1, z))),
-                    (sc.ive, _real_only(sc.ive, lambda ans, v, x, **kw:
-                                        0.5 * (sc.ive(v - 1, x) + sc.ive(v + 1, x)) - np.sign(x) * ans)),
+                    (sc.ive, _real_only(sc.ive, lambda ans, v, x, **kw: _scaled_bessel_slope(
+                        v, x, "i", 0.5 * (sc.ive(v - 1, x) + sc.ive(v + 1, x)) - np.sign(x) * ans))),
                     (sc.jve, _real_only(sc.jve, lambda ans, v, x, **kw:
                                         0.5 * (sc.jve(v - 1, x) - sc.jve(v + 1, x)))),
                     (sc.yve, _real_only(sc.yve, lambda ans, v, x, **kw:
@@ -418,6 +420,64 @@ def _voigt(ans, x, sigma, gamma, which):
     if which == 2:
         return -np.imag(dw) * norm / s2
     return -(np.real(dw * z) * norm + ans) / sigma
+
+
+def _dawsn_d(ans, x, **kw):
+    """``d dawsn / dx = 1 - 2 x dawsn(x)``, which cancels for large |x| (0 from 1e10 on):
+    there its asymptotic series ``-(1 + 3/(2x^2) + 15/(4x^4) + 105/(8x^6)) / (2x^2)``."""
+    big = np.abs(np.real(x)) > 1e3
+    w = 1.0 / np.square(np.where(big, x, 1e3))
+    return np.where(big, -0.5 * w * (1.0 + w * (1.5 + w * (3.75 + w * 13.125))), 1.0 - 2.0 * x * ans)
+
+
+def _log_ndtr_d(ans, x, **kw):
+    """``d log ndtr / dx = pdf / cdf``: for x < 0 as ``sqrt(2/pi) / erfcx(-x/sqrt 2)``,
+    not ``exp(-x^2/2 - log_ndtr(x))``, whose exponent cancels (inf at x = -1e10)."""
+    neg = x < 0
+    return np.where(neg, np.sqrt(2.0 / np.pi) / sc.erfcx(-np.where(neg, x, 0.0) / _SQRT2),
+                    np.exp(-0.5 * x * x - ans) / _SQRT_2PI)
+
+
+def _ndtri_exp_d(ans, y, **kw):
+    """``d ndtri_exp / dy = cdf / pdf`` at ``ans``: for ans < 0 as
+    ``sqrt(pi/2) erfcx(-ans/sqrt 2)``, not ``exp(y + ans^2/2)``, whose exponent cancels."""
+    neg = ans < 0
+    return np.where(neg, np.sqrt(np.pi / 2.0) * sc.erfcx(-np.where(neg, ans, 0.0) / _SQRT2),
+                    _SQRT_2PI * np.exp(y + 0.5 * ans * ans))
+
+
+def _rgamma_d(ans, x, **kw):
+    """``d (1/gamma) / dx = -rgamma(x) digamma(x)``; at the zeros x = -n (n = 0, 1, ...)
+    that is 0 * inf, and the slope is ``(-1)^n n!``."""
+    pole = (np.real(x) <= 0) & (x == np.round(np.real(x)))
+    n = -np.where(pole, np.real(x), 0.0)
+    return np.where(pole, np.where(n % 2 == 1, -1.0, 1.0) * sc.gamma(n + 1.0),
+                    -ans * sc.digamma(np.where(pole, 0.5, x)))
+
+
+def _scaled_bessel_slope(nu, x, kind, general):
+    """The slope of ``ive(nu, x)`` (kind "i") or ``kve(nu, x)`` (kind "k") at real
+    ``x > 1e4`` (``> 100 nu^2``) from their asymptotic series, where ``general`` (a
+    difference of nearly equal values) cancels: 0 or NaN from x = 1e10 on; ``general``
+    elsewhere.  ``ive`` at negative x (integer nu): ``(-1)^(nu+1)`` times the slope at
+    ``|x|``."""
+    if np.iscomplexobj(x) or np.iscomplexobj(nu):
+        return general
+    ax = np.abs(x)
+    big = (ax > 1e4) & (ax > 100.0 * np.square(nu)) & ((x > 0) if kind == "k" else (
+        (x > 0) | (np.asarray(nu) == np.round(nu))))
+    if not np.any(big):
+        return general
+    t = np.where(big, ax, 1e4)
+    mu = 4.0 * np.square(nu)
+    a, total = 1.0, -0.5 / t
+    for k in range(1, 6):
+        a = a * (mu - (2 * k - 1) ** 2) / (8.0 * k)
+        total = total + (a if kind == "k" else (-1) ** k * a) * (-(k + 0.5)) / t ** (k + 1)
+    slope = (np.sqrt(np.pi / 2.0) if kind == "k" else 1.0 / _SQRT_2PI) * total / np.sqrt(t)
+    if kind == "i":  # ive(nu, -x) = (-1)^nu ive(nu, x) for integer nu
+        slope = np.where(x < 0, np.where(np.round(nu) % 2 == 0, -slope, slope), slope)
+    return np.where(big, slope, general)
 
 
 def _erfcx_d(ans, x, **kw):
