@@ -207,3 +207,47 @@ def test_far_tails_against_their_closed_forms():
             want = float(mpmath.ncdf(x) / mpmath.npdf(x)) if y > -1e4 else -1.0 / x
         for got in _all_first_order(sc.ndtri_exp, y):
             assert float(got) == pytest.approx(want, rel=1e-9)
+
+
+# two-input ufuncs swept the same way (/work/scratch/hunt2_sweep2.py): recurrences in the
+# degree used at degrees SciPy evaluates through hypergeometric functions (a wrong slope
+# for eval_laguerre(0.5, x), NaN for negative degrees), Struve's term through log(x/2) at
+# x < 0 (NaN), expn at n = 0 through expn(-1, x) (NaN), integer orders truncated by the
+# function but not by its rule (kn, expn), the t density's gammaln difference at large df
+POLY = [
+    ("eval_laguerre 0.5", lambda t: sc.eval_laguerre(0.5, t), lambda t: mpmath.laguerre(0.5, 0, t), [0.5, 3.0, -2.0]),
+    ("eval_laguerre 2.5", lambda t: sc.eval_laguerre(2.5, t), lambda t: mpmath.laguerre(2.5, 0, t), [0.5, 3.0]),
+    ("eval_legendre -3", lambda t: sc.eval_legendre(-3.0, t), lambda t: mpmath.legendre(2, t), [0.5, -0.3, 3.0]),
+    ("eval_legendre 1.5", lambda t: sc.eval_legendre(1.5, t), lambda t: mpmath.legendre(1.5, t), [0.5, -0.3]),
+    ("eval_chebyt -3", lambda t: sc.eval_chebyt(-3.0, t), lambda t: mpmath.chebyt(3, t), [0.3, 3.0, -40.0]),
+    ("eval_chebyt 2.5", lambda t: sc.eval_chebyt(2.5, t), lambda t: mpmath.chebyt(2.5, t), [0.3, -0.6]),
+    ("eval_chebyu -3", lambda t: sc.eval_chebyu(-3.0, t), lambda t: -mpmath.chebyu(1, t), [0.5, -0.5, 3.0]),
+    ("eval_chebyu 1.5", lambda t: sc.eval_chebyu(1.5, t), lambda t: mpmath.chebyu(1.5, t), [0.3]),
+    ("eval_legendre 3", lambda t: sc.eval_legendre(3, t), lambda t: mpmath.legendre(3, t), [0.3, 2.0]),
+    ("struve 3 at x < 0", lambda t: sc.struve(3, t), lambda t: mpmath.struveh(3, t), [-0.5, -3.0, 2.0]),
+    ("struve -2", lambda t: sc.struve(-2, t), lambda t: mpmath.struveh(-2, t), [0.5, 3.0]),
+    ("modstruve 3 at x < 0", lambda t: sc.modstruve(3, t), lambda t: mpmath.struvel(3, t), [-0.5, -3.0]),
+    ("expn 0", lambda t: sc.expn(0, t), lambda t: mpmath.expint(0, t), [0.5, 3.0]),
+    ("expn 0.7 (truncated: 0)", lambda t: sc.expn(0.7, t), lambda t: mpmath.expint(0, t), [0.5]),
+    ("kn 0.3 (truncated: 0)", lambda t: sc.kn(0.3, t), lambda t: mpmath.besselk(0, t), [0.5, 3.0]),
+    ("stdtr df 1e10", lambda t: sc.stdtr(1e10, t), lambda t: mpmath.ncdf(t), [0.5, -2.0]),
+    ("t.cdf df 1e100", lambda t: __import__("scipy.stats").stats.t.cdf(t, 1e100), lambda t: mpmath.ncdf(t), [0.5]),
+    ("math.dist tiny", lambda t: math.dist([t, 1.0], [0.0, 1.0]), lambda t: abs(t), [1e-300, -1e-300]),
+    ("math.dist huge", lambda t: math.dist([t, 1e200], [0.0, -1e200]), lambda t: mpmath.hypot(t, 2e200), [1e200]),
+]
+
+
+@pytest.mark.parametrize("name, f, fm, xs", POLY, ids=[c[0] for c in POLY])
+def test_two_input_partials(name, f, fm, xs):
+    for x in xs:
+        with mpmath.workdps(60):
+            want = float(mpmath.diff(fm, mpmath.mpf(x), h=mpmath.mpf(abs(x)) * mpmath.mpf("1e-45")))
+        for got in _all_first_order(f, x):
+            assert float(got) == pytest.approx(want, rel=1e-9), (name, x)
+
+
+def test_recurrences_refused_where_no_general_form_is_given():
+    with pytest.raises(capstan.NoRuleError, match="eval_jacobi"):
+        capstan.D(lambda t: sc.eval_jacobi(-2.0, 0.3, 0.2, t), 0.4)
+    assert capstan.D(lambda t: sc.eval_jacobi(2, 0.3, 0.2, t), 0.4) == pytest.approx(
+        float(mpmath.diff(lambda s: mpmath.jacobi(2, 0.3, 0.2, s), 0.4)), rel=1e-12)

@@ -148,7 +148,13 @@ def _prod(xs, *, start=1):
 
 
 def _dist(p, q):
-    return math.sqrt(sum((a - b) * (a - b) for a, b in zip(p, q, strict=True)))
+    """``|p - q|`` scaled by its largest component, as math.dist scales: the plain sum of
+    squares underflows below 1e-154 (an infinite slope at 1e-300) and overflows past 1e154."""
+    d = [a - b for a, b in zip(p, q, strict=True)]
+    m = max((abs(v) for v in d), default=0.0)
+    if not 0.0 < m < math.inf:  # (0, inf, NaN: as the plain formula)
+        return math.sqrt(sum(v * v for v in d))
+    return m * math.sqrt(sum((v / m) * (v / m) for v in d))
 
 
 def _modf(x):

@@ -228,7 +228,9 @@ def _register():
     # i0e/i1e/k0e/k1e are real functions; ive/jve/yve real-only (see _real_only)
     # (integer orders n: yn and kn)
     defderiv(sc.yn, _order(sc.yn, "n"), lambda ans, n, x, **kw: 0.5 * (sc.yn(n - 1, x) - sc.yn(n + 1, x)))
-    defderiv(sc.kn, _order(sc.kn, "n"), lambda ans, n, x, **kw: -0.5 * (sc.kn(n - 1, x) + sc.kn(n + 1, x)))
+    # (kn and expn truncate a float order, with a warning: their rules too)
+    defderiv(sc.kn, _order(sc.kn, "n"), lambda ans, n, x, **kw:
+             -0.5 * (sc.kn(np.trunc(n) - 1, x) + sc.kn(np.trunc(n) + 1, x)))
 
     # ----------------------------------------------------------------- Poisson distribution (in the mean)
     def poisson_pmf(k, m):
@@ -277,7 +279,9 @@ def _register():
     # ----------------------------------------------------------------- exponential integrals, elliptic...
     defderiv(sc.exp1, lambda ans, x, **kw: -np.exp(-x) / x)
     defderiv(sc.expi, lambda ans, x, **kw: np.exp(x) / x)
-    defderiv(sc.expn, _parameter(sc.expn, "n"), lambda ans, n, x, **kw: -sc.expn(n - 1, x))
+    # (E_n' = -E_(n-1); E_0 = exp(-x)/x has E_0' = -E_0 (1 + 1/x), where expn(-1, x) is NaN)
+    defderiv(sc.expn, _parameter(sc.expn, "n"), lambda ans, n, x, **kw: np.where(
+        np.trunc(n) == 0, -ans * (1.0 + 1.0 / x), -sc.expn(np.maximum(np.trunc(n) - 1, 0), x)))
     defderiv(sc.ellipk, lambda ans, m, **kw: (sc.ellipe(m) - (1.0 - m) * ans) / (2.0 * m * (1.0 - m)))
     defderiv(sc.ellipe, lambda ans, m, **kw: (ans - sc.ellipk(m)) / (2.0 * m))
     defderiv(sc.spence, lambda ans, z, **kw: np.where(z == 1, -1.0, np.log(z) / _nz(1.0 - z)))
@@ -291,7 +295,10 @@ def _register():
 
     # ----------------------------------------------------------------- Struve, Owen's T, Voigt, Legendre
     def struve_term(v, x):  # (x/2)^v / (sqrt(pi) Gamma(v + 3/2)), DLMF 11.4.27
-        return np.exp(sc.xlogy(v, 0.5 * x) - sc.gammaln(v + 1.5)) / _SQRT_PI
+        # (signed: Gamma(v + 3/2) < 0 for some v < -3/2, and at x < 0 (integer v) (x/2)^v
+        # is (-1)^v |x/2|^v, where a logarithm of x/2 gave NaN)
+        sign = np.sign(sc.rgamma(v + 1.5)) * np.where((x < 0) & (np.round(v) % 2 == 1), -1.0, 1.0)
+        return sign * np.exp(sc.xlogy(v, 0.5 * np.abs(x)) - sc.gammaln(v + 1.5)) / _SQRT_PI
 
     defderiv(sc.struve, _order(sc.struve), lambda ans, v, x, **kw:
              0.5 * (sc.struve(v - 1.0, x) - sc.struve(v + 1.0, x) + struve_term(v, x)))
@@ -308,30 +315,51 @@ def _register():
              ((m + v) * sc.lpmv(m, v - 1.0, x) - v * x * ans) / (1.0 - x * x))
 
     # ----------------------------------------------------------------- orthogonal polynomials (in x)
-    def lower(n):  # the degree below, at least 0 (the derivative of degree 0 is 0 anyway)
-        return np.maximum(n - 1, 0)
+    def lower(n):  # the degree below (for degree 0, whose derivative is 0 anyway: 0)
+        return np.where(n == 0, 0, n - 1)
+
+    # (the recurrences below hold for real degrees, as SciPy takes them through the
+    # hypergeometric functions, except at negative integers n, where their binomial
+    # factors vanish (NaN or 0 before): there the hypergeometric functions' derivatives
+    # (DLMF 15.5.1 and 13.3.15), or a refusal)
+    def degree(f, partial, general=None):
+        def checked(ans, n, *args, **kw):
+            if not np.any((n < 0) & (n == np.floor(n))):
+                return partial(ans, n, *args, **kw)
+            if general is None:
+                return refused(f, "x", "at a negative integer degree n: its rule is a recurrence "
+                               "in n")(ans)
+            return general(n, *args)
+        checked.__name__ = "partial_in_x_of_%s" % f.__name__
+        return checked
 
     defderiv(sc.eval_jacobi, _parameter(sc.eval_jacobi, "n"), _parameter(sc.eval_jacobi, "alpha"),
-             _parameter(sc.eval_jacobi, "beta"), lambda ans, n, a, b, x, **kw:
-             np.where(n == 0, 0.0, 0.5 * (n + a + b + 1) * sc.eval_jacobi(n - 1, a + 1, b + 1, x)))
+             _parameter(sc.eval_jacobi, "beta"), degree(sc.eval_jacobi, lambda ans, n, a, b, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + a + b + 1) * sc.eval_jacobi(lower(n), a + 1, b + 1, x))))
     defderiv(sc.eval_gegenbauer, _parameter(sc.eval_gegenbauer, "n"),
-             _parameter(sc.eval_gegenbauer, "alpha"),
-             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, 2 * a * sc.eval_gegenbauer(n - 1, a + 1, x)))
-    defderiv(sc.eval_legendre, _parameter(sc.eval_legendre, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(n - 1, 1.0, 1.0, x)))
-    defderiv(sc.eval_chebyt, _parameter(sc.eval_chebyt, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, n * sc.eval_gegenbauer(n - 1, 1.0, x)))  # n U_{n-1}
-    defderiv(sc.eval_chebyu, _parameter(sc.eval_chebyu, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(n - 1, 2.0, x)))
+             _parameter(sc.eval_gegenbauer, "alpha"), degree(sc.eval_gegenbauer,
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, 2 * a * sc.eval_gegenbauer(lower(n), a + 1, x))))
+    # P_v(x) = F(-v, v+1; 1; (1-x)/2), T_v = F(-v, v; 1/2; .), U_v = (v+1) F(-v, v+2; 3/2; .)
+    defderiv(sc.eval_legendre, _parameter(sc.eval_legendre, "n"), degree(sc.eval_legendre, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(lower(n), 1.0, 1.0, x)),
+             lambda v, x: 0.5 * v * (v + 1) * sc.hyp2f1(1 - v, v + 2, 2.0, 0.5 * (1 - x))))
+    defderiv(sc.eval_chebyt, _parameter(sc.eval_chebyt, "n"), degree(sc.eval_chebyt, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, n * sc.eval_gegenbauer(lower(n), 1.0, x)),  # n U_{n-1}
+             lambda v, x: v * v * sc.hyp2f1(1 - v, 1 + v, 1.5, 0.5 * (1 - x))))
+    defderiv(sc.eval_chebyu, _parameter(sc.eval_chebyu, "n"), degree(sc.eval_chebyu, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(lower(n), 2.0, x)),
+             lambda v, x: v * (v + 1) * (v + 2) / 3.0 * sc.hyp2f1(1 - v, v + 3, 2.5, 0.5 * (1 - x))))
     defderiv(sc.eval_hermite, _parameter(sc.eval_hermite, "n"), lambda ans, n, x, **kw:
              2 * n * sc.eval_hermite(lower(n), x))
     defderiv(sc.eval_hermitenorm, _parameter(sc.eval_hermitenorm, "n"), lambda ans, n, x, **kw:
              n * sc.eval_hermitenorm(lower(n), x))
-    defderiv(sc.eval_laguerre, _parameter(sc.eval_laguerre, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), 1.0, x)))
+    # L_v(x) = M(-v, 1, x)
+    defderiv(sc.eval_laguerre, _parameter(sc.eval_laguerre, "n"), degree(sc.eval_laguerre, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), 1.0, x)),
+             lambda v, x: -v * sc.hyp1f1(1 - v, 2.0, x)))
     defderiv(sc.eval_genlaguerre, _parameter(sc.eval_genlaguerre, "n"),
-             _parameter(sc.eval_genlaguerre, "alpha"),
-             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), a + 1, x)))
+             _parameter(sc.eval_genlaguerre, "alpha"), degree(sc.eval_genlaguerre,
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), a + 1, x))))
 
     # ----------------------------------------------------------------- elementary functions, SciPy's versions
     defderiv(sc.expm1, lambda ans, x, **kw: ans + 1.0)
