@@ -251,3 +251,20 @@ def test_recurrences_refused_where_no_general_form_is_given():
         capstan.D(lambda t: sc.eval_jacobi(-2.0, 0.3, 0.2, t), 0.4)
     assert capstan.D(lambda t: sc.eval_jacobi(2, 0.3, 0.2, t), 0.4) == pytest.approx(
         float(mpmath.diff(lambda s: mpmath.jacobi(2, 0.3, 0.2, s), 0.4)), rel=1e-12)
+
+
+def test_more_two_input_slopes():
+    # yn truncates a float order (as kn, expn); boxcox at x = 0 (ans = -1/lambda) went
+    # through 0 * log(0) (NaN); inv_boxcox1p's y-slope (1 + ans)^(1 - lambda) rounded 1 + ans
+    for got in _all_first_order(lambda t: sc.yn(0.3, t), 0.5):
+        assert float(got) == pytest.approx(float(-mpmath.bessely(1, 0.5)), rel=1e-12)
+    for lm in (0.5, 3.0):
+        for got in _all_first_order(lambda t: sc.boxcox(0.0, t), lm):
+            assert float(got) == pytest.approx(1.0 / lm ** 2, rel=1e-12)
+        for got in _all_first_order(lambda t: sc.boxcox1p(-1.0, t), lm):
+            assert float(got) == pytest.approx(1.0 / lm ** 2, rel=1e-12)
+    y, lm = 0.5, 1e100
+    for got in _all_first_order(lambda t: sc.inv_boxcox1p(t, lm), y):
+        with mpmath.workdps(60):
+            want = float((1 + mpmath.mpf(lm) * y) ** (1 / mpmath.mpf(lm) - 1))
+        assert float(got) == pytest.approx(want, rel=1e-9)

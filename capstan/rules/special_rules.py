@@ -227,7 +227,8 @@ def _register():
         defderiv(f, _order(f), rule)
     # i0e/i1e/k0e/k1e are real functions; ive/jve/yve real-only (see _real_only)
     # (integer orders n: yn and kn)
-    defderiv(sc.yn, _order(sc.yn, "n"), lambda ans, n, x, **kw: 0.5 * (sc.yn(n - 1, x) - sc.yn(n + 1, x)))
+    defderiv(sc.yn, _order(sc.yn, "n"), lambda ans, n, x, **kw:
+             0.5 * (sc.yn(np.trunc(n) - 1, x) - sc.yn(np.trunc(n) + 1, x)))  # (yn truncates n: so here)
     # (kn and expn truncate a float order, with a warning: their rules too)
     defderiv(sc.kn, _order(sc.kn, "n"), lambda ans, n, x, **kw:
              -0.5 * (sc.kn(np.trunc(n) - 1, x) + sc.kn(np.trunc(n) + 1, x)))
@@ -396,7 +397,7 @@ def _register():
     defderiv(sc.boxcox1p, lambda ans, x, lm, **kw: np.power(1.0 + x, lm - 1.0),
              lambda ans, x, lm, **kw: _boxcox_lambda(ans, 1.0 + x, lm))
     defderiv(sc.inv_boxcox, lambda ans, y, lm, **kw: np.power(ans, 1.0 - lm), _inv_boxcox_lambda)
-    defderiv(sc.inv_boxcox1p, lambda ans, y, lm, **kw: np.power(1.0 + ans, 1.0 - lm),
+    defderiv(sc.inv_boxcox1p, lambda ans, y, lm, **kw: np.exp((1.0 - lm) * np.log1p(ans)),  # (1 + ans: rounded)
              lambda ans, y, lm, **kw: _inv_boxcox_lambda(1.0 + ans, y, lm))
 
     # ----------------------------------------------------------------- SciPy's Python functions
@@ -538,7 +539,8 @@ def _boxcox_lambda(ans, x, lm, **kw):
     small = np.abs(u) < 1e-3
     safe = np.where(small, 1.0, lm)
     series = log * log * (0.5 + u * (1.0 / 3.0 + u * (1.0 / 8.0 + u * (1.0 / 30.0 + u / 144.0))))
-    return np.where(small, series, (np.power(x, lm) * log - ans) / safe)
+    xl = np.where(x == 0, 0.0, np.power(x, lm) * log)  # (x = 0, lambda > 0: ans = -1/lambda, 0 * -inf)
+    return np.where(small, series, (xl - ans) / safe)
 
 
 def _inv_boxcox_lambda(ans, y, lm, **kw):
