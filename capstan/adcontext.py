@@ -1086,6 +1086,37 @@ def call_partial(run, fn, *args, **kwargs):
     return run(fn, *args, **kwargs)
 
 
+#: what Python's float arithmetic raises where NumPy's gives inf or NaN
+SINGULAR = (ZeroDivisionError, OverflowError)
+
+
+def singular_partial(fn, f, args, kwargs, exc):
+    """Partial ``fn`` of ``f``, whose Python float arithmetic raised ``exc`` (``1 / x`` at
+    0, ``x ** -2`` past the float range) where ``f`` itself gave a value: the same formula
+    in NumPy's float semantics (the infinite slope NumPy's own functions give; an exactly
+    zero tangent beside it then contributes nothing).  Refused (NoRuleError) where that
+    is NaN or raises too, for complex values, and for values of an enclosing
+    differentiation, whose derivative through the singularity is undefined."""
+    if all(type(a) is float or type(a) is int or type(a) is np.float64 or type(a) is bool for a in args):
+        try:
+            with np.errstate(all="ignore"):
+                d = fn(*[np.float64(a) if type(a) is float else a for a in args], **kwargs)
+        except SINGULAR + (ValueError,):
+            d = None
+        if (type(d) is np.float64 or type(d) is float) and d == d:
+            return float(d) if all(type(a) is not np.float64 for a in args) else d
+    raise losses.singular_partial(f, exc) from exc
+
+
+def call_partial_at(run, fn, f, *args, **kwargs):
+    """``call_partial`` for partial ``fn`` of ``f``, with ``singular_partial`` where
+    Python's float arithmetic raises."""
+    try:
+        return call_partial(run, fn, *args, **kwargs)
+    except SINGULAR as exc:
+        return singular_partial(fn, f, args, kwargs, exc)
+
+
 def out_argument(kwargs):
     """The plain array a ufunc's ``out=`` argument names, if any."""
     out = kwargs.get("out") if kwargs else None

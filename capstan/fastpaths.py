@@ -34,7 +34,7 @@ MATH = {
     math.sin: ("math.sin(a)", "math.cos(a)"), math.cos: ("math.cos(a)", "-math.sin(a)"),
     math.tan: ("math.tan(a)", "1.0 + r * r"), math.exp: ("math.exp(a)", "r"),
     math.log: ("math.log(a)", "1.0 / a"), math.sqrt: ("math.sqrt(a)", "0.5 / r"),
-    math.tanh: ("math.tanh(a)", "1.0 - r * r"), math.atan: ("math.atan(a)", "1.0 / (1.0 + a * a)"),
+    math.tanh: ("math.tanh(a)", "(1.0 / math.cosh(a)) ** 2"), math.atan: ("math.atan(a)", "1.0 / (1.0 + a * a)"),
     math.sinh: ("math.sinh(a)", "math.cosh(a)"), math.cosh: ("math.cosh(a)", "math.sinh(a)"),
     math.log1p: ("math.log1p(a)", "1.0 / (1.0 + a)"), math.expm1: ("math.expm1(a)", "r + 1.0"),
 }
@@ -152,7 +152,16 @@ def _emit(mode, pairs):
     return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
 
 
+def _guarded(match):
+    """``r = ...`` and its EMIT line inside ``try``: where Python's float arithmetic raises
+    (a partial past the float range, ``1 / x`` at 0), the generic path takes over."""
+    pad = match.group(1)
+    return "%stry:\n%s    r = %s\n%s    %s\n%sexcept ArithmeticError:\n%s    pass" % (
+        pad, pad, match.group(2), pad, match.group(3), pad, pad)
+
+
 def _source(template, mode):
+    template = re.sub(r"^( *)r = (.*)\n\1(EMIT\(.*\))$", _guarded, template, flags=re.M)
     source = re.sub(r" and CHECK\((\w)\)", lambda m: _CHECK[mode].format(m.group(1)), template)
     return re.sub(r"EMIT\(([^)]*)\)", lambda m: _emit(mode, [part.split(": ", 1) for part in
                                                            m.group(1).split(", ")]), source)

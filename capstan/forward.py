@@ -23,7 +23,8 @@ from overdub import Tagged, overdub, primitive, tag
 from overdub._native import NOT_RUN, capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import _QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, out_argument, plain_call, product, raw
+from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, out_argument,
+                        plain_call, product, raw)
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -84,7 +85,7 @@ class ForwardCtx(ADContext):
                     continue
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans, run)
-                p = call_partial(run, partials[i], ans, *vals, **kwargs)
+                p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
                 d = ti if type(p) is float and p == 1.0 else product(run, p, ti)
                 t = d if t is None else run(operator.add, t, d)
         else:

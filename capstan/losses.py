@@ -178,10 +178,14 @@ def qualified_name(f):
     if not isinstance(qual, str):  # a callable object: name its type
         tp = type(f)
         module, qual = tp.__module__, "%s object" % tp.__qualname__
+    if module is None and type(f) is np.ufunc:  # (SciPy's ufuncs name no module)
+        special = sys.modules.get("scipy.special")
+        if special is not None and getattr(special, qual, None) is f:
+            module = "scipy.special"
     if module in (None, "builtins"):
         return qual
     module = {"numpy.core.multiarray": "numpy", "numpy._core.multiarray": "numpy",
-              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy"}.get(module, module)
+              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy", "_operator": "operator"}.get(module, module)
     return "%s.%s" % (module, qual)
 
 
@@ -193,6 +197,19 @@ def undefined_in_reverse(fname):
         "fractional power at the end of its domain...) and reverse mode cannot tell how the terms "
         "through it cancel (math.sqrt(x - x) + x).  Use forward mode here (capstan.D, capstan.jvp, "
         "capstan.jacfwd), or differentiate at a point off that singularity." % fname)
+
+
+def singular_partial(f, exc):
+    """The error for a partial derivative of ``f`` that cannot be computed at this point:
+    infinite, undefined or past the float range where ``f`` itself has a value."""
+    err = NoRuleError(
+        "capstan: the derivative of %s is infinite or undefined at this point (its rule's arithmetic "
+        "raised %s: %s), or a derivative of it taken inside another differentiation is; the "
+        "derivative here cannot be computed.  Differentiate at a point off that singularity, or "
+        "register a rule for the function that contains it (capstan.defjvp / defvjp)."
+        % (qualified_name(f), type(exc).__name__, exc))
+    err.function = f
+    return err
 
 
 def point_branch(f, mode):

@@ -24,8 +24,8 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, call_partial, conjugated, out_argument, plain_call,
-                         product, routed, summed_to, trivial)
+from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
+                        conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
@@ -669,7 +669,7 @@ def _step(rec, g, run):
             if p is None or i >= len(partials) or partials[i] is None:
                 out.append(None)
                 continue
-            d = call_partial(run, partials[i], rec.ans, *rec.vals, **rec.kwargs)
+            d = call_partial_at(run, partials[i], f, rec.ans, *rec.vals, **rec.kwargs)
             td = type(d)
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
                 c = summed_to(run, g, rec.vals[i])
@@ -703,14 +703,15 @@ def _plain_partials(rec, g, partials):
         kind = _TRIVIAL.get(fn, _UNKNOWN)
         if kind is _UNKNOWN:
             kind = trivial(fn)
-        if kind is None:
-            d = fn(ans, *vals, **kwargs)
-        elif kind[0] == "const":
+        if kind is not None and kind[0] == "const":
             d = kind[1]
-        elif kind[1] <= len(vals):
+        elif kind is not None and kind[1] <= len(vals):
             d = ans if kind[1] == 0 else vals[kind[1] - 1]
         else:
-            d = fn(ans, *vals, **kwargs)
+            try:
+                d = fn(ans, *vals, **kwargs)
+            except SINGULAR as exc:
+                d = singular_partial(fn, rec.f, (ans,) + tuple(vals), kwargs, exc)
         x = vals[i]
         td = type(d)
         if td is float or td is int:  # a constant partial: sum over broadcast axes first

@@ -379,7 +379,11 @@ math1(int fn, double a, double *r, double *p)
         }
         *r = sqrt(a); *p = 0.5 / *r;
         break;
-    case M_TANH: *r = tanh(a); *p = 1.0 - *r * *r; break;
+    case M_TANH: {  /* 1 / cosh^2, not 1 - tanh^2: that is 0 from |a| > 19 on */
+        double s = 1.0 / cosh(a);  /* (as the Python paths: (1 / cosh(a)) ** 2) */
+        *r = tanh(a); *p = s * s;
+        break;
+    }
     case M_ATAN: *r = atan(a); *p = 1.0 / (1.0 + a * a); break;
     case M_SINH: *r = sinh(a); *p = cosh(a); break;
     case M_COSH: *r = cosh(a); *p = sinh(a); break;

@@ -55,9 +55,15 @@ def gamma_density(a, x):
 
 
 def t_density(t, df):
-    """Student's t density with ``df`` degrees of freedom."""
-    return np.exp(sc.gammaln(0.5 * (df + 1.0)) - sc.gammaln(0.5 * df) - 0.5 * np.log(df * np.pi)
-                  - 0.5 * (df + 1.0) * np.log1p(t * t / df))
+    """Student's t density with ``df`` degrees of freedom.  Its normalising constant for
+    df > 1e5 from the series ``-log(2 pi)/2 - 1/(4 df) + 1/(24 df^3)``: the difference of
+    gammaln there loses its digits (a density of 5e-51 instead of 0.35 at df = 1e100)."""
+    big = df > 1e5
+    d = np.where(big, 1e5, df)
+    exact = sc.gammaln(0.5 * (d + 1.0)) - sc.gammaln(0.5 * d) - 0.5 * np.log(d * np.pi)
+    w = 1.0 / np.where(big, df, 1e5)
+    series = -0.5 * np.log(2.0 * np.pi) - 0.25 * w + w * w * w / 24.0
+    return np.exp(np.where(big, series, exact) - 0.5 * (df + 1.0) * np.log1p(t * t / df))
 
 
 def f_density(dfn, dfd, x):
@@ -96,16 +102,18 @@ def tukeylambda_quantile_p(p, lm):
 
 
 def _tukeylambda_quantile_lm(p, lm):
-    """``dQ/dlm``; at ``lm == 0`` (the logistic case) its series
-    ``sum_k k lm^(k-1) (log^(k+1) p - log^(k+1) (1-p)) / (k+1)!`` to ``lm^2``: exact in
-    value and in the first two derivatives there."""
-    zero = lm == 0
-    safe = np.where(zero, 1.0, lm)
+    """``dQ/dlm``; near ``lm == 0`` (the logistic case: ``|lm log p|``, ``|lm log(1-p)|``
+    below 1e-3, where the general form cancels) its series
+    ``sum_k k lm^(k-1) (log^(k+1) p - log^(k+1) (1-p)) / (k+1)!`` to ``lm^4``: exact in
+    value and in the first derivatives there."""
     lp, lq = np.log(p), np.log1p(-p)
+    small = np.maximum(np.abs(lm * lp), np.abs(lm * lq)) < 1e-3
+    safe = np.where(small, 1.0, lm)
     general = (np.power(p, safe) * lp - np.power(1.0 - p, safe) * lq) / safe \
         - (np.power(p, safe) - np.power(1.0 - p, safe)) / (safe * safe)
-    series = (lp ** 2 - lq ** 2) / 2.0 + lm * (lp ** 3 - lq ** 3) / 3.0 + lm * lm * (lp ** 4 - lq ** 4) / 8.0
-    return np.where(zero, series, general)
+    series = ((lp ** 2 - lq ** 2) / 2.0 + lm * (lp ** 3 - lq ** 3) / 3.0 + lm * lm * (lp ** 4 - lq ** 4) / 8.0
+              + lm ** 3 * (lp ** 5 - lq ** 5) / 30.0 + lm ** 4 * (lp ** 6 - lq ** 6) / 144.0)
+    return np.where(small, series, general)
 
 
 def _stdtr_df(df, t):

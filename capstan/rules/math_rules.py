@@ -33,7 +33,7 @@ for m in (math, cmath):
     defderiv(m.atan, lambda ans, x: 1.0 / (1.0 + x * x))
     defderiv(m.sinh, lambda ans, x, m=m: m.cosh(x))
     defderiv(m.cosh, lambda ans, x, m=m: m.sinh(x))
-    defderiv(m.tanh, lambda ans, x: 1.0 - ans * ans)
+    defderiv(m.tanh, lambda ans, x: 1.0 - ans * ans)  # (complex; real tanh: below)
     defderiv(m.asinh, lambda ans, x, m=m: 1.0 / m.sqrt(x * x + 1.0))
     # (acosh: not 1 / sqrt(x*x - 1), whose sign is wrong for complex x left of the imaginary axis)
     defderiv(m.acosh, lambda ans, x, m=m: 1.0 / (m.sqrt(x - 1.0) * m.sqrt(x + 1.0)))
@@ -44,7 +44,30 @@ for m in (math, cmath):
     defderiv(m.log, lambda ans, x, base=math.e: 1.0 / (x * log(base)),
              lambda ans, x, base: -ans / (base * log(base)))
 
-defderiv(math.atan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+
+def _atan2_scale(y, x):
+    """``x * x + y * y`` for the partials of atan2, or ``hypot(x, y) ** 2`` formed as two
+    divisions where the squares leave the float range (there the plain sum is 0 or inf:
+    a partial of 0, or NaN, instead of the right one)."""
+    s = x * x + y * y
+    return s if 1e-290 < s < 1e290 else None
+
+
+def _atan2_dy(ans, y, x):
+    s = _atan2_scale(y, x)
+    return x / s if s is not None else x / (h := math.hypot(x, y)) / h
+
+
+def _atan2_dx(ans, y, x):
+    s = _atan2_scale(y, x)
+    return -y / s if s is not None else -y / (h := math.hypot(x, y)) / h
+
+
+defderiv(math.atan2, _atan2_dy, _atan2_dx)
+defderiv(math.asinh, lambda ans, x: 1.0 / math.hypot(x, 1.0))  # (x * x + 1 overflows past 1e154)
+# 1 / cosh^2, not 1 - tanh^2: tanh rounds to +-1 from |x| > 19 on, where that is 0 (cosh
+# overflows past 710, where the slope is below the float range: 0)
+defderiv(math.tanh, lambda ans, x: 0.0 if abs(x) > 710.0 else (1.0 / math.cosh(x)) ** 2)
 defderiv(math.expm1, lambda ans, x: ans + 1.0)
 defderiv(math.log1p, lambda ans, x: 1.0 / (1.0 + x))
 defderiv(math.log2, lambda ans, x: 1.0 / (x * math.log(2.0)))
@@ -89,6 +112,7 @@ def _at_end(v, end):
 
 defderiv(math.sqrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 0.5 / ans)
 defderiv(math.asin, lambda ans, x: infinite_slope(1.0) if _at_end(x, 1) else 1.0 / math.sqrt(1.0 - x * x))
+defderiv(math.acosh, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 1.0 / (math.sqrt(x - 1.0) * math.sqrt(x + 1.0)))
 defderiv(math.acos, lambda ans, x: infinite_slope(-1.0) if _at_end(x, 1) else -1.0 / math.sqrt(1.0 - x * x))
 if hasattr(math, "cbrt"):
     defderiv(math.cbrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 1.0 / (3.0 * ans * ans))
@@ -124,7 +148,13 @@ def _prod(xs, *, start=1):
 
 
 def _dist(p, q):
-    return math.sqrt(sum((a - b) * (a - b) for a, b in zip(p, q, strict=True)))
+    """``|p - q|`` scaled by its largest component, as math.dist scales: the plain sum of
+    squares underflows below 1e-154 (an infinite slope at 1e-300) and overflows past 1e154."""
+    d = [a - b for a, b in zip(p, q, strict=True)]
+    m = max((abs(v) for v in d), default=0.0)
+    if not 0.0 < m < math.inf:  # (0, inf, NaN: as the plain formula)
+        return math.sqrt(sum(v * v for v in d))
+    return m * math.sqrt(sum((v / m) * (v / m) for v in d))
 
 
 def _modf(x):

@@ -153,7 +153,12 @@ def _quotient(ans, a, b, **kw):  # a - ans == b * q for mod, remainder and fmod
 
 
 def _sinc(ans, x, **kw):
-    return np.where(x == 0, 0.0, (np.cos(np.pi * x) - ans) / _nz(x))
+    """``d sinc / dx``: ``(cos(pi x) - sinc(x)) / x``, which cancels near 0 (0 at x = 1e-10
+    instead of -pi^2 x / 3): there its series ``-pi^2 x/3 + pi^4 x^3/30 - pi^6 x^5/840``."""
+    small = np.abs(x) < 1e-3
+    p2 = np.pi * np.pi
+    series = x * p2 * (-1.0 / 3.0 + x * x * p2 * (1.0 / 30.0 - x * x * p2 / 840.0))
+    return np.where(small, series, (np.cos(np.pi * x) - ans) / np.where(small, 1.0, x))
 
 
 defderiv(np.sin, lambda ans, x, **kw: np.cos(x))
@@ -162,12 +167,23 @@ defderiv(np.tan, lambda ans, x, **kw: 1.0 + ans * ans)
 defderiv(np.arcsin, lambda ans, x, **kw: 1.0 / np.sqrt(1.0 - x * x))
 defderiv(np.arccos, lambda ans, x, **kw: -1.0 / np.sqrt(1.0 - x * x))
 defderiv(np.arctan, lambda ans, x, **kw: 1.0 / (1.0 + x * x))
-defderiv(np.arctan2, lambda ans, y, x, **kw: x / (x * x + y * y),
-         lambda ans, y, x, **kw: -y / (x * x + y * y))
+# (over hypot(x, y) twice, not x * x + y * y: the squares leave the float range for |x|, |y|
+# below 1e-154 or above 1e154, where the partials came out 0 or NaN)
+defderiv(np.arctan2, lambda ans, y, x, **kw: x / (h := np.hypot(x, y)) / h,
+         lambda ans, y, x, **kw: -y / (h := np.hypot(x, y)) / h)
 defderiv(np.sinh, lambda ans, x, **kw: np.cosh(x))
 defderiv(np.cosh, lambda ans, x, **kw: np.sinh(x))
-defderiv(np.tanh, lambda ans, x, **kw: 1.0 - ans * ans)
-defderiv(np.arcsinh, lambda ans, x, **kw: 1.0 / np.sqrt(x * x + 1.0))
+def _sech2(ans, x, **kw):
+    """``d tanh / dx`` as ``1 / cosh^2``, not ``1 - tanh^2``: tanh rounds to +-1 from
+    |x| > 19 on, where that is 0 (cosh past the float range: 0, below it)."""
+    with np.errstate(over="ignore"):
+        c = np.cosh(x)
+    return 1.0 / c / c
+
+
+defderiv(np.tanh, _sech2)
+defderiv(np.arcsinh, lambda ans, x, **kw: 1.0 / np.sqrt(x * x + 1.0) if np.iscomplexobj(x)
+         else 1.0 / np.hypot(x, 1.0))  # (real: x * x + 1 overflows past 1e154)
 defderiv(np.arccosh, lambda ans, x, **kw: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))
 defderiv(np.arctanh, lambda ans, x, **kw: 1.0 / (1.0 - x * x))
 defderiv(np.exp, lambda ans, x, **kw: ans)

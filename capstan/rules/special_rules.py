@@ -98,21 +98,21 @@ def _tuple_of(prims, args, kw):
 
 def _register():
     # ----------------------------------------------------------------- logistic and error functions
-    defderiv(sc.expit, lambda ans, x, **kw: ans * (1.0 - ans))
+    defderiv(sc.expit, lambda ans, x, **kw: ans * sc.expit(-x))  # (not ans * (1 - ans): 0 from x > 37 on)
     defderiv(sc.logit, lambda ans, x, **kw: 1.0 / (x * (1.0 - x)))
     defderiv(sc.log_expit, lambda ans, x, **kw: sc.expit(-x))
     defderiv(sc.erf, lambda ans, x, **kw: (2.0 / _SQRT_PI) * np.exp(-x * x))
     defderiv(sc.erfc, lambda ans, x, **kw: (-2.0 / _SQRT_PI) * np.exp(-x * x))
-    defderiv(sc.erfcx, lambda ans, x, **kw: 2.0 * x * ans - 2.0 / _SQRT_PI)
+    defderiv(sc.erfcx, _erfcx_d)
     defderiv(sc.erfi, lambda ans, x, **kw: (2.0 / _SQRT_PI) * np.exp(x * x))
     defderiv(sc.erfinv, lambda ans, x, **kw: (_SQRT_PI / 2.0) * np.exp(ans * ans))
     defderiv(sc.erfcinv, lambda ans, x, **kw: (-_SQRT_PI / 2.0) * np.exp(ans * ans))
     defderiv(sc.wofz, lambda ans, z, **kw: -2.0 * z * ans + 2j / _SQRT_PI)
-    defderiv(sc.dawsn, lambda ans, x, **kw: 1.0 - 2.0 * x * ans)
+    defderiv(sc.dawsn, _dawsn_d)
     defderiv(sc.ndtr, lambda ans, x, **kw: np.exp(-0.5 * x * x) / _SQRT_2PI)
-    defderiv(sc.log_ndtr, lambda ans, x, **kw: np.exp(-0.5 * x * x - ans) / _SQRT_2PI)
+    defderiv(sc.log_ndtr, _log_ndtr_d)
     defderiv(sc.ndtri, lambda ans, y, **kw: _SQRT_2PI * np.exp(0.5 * ans * ans))
-    defderiv(sc.ndtri_exp, lambda ans, y, **kw: _SQRT_2PI * np.exp(y + 0.5 * ans * ans))
+    defderiv(sc.ndtri_exp, _ndtri_exp_d)
     if hasattr(sc, "softplus"):
         defimpl(sc.softplus, lambda x, **kw: np.logaddexp(0, x, **kw))
 
@@ -120,7 +120,7 @@ def _register():
     defderiv(sc.gamma, lambda ans, x, **kw: ans * sc.digamma(x))
     defderiv(sc.gammaln, lambda ans, x, **kw: sc.digamma(x))
     defderiv(sc.loggamma, lambda ans, x, **kw: sc.digamma(x))
-    defderiv(sc.rgamma, lambda ans, x, **kw: -ans * sc.digamma(x))
+    defderiv(sc.rgamma, _rgamma_d)
     for psi in {sc.digamma, sc.psi}:
         defderiv(psi, _trigamma)
     defderiv(sc.polygamma, _parameter(sc.polygamma, "n"), lambda ans, n, x, **kw: sc.polygamma(n + 1, x))
@@ -205,19 +205,21 @@ def _register():
     defderiv(sc.i1, lambda ans, x, **kw: 0.5 * (sc.i0(x) + sc.iv(2, x)))
     defderiv(sc.k0, lambda ans, x, **kw: -sc.k1(x))
     defderiv(sc.k1, lambda ans, x, **kw: -0.5 * (sc.k0(x) + sc.kv(2, x)))
-    defderiv(sc.i0e, lambda ans, x, **kw: sc.i1e(x) - np.sign(x) * ans)
-    defderiv(sc.i1e, lambda ans, x, **kw: 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * ans)
-    defderiv(sc.k0e, lambda ans, x, **kw: ans - sc.k1e(x))
-    defderiv(sc.k1e, lambda ans, x, **kw: ans - 0.5 * (sc.k0e(x) + sc.kve(2, x)))
+    defderiv(sc.i0e, lambda ans, x, **kw: _scaled_bessel_slope(0, x, "i", sc.i1e(x) - np.sign(x) * ans))
+    defderiv(sc.i1e, lambda ans, x, **kw: _scaled_bessel_slope(
+        1, x, "i", 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * ans))
+    defderiv(sc.k0e, lambda ans, x, **kw: _scaled_bessel_slope(0, x, "k", ans - sc.k1e(x)))
+    defderiv(sc.k1e, lambda ans, x, **kw: _scaled_bessel_slope(1, x, "k", ans - 0.5 * (sc.k0e(x) + sc.kve(2, x))))
     for f, rule in ((sc.jv, lambda ans, v, z, **kw: 0.5 * (sc.jv(v - 1, z) - sc.jv(v + 1, z))),
                     (sc.yv, lambda ans, v, z, **kw: 0.5 * (sc.yv(v - 1, z) - sc.yv(v + 1, z))),
                     (sc.iv, lambda ans, v, z, **kw: 0.5 * (sc.iv(v - 1, z) + sc.iv(v + 1, z))),
                     (sc.kv, lambda ans, v, z, **kw: -0.5 * (sc.kv(v - 1, z) + sc.kv(v + 1, z))),
-                    (sc.kve, lambda ans, v, z, **kw: ans - 0.5 * (sc.kve(v - 1, z) + sc.kve(v + 1, z))),
+                    (sc.kve, lambda ans, v, z, **kw: _scaled_bessel_slope(
+                        v, z, "k", ans - 0.5 * (sc.kve(v - 1, z) + sc.kve(v + 1, z)))),
                     (sc.hankel1, lambda ans, v, z, **kw: 0.5 * (sc.hankel1(v - 1, z) - sc.hankel1(v + 1, z))),
                     (sc.hankel2, lambda ans, v, z, **kw: 0.5 * (sc.hankel2(v - 1, z) - sc.hankel2(v + 1, z))),
-                    (sc.ive, _real_only(sc.ive, lambda ans, v, x, **kw:
-                                        0.5 * (sc.ive(v - 1, x) + sc.ive(v + 1, x)) - np.sign(x) * ans)),
+                    (sc.ive, _real_only(sc.ive, lambda ans, v, x, **kw: _scaled_bessel_slope(
+                        v, x, "i", 0.5 * (sc.ive(v - 1, x) + sc.ive(v + 1, x)) - np.sign(x) * ans))),
                     (sc.jve, _real_only(sc.jve, lambda ans, v, x, **kw:
                                         0.5 * (sc.jve(v - 1, x) - sc.jve(v + 1, x)))),
                     (sc.yve, _real_only(sc.yve, lambda ans, v, x, **kw:
@@ -225,8 +227,11 @@ def _register():
         defderiv(f, _order(f), rule)
     # i0e/i1e/k0e/k1e are real functions; ive/jve/yve real-only (see _real_only)
     # (integer orders n: yn and kn)
-    defderiv(sc.yn, _order(sc.yn, "n"), lambda ans, n, x, **kw: 0.5 * (sc.yn(n - 1, x) - sc.yn(n + 1, x)))
-    defderiv(sc.kn, _order(sc.kn, "n"), lambda ans, n, x, **kw: -0.5 * (sc.kn(n - 1, x) + sc.kn(n + 1, x)))
+    defderiv(sc.yn, _order(sc.yn, "n"), lambda ans, n, x, **kw:
+             0.5 * (sc.yn(np.trunc(n) - 1, x) - sc.yn(np.trunc(n) + 1, x)))  # (yn truncates n: so here)
+    # (kn and expn truncate a float order, with a warning: their rules too)
+    defderiv(sc.kn, _order(sc.kn, "n"), lambda ans, n, x, **kw:
+             -0.5 * (sc.kn(np.trunc(n) - 1, x) + sc.kn(np.trunc(n) + 1, x)))
 
     # ----------------------------------------------------------------- Poisson distribution (in the mean)
     def poisson_pmf(k, m):
@@ -275,7 +280,9 @@ def _register():
     # ----------------------------------------------------------------- exponential integrals, elliptic...
     defderiv(sc.exp1, lambda ans, x, **kw: -np.exp(-x) / x)
     defderiv(sc.expi, lambda ans, x, **kw: np.exp(x) / x)
-    defderiv(sc.expn, _parameter(sc.expn, "n"), lambda ans, n, x, **kw: -sc.expn(n - 1, x))
+    # (E_n' = -E_(n-1); E_0 = exp(-x)/x has E_0' = -E_0 (1 + 1/x), where expn(-1, x) is NaN)
+    defderiv(sc.expn, _parameter(sc.expn, "n"), lambda ans, n, x, **kw: np.where(
+        np.trunc(n) == 0, -ans * (1.0 + 1.0 / x), -sc.expn(np.maximum(np.trunc(n) - 1, 0), x)))
     defderiv(sc.ellipk, lambda ans, m, **kw: (sc.ellipe(m) - (1.0 - m) * ans) / (2.0 * m * (1.0 - m)))
     defderiv(sc.ellipe, lambda ans, m, **kw: (ans - sc.ellipk(m)) / (2.0 * m))
     defderiv(sc.spence, lambda ans, z, **kw: np.where(z == 1, -1.0, np.log(z) / _nz(1.0 - z)))
@@ -289,7 +296,10 @@ def _register():
 
     # ----------------------------------------------------------------- Struve, Owen's T, Voigt, Legendre
     def struve_term(v, x):  # (x/2)^v / (sqrt(pi) Gamma(v + 3/2)), DLMF 11.4.27
-        return np.exp(sc.xlogy(v, 0.5 * x) - sc.gammaln(v + 1.5)) / _SQRT_PI
+        # (signed: Gamma(v + 3/2) < 0 for some v < -3/2, and at x < 0 (integer v) (x/2)^v
+        # is (-1)^v |x/2|^v, where a logarithm of x/2 gave NaN)
+        sign = np.sign(sc.rgamma(v + 1.5)) * np.where((x < 0) & (np.round(v) % 2 == 1), -1.0, 1.0)
+        return sign * np.exp(sc.xlogy(v, 0.5 * np.abs(x)) - sc.gammaln(v + 1.5)) / _SQRT_PI
 
     defderiv(sc.struve, _order(sc.struve), lambda ans, v, x, **kw:
              0.5 * (sc.struve(v - 1.0, x) - sc.struve(v + 1.0, x) + struve_term(v, x)))
@@ -306,30 +316,51 @@ def _register():
              ((m + v) * sc.lpmv(m, v - 1.0, x) - v * x * ans) / (1.0 - x * x))
 
     # ----------------------------------------------------------------- orthogonal polynomials (in x)
-    def lower(n):  # the degree below, at least 0 (the derivative of degree 0 is 0 anyway)
-        return np.maximum(n - 1, 0)
+    def lower(n):  # the degree below (for degree 0, whose derivative is 0 anyway: 0)
+        return np.where(n == 0, 0, n - 1)
+
+    # (the recurrences below hold for real degrees, as SciPy takes them through the
+    # hypergeometric functions, except at negative integers n, where their binomial
+    # factors vanish (NaN or 0 before): there the hypergeometric functions' derivatives
+    # (DLMF 15.5.1 and 13.3.15), or a refusal)
+    def degree(f, partial, general=None):
+        def checked(ans, n, *args, **kw):
+            if not np.any((n < 0) & (n == np.floor(n))):
+                return partial(ans, n, *args, **kw)
+            if general is None:
+                return refused(f, "x", "at a negative integer degree n: its rule is a recurrence "
+                               "in n")(ans)
+            return general(n, *args)
+        checked.__name__ = "partial_in_x_of_%s" % f.__name__
+        return checked
 
     defderiv(sc.eval_jacobi, _parameter(sc.eval_jacobi, "n"), _parameter(sc.eval_jacobi, "alpha"),
-             _parameter(sc.eval_jacobi, "beta"), lambda ans, n, a, b, x, **kw:
-             np.where(n == 0, 0.0, 0.5 * (n + a + b + 1) * sc.eval_jacobi(n - 1, a + 1, b + 1, x)))
+             _parameter(sc.eval_jacobi, "beta"), degree(sc.eval_jacobi, lambda ans, n, a, b, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + a + b + 1) * sc.eval_jacobi(lower(n), a + 1, b + 1, x))))
     defderiv(sc.eval_gegenbauer, _parameter(sc.eval_gegenbauer, "n"),
-             _parameter(sc.eval_gegenbauer, "alpha"),
-             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, 2 * a * sc.eval_gegenbauer(n - 1, a + 1, x)))
-    defderiv(sc.eval_legendre, _parameter(sc.eval_legendre, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(n - 1, 1.0, 1.0, x)))
-    defderiv(sc.eval_chebyt, _parameter(sc.eval_chebyt, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, n * sc.eval_gegenbauer(n - 1, 1.0, x)))  # n U_{n-1}
-    defderiv(sc.eval_chebyu, _parameter(sc.eval_chebyu, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(n - 1, 2.0, x)))
+             _parameter(sc.eval_gegenbauer, "alpha"), degree(sc.eval_gegenbauer,
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, 2 * a * sc.eval_gegenbauer(lower(n), a + 1, x))))
+    # P_v(x) = F(-v, v+1; 1; (1-x)/2), T_v = F(-v, v; 1/2; .), U_v = (v+1) F(-v, v+2; 3/2; .)
+    defderiv(sc.eval_legendre, _parameter(sc.eval_legendre, "n"), degree(sc.eval_legendre, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(lower(n), 1.0, 1.0, x)),
+             lambda v, x: 0.5 * v * (v + 1) * sc.hyp2f1(1 - v, v + 2, 2.0, 0.5 * (1 - x))))
+    defderiv(sc.eval_chebyt, _parameter(sc.eval_chebyt, "n"), degree(sc.eval_chebyt, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, n * sc.eval_gegenbauer(lower(n), 1.0, x)),  # n U_{n-1}
+             lambda v, x: v * v * sc.hyp2f1(1 - v, 1 + v, 1.5, 0.5 * (1 - x))))
+    defderiv(sc.eval_chebyu, _parameter(sc.eval_chebyu, "n"), degree(sc.eval_chebyu, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(lower(n), 2.0, x)),
+             lambda v, x: v * (v + 1) * (v + 2) / 3.0 * sc.hyp2f1(1 - v, v + 3, 2.5, 0.5 * (1 - x))))
     defderiv(sc.eval_hermite, _parameter(sc.eval_hermite, "n"), lambda ans, n, x, **kw:
              2 * n * sc.eval_hermite(lower(n), x))
     defderiv(sc.eval_hermitenorm, _parameter(sc.eval_hermitenorm, "n"), lambda ans, n, x, **kw:
              n * sc.eval_hermitenorm(lower(n), x))
-    defderiv(sc.eval_laguerre, _parameter(sc.eval_laguerre, "n"), lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), 1.0, x)))
+    # L_v(x) = M(-v, 1, x)
+    defderiv(sc.eval_laguerre, _parameter(sc.eval_laguerre, "n"), degree(sc.eval_laguerre, lambda ans, n, x, **kw:
+             np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), 1.0, x)),
+             lambda v, x: -v * sc.hyp1f1(1 - v, 2.0, x)))
     defderiv(sc.eval_genlaguerre, _parameter(sc.eval_genlaguerre, "n"),
-             _parameter(sc.eval_genlaguerre, "alpha"),
-             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), a + 1, x)))
+             _parameter(sc.eval_genlaguerre, "alpha"), degree(sc.eval_genlaguerre,
+             lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, -sc.eval_genlaguerre(lower(n), a + 1, x))))
 
     # ----------------------------------------------------------------- elementary functions, SciPy's versions
     defderiv(sc.expm1, lambda ans, x, **kw: ans + 1.0)
@@ -366,7 +397,7 @@ def _register():
     defderiv(sc.boxcox1p, lambda ans, x, lm, **kw: np.power(1.0 + x, lm - 1.0),
              lambda ans, x, lm, **kw: _boxcox_lambda(ans, 1.0 + x, lm))
     defderiv(sc.inv_boxcox, lambda ans, y, lm, **kw: np.power(ans, 1.0 - lm), _inv_boxcox_lambda)
-    defderiv(sc.inv_boxcox1p, lambda ans, y, lm, **kw: np.power(1.0 + ans, 1.0 - lm),
+    defderiv(sc.inv_boxcox1p, lambda ans, y, lm, **kw: np.exp((1.0 - lm) * np.log1p(ans)),  # (1 + ans: rounded)
              lambda ans, y, lm, **kw: _inv_boxcox_lambda(1.0 + ans, y, lm))
 
     # ----------------------------------------------------------------- SciPy's Python functions
@@ -420,32 +451,108 @@ def _voigt(ans, x, sigma, gamma, which):
     return -(np.real(dw * z) * norm + ans) / sigma
 
 
+def _dawsn_d(ans, x, **kw):
+    """``d dawsn / dx = 1 - 2 x dawsn(x)``, which cancels for large |x| (0 from 1e10 on):
+    there its asymptotic series ``-(1 + 3/(2x^2) + 15/(4x^4) + 105/(8x^6)) / (2x^2)``."""
+    big = np.abs(np.real(x)) > 1e3
+    w = 1.0 / np.square(np.where(big, x, 1e3))
+    return np.where(big, -0.5 * w * (1.0 + w * (1.5 + w * (3.75 + w * 13.125))), 1.0 - 2.0 * x * ans)
+
+
+def _log_ndtr_d(ans, x, **kw):
+    """``d log ndtr / dx = pdf / cdf``: for x < 0 as ``sqrt(2/pi) / erfcx(-x/sqrt 2)``,
+    not ``exp(-x^2/2 - log_ndtr(x))``, whose exponent cancels (inf at x = -1e10)."""
+    neg = x < 0
+    return np.where(neg, np.sqrt(2.0 / np.pi) / sc.erfcx(-np.where(neg, x, 0.0) / _SQRT2),
+                    np.exp(-0.5 * x * x - ans) / _SQRT_2PI)
+
+
+def _ndtri_exp_d(ans, y, **kw):
+    """``d ndtri_exp / dy = cdf / pdf`` at ``ans``: for ans < 0 as
+    ``sqrt(pi/2) erfcx(-ans/sqrt 2)``, not ``exp(y + ans^2/2)``, whose exponent cancels."""
+    neg = ans < 0
+    return np.where(neg, np.sqrt(np.pi / 2.0) * sc.erfcx(-np.where(neg, ans, 0.0) / _SQRT2),
+                    _SQRT_2PI * np.exp(y + 0.5 * ans * ans))
+
+
+def _rgamma_d(ans, x, **kw):
+    """``d (1/gamma) / dx = -rgamma(x) digamma(x)``; at the zeros x = -n (n = 0, 1, ...)
+    that is 0 * inf, and the slope is ``(-1)^n n!``."""
+    pole = (np.real(x) <= 0) & (x == np.round(np.real(x)))
+    n = -np.where(pole, np.real(x), 0.0)
+    return np.where(pole, np.where(n % 2 == 1, -1.0, 1.0) * sc.gamma(n + 1.0),
+                    -ans * sc.digamma(np.where(pole, 0.5, x)))
+
+
+def _scaled_bessel_slope(nu, x, kind, general):
+    """The slope of ``ive(nu, x)`` (kind "i") or ``kve(nu, x)`` (kind "k") at real
+    ``x > 1e4`` (``> 100 nu^2``) from their asymptotic series, where ``general`` (a
+    difference of nearly equal values) cancels: 0 or NaN from x = 1e10 on; ``general``
+    elsewhere.  ``ive`` at negative x (integer nu): ``(-1)^(nu+1)`` times the slope at
+    ``|x|``."""
+    if np.iscomplexobj(x) or np.iscomplexobj(nu):
+        return general
+    ax = np.abs(x)
+    big = (ax > 1e4) & (ax > 100.0 * np.square(nu)) & ((x > 0) if kind == "k" else (
+        (x > 0) | (np.asarray(nu) == np.round(nu))))
+    if not np.any(big):
+        return general
+    t = np.where(big, ax, 1e4)
+    mu = 4.0 * np.square(nu)
+    a, total = 1.0, -0.5 / t
+    for k in range(1, 6):
+        a = a * (mu - (2 * k - 1) ** 2) / (8.0 * k)
+        total = total + (a if kind == "k" else (-1) ** k * a) * (-(k + 0.5)) / t ** (k + 1)
+    slope = (np.sqrt(np.pi / 2.0) if kind == "k" else 1.0 / _SQRT_2PI) * total / np.sqrt(t)
+    if kind == "i":  # ive(nu, -x) = (-1)^nu ive(nu, x) for integer nu
+        slope = np.where(x < 0, np.where(np.round(nu) % 2 == 0, -slope, slope), slope)
+    return np.where(big, slope, general)
+
+
+def _erfcx_d(ans, x, **kw):
+    """``d erfcx / dx = 2 x erfcx(x) - 2/sqrt(pi)``, which cancels for large x (0 from
+    x = 1e8 on, instead of -1/(sqrt(pi) x^2)): from x > 1e3 on its asymptotic series
+    ``-(1 - 3/(2x^2) + 15/(4x^4) - 105/(8x^6)) / (sqrt(pi) x^2)``."""
+    big = np.real(x) > 1e3
+    xb = np.where(big, x, 1e3)
+    w = 1.0 / (xb * xb)
+    series = -w * (1.0 - w * (1.5 - w * (3.75 - w * 13.125))) / _SQRT_PI
+    return np.where(big, series, 2.0 * x * ans - 2.0 / _SQRT_PI)
+
+
 def _exprel_d(ans, x, **kw):
-    """``d/dx (e^x - 1)/x``: ``(e^x - exprel(x))/x``, by its series near 0."""
+    """``d/dx (e^x - 1)/x``: ``(e^x - exprel(x))/x``, by its series near 0 (to x^4: the
+    first term left out is below 1e-18 there)."""
     small = np.abs(x) < 1e-3
     xs = np.where(small, 1.0, x)
-    return np.where(small, 0.5 + x / 3.0 + x * x / 8.0, (np.exp(x) - ans) / xs)
+    return np.where(small, 0.5 + x * (1.0 / 3.0 + x * (1.0 / 8.0 + x * (1.0 / 30.0 + x / 144.0))),
+                    (np.exp(x) - ans) / xs)
 
 
 def _boxcox_lambda(ans, x, lm, **kw):
-    """``d/dlambda (x^lambda - 1)/lambda``; at ``lambda == 0`` its series
-    ``L^2/2 + lambda L^3/3 + lambda^2 L^4/8`` (``L = log x``), exact in value and in the
-    first two derivatives."""
-    zero = lm == 0
-    safe = np.where(zero, 1.0, lm)
+    """``d/dlambda (x^lambda - 1)/lambda``; where ``|lambda L| < 1e-3`` (``L = log x``) its
+    series ``L^2 (1/2 + u/3 + u^2/8 + u^3/30 + u^4/144)`` (``u = lambda L``), since the
+    quotient cancels there (0 at lambda = 1e-20 instead of L^2/2); exact in value and
+    in the first derivatives."""
     log = np.log(x)
-    series = log * log * (0.5 + lm * log / 3.0 + lm * lm * log * log / 8.0)
-    return np.where(zero, series, (np.power(x, lm) * log - ans) / safe)
+    u = lm * log
+    small = np.abs(u) < 1e-3
+    safe = np.where(small, 1.0, lm)
+    series = log * log * (0.5 + u * (1.0 / 3.0 + u * (1.0 / 8.0 + u * (1.0 / 30.0 + u / 144.0))))
+    xl = np.where(x == 0, 0.0, np.power(x, lm) * log)  # (x = 0, lambda > 0: ans = -1/lambda, 0 * -inf)
+    return np.where(small, series, (xl - ans) / safe)
 
 
 def _inv_boxcox_lambda(ans, y, lm, **kw):
-    """``d/dlambda (1 + lambda y)^(1/lambda)``; at ``lambda == 0`` its series
-    ``ans (-y^2/2 + 2 lambda y^3/3)``, exact in value and first derivative."""
-    zero = lm == 0
-    safe = np.where(zero, 1.0, lm)
+    """``d/dlambda (1 + lambda y)^(1/lambda)``; where ``|lambda y| < 1e-3`` its series
+    ``ans y^2 (-1/2 + 2u/3 - 3u^2/4 + 4u^3/5 - 5u^4/6)`` (``u = lambda y``), since the
+    difference of quotients cancels there; exact in value and in the first derivatives."""
+    u = lm * y
+    small = np.abs(u) < 1e-3
+    safe = np.where(small, 1.0, lm)
     log = np.log1p(safe * y)
-    series = ans * y * y * (-0.5 + 2.0 * lm * y / 3.0)
-    return np.where(zero, series, ans * (y / (safe * (1.0 + safe * y)) - log / (safe * safe)))
+    series = ans * y * y * (-0.5 + u * (2.0 / 3.0 + u * (-0.75 + u * (0.8 - u * 5.0 / 6.0))))
+    return np.where(small, series, ans * (y / (safe * (1.0 + safe * y)) - log / (safe * safe)))
 
 
 # ----------------------------------------------------------------------------- logsumexp and softmax
