@@ -25,7 +25,7 @@ import operator
 import functools
 import warnings
 import weakref
-from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, ModuleType, WrapperDescriptorType
+from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, WrapperDescriptorType
 
 from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
@@ -97,8 +97,6 @@ _TYPE_ATTRS = vars(type)
 _type_mro = _TYPE_ATTRS["__mro__"].__get__
 #: ``klass.__dict__`` as CPython sees it, whatever the metaclass says ``__dict__`` is
 type_dict = _TYPE_ATTRS["__dict__"].__get__
-_module_dict = ModuleType.__dict__["__dict__"].__get__
-_generic_getattr = object.__getattribute__
 type_flags = _TYPE_ATTRS["__flags__"].__get__
 _real_subclasscheck = _TYPE_ATTRS["__subclasscheck__"]
 
@@ -545,8 +543,6 @@ class Steps:
                 tp = type(obj)
                 if tp in NATIVE or tp is Tagged or type(name) is not str:
                     return getattr(obj, name, *default)
-                if tp is ModuleType:
-                    return self._module_getattr(obj, name, default)
                 if name not in plain_attrs(tp):
                     return getattr(obj, name, *default)
                 try:
@@ -560,22 +556,6 @@ class Steps:
                 raise
 
         return step
-
-    def _module_getattr(self, module, name, default):
-        """``module.name``, with a Python module-level ``__getattr__`` (PEP 562) run routed
-        when the module has no such attribute, as a class's ``__getattr__`` is."""
-        try:
-            return _generic_getattr(module, name)
-        except AttributeError:
-            hook = _module_dict(module).get("__getattr__")
-            if type(hook) is not FunctionType:
-                return getattr(module, name, *default)  # (CPython's own message)
-        try:
-            return self.call(hook, name)
-        except AttributeError:
-            if default:
-                return default[0]
-            raise
 
     def _getattr(self, obj, tp, name):
         if CODE_ATTRIBUTES.get(tp) == name:
