@@ -13,7 +13,7 @@ from typing import Any
 from overdub import Context, overdub
 from overdub._native import NOT_RUN, capstan_native
 
-from . import losses
+from . import losses, nesting
 from .threadstate import thread_state
 
 _KEEP = 4  # idle contexts kept per class and thread
@@ -63,13 +63,6 @@ def _entered(ctx: Any) -> Any:
     return ctx
 
 
-def _left() -> None:
-    """``nesting.pop()``, inline."""
-    state = thread_state()
-    state.level -= 1
-    state.contexts.pop()
-
-
 class running:
     """``with running(ctx):`` -- ``ctx`` runs a differentiation: counted as an active one
     (``nesting.level``) and guarded (``losses.guard``), in one block, which costs less."""
@@ -88,7 +81,7 @@ class running:
             if exc is not None:
                 losses.failed(self.ctx, exc)
         finally:
-            _left()
+            nesting.pop()
 
 
 class differentiating(borrowed):
@@ -110,7 +103,7 @@ class differentiating(borrowed):
             if exc[1] is not None:
                 losses.failed(ctx, exc[1])
         finally:
-            _left()
+            nesting.pop()
             ctx.reset()  # (cleans up the run's tagged values while they are still its own)
             ctx.renew_tags()
             idle = _idle_of(self.cls)  # (this thread's: a context may be handed back in another)

@@ -3,7 +3,6 @@ import builtins
 import gc
 import math
 import operator
-import sys
 import threading
 import weakref
 
@@ -11,6 +10,7 @@ import pytest
 
 import overdub
 from overdub import Context
+from recursion_depth import deepest
 
 
 class Count(Context):
@@ -125,19 +125,8 @@ def test_recursion_depth_is_a_large_fraction_of_cpythons():
     def rec(n):
         return 0 if n == 0 else 1 + rec(n - 1)
 
-    def deepest(run):
-        lo, hi = 1, sys.getrecursionlimit()
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            try:
-                run(mid)
-                lo = mid
-            except RecursionError:
-                hi = mid - 1
-        return lo
-
-    plain = deepest(rec)
-    routed = deepest(lambda n: overdub.overdub(Count([0]), rec, n))
+    plain = deepest(rec, lo=1)
+    routed = deepest(lambda n: overdub.overdub(Count([0]), rec, n), lo=1)
     assert routed >= plain // 2 - 10  # two Python frames per user frame
 
 

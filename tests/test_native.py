@@ -30,6 +30,7 @@ from capstan.forward import ForwardCtx
 from capstan.reverse import ReverseCtx
 from capstan.threadstate import thread_state
 from overdub import Tagged, _native
+from recursion_depth import deepest
 from scalar_programs import straight_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -539,19 +540,6 @@ def _depth(n):
     return 0 if n == 0 else 1 + _depth(n - 1)
 
 
-def _deepest(run):
-    """The deepest ``n`` for which ``run(n)`` raises no RecursionError (binary search)."""
-    lo, hi = 10, sys.getrecursionlimit()
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        try:
-            run(mid)
-            lo = mid
-        except RecursionError:
-            hi = mid - 1
-    return lo
-
-
 def test_recursion_depth_under_a_routed_context():
     """How deep a routed recursion may go under the default limit: the pure-Python path
     halves it (two frames per call); with the C dispatcher it is plain Python's, except on
@@ -559,8 +547,8 @@ def test_recursion_depth_under_a_routed_context():
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)
     try:
-        plain = _deepest(_depth)
-        depth = _deepest(lambda n: overdub.overdub(_Counting(), _depth, n))
+        plain = deepest(_depth)
+        depth = deepest(lambda n: overdub.overdub(_Counting(), _depth, n))
     finally:
         sys.setrecursionlimit(limit)
     if _native.PURE_PYTHON:
@@ -1253,7 +1241,7 @@ def test_a_routed_class_instantiation_adds_no_frame_of_ours():
     else:
         assert routed[0] == routed[2] == routed[5] == "_constructs"
 
-    plain = _deepest(_nested_instances)
-    depth = _deepest(lambda n: overdub.overdub(_Counting(), _nested_instances, n))
+    plain = deepest(_nested_instances)
+    depth = deepest(lambda n: overdub.overdub(_Counting(), _nested_instances, n))
     if not _native.PURE_PYTHON and sys.version_info[:2] != (3, 12):
         assert depth >= plain - 10
