@@ -1028,8 +1028,9 @@ typedef struct {
     PyObject *instance_calls;  /* dict: class -> (its __call__, what runs it) (this run) */
     PyObject *attr_info;       /* dict: type -> names of Python-level descriptors (this run) */
     PyObject *code_table;      /* dict: the runtime's routed codes (CodeCache storage) */
-    PyObject *code_twins;      /* dict: id(code) -> (weakref to code, (weakref to f, f's routed
-                                  twin)), kept across runs (CodeCache storage) */
+    PyObject *code_twins;      /* dict: id(code) -> CodeRef (weakref to code) whose value is a
+                                  TwinRef (weakref to f) holding f's routed twin, kept across
+                                  runs (overdub.lifetimes.CodeCache storage) */
     Py_ssize_t depth;          /* runs of this runtime in progress */
     char own_canrecurse;       /* the context overrides canrecurse */
     char own_fallback;         /* the context overrides fallback */
@@ -1120,7 +1121,7 @@ runtime_leave(RuntimeBaseObject *rt, PyObject *Py_UNUSED(ignored))
     PyObject *dicts[] = {rt->fcache, rt->kept, rt->instance_calls, rt->targets, rt->op_answers,
                          rt->attr_info, rt->code_table};
     for (size_t i = 0; i < sizeof(dicts) / sizeof(dicts[0]); i++) {
-        if (dicts[i] == NULL || !PyDict_CheckExact(dicts[i])) {
+        if (dicts[i] == NULL || !PyDict_Check(dicts[i])) {
             PyErr_SetString(PyExc_TypeError, "Runtime.leave: a runtime's tables must be dicts");
             return NULL;
         }
@@ -1144,7 +1145,7 @@ runtime_leave(RuntimeBaseObject *rt, PyObject *Py_UNUSED(ignored))
     PyObject *runs[] = {rt->instance_calls, rt->targets, rt->op_answers, rt->attr_info};
     for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
         PyObject *d = runs[i];
-        if (d != NULL && PyDict_CheckExact(d) && PyDict_GET_SIZE(d) != 0) {
+        if (d != NULL && PyDict_Check(d) && PyDict_GET_SIZE(d) != 0) {
             Py_INCREF(d);
             PyDict_Clear(d);
             Py_DECREF(d);
@@ -1604,7 +1605,7 @@ weak_is(PyObject *ref, PyObject *o)
 #endif
 }
 
-static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty;
+static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty, *str_value, *str_twin;
 
 /* the routed twin of f that rt made for f's current code, defaults and names, or NULL
    (borrowed, no error set) */
@@ -1619,24 +1620,28 @@ cached_twin(RuntimeBaseObject *rt, PyObject *f)
     PyObject *code = PyFunction_GET_CODE(f);
     PyObject *key = PyLong_FromVoidPtr(code);
     PyObject *found = NULL;
-    if (key != NULL && PyDict_CheckExact(twins)) {
-        PyObject *e = lookup(twins, key);  /* (weakref to code, (weakref to f, twin)) */
-        if (e != NULL && PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 2
-            && weak_is(PyTuple_GET_ITEM(e, 0), code)) {
-            PyObject *last = PyTuple_GET_ITEM(e, 1);
-            if (PyTuple_CheckExact(last) && PyTuple_GET_SIZE(last) == 2
-                && weak_is(PyTuple_GET_ITEM(last, 0), f)
-                && PyFunction_Check(PyTuple_GET_ITEM(last, 1))) {
-                PyFunctionObject *twin = (PyFunctionObject *)PyTuple_GET_ITEM(last, 1);
-                PyFunctionObject *fn = (PyFunctionObject *)f;
-                if (twin->func_defaults == fn->func_defaults && twin->func_kwdefaults == fn->func_kwdefaults
-                    && twin->func_name == fn->func_name && twin->func_qualname == fn->func_qualname
-                    && (entry.machinery_codes == NULL || PyDict_GET_SIZE(entry.machinery_codes) == 0
-                        || lookup(entry.machinery_codes, key) == NULL)) {  /* (not declared opaque since) */
-                    found = (PyObject *)twin;
-                }
+    if (key != NULL && PyDict_Check(twins)) {
+        /* e: a lifetimes.CodeRef (weak reference to code) whose value is a lifetimes.TwinRef
+           (weak reference to f) holding the twin */
+        PyObject *e = lookup(twins, key);
+        PyObject *last = NULL, *twin_obj = NULL;
+        Py_XINCREF(e);
+        if (e != NULL && PyWeakref_Check(e) && weak_is(e, code)
+            && (last = PyObject_GetAttr(e, str_value)) != NULL && PyWeakref_Check(last)
+            && weak_is(last, f) && (twin_obj = PyObject_GetAttr(last, str_twin)) != NULL
+            && PyFunction_Check(twin_obj)) {
+            PyFunctionObject *twin = (PyFunctionObject *)twin_obj;
+            PyFunctionObject *fn = (PyFunctionObject *)f;
+            if (twin->func_defaults == fn->func_defaults && twin->func_kwdefaults == fn->func_kwdefaults
+                && twin->func_name == fn->func_name && twin->func_qualname == fn->func_qualname
+                && (entry.machinery_codes == NULL || PyDict_GET_SIZE(entry.machinery_codes) == 0
+                    || lookup(entry.machinery_codes, key) == NULL)) {  /* (not declared opaque since) */
+                found = (PyObject *)twin;  /* (borrowed: the entry holds it) */
             }
         }
+        Py_XDECREF(last);
+        Py_XDECREF(twin_obj);
+        Py_XDECREF(e);
     }
     PyErr_Clear();
     Py_XDECREF(key);
@@ -2162,7 +2167,91 @@ type_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_NewRef(found);
 }
 
+/* untrack_tuple: a tuple leaves the collector's lists when it cannot be in a reference
+   cycle through itself -- only atoms inside, or (top level of a code object made by overdub)
+   held by code objects alone, which the collector never sees either */
+static void
+untrack_atoms(PyObject *t, int depth)
+{
+    if (t == NULL || !PyTuple_CheckExact(t) || !PyObject_GC_IsTracked(t)) {
+        return;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        PyObject *item = PyTuple_GET_ITEM(t, i);
+        if (PyTuple_CheckExact(item) && depth < 8) {
+            untrack_atoms(item, depth + 1);
+        }
+        if (depth > 0 && PyObject_IS_GC(item) && PyObject_GC_IsTracked(item)) {
+            return;  /* (a nested tuple holding a tracked object stays as it is) */
+        }
+    }
+    PyObject_GC_UnTrack(t);
+}
+
+/* untrack_code(code, names_only=False): the tuples a code object made by overdub holds
+   (constants, names) leave the collector's lists (see overdub/_native.py); names_only: only
+   its cached tuples of names (strings: never in a cycle), for the code of a program's
+   function, whose co_varnames the rewriter's reading made (3.12+ keeps it) */
+static PyObject *
+untrack_code(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *code = nargs >= 1 ? args[0] : NULL;
+    if (nargs > 2 || code == NULL || !PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "untrack_code(code, names_only=False): a code object");
+        return NULL;
+    }
+    PyCodeObject *co = (PyCodeObject *)code;
+    long before = 0;  /* (names only: code_cached's mask before the rewriter read code) */
+    int names_only = nargs > 1;
+    if (names_only && (before = PyLong_AsLong(args[1])) == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!names_only) {
+        untrack_atoms(co->co_consts, 0);
+        untrack_atoms(co->co_names, 0);
+        untrack_atoms(co->co_localsplusnames, 0);
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    if (co->_co_cached != NULL) {  /* (co_varnames and the like, made on first access) */
+        if (!(before & 1)) {
+            untrack_atoms(co->_co_cached->_co_varnames, 0);
+        }
+        if (!(before & 2)) {
+            untrack_atoms(co->_co_cached->_co_cellvars, 0);
+        }
+        if (!(before & 4)) {
+            untrack_atoms(co->_co_cached->_co_freevars, 0);
+        }
+    }
+#endif
+    Py_RETURN_NONE;
+}
+
+/* code_cached(code): whether code holds its cached co_varnames and the like (3.12+; always
+   False before) */
+static PyObject *
+code_cached(PyObject *self, PyObject *code)
+{
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "code_cached(code): a code object");
+        return NULL;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    _PyCoCached *c = ((PyCodeObject *)code)->_co_cached;
+    long mask = c == NULL ? 0 : ((c->_co_varnames != NULL) | (c->_co_cellvars != NULL) << 1
+                                 | (c->_co_freevars != NULL) << 2);
+    return PyLong_FromLong(mask);
+#else
+    return PyLong_FromLong(0);
+#endif
+}
+
 static PyMethodDef module_functions[] = {
+    {"code_cached", code_cached, METH_O,
+     "code_cached(code): whether code holds its cached co_varnames and the like (3.12+)."},
+    {"untrack_code", (PyCFunction)(void (*)(void))untrack_code, METH_FASTCALL,
+     "untrack_code(code, names_only=False): the tuples a code object made by overdub holds leave the collector's "
+     "lists (a routed gc.get_objects() shows none of them)."},
     {"type_lookup", (PyCFunction)(void (*)(void))type_lookup, METH_FASTCALL,
      "type_lookup(tp, name): the attribute name in tp's MRO without binding (None: none)."},
     {"type_version", type_version, METH_O,
@@ -2196,6 +2285,8 @@ PyInit__overdub_native(void)
     str_stale = PyUnicode_InternFromString("stale");
     str_target = PyUnicode_InternFromString("target");
     str_plain_calls = PyUnicode_InternFromString("plain_calls");
+    str_value = PyUnicode_InternFromString("value");
+    str_twin = PyUnicode_InternFromString("twin");
     str_totals = PyUnicode_InternFromString("totals");
     str_primitives = PyUnicode_InternFromString("primitives");
     str_empty = PyUnicode_InternFromString("empty");

@@ -13,12 +13,12 @@ from typing import Any
 
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
-           "capstan_native"]
+           "capstan_native", "untrack_code", "code_cached"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 6  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 7  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -64,12 +64,12 @@ class _PyRuntimeBase:
         if type(f) is not FunctionType:
             return None
         code = f.__code__
-        entry = self.code_twins.get(id(code))
-        if entry is None or entry[0]() is not code:
+        entry = self.code_twins.get(id(code))  # (a lifetimes.CodeRef holding a TwinRef)
+        if entry is None or entry() is not code:
             return None
-        last = entry[1]
-        twin = last[1]
-        if (last[0]() is f and twin.__defaults__ is f.__defaults__ and twin.__kwdefaults__ is f.__kwdefaults__
+        last = entry.value
+        twin = last.twin
+        if (last() is f and twin.__defaults__ is f.__defaults__ and twin.__kwdefaults__ is f.__kwdefaults__
                 and twin.__name__ is f.__name__ and twin.__qualname__ is f.__qualname__
                 and id(code) not in _machinery_codes):
             return twin
@@ -128,6 +128,15 @@ NOT_RUN = type("NotRun", (), {"__repr__": lambda self: "NOT_RUN", "__slots__": (
 RUN_HOOKS: dict[str, Any] = {"strip": None, "trim": None}
 
 
+def _py_untrack_code(code: Any, before: int = 0) -> None:
+    """The C layer's ``untrack_code`` (pure Python cannot untrack: a no-op)."""
+
+
+def _py_code_cached(code: Any) -> int:
+    """The C layer's ``code_cached`` (pure Python: nothing to untrack, so 0)."""
+    return 0
+
+
 TaggedBase: type = _PyTaggedBase
 RuntimeBase: type = _PyRuntimeBase
 GuardedOperator: Any
@@ -153,6 +162,8 @@ if PURE_PYTHON:
     GuardedAttribute = None
     GuardedSubscript = None
     capstan_native = None
+    untrack_code = _py_untrack_code
+    code_cached = _py_code_cached
 else:
     _overdub_native = _load("_overdub_native")
     TaggedBase = _overdub_native.TaggedBase
@@ -170,3 +181,12 @@ else:
     GuardedSubscript = _overdub_native.GuardedSubscript
     #: capstan's scalar kernels (its fastpaths module installs them)
     capstan_native = _load("_capstan_native")
+    #: untrack_code(code, names_only=False): the tuples a code object made by overdub holds
+    #: (constants, names) leave the collector's lists, as CPython's own code objects'
+    #: tuples are untracked at the first collection: a routed ``gc.get_objects()`` shows
+    #: none of them.  With a second argument, ``code_cached(code)`` before the rewriter read
+    #: a program's code: just the cached tuples of names that reading made (3.12+)
+    untrack_code = _overdub_native.untrack_code
+    #: code_cached(code): which cached tuples of names (co_varnames 1, co_cellvars 2,
+    #: co_freevars 4) a code object holds (3.12+; 0 before)
+    code_cached = _overdub_native.code_cached

@@ -17,6 +17,8 @@ from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's pa
 from .ops import BINARY, COMPARE, INPLACE, SYMBOLS, UNARY, UNARY_SYMBOLS
 from .tagging import Tagged
 from .tracebacks import drop_own_frames
+from .lifetimes import Table
+from ._native import untrack_code
 
 CALL_SRC = '''
 def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
@@ -164,7 +166,7 @@ def _op_table():
 
 OP_SLOTS = _op_table()
 OP_BY_FN = {entry[0]: entry for entry in OP_SLOTS.values()}
-_compiled = {}  # (source, closure names, label) -> the factory defining the function
+_compiled = Table()  # (source, closure names, label) -> the factory defining the function
 #: distinct generated sources kept (and registered with ``linecache``) at once
 _COMPILED_LIMIT = 1024
 
@@ -190,6 +192,7 @@ def compile_function(src, name, env, label):
         ns = {"__builtins__": BUILTINS}
         exec(compile(source, filename, "exec"), ns)
         factory = _compiled[key] = ns["_factory"]
+        _untrack_all(factory.__code__)
         _register_source(filename, source)
     return factory(**{"type": type, **env})
 
@@ -203,6 +206,14 @@ def generated_filename(label, source):
 
 
 _GENERATED_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _untrack_all(code):
+    """``untrack_code`` for ``code`` and the code objects nested in it."""
+    untrack_code(code)
+    for const in code.co_consts:
+        if type(const) is type(code):
+            _untrack_all(const)
 
 
 def _register_source(filename, source):

@@ -18,7 +18,7 @@ from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa:
 import gc
 import sys
 from types import ModuleType
-from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref)
+from weakref import ref as _WeakRef  # (bound once: a program may patch weakref.ref)
 
 _HEAPTYPE = 1 << 9
 _type_attr = type.__dict__
@@ -57,7 +57,7 @@ def is_transient_class(cls) -> bool:
 
 def forget_at_collection(cache, key) -> None:
     """Drop ``cache[key]`` when the next garbage collection starts."""
-    _noted.append((cache, key))
+    _noted.append(_Noted((cache, key)))
 
 
 def _drop_noted(phase, info):
@@ -71,6 +71,68 @@ def _drop_noted(phase, info):
 gc.callbacks.append(_drop_noted)
 
 
+#: the types of the objects overdub's caches are made of (their entries, the weak references
+#: they hold): a routed ``gc.get_objects()`` leaves them out (``lookaside.user_objects``)
+MACHINERY_TYPES: set = set()
+
+
+def machinery_type(cls):
+    """Class decorator: instances of ``cls`` are the machinery's own (``MACHINERY_TYPES``)."""
+    MACHINERY_TYPES.add(cls)
+    return cls
+
+
+@machinery_type
+class _Noted(tuple):
+    """``(cache, key)``: an entry ``forget_at_collection`` drops."""
+
+    __slots__ = ()
+
+
+@machinery_type
+class Table(dict):
+    """A dict of overdub's own (a cache, a table of a runtime).  Left out of a routed
+    ``gc.get_objects()`` with the tuples it holds; and, unlike an exact dict, the collector
+    tracks it whatever it holds (an exact dict is untracked while it holds only atoms, and
+    tracked again -- "new" to a program counting the collector's objects -- when a first
+    entry arrives)."""
+
+    __slots__ = ()
+
+
+@machinery_type
+class CodeRef(_WeakRef):  # type: ignore[type-arg]
+    """A ``CodeCache`` entry: a weak reference to the entry's code object that also holds
+    the entry's key and value -- one object per entry (no tuple, no callback closure), of a
+    type a routed ``gc.get_objects()`` leaves out."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, code, callback, key, value):
+        super().__init__(code, callback)
+        self.key, self.value = key, value
+
+    def __new__(cls, code, callback, key, value):
+        return super().__new__(cls, code, callback)
+
+
+@machinery_type
+class TwinRef(_WeakRef):  # type: ignore[type-arg]
+    """A weak reference to a function that holds the routed twin made for it, as the value
+    of the function's code in a ``CodeCache`` (``key``: the code's id).  Give it the
+    cache's ``forget_value`` as callback: the twin shares the function's defaults and
+    cells, so it must not outlive it."""
+
+    __slots__ = ("key", "twin")
+
+    def __init__(self, f, callback, key, twin):
+        super().__init__(f, callback)
+        self.key, self.twin = key, twin
+
+    def __new__(cls, f, callback, key, twin):
+        return super().__new__(cls, f, callback)
+
+
 class CodeCache:
     """A mapping keyed by code objects that does not keep them alive (code objects
     compare by value, so equal code from two files must not share an entry).
@@ -80,29 +142,38 @@ class CodeCache:
     """
 
     def __init__(self):
-        self._data = {}
+        data = self._data = Table()
+
+        def forget(ref):  # (one per cache: the entries share it)
+            if data.get(ref.key) is ref:
+                data.pop(ref.key, None)
+
+        def forget_value(ref):  # (for values that are weak references: ``TwinRef``)
+            entry = data.get(ref.key)
+            if entry is not None and entry.value is ref:
+                data.pop(ref.key, None)
+
+        self._forget, self.forget_value = forget, forget_value
 
     def get(self, code, default=None):
         entry = self._data.get(id(code))
-        if entry is None or entry[0]() is not code:
+        if entry is None or entry() is not code:
             return default
-        return entry[1]
+        return entry.value
 
     def __setitem__(self, code, value):
-        key, data = id(code), self._data
-
-        def forget(ref):
-            entry = data.get(key)
-            if entry is not None and entry[0] is ref:
-                data.pop(key, None)
-
-        data[key] = (_weak_ref(code, forget), value)
+        key = id(code)
+        self._data[key] = CodeRef(code, self._forget, key, value)
 
     def discard(self, code_id, value):
         """Drop the entry of the code with id ``code_id`` if it still holds ``value``."""
         entry = self._data.get(code_id)
-        if entry is not None and entry[1] is value:
+        if entry is not None and entry.value is value:
             self._data.pop(code_id, None)
+
+    def values(self):
+        """The values of the entries whose code lives (a snapshot)."""
+        return [e.value for e in list(self._data.values()) if e() is not None]
 
     def __len__(self):
         return len(self._data)

@@ -6,6 +6,9 @@ Two kinds of C functions would escape the context if called plainly:
   ``re.Pattern.sub``...): the Python function they are handed would run
   outside the context.  The table below says which argument is the callback;
   it is wrapped so that each call of it goes through the context again.
+* **heap readers** (``gc.get_objects``, ``gc.get_referrers``): answered without the
+  objects overdub's caches are made of (``user_objects``), so that a program counting
+  the collector's objects around a first routed call sees what plain Python shows.
 * **caller-frame readers** (zero-argument ``super()``, ``locals()``, ``vars()``,
   ``dir()``, ``globals()``, ``eval``/``exec`` without namespaces,
   ``sys._getframe``, ``warnings.warn``'s ``stacklevel``; ``type(name, bases, ns)`` and
@@ -21,20 +24,23 @@ from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa:
 import builtins
 import collections
 import functools
+import gc
 import itertools
+import linecache
 import operator
 import os
 import re
 import sys
 from sys import _getframe
-from types import CodeType, ModuleType
+from types import CodeType, FunctionType, MethodType, ModuleType
 import _warnings
 from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref or sys._getframe)
 from typing import Any, cast
 
 from . import _compat
 from ._native import MACHINERY_CODES
-from .origins import ROUTED
+from .lifetimes import MACHINERY_TYPES, machinery_type
+from .origins import is_routed
 from .tracebacks import drop_own_frames
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -189,7 +195,7 @@ def user_frame(skip=0):
     primitives); beyond it, every frame outside the machinery (the code that called
     ``overdub``)."""
     frame = first = _getframe(1)
-    while frame is not None and frame.f_code not in ROUTED:
+    while frame is not None and not is_routed(frame.f_code):
         frame = frame.f_back
     if frame is None:  # not called from routed code: the first frame outside overdub
         frame = first
@@ -205,13 +211,14 @@ def user_frame(skip=0):
     # frames inside the outermost overdub call are routed code, machinery and context code
     entry = max((i for i, f in enumerate(outer) if is_internal(f.f_code)), default=-1)
     for i, f in enumerate(outer):
-        if f.f_code in ROUTED if i < entry else not is_internal(f.f_code):
+        if is_routed(f.f_code) if i < entry else not is_internal(f.f_code):
             skip -= 1
             if not skip:
                 return f
     return None
 
 
+@machinery_type
 class Callback(functools.partial[Any]):
     """What a callback-taking C function receives in place of the user's callable:
     each call of it runs routed, through the context's dispatcher ``call``.
@@ -270,6 +277,95 @@ def wrap_callbacks(fn, call):
     return step
 
 
+def _own_code(code: CodeType) -> bool:
+    """Whether ``code`` is overdub's own (its files, generated code included; not code a
+    program declared opaque)."""
+    return is_internal(code) and _machinery_files.get(code.co_filename, False)
+
+
+def _machinery_ids(heap: list[Any]) -> set[int]:
+    """The ids of the objects in ``heap`` (a list from the collector) that overdub made for
+    itself: objects of the ``MACHINERY_TYPES`` (cache entries and tables), the routed
+    twins of functions, overdub's own functions and bound methods with their cells, and
+    what those hold alone: the tuples kept in its tables, a stand-in's arguments, the
+    namespace and registered source lines of generated code.  (A table's values that are
+    partials are what overdub resolved a call to: the program's own partials are never
+    values there, only keys, and weakly.)"""
+    hidden: set[int] = set()
+    add = hidden.add
+    for obj in heap:
+        tp = type(obj)
+        if tp in MACHINERY_TYPES:
+            add(id(obj))
+            if issubclass(tp, dict):
+                for pair in dict.copy(obj).items():  # (a collection may change the table)
+                    for item in pair:
+                        if type(item) is tuple:
+                            add(id(item))
+                            for inner in item:
+                                if type(inner) is tuple or type(inner) is frozenset and inner:
+                                    add(id(inner))
+                        elif type(item) is functools.partial:  # (what a call resolved to)
+                            add(id(item))
+                            add(id(item.args))
+                            add(id(item.keywords))
+                        elif type(item) is frozenset and item:  # (a guard's types; an empty
+                            add(id(item))  # frozenset may be CPython's shared one)
+            elif issubclass(tp, tuple):
+                for item in obj:
+                    if type(item) is tuple:
+                        add(id(item))
+            elif issubclass(tp, functools.partial):
+                add(id(obj.args))
+                add(id(obj.keywords))
+        elif tp is FunctionType:
+            code = obj.__code__
+            if is_routed(code):
+                add(id(obj))
+            elif _own_code(code):
+                add(id(obj))
+                cells = obj.__closure__
+                if cells is not None:
+                    add(id(cells))
+                    for cell in cells:
+                        add(id(cell))
+                if obj.__defaults__ is not None:
+                    add(id(obj.__defaults__))
+                if code.co_filename.startswith(_GENERATED_PREFIX):
+                    add(id(obj.__globals__))
+                    entry: Any = linecache.cache.get(code.co_filename)
+                    if entry is not None:  # (size, mtime, lines, filename)
+                        add(id(entry))
+                        add(id(entry[2]))
+        elif tp is MethodType and type(obj.__func__) is FunctionType and _own_code(obj.__func__.__code__):
+            add(id(obj))
+    return hidden
+
+
+def _without_machinery(heap_reader):
+    def user_objects(*args, **kwargs):
+        try:
+            found = heap_reader(*args, **kwargs)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
+        hidden = _machinery_ids(found if heap_reader is gc.get_objects else gc.get_objects())
+        return [obj for obj in found if id(obj) not in hidden]
+
+    user_objects.__name__ = user_objects.__qualname__ = heap_reader.__name__
+    user_objects.__doc__ = heap_reader.__doc__
+    return user_objects
+
+
+_GENERATED_PREFIX = os.path.join(_PACKAGE_DIR, "<overdub ")
+#: ``gc.get_objects()`` and ``gc.get_referrers()`` as plain Python answers them: the first
+#: routed use of a function makes its routed twin and the cache entries that hold it, and
+#: a context's first use of an operator its slot, which a program counting the
+#: collector's objects (a leak test) must not see
+HEAP_READERS = {gc.get_objects: _without_machinery(gc.get_objects),
+                gc.get_referrers: _without_machinery(gc.get_referrers)}
+
+
 class FrameReaders:
     """Caller-frame builtins answered for the user's frame; ``run_code(code)``
     gives the routed version of a code object for ``eval``/``exec``."""
@@ -286,6 +382,7 @@ class FrameReaders:
         if _compat.GETFRAMEMODULENAME is not None:
             table[_compat.GETFRAMEMODULENAME] = self.getframemodulename
         table[_warnings.warn] = warn_at_user_frame
+        table.update(HEAP_READERS)
         return table
 
     def reader_of(self, f, table):

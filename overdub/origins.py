@@ -8,15 +8,21 @@ with :func:`shown_code`.  A frame's ``f_code`` stays the copy: it goes with the 
 ``f_lasti``, an offset into the copy's bytecode (``traceback`` reads the two together).
 """
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
-import weakref
 from types import AsyncGeneratorType, CodeType, CoroutineType, GeneratorType
-from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref)
+from weakref import ref as _WeakRef  # (bound once: a program may patch weakref.ref)
 
-from .lifetimes import CodeCache
+from .lifetimes import CodeCache, machinery_type
 
-#: code objects produced by the rewriter (their frames are the user's frames)
-ROUTED: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
-#: routed code -> a weak reference to the code it was made from (keyed by identity, weakly)
+
+@machinery_type
+class OriginRef(_WeakRef):  # type: ignore[type-arg]
+    """A weak reference from a routed copy to the code it was made from."""
+
+    __slots__ = ()
+
+
+#: routed code -> a weak reference to the code it was made from (keyed by identity, weakly);
+#: its keys are the code objects produced by the rewriter (their frames are the user's frames)
 _ORIGINS = CodeCache()
 #: the attribute of each kind of object that holds the code of the function that made it
 CODE_ATTRIBUTES = {GeneratorType: "gi_code", CoroutineType: "cr_code", AsyncGeneratorType: "ag_code"}
@@ -24,8 +30,12 @@ CODE_ATTRIBUTES = {GeneratorType: "gi_code", CoroutineType: "cr_code", AsyncGene
 
 def note_routed(routed, code) -> None:
     """Record that ``routed`` is the rewritten copy of ``code``."""
-    ROUTED.add(routed)
-    _ORIGINS[routed] = _weak_ref(code)
+    _ORIGINS[routed] = OriginRef(code)
+
+
+def is_routed(code) -> bool:
+    """Whether ``code`` is a routed copy made by the rewriter."""
+    return _ORIGINS.get(code) is not None
 
 
 def shown_code(code):

@@ -25,6 +25,7 @@ from types import (BuiltinFunctionType, CoroutineType, FunctionType, GeneratorTy
 
 from . import semantics, tagging
 from .tagging import Tagged
+from .lifetimes import machinery_type
 
 __all__ = ["is_structural"]
 
@@ -127,6 +128,7 @@ _HEAPTYPE = 1 << 9
 _CO_NESTED = 0x10
 
 
+@machinery_type
 class WeakKey(weakref.ref):  # type: ignore[type-arg]
     """A cache key standing for a transient callee without keeping it alive: it hashes
     as the callee and equals it, so ``fcache[f]`` finds it; its callback removes the

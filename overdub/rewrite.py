@@ -31,18 +31,24 @@ primitives on ``iter`` (capstan's, for a plain array holding differentiated valu
 iteration is no event a hook sees.
 """
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
-from bytecode import Bytecode, Instr, Label, TryBegin
+from bytecode import Bytecode, CompilerFlags, Instr, Label, TryBegin
 
 from . import _compat as C
 from ._native import GuardedOperator
 from .ops import OPERATOR_OF
+from .lifetimes import MACHINERY_TYPES, Table, machinery_type
+
+# (the bytecode library makes, and keeps, one flag object per combination of a code object's
+# flags on its first rewrite: a routed gc.get_objects() leaves them out with overdub's own)
+MACHINERY_TYPES.add(CompilerFlags)
 
 
+@machinery_type
 class Slot:
     """A placeholder constant in a template, replaced per context instance."""
 
     __slots__ = ("key",)
-    _interned = {}
+    _interned = Table()
 
     def __new__(cls, *key):
         try:

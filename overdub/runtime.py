@@ -22,19 +22,18 @@ import gc
 import operator
 import weakref
 from functools import partial
-from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref)
 from typing import Any
 from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
                    MethodType, ModuleType)
 
 from . import codegen, lookaside, origins, rewrite, semantics
-from ._native import Dispatcher, EntryPoint, GuardedAttribute, GuardedOperator, GuardedSubscript, RuntimeBase
+from ._native import Dispatcher, EntryPoint, GuardedAttribute, GuardedOperator, GuardedSubscript, RuntimeBase, code_cached, untrack_code
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
 from .plaincall import _CO_NESTED, WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
 from .tagging import Tagged
-from .lifetimes import CodeCache, forget_at_collection, is_transient_class
+from .lifetimes import MACHINERY_TYPES, CodeCache, Table, TwinRef, forget_at_collection, is_transient_class, machinery_type
 from .tracebacks import drop_own_frames
 
 #: how many entries a runtime's caches hold before they are cleared
@@ -50,8 +49,8 @@ def function_renamed(f):
     a collection has dropped from the table of twins kept across runs."""
     for rt in list(_runtimes):
         entry = rt.funcs.get(f.__code__)
-        if entry is not None and entry[0]() is f:
-            entry[1].__name__, entry[1].__qualname__ = f.__name__, f.__qualname__
+        if entry is not None and entry() is f:
+            entry.twin.__name__, entry.twin.__qualname__ = f.__name__, f.__qualname__
         rt.forget_callees()
 
 
@@ -118,15 +117,31 @@ unroutable: "weakref.WeakValueDictionary[str, CodeType]" = weakref.WeakValueDict
 _MISSING = object()
 
 
+@machinery_type
+class _Variants(Table):
+    """A code object's templates: ``_VariantKey`` -> template code (or None)."""
+
+    __slots__ = ()
+
+
+@machinery_type
+class _VariantKey(tuple):
+    """``((pass_, ctx_type) or None, inline_prehook)``, as kept in ``_Variants``."""
+
+    __slots__ = ()
+
+
 def _template(code, pass_, ctx_type, inline_prehook):
     variants = _templates.get(code)
     if variants is None:
-        variants = {}
+        variants = _Variants()
         _templates[code] = variants
     vkey = ((pass_, ctx_type) if pass_ is not None else None, inline_prehook)
     template = variants.get(vkey, _MISSING)
     if template is not _MISSING:
         return template
+    vkey = _VariantKey(vkey if pass_ is None else (_VariantKey(vkey[0]), inline_prehook))
+    cached = code_cached(code)
     try:
         template = rewrite.rewrite_code(code, pass_, ctx_type, inline_prehook)
     except PassError:
@@ -137,8 +152,16 @@ def _template(code, pass_, ctx_type, inline_prehook):
             unroutable[code.co_qualname] = code
         except Exception:  # (a debugging record: a program's patched weakref.ref must not break it)
             pass
+    if template is not None:
+        untrack_code(template)
+    untrack_code(code, cached)  # (only what reading it made: 3.12+ caches co_varnames)
     variants[vkey] = template
     return template
+
+
+#: what rewritten code calls and its guards are overdub's own objects (``lookaside.user_objects``)
+MACHINERY_TYPES.update(t for t in (TypeSet, GuardedOperator, Dispatcher, GuardedAttribute, GuardedSubscript)
+                       if t is not None)
 
 
 # ----------------------------------------------------------------------------- the runtime
@@ -161,14 +184,14 @@ class Runtime(RuntimeBase):
         self.plain_calls = not (spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse
                                 or outer is not None)
         self.canrecurse, self.fallback = self.bound("canrecurse"), self.bound("fallback")
-        self.fcache = {}
-        self.kept = {}  # the entries of fcache for builtins, which survive a run's end
-        self.fallback_kinds = {}  # builtin -> how the default fallback calls it
-        self.recursable = {}  # builtin -> the default canrecurse's answer for it
-        self.op_answers = {}  # (C) operators on Python classes' instances -> canrecurse's answer
+        self.fcache = Table()
+        self.kept = Table()  # the entries of fcache for builtins, which survive a run's end
+        self.fallback_kinds = Table()  # builtin -> how the default fallback calls it
+        self.recursable = Table()  # builtin -> the default canrecurse's answer for it
+        self.op_answers = Table()  # (C) operators on Python classes' instances -> canrecurse's answer
         self.own_canrecurse, self.own_fallback = spec.canrecurse, spec.fallback
         self.codes = CodeCache()
-        self.funcs = CodeCache()  # code -> (weakref to the user function, its routed twin)
+        self.funcs = CodeCache()  # code -> TwinRef (a weak reference to the user function, with its routed twin)
         self.code_twins = self.funcs._data  # (read by known_twin, kept across runs)
         self.depth = 0
         self.checking = _tagging_seen[0]
@@ -179,17 +202,17 @@ class Runtime(RuntimeBase):
         self._drop = lambda key: fcache.pop(key, None)  # a transient callee died
         # a Python class -> (its __call__, what runs it) for its callable instances, which are
         # not cached themselves (this run; only where resolve ends in _target for them)
-        self.instance_calls = {}
+        self.instance_calls = Table()
         self.plain_resolve = not (spec.wildcard or spec.canrecurse or spec.totals or spec.primitives)
         # a callee's answer may be its routed twin, kept across runs (known_callee)
         self.twins_first = spec.wildcard is None and not spec.canrecurse
-        self.targets = targets = {}  # f -> what recurse runs for it (this run)
+        self.targets = targets = Table()  # f -> what recurse runs for it (this run)
         self._drop_target = lambda key: targets.pop(key, None)
         semantics.add_numpy_types()
         self.steps = semantics.Steps(None, self.fallback_call)
         self.readers = lookaside.FrameReaders(self.route_code)
         self.table = self.readers.table()
-        self.ops = {}
+        self.ops = Table()
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
         self.attr_info = self.steps.attr_info  # (emptied by leave at the end of each run)
@@ -338,7 +361,7 @@ class Runtime(RuntimeBase):
             outer = self.outer
             if outer._inline_prehook(key) or outer._inline_posthook(key):  # (its hooks are called
                 # by its own code only)
-                return frozenset()
+                return _NO_TYPES
             return TypeSet(self._compute_guard_set(key) & outer._guard_set(key))
         memo = (id(self.spec), key, len(NATIVE))
         hit = _guards.get(memo)
@@ -356,7 +379,7 @@ class Runtime(RuntimeBase):
         if self._inline_prehook(key) or self._inline_posthook(key):
             return NATIVE
         if spec.prehook or spec.posthook or spec.wildcard or spec.canrecurse:
-            return frozenset()  # (a fallback never sees operators on builtin operands)
+            return _NO_TYPES  # (a fallback never sees operators on builtin operands)
         guard = NATIVE
         operands = 2 if key[0] in ("binop", "compare") else 1
         for argtypes, _ in spec.primitives.get(fn, ()):
@@ -365,7 +388,7 @@ class Runtime(RuntimeBase):
                 continue  # this primitive never sees builtin operands
             narrowed = [m for m in matched if m is not NATIVE and len(m) < len(NATIVE)]
             if not narrowed:
-                return frozenset()
+                return _NO_TYPES
             # excluding one position's types is enough: the smallest exclusion keeps the most
             guard = TypeSet(guard - min(narrowed, key=len))
         return guard
@@ -515,7 +538,7 @@ class Runtime(RuntimeBase):
         context sees or takes: no hook, wildcard or ``canrecurse``, and no primitive for
         ``fn`` admitting both operands."""
         spec = self.spec
-        none = (frozenset(), frozenset())
+        none = (_NO_TYPES, _NO_TYPES)
         if (self.outer is not None or spec.prehook or spec.posthook or spec.wildcard
                 or spec.canrecurse or fn in spec.totals):
             return none
@@ -764,9 +787,9 @@ class Runtime(RuntimeBase):
     def _rewritten(self, f):
         code = f.__code__
         last = self.funcs.get(code)  # the routed twin made for f last time, if f is the same
-        if (last is not None and last[0]() is f and last[1].__defaults__ is f.__defaults__
-                and last[1].__kwdefaults__ is f.__kwdefaults__):
-            twin = last[1]
+        if (last is not None and last() is f and last.twin.__defaults__ is f.__defaults__
+                and last.twin.__kwdefaults__ is f.__kwdefaults__):
+            twin = last.twin
             if twin.__name__ is not f.__name__ or twin.__qualname__ is not f.__qualname__:
                 twin.__name__, twin.__qualname__ = f.__name__, f.__qualname__  # (renamed since)
             return twin
@@ -780,16 +803,7 @@ class Runtime(RuntimeBase):
         g.__kwdefaults__ = f.__kwdefaults__
         g.__qualname__ = f.__qualname__
         g.__module__ = f.__module__
-        twins, code_id = self.code_twins, id(code)
-
-        def forget(ref):  # the twin shares f's defaults and cells: it must not outlive f
-            # (found by its weak reference, not held by this closure: an entry in a cycle of
-            # its own would outlive the table's clearing, and its twin's routed code with it)
-            kept = twins.get(code_id)
-            if kept is not None and kept[1][0] is ref:
-                twins.pop(code_id, None)
-
-        self.funcs[code] = (_weak_ref(f, forget), g)
+        self.funcs[code] = TwinRef(f, self.funcs.forget_value, id(code), g)
         return g
 
     def route_code(self, code):
@@ -803,6 +817,8 @@ class Runtime(RuntimeBase):
         slot = self.slot
         consts = tuple(slot(c.key) if type(c) is rewrite.Slot else c for c in template.co_consts)
         routed = template.replace(co_consts=consts)
+        untrack_code(template)  # (3.12+: replace() made the template's cached co_varnames)
+        untrack_code(routed)
         origins.note_routed(routed, code)
         return routed
 
@@ -876,7 +892,8 @@ class Runtime(RuntimeBase):
         return plain_call(f, self.ctx._tagkey, args, kwargs, self.outer_call)
 
 
-_guards: dict[Any, Any] = {}  # (id(spec), slot key, number of native types) -> (spec, guard set)
+_guards: dict[Any, Any] = Table()  # (id(spec), slot key, number of native types) -> (spec, guard set)
+_NO_TYPES: frozenset = frozenset()  # (one object, made at import: a guard set of no types)
 
 
 def _outer_computes_natives(step, fn, call):

@@ -29,7 +29,7 @@ from types import FunctionType, GetSetDescriptorType, MethodDescriptorType, Wrap
 
 from .ops import BINARY, COMPARE, INPLACE, NATIVE, SEQUENCES as _SEQUENCES, UNARY
 from .tagging import Tagged
-from .lifetimes import forget_at_collection, is_transient_class
+from .lifetimes import Table, forget_at_collection, is_transient_class
 from .lookaside import user_frame
 from .origins import CODE_ATTRIBUTES, shown_code
 from .tracebacks import drop_own_frames
@@ -90,7 +90,7 @@ def lookup(tp, name):
     return None
 
 
-_STATIC_LOOKUPS = {}  # (C type, name) -> what lookup found
+_STATIC_LOOKUPS = Table()  # (C type, name) -> what lookup found
 _type_lookup = getattr(_native_module, "type_lookup", None)
 _MISSING = object()
 _TYPE_ATTRS = vars(type)
@@ -178,7 +178,7 @@ _type_version = getattr(_native_module, "type_version", None)
 #: class -> (its tag, its _plain_attrs, ((weak reference to a class of its attributes, that
 #: class's tag), ...)), kept across runs (weak keys: no class is kept alive by it)
 _KEPT_ATTRS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_STATIC_DESCRIPTORS = {}  # C type -> whether its instances are Python-level descriptors (as above)
+_STATIC_DESCRIPTORS = Table()  # C type -> whether its instances are Python-level descriptors (as above)
 
 
 def _python_descriptor(atp):
@@ -195,7 +195,7 @@ def _python_descriptor(atp):
     return found
 
 
-_STEPS_INTO = {}  # (step, its arguments, operand C types...) -> whether it runs Python
+_STEPS_INTO = Table()  # (step, its arguments, operand C types...) -> whether it runs Python
 _ATTRIBUTE_STEPS = frozenset({"getattr", "setattr", "delattr"})
 _ARITY = {"unary": 1, "setitem": 3, "setattr": 3, "getattr": (2, 3)}
 _DUNDERS = {"contains": "__contains__", "getitem": "__getitem__", "setitem": "__setitem__",
@@ -293,7 +293,7 @@ class Steps:
     def __init__(self, call, fallback):
         self.call = call
         self.fallback = fallback
-        self.attr_info = {}  # type -> names of Python-level descriptors (see _plain_attrs)
+        self.attr_info = Table()  # type -> names of Python-level descriptors (see _plain_attrs)
         self.function_changed = lambda: None  # the runtime's: forget resolved callees
         self.function_renamed = lambda f: None  # the runtime's: rename f's routed twins
 

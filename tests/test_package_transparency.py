@@ -5,7 +5,7 @@ and capstan's forward context with no tangents to carry, as when they run plainl
 ``python -m harness.packages`` runs pytest with the plugin ``harness.pytest_plugin`` in
 subprocesses (restarted after a crash or a hang); the full run is that script without
 arguments.  ``tests/probes/routed_code_probe.py`` holds a divergence that every routing
-context must show (the first use of a function allocates tracked objects), so a harness that stopped
+context must show (overdub's entry frame below the test's own), so a harness that stopped
 routing, or stopped comparing, fails here.
 """
 import json
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from harness.report import FIRST_USE
+from harness.report import FRAMES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONTEXTS = ["count", "wild", "forward"]
@@ -47,4 +47,4 @@ def test_harness_finds_the_known_divergence(tmp_path):
     result, table = run_harness(probe, tmp_path)
     assert result["tests"] == 2
     found = {(d["id"].split("::")[-1], d["context"], d["cause"]) for d in result["divergences"]}
-    assert found == {("test_first_use_allocations", ctx, FIRST_USE) for ctx in CONTEXTS}, table
+    assert found == {("test_no_frame_of_overdub_below", ctx, FRAMES) for ctx in CONTEXTS}, table

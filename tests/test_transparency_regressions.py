@@ -1243,3 +1243,101 @@ def _renamed_after_a_collection():
 @pytest.mark.parametrize("ctx_type", CONTEXTS)
 def test_a_generator_function_renamed_after_a_collection_names_its_generators(ctx_type):
     assert overdub.overdub(ctx_type(), _renamed_after_a_collection) == _renamed_after_a_collection()
+
+
+# -- first-use allocations: gc.get_objects() around a first routed use (issue 9, class 4) --
+def _first_uses():
+    """Fresh callables (a first routed use each), and a body using them ten times."""
+    class Eq:
+        def __eq__(self, other):
+            return False
+
+    class Thing:
+        def __init__(self, a=1):
+            self.a = a
+
+        def method(self, x):
+            return x
+
+        @property
+        def prop(self):
+            return 1
+
+    def helper(x):
+        return x + 1
+
+    def outer(y):
+        def inner(x):
+            return x + y
+        return inner(1)
+
+    def gen(n):
+        yield from range(n)
+
+    e, t, p = Eq(), Thing(), functools.partial(helper, 1)
+    return {
+        "operator": lambda: [e == e for _ in range(10)],
+        "call": lambda: [helper(i) for i in range(10)],
+        "method of a new class": lambda: [e.__eq__(e) for _ in range(10)],
+        "property": lambda: [t.prop for _ in range(10)],
+        "instantiation": lambda: [Thing(i) for i in range(10)],
+        "map": lambda: [list(map(helper, [1, 2])) for _ in range(10)],
+        "sorted key": lambda: [sorted([3, 1, 2], key=helper) for _ in range(10)],
+        "closure": lambda: [outer(i) for i in range(10)],
+        "generator": lambda: [sum(gen(3)) for _ in range(10)],
+        "partial": lambda: [p() for _ in range(10)],
+    }
+
+
+def _counted(pure):
+    """``len(gc.get_objects())``; without tuples on the pure-Python path (which cannot
+    untrack the tuples of routed code)."""
+    if pure:
+        return len([o for o in gc.get_objects() if type(o) is not tuple])
+    return len(gc.get_objects())
+
+
+@pytest.mark.parametrize("ctx_name", ["count", "wild", "post"])
+@pytest.mark.parametrize("use", sorted(_first_uses()))
+def test_first_routed_use_leaves_no_object_a_program_counts(ctx_name, use):
+    # CPython's test_descr.test_slots: len(gc.get_objects()) around ten `g == g` with a new
+    # class's __eq__.  The routed twin, its cache entries, the context's new operator slot
+    # and the run's resolved callees are overdub's own: a routed gc.get_objects() leaves
+    # them out, and the tuples of routed code are untracked.
+    from harness.contexts import make
+    pure = _native.PURE_PYTHON
+
+    def probe():
+        body = _first_uses()[use]
+        before = _counted(pure)
+        body()
+        return _counted(pure) - before
+
+    enabled = gc.isenabled()
+    gc.disable()  # (no collection in between: plainly the count does not move)
+    try:
+        plain = probe()
+        routed = overdub.overdub(make(ctx_name), probe)
+    finally:
+        if enabled:
+            gc.enable()
+    assert (plain, routed) == (0, 0)
+
+
+def test_routed_heap_readers_keep_the_programs_own_objects():
+    class Mine:
+        pass
+
+    def find():
+        mine = Mine()
+        holder = [mine]
+        objects = gc.get_objects()
+        holders = gc.get_referrers(mine)
+        return (any(o is mine for o in objects), sum(type(o) is Mine for o in objects),
+                any(o is holder for o in holders), any(type(o) is types.FunctionType and o is find for o in objects))
+
+    expected = find()
+    assert expected == (True, 1, True, True)
+    for name in ("count", "wild", "post"):
+        from harness.contexts import make
+        assert overdub.overdub(make(name), find) == expected, name
