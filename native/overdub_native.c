@@ -1754,6 +1754,8 @@ spec_has(PyObject *spec, PyObject *name, PyObject *f)
     return r;
 }
 
+static PyObject *finish_run(RuntimeBaseObject *rt, PyObject *result);
+
 static PyObject *
 runtime_run(RuntimeBaseObject *rt, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1782,6 +1784,14 @@ runtime_run(RuntimeBaseObject *rt, PyObject *const *args, Py_ssize_t nargs)
     rt->depth = 1;
     PyObject *result = PyObject_Vectorcall(twin, args + 1, 1, NULL);
     Py_DECREF(twin);
+    return finish_run(rt, result);
+}
+
+/* The end of a run that began with rt->depth += 1 (overdub's finally block): the traceback
+   plain Python shows on an error (run_hooks.strip), rt.leave(), then the trim it asks for */
+static PyObject *
+finish_run(RuntimeBaseObject *rt, PyObject *result)
+{
     if (result == NULL && run_hooks.strip != Py_None) {  /* (the traceback plain Python shows) */
         PyObject *tp, *val, *tb;
         PyErr_Fetch(&tp, &val, &tb);
@@ -1801,7 +1811,6 @@ runtime_run(RuntimeBaseObject *rt, PyObject *const *args, Py_ssize_t nargs)
             PyErr_Restore(tp, val, tb);
         }
     }
-    /* the run's end (overdub's finally block): rt.leave(), then the trim it asks for */
     PyObject *pending_tp = NULL, *pending_val = NULL, *pending_tb = NULL;
     if (result == NULL) {
         PyErr_Fetch(&pending_tp, &pending_val, &pending_tb);
@@ -1859,6 +1868,138 @@ static PyMethodDef runtime_methods[] = {
  * it (functools.update_wrapper: the instance has a __dict__), and like a Python function it
  * binds as a method when it is a class attribute. */
 
+/* overdub(ctx, f, *args, **kwargs) when ctx's runtime is ready and its context type observes
+ * something (overdub.dispatch.overdub's common case), from C: f's routed frame has the
+ * program's frame as its caller, with no frame of overdub's between them (what a program
+ * reading its stack sees; the recursion depth it has).  Every other case -- a first run,
+ * a stale or empty spec, bad arguments -- goes to the Python reference unchanged. */
+static PyObject *python_overdub;  /* overdub.dispatch.overdub (set by configure_overdub) */
+static PyObject *python_run_of;   /* overdub.dispatch.run_of: the runtime of a run, or None */
+static PyObject *str_enter, *str_call;
+
+/* this thread's list of the frames that called overdub for the runs in progress, outermost
+   first (borrowed; NULL with an error set) -- overdub.lookaside.user_frame's boundary
+   between the program's frames and a run's, which the Python entry's own frame marks on
+   the pure-Python path */
+static PyObject *str_run_entries;
+
+static PyObject *
+run_entries_list(void)
+{
+    PyObject *d = PyThreadState_GetDict();
+    if (d == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "overdub: no thread state dict");
+        return NULL;
+    }
+    PyObject *entries = PyDict_GetItemWithError(d, str_run_entries);
+    if (entries == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        entries = PyList_New(0);
+        if (entries == NULL || PyDict_SetItem(d, str_run_entries, entries) < 0) {
+            Py_XDECREF(entries);
+            return NULL;
+        }
+        Py_DECREF(entries);  /* (the dict holds it) */
+    }
+    return entries;
+}
+
+static PyObject *
+run_entries(PyObject *module, PyObject *unused)
+{
+    return Py_XNewRef(run_entries_list());
+}
+
+static PyObject *
+entry_overdub(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n < 2 || python_overdub == NULL || run_hooks.not_run == NULL) {
+        return PyObject_Vectorcall(python_overdub, args, nargsf, kwnames);
+    }
+    PyObject *ctx = args[0], *f = args[1];
+    PyObject *rto = PyObject_GetAttr(ctx, str_runtime);
+    RuntimeBaseObject *rt = (RuntimeBaseObject *)rto;
+    if (rto == NULL) {
+        PyErr_Clear();
+    }
+    if (rto == NULL || !PyObject_TypeCheck(rto, &RuntimeBase_Type) || rt->ctx != ctx
+        || rt->ctx_type != (PyObject *)Py_TYPE(ctx) || rt->spec == NULL || !PyCallable_Check(f)
+        || attr_is(rt->spec, str_stale, Py_False) != 1 || attr_is(rt->spec, str_empty, Py_False) != 1) {
+        /* a first run, a stale or empty spec, bad arguments: the reference decides */
+        Py_XDECREF(rto);
+        rto = PyObject_Vectorcall(python_run_of, args, nargsf, kwnames);
+        if (rto == NULL) {
+            return NULL;
+        }
+        if (rto == Py_None) {  /* nothing to observe or change: plain Python */
+            Py_DECREF(rto);
+            return PyObject_Vectorcall(f, args + 2, n - 2, kwnames);
+        }
+        if (!PyObject_TypeCheck(rto, &RuntimeBase_Type)) {
+            Py_DECREF(rto);
+            PyErr_SetString(PyExc_SystemError, "overdub: run_of gave no runtime");
+            return NULL;
+        }
+        rt = (RuntimeBaseObject *)rto;
+    }
+    PyObject *entries = run_entries_list();
+    PyObject *caller = (PyObject *)PyEval_GetFrame();  /* (borrowed) */
+    if (entries == NULL || PyList_Append(entries, caller != NULL ? caller : Py_None) < 0) {
+        Py_DECREF(rto);
+        return NULL;
+    }
+    Py_INCREF(entries);
+    Py_ssize_t mark = PyList_GET_SIZE(entries) - 1;
+    int plain_calls = attr_is(rto, str_plain_calls, Py_True);
+    rt->depth += 1;
+    PyObject *result = NULL;
+    if (plain_calls == 1) {
+        PyObject *g = PyObject_CallMethodOneArg(rto, str_enter, f);
+        if (g == NULL) {
+            goto done;
+        }
+        if (g != Py_None) {
+            result = PyObject_Vectorcall(g, args + 2, n - 2, kwnames);
+            Py_DECREF(g);
+            goto done;
+        }
+        Py_DECREF(g);
+    }
+    PyObject *call = PyObject_GetAttr(rto, str_call);
+    if (call != NULL) {
+        result = PyObject_Vectorcall(call, args + 1, n - 1, kwnames);
+        Py_DECREF(call);
+    }
+done:
+    result = finish_run(rt, result);
+    Py_DECREF(rto);
+    if (PyList_GET_SIZE(entries) > mark) {  /* (this run's entry, and any a run left behind) */
+        PyObject *pending_tp, *pending_val, *pending_tb;
+        PyErr_Fetch(&pending_tp, &pending_val, &pending_tb);
+        if (PyList_SetSlice(entries, mark, PyList_GET_SIZE(entries), NULL) < 0) {
+            PyErr_Clear();
+        }
+        PyErr_Restore(pending_tp, pending_val, pending_tb);
+    }
+    Py_DECREF(entries);
+    return result;
+}
+
+static PyObject *
+configure_overdub(PyObject *module, PyObject *args)
+{
+    PyObject *reference, *run_of;
+    if (!PyArg_ParseTuple(args, "OO:configure_overdub", &reference, &run_of)) {
+        return NULL;
+    }
+    Py_XSETREF(python_overdub, Py_NewRef(reference));
+    Py_XSETREF(python_run_of, Py_NewRef(run_of));
+    Py_RETURN_NONE;
+}
+
 typedef struct {
     PyObject_HEAD
     int which;
@@ -1877,10 +2018,12 @@ entry_point_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTuple(args, "i:EntryPoint", &which)) {
         return NULL;
     }
-    static const vectorcallfunc entries[3] = {
-        (vectorcallfunc)entry_recurse, (vectorcallfunc)entry_canrecurse, (vectorcallfunc)entry_fallback};
-    if (which < 0 || which > 2) {
-        PyErr_SetString(PyExc_ValueError, "EntryPoint(which): 0 (recurse), 1 (canrecurse) or 2 (fallback)");
+    static const vectorcallfunc entries[4] = {
+        (vectorcallfunc)entry_recurse, (vectorcallfunc)entry_canrecurse, (vectorcallfunc)entry_fallback,
+        (vectorcallfunc)entry_overdub};
+    if (which < 0 || which > 3) {
+        PyErr_SetString(PyExc_ValueError,
+                        "EntryPoint(which): 0 (recurse), 1 (canrecurse), 2 (fallback) or 3 (overdub)");
         return NULL;
     }
     EntryPointObject *e = (EntryPointObject *)type->tp_alloc(type, 0);
@@ -1910,7 +2053,7 @@ entry_point_reduce(PyObject *self, PyObject *unused)
 static PyObject *
 entry_point_repr(EntryPointObject *e)
 {
-    static const char *names[3] = {"recurse", "canrecurse", "fallback"};
+    static const char *names[4] = {"recurse", "canrecurse", "fallback", "overdub"};
     return PyUnicode_FromFormat("<built-in function %s>", names[e->which]);
 }
 
@@ -1949,7 +2092,7 @@ static PyGetSetDef entry_point_getset[] = {
 static PyTypeObject EntryPoint_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_overdub_native.EntryPoint",
-    .tp_doc = "EntryPoint(which): overdub's recurse (0), canrecurse (1) or fallback (2), in C.",
+    .tp_doc = "EntryPoint(which): overdub's recurse (0), canrecurse (1), fallback (2) or overdub (3), in C.",
     .tp_basicsize = sizeof(EntryPointObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(EntryPointObject, vectorcall),
@@ -2257,6 +2400,12 @@ static PyMethodDef module_functions[] = {
     {"type_version", type_version, METH_O,
      "type_version(tp): tp's version tag, which changes whenever tp or a base class changes "
      "(0: none can be given)."},
+    {"run_entries", run_entries, METH_NOARGS,
+     "run_entries(): this thread's list of the frames that called overdub for the runs in "
+     "progress, outermost first."},
+    {"configure_overdub", configure_overdub, METH_VARARGS,
+     "configure_overdub(overdub, run_of): the Python overdub and the function that gives a "
+     "run's runtime (or None: f runs plainly), which EntryPoint(3) calls."},
     {"configure_run", configure_run, METH_VARARGS,
      "configure_run(NOT_RUN, strip, trim): RuntimeBase.run's sentinel and hooks (strip None: "
      "tracebacks kept as they are)."},
@@ -2286,6 +2435,9 @@ PyInit__overdub_native(void)
     str_target = PyUnicode_InternFromString("target");
     str_plain_calls = PyUnicode_InternFromString("plain_calls");
     str_value = PyUnicode_InternFromString("value");
+    str_enter = PyUnicode_InternFromString("enter");
+    str_run_entries = PyUnicode_InternFromString("overdub.run_entries");
+    str_call = PyUnicode_InternFromString("call");
     str_twin = PyUnicode_InternFromString("twin");
     str_totals = PyUnicode_InternFromString("totals");
     str_primitives = PyUnicode_InternFromString("primitives");

@@ -59,21 +59,9 @@ def _check_overdub(ctx: Any, f: Any) -> None:
 def overdub(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Run ``f(*args, **kwargs)`` inside ``ctx``: prehook, then the matching
     primitive or ``recurse``, then posthook; return the result."""
-    try:  # (the common case: a runtime made by an earlier run, still valid, proves ctx a context)
-        rt = ctx._runtime
-        ready = rt.ctx is ctx and type(ctx) is rt.ctx_type and not rt.spec.stale
-    except AttributeError:
-        ready = False
-    if not ready or not callable(f):
-        _check_overdub(ctx, f)
-        spec = spec_of(type(ctx))
-    else:
-        spec = rt.spec
-    if (spec.empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags")
-            and not any_tagged(args, kwargs)):
+    rt = run_of(ctx, f, *args, **kwargs)
+    if rt is None:
         return f(*args, **kwargs)  # nothing to observe or change: plain Python
-    if not ready:
-        rt = runtime_of(ctx, "overdub")
     rt.depth += 1
     try:
         if rt.plain_calls:
@@ -88,6 +76,26 @@ def overdub(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -
     finally:
         if rt.leave():  # (``runtime.leave``, inline: the run's end)
             leave_trim(rt)
+
+
+def run_of(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """The runtime that ``overdub(ctx, f, *args, **kwargs)`` runs through (made on the
+    context's first run), or None where ``f`` runs plainly: a context type that observes
+    nothing, with no pass and no tagged value in sight.  Bad arguments raise here."""
+    try:  # (the common case: a runtime made by an earlier run, still valid, proves ctx a context)
+        rt = ctx._runtime
+        ready = rt.ctx is ctx and type(ctx) is rt.ctx_type and not rt.spec.stale
+    except AttributeError:
+        ready = False
+    if not ready or not callable(f):
+        _check_overdub(ctx, f)
+        spec = spec_of(type(ctx))
+    else:
+        spec = rt.spec
+    if (spec.empty and ctx.pass_ is None and not ctx.__dict__.get("_has_tags")
+            and not any_tagged(args, kwargs)):
+        return None
+    return rt if ready else runtime_of(ctx, "overdub")
 
 
 def recurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -329,4 +337,10 @@ if _native.entry_points is not None and not TYPE_CHECKING:
         (getattr, setattr, delattr), _fallback_kind)
     recurse, canrecurse, fallback = (update_wrapper(_native.entry_points.EntryPoint(i), reference)
                                      for i, reference in enumerate((recurse, canrecurse, fallback)))
-    NESTING.update({recurse: _nested_recurse, fallback: _nested_fallback, canrecurse: _nested_canrecurse})
+    # overdub itself: a run entered from C, so that the program's routed frame is called by
+    # the program's own (no frame of overdub's between them in its stack)
+    _native.entry_points.configure_overdub(overdub, run_of)
+    overdub = update_wrapper(_native.entry_points.EntryPoint(3), overdub)
+    register_dispatcher(overdub, note_tagging)
+    NESTING.update({recurse: _nested_recurse, fallback: _nested_fallback, canrecurse: _nested_canrecurse,
+                    overdub: _nested_overdub})

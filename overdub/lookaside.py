@@ -38,12 +38,15 @@ from weakref import ref as _weak_ref  # (bound once: a program may patch weakref
 from typing import Any, cast
 
 from . import _compat
-from ._native import MACHINERY_CODES
+from ._native import MACHINERY_CODES, entry_points as _entry_points
 from .lifetimes import MACHINERY_TYPES, machinery_type
 from .origins import is_routed
 from .tracebacks import drop_own_frames
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: this thread's frames that called overdub's C entry for the runs in progress (none on the
+#: pure-Python path, whose entry is a frame of overdub's own)
+_run_entries = _entry_points.run_entries if _entry_points is not None else tuple
 
 #: fn -> (positional indexes, keyword names, arity) of the callables it calls back; an
 #: arity n means "only when called with exactly n positional arguments" (``iter(x)``
@@ -210,6 +213,10 @@ def user_frame(skip=0):
         f = f.f_back
     # frames inside the outermost overdub call are routed code, machinery and context code
     entry = max((i for i, f in enumerate(outer) if is_internal(f.f_code)), default=-1)
+    entries = _run_entries()  # (the C entry leaves no frame of its own: it notes its caller's)
+    if entries:
+        caller = entries[0]
+        entry = max(entry, next((i for i, f in enumerate(outer) if f is caller), -1))
     for i, f in enumerate(outer):
         if is_routed(f.f_code) if i < entry else not is_internal(f.f_code):
             skip -= 1

@@ -723,8 +723,9 @@ class Runtime(RuntimeBase):
                 nested = NESTING.get(f)
                 return f if nested is None else partial(nested, self)
             return self._rewritten(f)
-        if tf is EntryPoint:  # (the C layer's recurse, canrecurse, fallback)
-            return partial(NESTING[f], self)
+        if tf is EntryPoint:  # (the C layer's recurse, canrecurse, fallback; overdub runs as it is)
+            nested = NESTING.get(f)
+            return f if nested is None else partial(nested, self)
         if tf is MethodType:
             func, obj = f.__func__, f.__self__
             try:

@@ -5,7 +5,7 @@ and capstan's forward context with no tangents to carry, as when they run plainl
 ``python -m harness.packages`` runs pytest with the plugin ``harness.pytest_plugin`` in
 subprocesses (restarted after a crash or a hang); the full run is that script without
 arguments.  ``tests/probes/routed_code_probe.py`` holds a divergence that every routing
-context must show (overdub's entry frame below the test's own), so a harness that stopped
+context must show (a routed frame's ``f_code`` is the rewritten copy), so a harness that stopped
 routing, or stopped comparing, fails here.
 """
 import json
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from harness.report import FRAMES
+from harness.report import ROUTED_CODE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONTEXTS = ["count", "wild", "forward"]
@@ -47,4 +47,4 @@ def test_harness_finds_the_known_divergence(tmp_path):
     result, table = run_harness(probe, tmp_path)
     assert result["tests"] == 2
     found = {(d["id"].split("::")[-1], d["context"], d["cause"]) for d in result["divergences"]}
-    assert found == {("test_no_frame_of_overdub_below", ctx, FRAMES) for ctx in CONTEXTS}, table
+    assert found == {("test_frame_runs_the_functions_own_code", ctx, ROUTED_CODE) for ctx in CONTEXTS}, table
