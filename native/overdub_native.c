@@ -88,6 +88,30 @@ enter_callee(void)
 #define LEAVE_CALLEE() ((void)0)
 #endif
 
+/* Python code of overdub's own (resolving a callee on its first call, the entry's set-up) and
+ * of the context (its hooks) runs with MACHINERY_LEVELS more levels of this thread's recursion
+ * limit: a program that sets its limit a few frames above its current depth
+ * (test_tomllib, test_exceptions.test_recursion_in_except_handler) then reaches the depth it
+ * reaches plainly, where the machinery's frames would take its last levels.  Only the
+ * Python-frame count is raised (3.12+ keep C recursion apart, and it stays as it is). */
+#define MACHINERY_LEVELS 200
+
+static PyObject *
+call_machinery(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyThreadState *ts = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030C0000
+    ts->py_recursion_remaining += MACHINERY_LEVELS;
+    PyObject *r = PyObject_Vectorcall(callable, args, nargsf, kwnames);
+    ts->py_recursion_remaining -= MACHINERY_LEVELS;
+#else
+    ts->recursion_remaining += MACHINERY_LEVELS;
+    PyObject *r = PyObject_Vectorcall(callable, args, nargsf, kwnames);
+    ts->recursion_remaining -= MACHINERY_LEVELS;
+#endif
+    return r;
+}
+
 /* Tagged(value, meta, ctx): the tag identity is read from ctx now, as a later
    ctx.renew_tags() must leave this value behind as a plain one */
 static PyObject *
@@ -273,7 +297,7 @@ guarded_vectorcall(GuardedObject *g, PyObject *const *args, size_t nargsf, PyObj
     PyObject *a = args[0], *b = args[1];
     if (g->pre != NULL) {
         PyObject *call[3] = {g->fn, a, b};
-        PyObject *r = PyObject_Vectorcall(g->pre, call, 3, NULL);
+        PyObject *r = call_machinery(g->pre, call, 3, NULL);
         if (r == NULL) {
             return NULL;
         }
@@ -291,7 +315,7 @@ guarded_vectorcall(GuardedObject *g, PyObject *const *args, size_t nargsf, PyObj
             PyObject *r = native_operation(g->op, a, b);
             if (r != NULL && g->post != NULL) {
                 PyObject *call[4] = {r, g->fn, a, b};
-                PyObject *h = PyObject_Vectorcall(g->post, call, 4, NULL);
+                PyObject *h = call_machinery(g->post, call, 4, NULL);
                 if (h == NULL) {
                     Py_CLEAR(r);
                 }
@@ -702,13 +726,13 @@ resolved(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
         }
         PyErr_Clear();
         PyObject *args[2] = {f, Py_False};
-        return PyObject_Vectorcall(d->resolve, args, 2, NULL);
+        return call_machinery(d->resolve, args, 2, NULL);
     }
     if (lasting) {
         PyObject *args[3] = {f, Py_True, Py_True};
-        return PyObject_Vectorcall(d->resolve, args, 3, NULL);
+        return call_machinery(d->resolve, args, 3, NULL);
     }
-    return PyObject_Vectorcall(d->resolve, &f, 1, NULL);
+    return call_machinery(d->resolve, &f, 1, NULL);
 }
 
 /* hook(*head, *args) with head of one or two objects, args[0..n) and kwnames */
@@ -733,7 +757,7 @@ call_hook(PyObject *hook, PyObject *h0, PyObject *h1, PyObject *const *args, Py_
     for (Py_ssize_t i = 0; i < n + nkw; i++) {
         stack[head + i] = args[i];
     }
-    PyObject *r = PyObject_Vectorcall(hook, stack, head + n, kwnames);
+    PyObject *r = call_machinery(hook, stack, head + n, kwnames);
     if (stack != small) {
         PyMem_Free(stack);
     }
@@ -813,7 +837,7 @@ dispatch(DispatcherObject *d, PyObject *f, PyObject *self_arg, PyObject *const *
     for (Py_ssize_t i = 0; i < n + nkw; i++) {
         stack[head + i] = args[i];
     }
-    PyObject *h = PyObject_Vectorcall(d->posthook, stack, head + n, kwnames);
+    PyObject *h = call_machinery(d->posthook, stack, head + n, kwnames);
     if (stack != small) {
         PyMem_Free(stack);
     }
@@ -853,7 +877,7 @@ dispatcher_vectorcall(DispatcherObject *d, PyObject *const *args, size_t nargsf,
         }
         else if (!PyErr_Occurred()) {
             PyObject *margs[2] = {(PyObject *)tp, name};
-            pair = PyObject_Vectorcall(d->method_of, margs, 2, NULL);
+            pair = call_machinery(d->method_of, margs, 2, NULL);
             if (pair != NULL && PyDict_SetItem(d->fcache, key, pair) < 0) {
                 Py_CLEAR(pair);
             }
@@ -1278,7 +1302,9 @@ entry_recurse(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw
         }
     }
     if (g == NULL) {
-        g = PyObject_CallMethodOneArg((PyObject *)rt, str_target, f);
+        PyObject *target = PyObject_GetAttr((PyObject *)rt, str_target);
+        g = target == NULL ? NULL : call_machinery(target, &f, 1, NULL);
+        Py_XDECREF(target);
     }
     Py_DECREF(rt);
     if (g == NULL) {
@@ -1930,7 +1956,7 @@ entry_overdub(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw
         || attr_is(rt->spec, str_stale, Py_False) != 1 || attr_is(rt->spec, str_empty, Py_False) != 1) {
         /* a first run, a stale or empty spec, bad arguments: the reference decides */
         Py_XDECREF(rto);
-        rto = PyObject_Vectorcall(python_run_of, args, nargsf, kwnames);
+        rto = call_machinery(python_run_of, args, nargsf, kwnames);
         if (rto == NULL) {
             return NULL;
         }
@@ -1957,7 +1983,9 @@ entry_overdub(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw
     rt->depth += 1;
     PyObject *result = NULL;
     if (plain_calls == 1) {
-        PyObject *g = PyObject_CallMethodOneArg(rto, str_enter, f);
+        PyObject *enter = PyObject_GetAttr(rto, str_enter);
+        PyObject *g = enter == NULL ? NULL : call_machinery(enter, &f, 1, NULL);
+        Py_XDECREF(enter);
         if (g == NULL) {
             goto done;
         }
@@ -2272,6 +2300,184 @@ static PyTypeObject Constructor_Type = {
     .tp_clear = (inquiry)constructor_clear,
 };
 
+/* ------------------------------------------------------------------------------------------
+ * CallbackTaker(fn, positions, keywords, arity, wrap, on_error): a callback-taking C function
+ * (map, sorted(key=), re.Pattern.sub...) whose callable arguments are first given to wrap
+ * (which answers a stand-in that runs them routed), in C, so that no frame of overdub's lies
+ * between the program's frame and fn -- nor, below them, under the Python code fn calls back
+ * plainly (re.Pattern.sub calls re._subx, which warns with a stacklevel counting frames).
+ * positions: a tuple of argument indexes; keywords: a tuple of names; arity: None, or the one
+ * number of positional arguments for which positions apply; on_error(exc) tidies an
+ * exception's traceback.  The pure-Python reference is overdub.lookaside.wrap_callbacks's
+ * step.
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn, *positions, *keywords, *arity, *wrap, *on_error;
+    vectorcallfunc vectorcall;
+} CallbackTakerObject;
+
+#define TAKER_STACK 8
+
+static PyObject *
+taker_vectorcall(CallbackTakerObject *t, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t total = n + nkw;
+    PyObject *stack[TAKER_STACK];
+    PyObject **copy = total <= TAKER_STACK ? stack : PyMem_Malloc(total * sizeof(PyObject *));
+    if (copy == NULL) {
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t i, filled = 0;
+    PyObject *result = NULL;
+    for (i = 0; i < total; i++) {
+        copy[i] = Py_NewRef(args[i]);
+    }
+    filled = total;
+    int applies = n > 0 && PyTuple_GET_SIZE(t->positions) > 0
+                  && (t->arity == Py_None || PyLong_AsSsize_t(t->arity) == n);
+    if (PyErr_Occurred()) {
+        goto done;
+    }
+    if (applies) {
+        for (i = 0; i < PyTuple_GET_SIZE(t->positions); i++) {
+            Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(t->positions, i));
+            if (at == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            if (at >= 0 && at < n) {
+                PyObject *w = PyObject_CallOneArg(t->wrap, copy[at]);
+                if (w == NULL) {
+                    goto done;
+                }
+                Py_SETREF(copy[at], w);
+            }
+        }
+    }
+    for (i = 0; i < nkw && PyTuple_GET_SIZE(t->keywords) > 0; i++) {
+        int wanted = PySequence_Contains(t->keywords, PyTuple_GET_ITEM(kwnames, i));
+        if (wanted < 0) {
+            goto done;
+        }
+        if (wanted) {
+            PyObject *w = PyObject_CallOneArg(t->wrap, copy[n + i]);
+            if (w == NULL) {
+                goto done;
+            }
+            Py_SETREF(copy[n + i], w);
+        }
+    }
+    result = PyObject_Vectorcall(t->fn, copy, n, kwnames);
+done:
+    for (i = 0; i < filled; i++) {
+        Py_DECREF(copy[i]);
+    }
+    if (copy != stack) {
+        PyMem_Free(copy);
+    }
+    if (result == NULL && t->on_error != Py_None) {  /* (plain Python's traceback) */
+        PyObject *tp, *val, *tb;
+        PyErr_Fetch(&tp, &val, &tb);
+        PyErr_NormalizeException(&tp, &val, &tb);
+        if (val != NULL) {
+            if (tb != NULL) {
+                PyException_SetTraceback(val, tb);
+            }
+            PyObject *r = PyObject_CallOneArg(t->on_error, val);
+            if (r == NULL) {
+                PyErr_Clear();
+            }
+            Py_XDECREF(r);
+            Py_XDECREF(tb);
+            tb = PyException_GetTraceback(val);
+        }
+        PyErr_Restore(tp, val, tb);
+    }
+    return result;
+}
+
+static PyObject *
+taker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *fn, *positions, *keywords, *arity, *wrap, *on_error;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "CallbackTaker takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!O!OOO:CallbackTaker", &fn, &PyTuple_Type, &positions,
+                          &PyTuple_Type, &keywords, &arity, &wrap, &on_error)) {
+        return NULL;
+    }
+    CallbackTakerObject *t = (CallbackTakerObject *)type->tp_alloc(type, 0);
+    if (t == NULL) {
+        return NULL;
+    }
+    t->fn = Py_NewRef(fn);
+    t->positions = Py_NewRef(positions);
+    t->keywords = Py_NewRef(keywords);
+    t->arity = Py_NewRef(arity);
+    t->wrap = Py_NewRef(wrap);
+    t->on_error = Py_NewRef(on_error);
+    t->vectorcall = (vectorcallfunc)taker_vectorcall;
+    return (PyObject *)t;
+}
+
+static int
+taker_traverse(CallbackTakerObject *t, visitproc visit, void *arg)
+{
+    Py_VISIT(t->fn);
+    Py_VISIT(t->positions);
+    Py_VISIT(t->keywords);
+    Py_VISIT(t->arity);
+    Py_VISIT(t->wrap);
+    Py_VISIT(t->on_error);
+    return 0;
+}
+
+static int
+taker_clear(CallbackTakerObject *t)
+{
+    Py_CLEAR(t->fn);
+    Py_CLEAR(t->positions);
+    Py_CLEAR(t->keywords);
+    Py_CLEAR(t->arity);
+    Py_CLEAR(t->wrap);
+    Py_CLEAR(t->on_error);
+    return 0;
+}
+
+static void
+taker_dealloc(CallbackTakerObject *t)
+{
+    PyObject_GC_UnTrack(t);
+    taker_clear(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *
+taker_repr(CallbackTakerObject *t)
+{
+    return PyUnicode_FromFormat("<overdub callback taker %R>", t->fn);
+}
+
+static PyTypeObject CallbackTaker_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.CallbackTaker",
+    .tp_doc = "CallbackTaker(fn, positions, keywords, arity, wrap, on_error): fn with its "
+              "callable arguments given to wrap first (see overdub.lookaside.wrap_callbacks).",
+    .tp_basicsize = sizeof(CallbackTakerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(CallbackTakerObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = taker_new,
+    .tp_repr = (reprfunc)taker_repr,
+    .tp_dealloc = (destructor)taker_dealloc,
+    .tp_traverse = (traverseproc)taker_traverse,
+    .tp_clear = (inquiry)taker_clear,
+};
+
 /* type_version(tp): tp's version tag (assigned now if it has none), 0 when it cannot have
    one; CPython gives a type a new tag whenever it or a base class changes */
 static PyObject *
@@ -2453,6 +2659,7 @@ PyInit__overdub_native(void)
         || (RuntimeBase_Type.tp_methods = runtime_methods, 0)
         || PyType_Ready(&TaggedBase_Type) < 0 || PyType_Ready(&RuntimeBase_Type) < 0
         || PyType_Ready(&EntryPoint_Type) < 0
+        || PyType_Ready(&CallbackTaker_Type) < 0
         || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0
         || PyType_Ready(&Attribute_Type) < 0 || PyType_Ready(&Subscript_Type) < 0) {
         return NULL;
@@ -2477,6 +2684,7 @@ PyInit__overdub_native(void)
         || PyModule_AddObject(m, "TaggedBase", (PyObject *)&TaggedBase_Type) < 0
         || PyModule_AddObject(m, "RuntimeBase", (PyObject *)&RuntimeBase_Type) < 0
         || PyModule_AddObject(m, "EntryPoint", (PyObject *)&EntryPoint_Type) < 0
+        || PyModule_AddObject(m, "CallbackTaker", Py_NewRef((PyObject *)&CallbackTaker_Type)) < 0
         || PyModule_AddIntConstant(m, "ABI", OVERDUB_NATIVE_ABI) < 0
         || PyModule_AddIntConstant(m, "TAGGED_SIZE", (long)sizeof(TaggedObject)) < 0) {
         Py_DECREF(&TaggedBase_Type);

@@ -47,6 +47,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: this thread's frames that called overdub's C entry for the runs in progress (none on the
 #: pure-Python path, whose entry is a frame of overdub's own)
 _run_entries = _entry_points.run_entries if _entry_points is not None else tuple
+if _entry_points is not None:
+    MACHINERY_TYPES.add(_entry_points.CallbackTaker)
 
 #: fn -> (positional indexes, keyword names, arity) of the callables it calls back; an
 #: arity n means "only when called with exactly n positional arguments" (``iter(x)``
@@ -258,13 +260,19 @@ _FIRST = operator.itemgetter(0)
 
 
 def wrap_callbacks(fn, call):
-    """A stand-in for ``fn`` whose callback arguments run through ``call``."""
+    """A stand-in for ``fn`` whose callback arguments run through ``call`` (with the C
+    layer, a ``CallbackTaker``: no frame of overdub's between the program and ``fn``, nor
+    under the Python code ``fn`` calls back plainly; else the Python ``step`` below)."""
     positions, keywords, arity = CALLBACKS[fn]
 
     def wrap(cb):
         if cb is None or not callable(cb):
             return cb
         return Callback(cb, call)
+
+    if _entry_points is not None:
+        return _entry_points.CallbackTaker(fn, tuple(positions), tuple(keywords), arity, wrap,
+                                           drop_own_frames)
 
     def step(*args, **kwargs):
         try:

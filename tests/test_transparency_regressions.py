@@ -1341,3 +1341,84 @@ def test_routed_heap_readers_keep_the_programs_own_objects():
     for name in ("count", "wild", "post"):
         from harness.contexts import make
         assert overdub.overdub(make(name), find) == expected, name
+
+
+# -- no frame of overdub's at a run's entry, nor under callbacks C code makes (class 1) --
+# (the C layer's: the pure-Python reference keeps its entry's, dispatchers' and resolver's
+# frames, as docs/overdub.md says)
+c_layer = pytest.mark.skipif(_native.PURE_PYTHON, reason="the C layer is not in use (OVERDUB_PURE_PYTHON=1)")
+
+
+@c_layer
+@pytest.mark.parametrize("ctx_type", [Count, Post])
+def test_a_routed_functions_caller_is_the_programs_frame(ctx_type):
+    def callee():
+        return [(f.name, f.filename) for f in traceback.extract_stack()]
+
+    def caller():
+        return callee()
+
+    plain = caller()
+    routed = overdub.overdub(ctx_type(), caller)
+    assert [name for name, _ in routed[-3:]] == [name for name, _ in plain[-3:]]
+    assert len(routed) == len(plain) + 0 and not any("/overdub/" in file for _, file in routed)
+
+
+@c_layer
+@pytest.mark.parametrize("ctx_type", [Count, Post])
+def test_recursion_headroom_of_a_run_is_plain_pythons_but_the_contexts_own_frame(ctx_type):
+    # test_tomllib / test_exceptions: a limit set a few frames above the current depth
+    def depth():
+        n, frame = 0, sys._getframe()
+        while frame is not None:
+            n, frame = n + 1, frame.f_back
+        return n
+
+    def nest(k):
+        return 0 if k == 0 else nest(k - 1)
+
+    def headroom():
+        """The fewest levels above the current depth at which nest(1) runs (calls and
+        operators only at the limit: on 3.12+ a routed attribute load or subscript in a
+        context with hooks is still a generated Python slot, a frame of its own)."""
+        setlimit, old = sys.setrecursionlimit, sys.getrecursionlimit()
+        base = depth()
+        for extra in range(40):
+            try:
+                setlimit(base + extra)
+                nest(1)
+                setlimit(old)
+                return extra
+            except RecursionError:
+                setlimit(old)
+        return None
+
+    plain = headroom()
+    assert plain is not None
+    # (resolving a callee on its first call, and hooks called from C, take none of the
+    # program's levels; a hook the rewritten code calls itself -- Count's prehook inlined
+    # before an operator -- is one frame of the context's own)
+    assert plain <= overdub.overdub(ctx_type(), headroom) <= plain + 1
+
+
+@c_layer
+@pytest.mark.parametrize("ctx_type", [Count, Post])
+def test_warning_from_code_a_c_function_calls_back_names_the_programs_line(ctx_type):
+    # test_re.test_symbolic_refs_errors: re.Pattern.sub (C) calls re._subx, whose template
+    # parser warns with a stacklevel counting the frames up to the program's call of re.sub
+    import re
+    import warnings
+
+    def run():
+        re.purge()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                re.sub("(?P<a>x)", r"\g<+1>", "xx")
+            except re.error as exc:  # (3.12+: an error where 3.11 warns)
+                return [str(exc)]
+        return [(w.filename, w.lineno) for w in caught]
+
+    plain = run()
+    assert plain and (plain[0][0] == __file__ or sys.version_info >= (3, 12))
+    assert overdub.overdub(ctx_type(), run) == plain
