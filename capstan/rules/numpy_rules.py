@@ -206,7 +206,16 @@ defderiv(np.multiply, lambda ans, a, b, **kw: b, lambda ans, a, b, **kw: a)
 defderiv(np.divide, lambda ans, a, b, **kw: 1.0 / b, lambda ans, a, b, **kw: -ans / b)
 defderiv(np.power, _pow_base, _pow_exponent)
 defderiv(np.float_power, _pow_base, _pow_exponent)
-defderiv(np.hypot, lambda ans, a, b, **kw: a / _nz(ans), lambda ans, a, b, **kw: b / _nz(ans))
+def _hypot_slope(a, b):
+    """``a / hypot(a, b)`` from ``a`` and ``b`` scaled by the larger magnitude: the result
+    ``hypot(a, b)`` is subnormal, or rounded to one of them, for tiny operands (a slope of 2
+    for ``hypot(t, t)`` at 5e-324)."""
+    m = np.maximum(np.abs(a), np.abs(b))
+    m = np.where((m > 0) & (m < np.inf), m, 1.0)
+    return (a / m) / _nz(np.hypot(a / m, b / m))
+
+
+defderiv(np.hypot, lambda ans, a, b, **kw: _hypot_slope(a, b), lambda ans, a, b, **kw: _hypot_slope(b, a))
 for _f in (np.maximum, np.minimum, np.fmax, np.fmin):
     defderiv(_f, _pick_first, _pick_second)
 defderiv(np.logaddexp, lambda ans, a, b, **kw: np.exp(a - ans), lambda ans, a, b, **kw: np.exp(b - ans))
@@ -252,10 +261,22 @@ defjvp(np.absolute, _abs_jvp, batched=True)
 defvjp(np.absolute, _abs_vjp)
 
 
+def _inverse_conj(z):
+    """The real and imaginary parts of ``1 / conj(z)`` (``z / |z|^2``; 0 at 0), from ``z``
+    scaled by its larger part: ``|z|^2`` underflows below 1e-154 (a slope of 0 for
+    ``angle(z)`` at ``z = 1e-200j``) and overflows past 1e154."""
+    m = np.maximum(np.abs(np.real(z)), np.abs(np.imag(z)))
+    m = np.where((m > 0) & (m < np.inf), m, 1.0)
+    x, y = np.real(z) / m, np.imag(z) / m
+    r2 = _nz(x * x + y * y)
+    return x / r2 / m, y / r2 / m
+
+
 def _angle_jvp(ts, ans, z, deg=False):
     if not np.iscomplexobj(z):
         return None
-    d = np.imag(np.conj(z) * ts[0]) / _nz(np.real(z * np.conj(z)))
+    (p, q), t = _inverse_conj(z), ts[0]  # Im(conj(p + iq) t), in real arithmetic (a slope
+    d = p * np.imag(t) - q * np.real(t)  # past the float range stays infinite, not NaN)
     return d * (180.0 / np.pi) if deg else d
 
 
@@ -263,7 +284,8 @@ def _angle_vjp(g, ans, z, deg=False):
     if not np.iscomplexobj(z):
         return (None,)
     g = g * (180.0 / np.pi) if deg else g
-    return (g * 1j * z / _nz(np.real(z * np.conj(z))),)
+    p, q = _inverse_conj(z)
+    return (g * 1j * (p + 1j * q),)
 
 
 defjvp(np.angle, _angle_jvp, batched=True)
