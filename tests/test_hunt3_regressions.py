@@ -95,3 +95,73 @@ def test_complex_norm_gradient_at_tiny_scale():
     u = np.array([1 + 2j, -3j])
     g = capstan.gradient(lambda v: np.linalg.norm(v), z)[0]
     np.testing.assert_allclose(g, u / np.linalg.norm(u), rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------- where= (5)
+_MASK = np.array([True, False, True, False])
+_X = np.array([1.5, -2.0, 3.0, -0.5])
+
+
+def _fd_gradient(f, x, h=1e-6):
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))])
+
+
+# ufuncs with where= were refused (TypeError); now: the derivative where the mask is true,
+# out's own (here constant) elsewhere; the masked-off operands lie outside the domain
+# (log, sqrt of negatives, 1/0), where NumPy computes nothing and no rule may be formed
+WHERE = {
+    "exp out": lambda x: np.exp(x, out=np.ones(4), where=_MASK).sum(),
+    "add out": lambda x: np.add(x, x * x, out=np.full(4, 2.0), where=_MASK).sum(),
+    "log domain": lambda x: (np.log(x, out=np.full(4, -1.0), where=x > 0) ** 2).sum(),
+    "sqrt domain": lambda x: np.sqrt(x, out=np.zeros(4), where=x > 0).sum(),
+    "divide by zero": lambda x: np.divide(1.0, x * _MASK, out=np.zeros(4), where=_MASK).sum(),
+    "no out": lambda x: np.where(_MASK, np.sin(x, out=None, where=_MASK), 0.0).sum(),
+    "2-d mask broadcast": lambda x: np.cos(np.stack([x, 2 * x]), out=np.ones((2, 4)), where=_MASK).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(WHERE))
+def test_ufunc_with_where_differentiates_the_selected_elements(name):
+    f = WHERE[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (NumPy warns about none of the masked-off elements)
+        want = _fd_gradient(f, _X)
+        g = capstan.gradient(f, _X)[0]
+        jac = np.array([capstan.jvp(f, (_X,), (e,))[1] for e in np.eye(4)])
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(jac, want, rtol=1e-6, atol=1e-8)
+
+
+def test_ufunc_with_where_writes_out_and_keeps_numpy_errors():
+    def f(x):
+        o = np.full(4, 7.0)
+        r = np.exp(x, out=o, where=_MASK)
+        assert r is o
+        return r
+    np.testing.assert_array_equal(capstan.jacobian(f, _X), np.diag(np.where(_MASK, np.exp(_X), 0.0)))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'exp' output"):
+        capstan.gradient(lambda x: np.exp(x, out=np.zeros(4, dtype=int), where=_MASK).sum(), _X)
+    h = capstan.hessian(lambda v: np.sin(v, out=np.zeros(4), where=_MASK).sum(), _X)
+    np.testing.assert_allclose(h, np.diag(np.where(_MASK, -np.sin(_X), 0.0)))
+
+
+@pytest.mark.parametrize("f", [lambda x: np.ma.array(x, mask=~_MASK).sum(),
+                               lambda x: np.ma.masked_where(x < 0, x).mean()])
+def test_masked_arrays_are_refused_naming_numpy_ma_and_the_alternative(f):
+    for entry in (lambda: capstan.gradient(f, _X), lambda: capstan.jvp(f, (_X,), (np.ones(4),))):
+        with pytest.raises(capstan.NoRuleError, match=r"numpy\.ma masked arrays.*np\.where\(mask"):
+            entry()
+
+
+# ----------------------------------------------------------------------------- Rotation (4)
+@pytest.mark.parametrize("f", [
+    lambda v: __import__("scipy.spatial.transform", fromlist=["Rotation"]).Rotation.from_rotvec(v).apply(_X[:3]).sum(),
+    lambda v: __import__("scipy.spatial.transform", fromlist=["Rotation"]).Rotation.from_euler("xyz", v).as_matrix()[0, 1],
+    lambda v: __import__("scipy.spatial.transform", fromlist=["Rotation"]).Rotation.from_rotvec([0.1, 0.2, 0.3]).apply(v)[0],
+])
+def test_rotation_without_rules_is_refused_not_constant(f):
+    # (a guard: scipy's Rotation runs compiled code; no silent zero or constant)
+    v = np.array([0.1, 0.2, 0.3])
+    for entry in (lambda: capstan.gradient(f, v), lambda: capstan.jvp(f, (v,), (np.ones(3),))):
+        with pytest.raises(capstan.NoRuleError, match="scipy.spatial.transform.*has no derivative rule"):
+            entry()

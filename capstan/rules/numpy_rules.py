@@ -1375,6 +1375,11 @@ def _view(a, *args, **kwargs):
            and np.dtype(s) == np.result_type(a) for s in spec):
         return a[...]
     from ..losses import NoRuleError
+    if any(isinstance(s, type) and issubclass(s, np.ma.MaskedArray) for s in spec):
+        raise NoRuleError("capstan: numpy.ma masked arrays cannot carry a derivative (np.ma.array, "
+                          "masked_where... made one of a value being differentiated): their methods "
+                          "run compiled code on the raw data.  Select with the mask instead: "
+                          "np.where(mask, x, fill), x[~mask], or np.sum(x, where=~mask)")
     raise NoRuleError("capstan: ndarray.view(%s) reads a differentiated array's memory as another type; "
                       "there is no derivative rule for that (use astype for a conversion)"
                       % ", ".join(map(repr, spec)))
