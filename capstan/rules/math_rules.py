@@ -17,6 +17,9 @@ def _polygamma(n, x):
     except ImportError:  # pragma: no cover - scipy is a test dependency
         raise NotImplementedError("the derivative of gamma/lgamma needs scipy.special; "
                                   "install scipy") from None
+    if n == 0 and x < 0 and x != round(x):  # (reflected: SciPy's digamma keeps 2 digits at -1 + 1e-14)
+        f = x - round(x)
+        return float(polygamma(0, 1.0 - x)) - math.pi * math.cos(math.pi * f) / math.sin(math.pi * f)
     return float(polygamma(n, x))
 
 
