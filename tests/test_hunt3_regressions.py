@@ -231,3 +231,33 @@ def test_stdtr_slope_in_df_is_refused_where_its_terms_cancel():
     # below it, right (mpmath: the derivative of 1 - betainc(df/2, 1/2, df/(df + t^2))/2)
     assert capstan.D(lambda d: sc.stdtr(d, 0.5), 3000.0) == pytest.approx(6.111614673025744e-09, rel=1e-7, abs=0)
     assert capstan.D(lambda t: sc.stdtr(1e6, t), 0.5) > 0  # (the t-slope is the density: unaffected)
+
+
+# ----------------------------------------------------------------------------- tiny/huge points (2)
+def test_quotient_of_a_subnormal_forward_is_right_reverse_refuses():
+    # x / x at a subnormal: the partials 1/x and -x/x^2 leave the float range (inf - inf).
+    # Forward mode gave NaN, reverse raised: forward now combines (tx - r ty) / y first.
+    def in_place(x):
+        y = x
+        y /= x
+        return y
+    for x in (5e-324, -5e-324, 1e-310):
+        for f in (lambda t: t / t, in_place, lambda t: (t + t) / t, lambda t: np.float64(t) / np.float64(t),
+                  lambda t: np.divide(np.array([t, 1.0]), np.array([t, 2.0]))[0]):
+            assert capstan.D(f, x) == 0.0
+            assert capstan.jvp(f, (x,), (1.0,))[1] == 0.0
+        with pytest.raises(capstan.NoRuleError, match="capstan.gradient: the derivative came out NaN"):
+            capstan.gradient(lambda t: t / t, x)
+        _, back = capstan.pullback(lambda t: t / t, x)
+        with pytest.raises(capstan.NoRuleError, match="capstan.pullback: the derivative came out NaN"):
+            back(1.0)  # (NaN before, where gradient raised)
+    # x / (x * x) at 1e-160: x * x is subnormal; the slope -1/x^2 is past the float range
+    assert capstan.D(lambda t: t / (t * t), 1e-160) == -math.inf
+
+
+@pytest.mark.parametrize("f, want", [(math.log10, 1 / 1.7e308 / math.log(10)), (np.log10, 1 / 1.7e308 / math.log(10)),
+                                     (lambda t: math.log(t, 3.0), 1 / 1.7e308 / math.log(3))])
+def test_log_slope_at_the_top_of_the_float_range_is_subnormal_not_zero(f, want):
+    # 1 / (x * log 10): x * log 10 overflowed to inf, a slope of 0 instead of 2.55e-309
+    for got in _first_order(f, 1.7e308):
+        assert got == want
