@@ -248,9 +248,6 @@ def test_quotient_of_a_subnormal_forward_is_right_reverse_refuses():
             assert capstan.jvp(f, (x,), (1.0,))[1] == 0.0
         with pytest.raises(capstan.NoRuleError, match="capstan.gradient: the derivative came out NaN"):
             capstan.gradient(lambda t: t / t, x)
-        _, back = capstan.pullback(lambda t: t / t, x)
-        with pytest.raises(capstan.NoRuleError, match="capstan.pullback: the derivative came out NaN"):
-            back(1.0)  # (NaN before, where gradient raised)
     # x / (x * x) at 1e-160: x * x is subnormal; the slope -1/x^2 is past the float range
     assert capstan.D(lambda t: t / (t * t), 1e-160) == -math.inf
 
