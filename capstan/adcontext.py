@@ -396,8 +396,7 @@ class ADContext(Context):
             raise TypeError("capstan: pass the differentiated value to %s positionally, not as a "
                             "keyword argument" % getattr(f, "__name__", f))
         if kwargs and type(f) is np.ufunc and kwargs.get("where", True) is not True and found:
-            raise TypeError("capstan: np.%s(..., where=...) has no derivative rule; use np.where "
-                            "on the result instead" % f.__name__)
+            return self._masked_ufunc(f, args, kwargs)
         if not found and args and _numpy_function(f):  # np.asarray(obj) of a Python __array__
             converted = self._array_protocol(args)
             if converted is not args:
@@ -455,6 +454,43 @@ class ADContext(Context):
         if getattr(f, "__name__", "").endswith("_like"):
             return
         self.decisions.append((f, out.copy() if type(out) is np.ndarray else out))
+
+    def _masked_ufunc(self, f, args, kwargs):
+        """``f(..., where=mask)`` of a value being differentiated, for a ufunc ``f`` with one
+        output: NumPy's own call for the errors and warnings, then ``f`` of the operands with
+        their elements where ``mask`` is false replaced by those at a point where it is true
+        (the rules' partials are never formed outside the domain NumPy was asked about), and
+        ``np.where(mask, that, out)`` written into ``out`` -- or ``np.where(mask, that, 0)``
+        where no ``out`` is given (NumPy leaves those elements uninitialized)."""
+        if f.nout != 1:
+            raise NoRuleError("capstan: np.%s(..., where=...) of a value being differentiated has no "
+                              "derivative rule (a ufunc with %d results); call it without where= and "
+                              "select with np.where(mask, ...) on its results" % (f.__name__, f.nout))
+        out = kwargs.get("out")
+        out = out[0] if type(out) is tuple and len(out) == 1 else out
+        where = kwargs["where"]
+        rest = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+        if out is not None and type(raw(out)) is not np.ndarray:
+            raise TypeError("capstan: np.%s(..., out=...) takes an ndarray for out" % f.__name__)
+        given = {} if "out" not in kwargs else {"out": kwargs["out"] if out is None else np.array(raw(out))}
+        plain = Context.fallback(self, f, *args, **rest, where=where, **given)  # (into a copy of out)
+        mask = np.asarray(raw(where), dtype=bool)
+        shape = np.broadcast_shapes(mask.shape, *(np.shape(raw(a)) for a in args),
+                                    *(() if out is None else (np.shape(raw(out)),)))
+        mask = np.broadcast_to(mask, shape)
+        if not mask.any():  # (nothing computed: out as it was, or the uninitialized result)
+            return plain if out is None else kwargs["out"]
+        at = np.unravel_index(int(np.argmax(mask)), shape)
+        operands = []
+        for a in args:
+            a = overdub(self, np.broadcast_to, a, shape)
+            operands.append(overdub(self, np.where, mask, a, overdub(self, operator.getitem, a, at)))
+        with np.errstate(all="ignore"):  # (NumPy's call above gave its warnings)
+            full = overdub(self, f, *operands, **rest)
+        if out is None:
+            return overdub(self, np.where, mask, full, np.zeros((), dtype=plain.dtype))
+        overdub(self, operator.setitem, out, Ellipsis, overdub(self, np.where, mask, full, out))
+        return kwargs["out"]
 
     def _write_out(self, f, args, kwargs, out):
         """``f(..., out=y)`` into an array ``y`` that carries a derivative: ``y[...] = f(...)``

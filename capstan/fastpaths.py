@@ -142,11 +142,15 @@ def method(self, /, *args, **kwargs):
 _CHECK = {"forward": " and (type({0}._meta) is float or type({0}._meta) is F64)", "reverse": ""}
 
 
-def _emit(mode, pairs):
-    """The statement ending a fast path: ``pairs`` are ``(operand, partial expression)``."""
+def _emit(mode, pairs, hand_over=False):
+    """The statement ending a fast path: ``pairs`` are ``(operand, partial expression)``.
+    ``hand_over``: a tangent still NaN goes to the generic path (whose rule for the
+    operator may combine the terms before they leave the float range)."""
     if mode == "forward":  # (NaN only from an infinite partial: then an exact zero tangent wins)
         tangent = " + ".join("({1}) * {0}._meta".format(v, d) for v, d in pairs)
         strong = " + ".join("strong({1}, {0}._meta)".format(v, d) for v, d in pairs)
+        if hand_over and len(pairs) > 1:
+            return "if (t := (t if (t := %s) == t else %s)) == t: return Tagged(r, t, self)" % (tangent, strong)
         return "return Tagged(r, t if (t := %s) == t else %s, self)" % (tangent, strong)
     record = ", ".join("{0}._meta, {1}".format(v, d) for v, d in pairs)
     return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
@@ -160,11 +164,16 @@ def _guarded(match):
         pad, pad, match.group(2), pad, match.group(3), pad, pad)
 
 
-def _source(template, mode):
+def _source(template, mode, hand_over=False):
     template = re.sub(r"^( *)r = (.*)\n\1(EMIT\(.*\))$", _guarded, template, flags=re.M)
     source = re.sub(r" and CHECK\((\w)\)", lambda m: _CHECK[mode].format(m.group(1)), template)
     return re.sub(r"EMIT\(([^)]*)\)", lambda m: _emit(mode, [part.split(": ", 1) for part in
-                                                           m.group(1).split(", ")]), source)
+                                                           m.group(1).split(", ")], hand_over), source)
+
+
+#: operators whose NaN forward tangents (inf - inf of partials past the float range) the
+#: generic path recomputes (``forward.COMBINED``): x / y at a subnormal y
+_HAND_OVER_NAN = {operator.truediv, operator.itruediv}
 
 
 #: how each template hands over what it does not take itself, and the same handed first
@@ -187,7 +196,7 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
     reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
     ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, **env}
-    source = _source(template, mode)
+    source = _source(template, mode, f in _HAND_OVER_NAN)
     if mode == "reverse" and f in _ARRAY_OPERATORS:
         for params in ("x, y", "x"):
             source = source.replace("return self.apply(f, (%s), {{}})" % (params + ("," if params == "x" else "")),

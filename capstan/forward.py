@@ -88,6 +88,8 @@ class ForwardCtx(ADContext):
                 p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
                 d = ti if type(p) is float and p == 1.0 else product(run, p, ti)
                 t = d if t is None else run(operator.add, t, d)
+            if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
+                t = run(COMBINED[f], t, tans, ans, *vals)
         else:
             entry = _JVP.get(f)
             if entry is None:
@@ -301,6 +303,28 @@ def _stack(parts, ans):
 
 
 # ----------------------------------------------------------------------------- public API
+def _has_nan(t):
+    v = raw(t)
+    if type(v) is float:
+        return v != v
+    return isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "fc" and bool(np.isnan(v).any())
+
+
+def _quotient_tangent(t, ts, ans, a, b):
+    """The tangent of ``a / b`` where the sum over its partials came out NaN: ``1/b`` and
+    ``a/b^2`` past the float range (a subnormal ``b``: ``x / x`` at 5e-324) give inf - inf;
+    ``(ta - ans tb) / b`` combines the terms first."""
+    with np.errstate(all="ignore"):
+        combined = (ts[0] - registry.strong_mul(ans, ts[1])) / b
+    return np.where(np.isnan(t), combined, t) if np.ndim(t) or np.ndim(combined) else (
+        combined if t != t else t)
+
+
+#: f -> tangent(t, tangents, ans, *args): the tangent where the partials' sum is NaN
+COMBINED = {operator.truediv: _quotient_tangent, operator.itruediv: _quotient_tangent,
+            np.divide: _quotient_tangent}
+
+
 def _seed(x, fname):
     structure.check_leaf(x, fname)
     if isinstance(x, (bool, np.bool_)) or not structure.is_differentiable(x):

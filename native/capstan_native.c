@@ -255,6 +255,15 @@ binary(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, 
             return NULL;  /* Python raises ZeroDivisionError */
         }
         r = a / b; da = 1.0 / b; db = -r / b;
+        if (!k->reverse && mx != NULL && my != NULL) {
+            double ta = PyFloat_AS_DOUBLE(mx), tb = PyFloat_AS_DOUBLE(my);
+            double t = da * ta + db * tb;
+            if (isnan(t) && isnan(strong(da, ta) + strong(db, tb))) {
+                /* 1/b and r/b past the float range (x / x at a subnormal x): inf - inf; the
+                   Python path hands this to the generic rule, which combines the terms first */
+                return NULL;
+            }
+        }
         break;
     default:
         return NULL;

@@ -241,6 +241,9 @@ LINALG = [
     Case(capstan.rules.linalg_rules._slogdet_sign, C(3, 3)),
     Case(capstan.rules.linalg_rules._l2norm, R(3, 4), (0, 1)), Case(capstan.rules.linalg_rules._l2norm, C(3, 4), (1,)),
     Case(capstan.rules.linalg_rules._l2norm, R(3, 4), (0,), True),
+    Case(capstan.rules.linalg_rules._pnorm, R(3, 4), (0, 1), False, 3.0, diff=[0]),
+    Case(capstan.rules.linalg_rules._pnorm, C(3, 4), (1,), False, 1.5, diff=[0]),
+    Case(capstan.rules.linalg_rules._pnorm, R(3, 4), (0,), True, 4, diff=[0]),
     Case(capstan.rules.linalg_rules._singular_values, R(3, 2)),
     Case(capstan.rules.linalg_rules._singular_values, C(2, 3, 4)),
 ]

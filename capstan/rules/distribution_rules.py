@@ -116,11 +116,23 @@ def _tukeylambda_quantile_lm(p, lm):
     return np.where(small, series, general)
 
 
+_STDTR_DF_LIMIT = 5e3
+
+
 def _stdtr_df(df, t):
     """``∂/∂df stdtr(df, t)``.  ``stdtr = 1 - I/2`` (``t > 0``) or ``I/2`` with
     ``I = betainc(df/2, 1/2, w)``, ``w = df / (df + t^2)``, for ``t^2 >= df``; below, the
     complementary form ``1/2 + sign(t) betainc(1/2, df/2, z) / 2``, ``z = t^2 / (df + t^2)``
-    (each form with its small argument exact, not as ``1 - x``)."""
+    (each form with its small argument exact, not as ``1 - x``).  Refused past df = 5e3,
+    where the slope (of order 1/df^2) is the difference of terms of order 1/df and came out
+    wrong in its 7th digit at 2e4, its 1st at 1e8, in sign at 1e12."""
+    if np.any(df > _STDTR_DF_LIMIT):
+        from ..losses import NoRuleError
+        raise NoRuleError("capstan: the derivative of scipy.special.stdtr (Student's t distribution "
+                          "function, also behind stdtrit and scipy.stats.t) in its df argument is not "
+                          "computed past df = %g, where its terms cancel; pass df as a constant there "
+                          "(the t distribution is the normal one to within 1/df), or register a rule "
+                          "with capstan.defderiv(scipy.special.stdtr, ...)" % _STDTR_DF_LIMIT)
     s = df + t * t
     w, z = df / s, t * t / s
     logb = sc.xlogy(0.5 * df - 1.0, w)  # (the density's (1-z)^(df/2 - 1) = w^(df/2 - 1))

@@ -97,18 +97,63 @@ def _l2norm(x, axes, keepdims=False):
     return np.sqrt(np.sum(np.real(_conj(x) * x), axis=axes, keepdims=keepdims))
 
 
+def _scaled(x, axes):
+    """``x`` divided by its largest magnitude over ``axes`` (1 where that is 0, infinite or
+    NaN): the norms' slopes are formed from it, because the plain sums of squares or powers
+    underflow below 1e-154 and overflow past 1e154 (a slope of 1e-300 or 0 for ``|t|``)."""
+    m = np.max(np.abs(x), axis=axes, keepdims=True)
+    m = np.where((m > 0) & (m < np.inf), m, 1.0)
+    if np.iscomplexobj(x):  # (NumPy's complex division of a subnormal by a subnormal is NaN)
+        return np.real(x) / m + 1j * (np.imag(x) / m)
+    return x / m
+
+
+def _l2unit(x, axes):
+    """``x / ||x||`` over ``axes`` (``x``'s shape; 0 where ``x`` is 0), the gradient of the
+    Euclidean norm, free of the over- and underflow of ``||x||`` itself."""
+    xs = _scaled(x, axes)
+    return xs / _nz(np.sqrt(np.sum(np.real(_conj(xs) * xs), axis=axes, keepdims=True)))
+
+
 def _l2norm_jvp(ts, ans, x, axes, keepdims=False):
     lead = _lead(ts[0], x)
-    d = np.sum(np.real(_conj(x) * ts[0]), axis=_shifted(axes, lead), keepdims=keepdims)
-    return d / _nz(ans)
+    return np.sum(np.real(_conj(_l2unit(x, axes)) * ts[0]), axis=_shifted(axes, lead), keepdims=keepdims)
 
 
 def _l2norm_vjp(g, ans, x, axes, keepdims=False):
-    return (_expand(np.real(g) / _nz(ans), axes, keepdims) * x, None, None)
+    return (_expand(np.real(g), axes, keepdims) * _l2unit(x, axes), None, None)
 
 
 defjvp(_l2norm, _l2norm_jvp, batched=True)
 defvjp(_l2norm, _l2norm_vjp)
+
+
+def _pnorm(x, axes, keepdims, ord):
+    """The vector ``ord``-norm (``ord > 1``) over ``axes``, as NumPy computes it."""
+    return np.sum(np.abs(x) ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+
+
+def _pnorm_unit(x, ord, axes):
+    """The gradient of the ``ord``-norm: ``sign(x) |x|^(ord-1) / ||x||^(ord-1)``, formed from
+    ``x`` scaled by its largest magnitude (the powers leave the float range otherwise)."""
+    xs = _scaled(x, axes)
+    a = np.abs(xs)
+    w = a ** (ord - 1.0) / _nz(np.sum(a ** ord, axis=axes, keepdims=True) ** ((ord - 1.0) / ord))
+    return w * (np.sign(xs) if not np.iscomplexobj(xs) else xs / _nz(a))
+
+
+def _pnorm_jvp(ts, ans, x, axes, keepdims, ord):
+    lead = _lead(ts[0], x)
+    u = _pnorm_unit(x, ord, axes)
+    return np.sum(np.real(_conj(u) * ts[0]), axis=_shifted(axes, lead), keepdims=keepdims)
+
+
+def _pnorm_vjp(g, ans, x, axes, keepdims, ord):
+    return (_expand(np.real(g), axes, keepdims) * _pnorm_unit(x, ord, axes), None, None, None)
+
+
+defjvp(_pnorm, _pnorm_jvp, batched=True)
+defvjp(_pnorm, _pnorm_vjp)
 
 
 def _singular_values(m):
@@ -152,6 +197,8 @@ def _norm(x, ord=None, axis=None, keepdims=False):
             return np.sum(x != 0, axis=axes, keepdims=keepdims).astype(float)
         if ord == 1:
             return np.sum(np.abs(x), axis=axes, keepdims=keepdims)
+        if isinstance(ord, (int, float, np.integer, np.floating)) and 1 < ord < np.inf:
+            return _pnorm(x, axes, keepdims, ord)
         return np.sum(np.abs(x) ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
     r, c = axes
     if ord is None or ord == "fro":

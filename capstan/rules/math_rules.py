@@ -17,6 +17,9 @@ def _polygamma(n, x):
     except ImportError:  # pragma: no cover - scipy is a test dependency
         raise NotImplementedError("the derivative of gamma/lgamma needs scipy.special; "
                                   "install scipy") from None
+    if n == 0 and x < 0 and x != round(x):  # (reflected: SciPy's digamma keeps 2 digits at -1 + 1e-14)
+        f = x - round(x)
+        return float(polygamma(0, 1.0 - x)) - math.pi * math.cos(math.pi * f) / math.sin(math.pi * f)
     return float(polygamma(n, x))
 
 
@@ -40,8 +43,8 @@ for m in (math, cmath):
     defderiv(m.atanh, lambda ans, x: 1.0 / (1.0 - x * x))
     defderiv(m.exp, lambda ans, x: ans)
     defderiv(m.sqrt, lambda ans, x: 0.5 / ans)
-    defderiv(m.log10, lambda ans, x: 1.0 / (x * math.log(10.0)))
-    defderiv(m.log, lambda ans, x, base=math.e: 1.0 / (x * log(base)),
+    defderiv(m.log10, lambda ans, x: 1.0 / x / math.log(10.0))  # (not x * log 10: past the float range at 1.7e308)
+    defderiv(m.log, lambda ans, x, base=math.e: 1.0 / x / log(base),
              lambda ans, x, base: -ans / (base * log(base)))
 
 
@@ -70,7 +73,7 @@ defderiv(math.asinh, lambda ans, x: 1.0 / math.hypot(x, 1.0))  # (x * x + 1 over
 defderiv(math.tanh, lambda ans, x: 0.0 if abs(x) > 710.0 else (1.0 / math.cosh(x)) ** 2)
 defderiv(math.expm1, lambda ans, x: ans + 1.0)
 defderiv(math.log1p, lambda ans, x: 1.0 / (1.0 + x))
-defderiv(math.log2, lambda ans, x: 1.0 / (x * math.log(2.0)))
+defderiv(math.log2, lambda ans, x: 1.0 / x / math.log(2.0))
 
 
 def _pow_exponent(ans, a, b):
@@ -90,7 +93,18 @@ def _pow_base(ans, a, b):
 
 
 defderiv(math.pow, _pow_base, _pow_exponent)
-defderiv(math.hypot, *[lambda ans, *xs, i=i: xs[i] / ans if ans else 0.0 for i in range(8)])
+def _hypot_slope(i, xs):
+    """``xs[i] / hypot(*xs)`` from ``xs`` scaled by the largest magnitude: for subnormal
+    operands the result is rounded to a few bits (a slope of 1.5 for ``hypot(t, t, t)`` at
+    5e-324, not 1/sqrt(3))."""
+    m = max(abs(v) for v in xs)
+    if not 0.0 < m < math.inf:  # (0, inf, NaN: the plain formula)
+        h = math.hypot(*xs)
+        return xs[i] / h if h else 0.0
+    return (xs[i] / m) / math.hypot(*[v / m for v in xs])
+
+
+defderiv(math.hypot, *[lambda ans, *xs, i=i: _hypot_slope(i, xs) for i in range(8)])
 defderiv(math.fabs, lambda ans, x: sign(x))
 defderiv(math.copysign, lambda ans, x, y: sign(x) * (-1.0 if math.copysign(1.0, ans) < 0 else 1.0), None)
 defderiv(math.fmod, one, mod_divisor)  # (the quotient truncated, not floored: the same recovery)
@@ -125,14 +139,27 @@ nondifferentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, mat
                   math.perm, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
 
 
+def _phase_parts(z):
+    """``(z / |z|^2).real, .imag`` from ``z`` scaled by its larger part (``|z|^2`` underflows
+    below 1e-154 and overflows past 1e154); ``None`` at 0."""
+    m = max(abs(z.real), abs(z.imag))
+    if not 0.0 < m < math.inf:
+        r2 = abs(z) ** 2
+        return (z.real / r2, z.imag / r2) if r2 else None
+    x, y = z.real / m, z.imag / m
+    r2 = x * x + y * y
+    return x / r2 / m, y / r2 / m
+
+
 def _phase_jvp(ts, ans, z):  # arg(z) is not holomorphic: d arg = Im(conj(z) dz) / |z|^2
-    r2 = abs(z) ** 2
-    return (z.real * ts[0].imag - z.imag * ts[0].real) / r2 if r2 else 0.0 * ts[0].real
+    p = _phase_parts(z)
+    return p[0] * ts[0].imag - p[1] * ts[0].real if p else 0.0 * ts[0].real
 
 
 def _phase_vjp(g, ans, z):  # gradient of arg(z) = d/dx + i d/dy = i z / |z|^2
-    r2 = abs(z) ** 2
-    return (g * 1j * z / r2 if r2 else 0j,)
+    p = _phase_parts(z)
+    return (complex(-g * p[1], g * p[0]) if p else 0j,)  # (i z / |z|^2 without complex
+    # arithmetic, which turns a slope past the float range into NaN)
 
 
 defjvp(cmath.phase, _phase_jvp)
@@ -148,13 +175,10 @@ def _prod(xs, *, start=1):
 
 
 def _dist(p, q):
-    """``|p - q|`` scaled by its largest component, as math.dist scales: the plain sum of
-    squares underflows below 1e-154 (an infinite slope at 1e-300) and overflows past 1e154."""
-    d = [a - b for a, b in zip(p, q, strict=True)]
-    m = max((abs(v) for v in d), default=0.0)
-    if not 0.0 < m < math.inf:  # (0, inf, NaN: as the plain formula)
-        return math.sqrt(sum(v * v for v in d))
-    return m * math.sqrt(sum((v / m) * (v / m) for v in d))
+    """``math.hypot`` of the differences: the same value as ``math.dist`` (one C routine
+    computes both), and hypot's rule is scaled against over- and underflow (the sum of
+    squares formed here before gave NaN at 5e-324)."""
+    return math.hypot(*[a - b for a, b in zip(p, q, strict=True)])
 
 
 def _modf(x):

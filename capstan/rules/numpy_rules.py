@@ -190,8 +190,8 @@ defderiv(np.exp, lambda ans, x, **kw: ans)
 defderiv(np.exp2, lambda ans, x, **kw: ans * _LN2)
 defderiv(np.expm1, lambda ans, x, **kw: ans + 1.0)
 defderiv(np.log, lambda ans, x, **kw: 1.0 / x)
-defderiv(np.log2, lambda ans, x, **kw: 1.0 / (x * _LN2))
-defderiv(np.log10, lambda ans, x, **kw: 1.0 / (x * _LN10))
+defderiv(np.log2, lambda ans, x, **kw: 1.0 / x / _LN2)
+defderiv(np.log10, lambda ans, x, **kw: 1.0 / x / _LN10)  # (x * ln 10 overflows at 1.7e308)
 defderiv(np.log1p, lambda ans, x, **kw: 1.0 / (1.0 + x))
 defderiv(np.sqrt, lambda ans, x, **kw: 0.5 / ans)
 defderiv(np.cbrt, lambda ans, x, **kw: 1.0 / (3.0 * ans * ans))
@@ -206,7 +206,16 @@ defderiv(np.multiply, lambda ans, a, b, **kw: b, lambda ans, a, b, **kw: a)
 defderiv(np.divide, lambda ans, a, b, **kw: 1.0 / b, lambda ans, a, b, **kw: -ans / b)
 defderiv(np.power, _pow_base, _pow_exponent)
 defderiv(np.float_power, _pow_base, _pow_exponent)
-defderiv(np.hypot, lambda ans, a, b, **kw: a / _nz(ans), lambda ans, a, b, **kw: b / _nz(ans))
+def _hypot_slope(a, b):
+    """``a / hypot(a, b)`` from ``a`` and ``b`` scaled by the larger magnitude: the result
+    ``hypot(a, b)`` is subnormal, or rounded to one of them, for tiny operands (a slope of 2
+    for ``hypot(t, t)`` at 5e-324)."""
+    m = np.maximum(np.abs(a), np.abs(b))
+    m = np.where((m > 0) & (m < np.inf), m, 1.0)
+    return (a / m) / _nz(np.hypot(a / m, b / m))
+
+
+defderiv(np.hypot, lambda ans, a, b, **kw: _hypot_slope(a, b), lambda ans, a, b, **kw: _hypot_slope(b, a))
 for _f in (np.maximum, np.minimum, np.fmax, np.fmin):
     defderiv(_f, _pick_first, _pick_second)
 defderiv(np.logaddexp, lambda ans, a, b, **kw: np.exp(a - ans), lambda ans, a, b, **kw: np.exp(b - ans))
@@ -252,10 +261,22 @@ defjvp(np.absolute, _abs_jvp, batched=True)
 defvjp(np.absolute, _abs_vjp)
 
 
+def _inverse_conj(z):
+    """The real and imaginary parts of ``1 / conj(z)`` (``z / |z|^2``; 0 at 0), from ``z``
+    scaled by its larger part: ``|z|^2`` underflows below 1e-154 (a slope of 0 for
+    ``angle(z)`` at ``z = 1e-200j``) and overflows past 1e154."""
+    m = np.maximum(np.abs(np.real(z)), np.abs(np.imag(z)))
+    m = np.where((m > 0) & (m < np.inf), m, 1.0)
+    x, y = np.real(z) / m, np.imag(z) / m
+    r2 = _nz(x * x + y * y)
+    return x / r2 / m, y / r2 / m
+
+
 def _angle_jvp(ts, ans, z, deg=False):
     if not np.iscomplexobj(z):
         return None
-    d = np.imag(np.conj(z) * ts[0]) / _nz(np.real(z * np.conj(z)))
+    (p, q), t = _inverse_conj(z), ts[0]  # Im(conj(p + iq) t), in real arithmetic (a slope
+    d = p * np.imag(t) - q * np.real(t)  # past the float range stays infinite, not NaN)
     return d * (180.0 / np.pi) if deg else d
 
 
@@ -263,7 +284,8 @@ def _angle_vjp(g, ans, z, deg=False):
     if not np.iscomplexobj(z):
         return (None,)
     g = g * (180.0 / np.pi) if deg else g
-    return (g * 1j * z / _nz(np.real(z * np.conj(z))),)
+    p, q = _inverse_conj(z)
+    return (g * 1j * (p + 1j * q),)
 
 
 defjvp(np.angle, _angle_jvp, batched=True)
@@ -1353,6 +1375,11 @@ def _view(a, *args, **kwargs):
            and np.dtype(s) == np.result_type(a) for s in spec):
         return a[...]
     from ..losses import NoRuleError
+    if any(isinstance(s, type) and issubclass(s, np.ma.MaskedArray) for s in spec):
+        raise NoRuleError("capstan: numpy.ma masked arrays cannot carry a derivative (np.ma.array, "
+                          "masked_where... made one of a value being differentiated): their methods "
+                          "run compiled code on the raw data.  Select with the mask instead: "
+                          "np.where(mask, x, fill), x[~mask], or np.sum(x, where=~mask)")
     raise NoRuleError("capstan: ndarray.view(%s) reads a differentiated array's memory as another type; "
                       "there is no derivative rule for that (use astype for a conversion)"
                       % ", ".join(map(repr, spec)))

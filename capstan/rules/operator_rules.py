@@ -123,15 +123,26 @@ def sign(x):
     return 1.0 if x > 0 else -1.0 if x < 0 else 0.0 if x == 0 else math.nan
 
 
+def complex_unit(z):
+    """``z / |z|`` (0 at 0) from ``z`` scaled by its larger part: ``|z|`` is subnormal and
+    rounded for tiny ``z``, where ``z / |z|`` came out 1 ulp off or infinite."""
+    m = np.maximum(np.abs(np.real(z)), np.abs(np.imag(z)))
+    m = np.where((m > 0) & (m < np.inf), m, 1.0)
+    u = np.real(z) / m + 1j * (np.imag(z) / m)  # (not z / m: NumPy's complex division of a
+    # subnormal by a subnormal is NaN)
+    a = np.abs(u)
+    return u / np.where(a == 0, 1.0, a)
+
+
 def _abs_jvp(ts, ans, x, **kw):
     if np.iscomplexobj(x):  # |z| is not holomorphic: d|z| = Re(conj(z) dz) / |z|
-        return np.real(np.conj(x) * ts[0]) / np.where(ans == 0, 1.0, ans)
+        return np.real(np.conj(complex_unit(x)) * ts[0])
     return sign(x) * ts[0]
 
 
 def _abs_vjp(g, ans, x, **kw):
     if np.iscomplexobj(x):  # gradient of |z| is z / |z|
-        return (g * x / np.where(ans == 0, 1.0, ans),)
+        return (g * complex_unit(x),)
     return (unbroadcast(g * sign(x), x) if type(x) is np.ndarray else g * sign(x),)
 
 

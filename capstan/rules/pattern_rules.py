@@ -61,7 +61,7 @@ _BY_NAME = {
     "same": {"array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "astype",
              "float64", "float32", "float16", "longdouble", "complex128", "complex64", "real",
              "conjugate", "conj"},
-    "reduce": {"sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "_l2norm", "exact_sum"},
+    "reduce": {"sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "_l2norm", "_pnorm", "exact_sum"},
     "along": {"sort", "partition", "cumsum", "cumprod"},
     "matmul": {"dot", "inner", "matmul", "imatmul"},
 }

@@ -117,21 +117,23 @@ def _register():
         defimpl(sc.softplus, lambda x, **kw: np.logaddexp(0, x, **kw))
 
     # ----------------------------------------------------------------- gamma and beta families
-    defderiv(sc.gamma, lambda ans, x, **kw: ans * sc.digamma(x))
-    defderiv(sc.gammaln, lambda ans, x, **kw: sc.digamma(x))
-    defderiv(sc.loggamma, lambda ans, x, **kw: sc.digamma(x))
+    # (digamma: SciPy's loses digits beside the poles, 1% at -1 + 1e-14: digamma_real)
+    defderiv(sc.gamma, lambda ans, x, **kw: ans * digamma_real(x))
+    defderiv(sc.gammaln, lambda ans, x, **kw: digamma_real(x))
+    defderiv(sc.loggamma, lambda ans, x, **kw: sc.digamma(x) if np.iscomplexobj(x) else digamma_real(x))
     defderiv(sc.rgamma, _rgamma_d)
     for psi in {sc.digamma, sc.psi}:
         defderiv(psi, _trigamma)
     defderiv(sc.polygamma, _parameter(sc.polygamma, "n"), lambda ans, n, x, **kw: sc.polygamma(n + 1, x))
-    defderiv(sc.beta, lambda ans, a, b, **kw: ans * (sc.digamma(a) - sc.digamma(a + b)),
-             lambda ans, a, b, **kw: ans * (sc.digamma(b) - sc.digamma(a + b)))
-    defderiv(sc.betaln, lambda ans, a, b, **kw: sc.digamma(a) - sc.digamma(a + b),
-             lambda ans, a, b, **kw: sc.digamma(b) - sc.digamma(a + b))
-    defderiv(sc.binom, lambda ans, n, k, **kw: ans * (sc.digamma(n + 1) - sc.digamma(n - k + 1)),
-             lambda ans, n, k, **kw: ans * (sc.digamma(n - k + 1) - sc.digamma(k + 1)))
-    defderiv(sc.poch, lambda ans, z, m, **kw: ans * (sc.digamma(z + m) - sc.digamma(z)),
-             lambda ans, z, m, **kw: ans * sc.digamma(z + m))
+    # (the digamma differences through psi_difference: formed as differences they cancel
+    # where the two arguments are close -- betaln(300, 1e-10) -- or sit beside poles that
+    # cancel -- poch(-2 + 1e-8, 2) -- and kept 4 to 8 digits)
+    defderiv(sc.beta, lambda ans, a, b, **kw: -ans * psi_difference(a, b),
+             lambda ans, a, b, **kw: -ans * psi_difference(b, a))
+    defderiv(sc.betaln, lambda ans, a, b, **kw: -psi_difference(a, b),
+             lambda ans, a, b, **kw: -psi_difference(b, a))
+    defderiv(sc.binom, _binom_n, _binom_k)
+    defderiv(sc.poch, _poch_z, lambda ans, z, m, **kw: ans * digamma_real(z + m))
     nondifferentiable(sc.gammasgn)
 
     def gammainc_x(ans, a, x, **kw):  # the integrand of the regularized incomplete gamma
@@ -475,13 +477,127 @@ def _ndtri_exp_d(ans, y, **kw):
                     _SQRT_2PI * np.exp(y + 0.5 * ans * ans))
 
 
+def _sinpi(x):
+    """``sin(pi x)`` with the argument reduced exactly (0 at the integers, accurate beside them)."""
+    r = np.rint(x)
+    return np.where(r % 2 == 0, 1.0, -1.0) * np.sin(np.pi * (x - r))
+
+
+def digamma_real(x):
+    """``digamma(x)`` for real ``x``; left of 0 by the reflection ``digamma(1 - x) - pi cot(pi x)``
+    with the cotangent's argument reduced exactly: SciPy's digamma keeps only 2 digits at
+    ``-1 + 1e-14`` (and so the slopes of gamma, gammaln, rgamma there)."""
+    left = (x < 0) & (x != np.rint(x))
+    if not np.any(left):
+        return sc.digamma(x)
+    f = np.where(left, x - np.rint(x), 0.5)
+    reflected = sc.digamma(np.where(left, 1.0 - x, 1.0)) - np.pi * np.cos(np.pi * f) / np.sin(np.pi * f)
+    return np.where(left, reflected, sc.digamma(x))
+
+
+# B_2k / 2k for the asymptotic series digamma(z) ~ log z - 1/(2z) - sum B_2k / (2k z^2k)
+_PSI_SERIES = (1.0 / 12.0, -1.0 / 120.0, 1.0 / 252.0, -1.0 / 240.0, 1.0 / 132.0, -691.0 / 32760.0, 1.0 / 12.0)
+
+
+def _psi_shifted_difference(y, d):
+    """``digamma(y + d) - digamma(y)`` for ``y > 0`` and ``y + d > 0``: the recurrence up to
+    20, then the asymptotic series, each term's difference formed without cancellation."""
+    x = y + d
+    shift = np.maximum(np.ceil(20.0 - np.minimum(x, y)), 0.0)
+    total = 0.0 * d
+    for j in range(20):  # digamma(z) = digamma(z + 1) - 1/z: -1/(x+j) + 1/(y+j) = d / ((x+j)(y+j))
+        take = j < shift
+        total = total + np.where(take, d / np.where(take, x + j, 1.0) / np.where(take, y + j, 1.0), 0.0)
+    big_x, big_y = x + shift, y + shift
+    total = total + np.log1p(d / big_y) + d / big_x / (2.0 * big_y)
+    u, w = 1.0 / (big_x * big_x), 1.0 / (big_y * big_y)
+    du = -d * (big_x + big_y) * u * w  # u - w
+    power_sum = 1.0 + 0.0 * u  # sum_i u^i w^(k-1-i), k = 1, 2, ...
+    for k, c in enumerate(_PSI_SERIES, 1):
+        total = total - c * du * power_sum
+        power_sum = power_sum * w + u ** k
+    return total
+
+
+def psi_difference(a, d):
+    """``digamma(a + d) - digamma(a)``, accurate where the plain difference cancels: both
+    arguments positive (recurrence and series), both negative (the reflection formula, whose
+    cotangents are formed from ``sin(pi d)``: 0 for integral ``d``, where the poles cancel
+    exactly), an integral ``d`` of at most 32 across 0 (the sum of ``1/(a + j)``)."""
+    x = a + d
+    plain = digamma_real(x) - digamma_real(a)
+    pos = (a > 0) & (x > 0)
+    neg = (a < 0) & (x < 0) & (a != np.rint(a)) & (x != np.rint(x))
+    one = 1.0 + 0.0 * a
+    out = np.where(pos, _psi_shifted_difference(np.where(pos, a, one), np.where(pos, d, 0.0)), plain)
+    if np.any(neg):
+        ya, yd, yx = np.where(neg, 1.0 - x, one), np.where(neg, d, 0.0), np.where(neg, x, 0.5)
+        reflected = (-_psi_shifted_difference(ya, yd)
+                     + np.pi * _sinpi(yd) / (_sinpi(yx) * _sinpi(np.where(neg, a, 0.5))))
+        out = np.where(neg, reflected, out)
+    across = ~pos & ~neg & (d == np.rint(d)) & (np.abs(d) <= 32) & (d != 0)
+    if np.any(across):  # d > 0: sum_{j<d} 1/(a + j); d < 0: -sum_{j<-d} 1/(x + j)
+        base = np.where(d > 0, a, x)
+        n = np.abs(d)
+        total = 0.0 * a
+        for j in range(32):
+            take = across & (j < n)
+            total = total + np.where(take, 1.0 / np.where(take, base + j, 1.0), 0.0)
+        out = np.where(across, np.where(d > 0, total, -total), out)
+    return out
+
+
+def _finite_or(main, alt):
+    """``main`` where it is finite, else ``alt`` (a form without its poles)."""
+    return np.where(np.isfinite(main), main, alt)
+
+
+def _rgamma_slope(z):
+    return _rgamma_d(sc.rgamma(z), z)
+
+
+def _poch_z(ans, z, m, **kw):
+    """``d poch(z, m) / dz = poch * (digamma(z + m) - digamma(z))``; where that is 0 * inf
+    (a pole of gamma(z), where poch is 0) the slope of ``gamma(z + m) / gamma(z)`` written
+    with ``1 / gamma``, finite there."""
+    with np.errstate(all="ignore"):
+        main = ans * psi_difference(z, m)
+        if np.all(np.isfinite(main)):
+            return main
+        g = sc.gamma(z + m)
+        return _finite_or(main, g * (digamma_real(z + m) * sc.rgamma(z) + _rgamma_slope(z)))
+
+
+def _binom_n(ans, n, k, **kw):
+    """``binom * (digamma(n + 1) - digamma(n - k + 1))``; where that is 0 * inf (a pole of
+    gamma(n - k + 1), where binom is 0: ``binom(-1.5, 2.5)``) the slope written with
+    ``1 / gamma``."""
+    with np.errstate(all="ignore"):
+        main = ans * psi_difference(n - k + 1.0, k)
+        if np.all(np.isfinite(main)):
+            return main
+        g = sc.gamma(n + 1.0) * sc.rgamma(k + 1.0)
+        return _finite_or(main, g * (digamma_real(n + 1.0) * sc.rgamma(n - k + 1.0) + _rgamma_slope(n - k + 1.0)))
+
+
+def _binom_k(ans, n, k, **kw):
+    """``binom * (digamma(n - k + 1) - digamma(k + 1))``, or as ``_binom_n`` at the poles."""
+    with np.errstate(all="ignore"):
+        main = ans * psi_difference(k + 1.0, n - 2.0 * k)
+        if np.all(np.isfinite(main)):
+            return main
+        alt = sc.gamma(n + 1.0) * (_rgamma_slope(k + 1.0) * sc.rgamma(n - k + 1.0)
+                                   - sc.rgamma(k + 1.0) * _rgamma_slope(n - k + 1.0))
+        return _finite_or(main, alt)
+
+
 def _rgamma_d(ans, x, **kw):
     """``d (1/gamma) / dx = -rgamma(x) digamma(x)``; at the zeros x = -n (n = 0, 1, ...)
     that is 0 * inf, and the slope is ``(-1)^n n!``."""
     pole = (np.real(x) <= 0) & (x == np.round(np.real(x)))
     n = -np.where(pole, np.real(x), 0.0)
     return np.where(pole, np.where(n % 2 == 1, -1.0, 1.0) * sc.gamma(n + 1.0),
-                    -ans * sc.digamma(np.where(pole, 0.5, x)))
+                    -ans * digamma_real(np.where(pole, 0.5, x)))
 
 
 def _scaled_bessel_slope(nu, x, kind, general):
