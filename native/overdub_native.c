@@ -461,10 +461,11 @@ static PyTypeObject Guarded_Type = {
 
 /* ------------------------------------------------------------------ attribute loads */
 
-/* GuardedAttribute(fast_types, native, attrs, all_names, slot): what rewritten code calls
- * for `o.name`, `getattr(o, name)`.  For an object whose exact type is in fast_types (types
- * no primitive of the context takes, the context having no hook to see the load) it does
- * what the Python slot's last branch does:
+/* GuardedAttribute(fast_types, native, attrs, all_names, slot[, fn, prehook, posthook]): what
+ * rewritten code calls for `o.name`, `getattr(o, name)`.  For an object whose exact type is
+ * in fast_types (types no primitive of the context takes; the context's hooks, when it has
+ * hooks and nothing else to say about attribute loads, are called around it, with the
+ * machinery's recursion levels) it does what the Python slot's last branch does:
  *
  *     if type(o) in native or name not in attrs.get(type(o), all_names): return getattr(o, name)
  *
@@ -477,8 +478,36 @@ typedef struct {
     PyObject *attrs;       /* dict: type -> the names CPython's own rules give meaning to */
     PyObject *all_names;
     PyObject *slot;
+    PyObject *fn, *pre, *post;  /* the operator (getattr, operator.getitem) and the context's
+                                   prehook and posthook to call around the fast branch, or NULL */
+    int invert;                 /* (GuardedContains: `not in`) */
     vectorcallfunc vectorcall;
 } AttributeObject;
+
+/* the fast branch's operation with the context's hooks around it, as the slot calls them
+   (prehook(fn, a, b) before, posthook(r, fn, a, b) after a result) */
+static PyObject *
+hooked(AttributeObject *g, PyObject *a, PyObject *b, PyObject *(*operation)(PyObject *, PyObject *))
+{
+    if (g->pre != NULL) {
+        PyObject *call[3] = {g->fn, a, b};
+        PyObject *h = call_machinery(g->pre, call, 3, NULL);
+        if (h == NULL) {
+            return NULL;
+        }
+        Py_DECREF(h);
+    }
+    PyObject *r = operation(a, b);
+    if (r != NULL && g->post != NULL) {
+        PyObject *call[4] = {r, g->fn, a, b};
+        PyObject *h = call_machinery(g->post, call, 4, NULL);
+        if (h == NULL) {
+            Py_CLEAR(r);
+        }
+        Py_XDECREF(h);
+    }
+    return r;
+}
 
 static PyObject *
 attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -506,7 +535,7 @@ attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, P
                 return NULL;
             }
             if (plain) {
-                return PyObject_GetAttr(args[0], args[1]);
+                return hooked(g, args[0], args[1], PyObject_GetAttr);
             }
         }
     }
@@ -516,13 +545,13 @@ attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, P
 static PyObject *
 attribute_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *fast_types, *native, *attrs, *all_names, *slot;
+    PyObject *fast_types, *native, *attrs, *all_names, *slot, *fn = Py_None, *pre = Py_None, *post = Py_None;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "GuardedAttribute takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!OO!OO:GuardedAttribute", &PyFrozenSet_Type, &fast_types, &native,
-                          &PyDict_Type, &attrs, &all_names, &slot)) {
+    if (!PyArg_ParseTuple(args, "O!OO!OO|OOO:GuardedAttribute", &PyFrozenSet_Type, &fast_types, &native,
+                          &PyDict_Type, &attrs, &all_names, &slot, &fn, &pre, &post)) {
         return NULL;
     }
     if (!PyAnySet_Check(native) || !PyCallable_Check(slot)) {
@@ -538,6 +567,9 @@ attribute_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     g->attrs = Py_NewRef(attrs);
     g->all_names = Py_NewRef(all_names);
     g->slot = Py_NewRef(slot);
+    g->fn = Py_NewRef(fn);
+    g->pre = pre == Py_None ? NULL : Py_NewRef(pre);
+    g->post = post == Py_None ? NULL : Py_NewRef(post);
     g->vectorcall = (vectorcallfunc)attribute_vectorcall;
     return (PyObject *)g;
 }
@@ -550,6 +582,9 @@ attribute_traverse(AttributeObject *g, visitproc visit, void *arg)
     Py_VISIT(g->attrs);
     Py_VISIT(g->all_names);
     Py_VISIT(g->slot);
+    Py_VISIT(g->fn);
+    Py_VISIT(g->pre);
+    Py_VISIT(g->post);
     return 0;
 }
 
@@ -561,6 +596,9 @@ attribute_clear(AttributeObject *g)
     Py_CLEAR(g->attrs);
     Py_CLEAR(g->all_names);
     Py_CLEAR(g->slot);
+    Py_CLEAR(g->fn);
+    Py_CLEAR(g->pre);
+    Py_CLEAR(g->post);
     return 0;
 }
 
@@ -586,8 +624,8 @@ static PyGetSetDef attribute_getset[] = {
 static PyTypeObject Attribute_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_overdub_native.GuardedAttribute",
-    .tp_doc = "GuardedAttribute(fast_types, native, attrs, all_names, slot): attribute loads "
-              "of rewritten code.",
+    .tp_doc = "GuardedAttribute(fast_types, native, attrs, all_names, slot[, fn, prehook, posthook]): "
+              "attribute loads of rewritten code.",
     .tp_basicsize = sizeof(AttributeObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(AttributeObject, vectorcall),
@@ -599,10 +637,10 @@ static PyTypeObject Attribute_Type = {
     .tp_getset = attribute_getset,
 };
 
-/* GuardedSubscript(fast_types, fast_keys, slot): `c[k]` of rewritten code: CPython's own
- * subscript when the container's exact type is in fast_types and the key's in fast_keys
- * (builtin types no primitive of the context takes, the context having no hook to see
- * it), the slot otherwise. */
+/* GuardedSubscript(fast_types, fast_keys, slot[, fn, prehook, posthook]): `c[k]` of rewritten
+ * code: CPython's own subscript when the container's exact type is in fast_types and the
+ * key's in fast_keys (builtin types no primitive of the context takes), between the context's
+ * hooks when it has hooks (and nothing else to say about subscripts), the slot otherwise. */
 
 static PyObject *
 subscript_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -616,22 +654,90 @@ subscript_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, P
             return NULL;
         }
         if (fast) {
-            return PyObject_GetItem(args[0], args[1]);
+            return hooked(g, args[0], args[1], PyObject_GetItem);
         }
     }
     return PyObject_Vectorcall(g->slot, args, nargsf, kwnames);
 }
 
+/* GuardedContains(fast_types, slot, fn, prehook, posthook, invert): `x in c` (`x not in c`
+ * with invert) of rewritten code, called as (x, c): CPython's own test when c's exact type is
+ * in fast_types (builtin types, no primitive of the context on operator.contains), between
+ * the context's hooks as the slot calls them (prehook(operator.contains, c, x)); the
+ * `contains` slot otherwise (its answer negated for `not in`). */
+
+static PyObject *
+contains_operation(PyObject *c, PyObject *x)
+{
+    int r = PySequence_Contains(c, x);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
+static PyObject *
+contains_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *r;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
+        int fast = PySet_Contains(g->fast_types, (PyObject *)Py_TYPE(args[1]));
+        if (fast < 0) {
+            return NULL;
+        }
+        if (fast) {
+            r = hooked(g, args[1], args[0], contains_operation);
+            goto answer;
+        }
+    }
+    r = PyObject_Vectorcall(g->slot, args, nargsf, kwnames);
+answer:
+    if (r == NULL || !g->invert) {
+        return r;
+    }
+    int truth = PyObject_Not(r);
+    Py_DECREF(r);
+    return truth < 0 ? NULL : PyBool_FromLong(truth);
+}
+
+static PyObject *
+contains_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *fast_types, *slot, *fn, *pre, *post;
+    int invert;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedContains takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!OOOOp:GuardedContains", &PyFrozenSet_Type, &fast_types, &slot,
+                          &fn, &pre, &post, &invert)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(slot)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedContains: slot must be callable");
+        return NULL;
+    }
+    AttributeObject *g = (AttributeObject *)type->tp_alloc(type, 0);
+    if (g == NULL) {
+        return NULL;
+    }
+    g->fast_types = Py_NewRef(fast_types);
+    g->slot = Py_NewRef(slot);
+    g->fn = Py_NewRef(fn);
+    g->pre = pre == Py_None ? NULL : Py_NewRef(pre);
+    g->post = post == Py_None ? NULL : Py_NewRef(post);
+    g->invert = invert;
+    g->vectorcall = (vectorcallfunc)contains_vectorcall;
+    return (PyObject *)g;
+}
+
 static PyObject *
 subscript_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *fast_types, *fast_keys, *slot;
+    PyObject *fast_types, *fast_keys, *slot, *fn = Py_None, *pre = Py_None, *post = Py_None;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "GuardedSubscript takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!O!O:GuardedSubscript", &PyFrozenSet_Type, &fast_types,
-                          &PyFrozenSet_Type, &fast_keys, &slot)) {
+    if (!PyArg_ParseTuple(args, "O!O!O|OOO:GuardedSubscript", &PyFrozenSet_Type, &fast_types,
+                          &PyFrozenSet_Type, &fast_keys, &slot, &fn, &pre, &post)) {
         return NULL;
     }
     if (!PyCallable_Check(slot)) {
@@ -645,6 +751,9 @@ subscript_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     g->fast_types = Py_NewRef(fast_types);
     g->native = Py_NewRef(fast_keys);  /* (the keys' exact types) */
     g->slot = Py_NewRef(slot);
+    g->fn = Py_NewRef(fn);
+    g->pre = pre == Py_None ? NULL : Py_NewRef(pre);
+    g->post = post == Py_None ? NULL : Py_NewRef(post);
     g->vectorcall = (vectorcallfunc)subscript_vectorcall;
     return (PyObject *)g;
 }
@@ -658,6 +767,22 @@ static PyTypeObject Subscript_Type = {
     .tp_vectorcall_offset = offsetof(AttributeObject, vectorcall),
     .tp_call = guarded_call,
     .tp_new = subscript_new,
+    .tp_dealloc = (destructor)attribute_dealloc,
+    .tp_traverse = (traverseproc)attribute_traverse,
+    .tp_clear = (inquiry)attribute_clear,
+    .tp_getset = attribute_getset,
+};
+
+static PyTypeObject Contains_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.GuardedContains",
+    .tp_doc = "GuardedContains(fast_types, slot, fn, prehook, posthook, invert): `in` and "
+              "`not in` of rewritten code.",
+    .tp_basicsize = sizeof(AttributeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(AttributeObject, vectorcall),
+    .tp_call = guarded_call,
+    .tp_new = contains_new,
     .tp_dealloc = (destructor)attribute_dealloc,
     .tp_traverse = (traverseproc)attribute_traverse,
     .tp_clear = (inquiry)attribute_clear,
@@ -2661,7 +2786,8 @@ PyInit__overdub_native(void)
         || PyType_Ready(&EntryPoint_Type) < 0
         || PyType_Ready(&CallbackTaker_Type) < 0
         || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0
-        || PyType_Ready(&Attribute_Type) < 0 || PyType_Ready(&Subscript_Type) < 0) {
+        || PyType_Ready(&Attribute_Type) < 0 || PyType_Ready(&Subscript_Type) < 0
+        || PyType_Ready(&Contains_Type) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
@@ -2681,6 +2807,7 @@ PyInit__overdub_native(void)
         || PyModule_AddObject(m, "Dispatcher", (PyObject *)&Dispatcher_Type) < 0
         || PyModule_AddObject(m, "GuardedAttribute", (PyObject *)&Attribute_Type) < 0
         || PyModule_AddObject(m, "GuardedSubscript", (PyObject *)&Subscript_Type) < 0
+        || PyModule_AddObject(m, "GuardedContains", Py_NewRef((PyObject *)&Contains_Type)) < 0
         || PyModule_AddObject(m, "TaggedBase", (PyObject *)&TaggedBase_Type) < 0
         || PyModule_AddObject(m, "RuntimeBase", (PyObject *)&RuntimeBase_Type) < 0
         || PyModule_AddObject(m, "EntryPoint", (PyObject *)&EntryPoint_Type) < 0

@@ -13,7 +13,7 @@ from typing import Any
 
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
-           "capstan_native", "untrack_code", "code_cached"]
+           "GuardedContains", "capstan_native", "untrack_code", "code_cached"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
@@ -143,6 +143,7 @@ GuardedOperator: Any
 Dispatcher: Any
 GuardedAttribute: Any
 GuardedSubscript: Any
+GuardedContains: Any
 capstan_native: Any
 #: the C module's ``configure_entry_points``, or None (pure Python: overdub.dispatch's
 #: own ``recurse``, ``canrecurse`` and ``fallback`` are the entry points)
@@ -161,6 +162,7 @@ if PURE_PYTHON:
     #: (pure Python: the generated getattr slot does all of it)
     GuardedAttribute = None
     GuardedSubscript = None
+    GuardedContains = None
     capstan_native = None
     untrack_code = _py_untrack_code
     code_cached = _py_code_cached
@@ -179,6 +181,8 @@ else:
     GuardedAttribute = _overdub_native.GuardedAttribute
     #: subscripts of builtin containers nothing in the context sees or takes, done in C
     GuardedSubscript = _overdub_native.GuardedSubscript
+    #: `x in c` and `x not in c` on builtin containers, done in C (between inline hooks)
+    GuardedContains = _overdub_native.GuardedContains
     #: capstan's scalar kernels (its fastpaths module installs them)
     capstan_native = _load("_capstan_native")
     #: untrack_code(code, names_only=False): the tuples a code object made by overdub holds

@@ -27,7 +27,8 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
                    MethodType, ModuleType)
 
 from . import codegen, lookaside, origins, rewrite, semantics
-from ._native import Dispatcher, EntryPoint, GuardedAttribute, GuardedOperator, GuardedSubscript, RuntimeBase, code_cached, untrack_code
+from ._native import (Dispatcher, EntryPoint, GuardedAttribute, GuardedContains, GuardedOperator, GuardedSubscript,
+                      RuntimeBase, code_cached, untrack_code)
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
@@ -160,7 +161,8 @@ def _template(code, pass_, ctx_type, inline_prehook):
 
 
 #: what rewritten code calls and its guards are overdub's own objects (``lookaside.user_objects``)
-MACHINERY_TYPES.update(t for t in (TypeSet, GuardedOperator, Dispatcher, GuardedAttribute, GuardedSubscript)
+MACHINERY_TYPES.update(t for t in (TypeSet, GuardedOperator, Dispatcher, GuardedAttribute, GuardedSubscript,
+                                   GuardedContains)
                        if t is not None)
 
 
@@ -484,9 +486,11 @@ class Runtime(RuntimeBase):
             return fn
         if key == ("notcontains",):
             contains = self.slot(("contains",))
-
-            def fn(x, c):
-                return not contains(x, c)
+            if type(contains) is GuardedContains:  # (C: `not in` as `in`, negated)
+                fn = GuardedContains(*self.ops[("contains", "C")], True)
+            else:
+                def fn(x, c):
+                    return not contains(x, c)
         else:
             op, _, _, params, args, fast = codegen.OP_SLOTS[key]
             spec = self.spec
@@ -502,15 +506,24 @@ class Runtime(RuntimeBase):
                 fast = None  # (the step hands builtin operands to the outer run)
             fn = self._op_slot(key, op, self.step_for(op), params, args, fast, with_prehook=not inline)
             if key == ("getattr",) and GuardedAttribute is not None:
+                hooks = self._c_hooks(key)
                 plain, names = self._untaken_types(getattr, {ModuleType, type, FunctionType,
                                                              BuiltinFunctionType, MethodType}
-                                                   | set(NATIVE))
+                                                   | set(NATIVE), hooks is not None)
                 if plain and str in names:  # the C layer loads their attributes itself
-                    fn = GuardedAttribute(plain, NATIVE, self.steps.attr_info, semantics.ALL_NAMES, fn)
+                    fn = GuardedAttribute(plain, NATIVE, self.steps.attr_info, semantics.ALL_NAMES, fn,
+                                          op, *(hooks or (None, None)))
+            elif key == ("contains",) and GuardedContains is not None:
+                hooks = self._c_hooks(key)
+                plain, _ = self._untaken_types(operator.contains, set(NATIVE), hooks is not None)
+                if plain and operator.contains not in self.spec.primitives:  # (the slot's fast branch)
+                    self.ops[("contains", "C")] = arguments = (plain, fn, op, *(hooks or (None, None)))
+                    fn = GuardedContains(*arguments, False)
             elif key == ("getitem",) and GuardedSubscript is not None:
-                plain, keys = self._untaken_types(operator.getitem, set(NATIVE))
+                hooks = self._c_hooks(key)
+                plain, keys = self._untaken_types(operator.getitem, set(NATIVE), hooks is not None)
                 if plain and keys:  # the C layer subscripts them itself (the slot's last branch)
-                    fn = GuardedSubscript(plain, keys, fn)
+                    fn = GuardedSubscript(plain, keys, fn, op, *(hooks or (None, None)))
         self.ops[key] = fn
         return fn
 
@@ -531,16 +544,28 @@ class Runtime(RuntimeBase):
                   "        raise"]
         return codegen.compile_function("\n".join(lines), "slot", env, "slot iterable")
 
-    def _untaken_types(self, fn, candidates):
+    def _c_hooks(self, key):
+        """``(prehook or None, posthook or None)`` for the C layer to call around operator
+        ``key``'s plain branch when the context has hooks and they are all it has to say
+        about the operator (as the slot would call them); None when it has no hooks."""
+        spec = self.spec
+        if not (spec.prehook or spec.posthook):
+            return None
+        if self.outer is not None or not self._inline_hooks(key):
+            return None  # (the caller finds no plain types: the slot does it all)
+        return (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
+
+    def _untaken_types(self, fn, candidates, hooks_called=False):
         """``(firsts, seconds)``: exact types such that a call ``fn(a, b)`` (``getattr``,
         ``operator.getitem``) with ``type(a)`` among ``firsts`` (taken from ``candidates``)
         and ``type(b)`` among ``seconds`` (builtin types) is something nothing in the
-        context sees or takes: no hook, wildcard or ``canrecurse``, and no primitive for
-        ``fn`` admitting both operands."""
+        context takes: no wildcard or ``canrecurse``, no primitive for ``fn`` admitting
+        both operands, and no hook -- or, with ``hooks_called``, hooks the caller calls
+        around it (``_c_hooks``)."""
         spec = self.spec
         none = (_NO_TYPES, _NO_TYPES)
-        if (self.outer is not None or spec.prehook or spec.posthook or spec.wildcard
-                or spec.canrecurse or fn in spec.totals):
+        if (self.outer is not None or (spec.prehook or spec.posthook) and not hooks_called
+                or spec.wildcard or spec.canrecurse or fn in spec.totals):
             return none
         rules = spec.primitives.get(fn, ())
         if any(not argtypes for argtypes, _ in rules):

@@ -12,6 +12,7 @@ import enum
 import functools
 import gc
 import itertools
+import math
 import operator
 import pickle
 import re
@@ -1419,3 +1420,76 @@ def test_warning_from_code_a_c_function_calls_back_names_the_programs_line(ctx_t
     plain = run()
     assert plain and (plain[0][0] == __file__ or sys.version_info >= (3, 12))
     assert overdub.overdub(ctx_type(), run) == plain
+
+
+# -- attribute loads, subscripts and `in` on builtin values, in C between the hooks --
+class _Log(overdub.Context):
+    def prehook(self, f, /, *args, **kwargs):
+        if f in (getattr, operator.getitem, operator.contains):
+            self.metadata.append(("pre", f.__name__, args))
+
+    def posthook(self, output, f, /, *args, **kwargs):
+        if f in (getattr, operator.getitem, operator.contains):
+            self.metadata.append(("post", f.__name__, output, args))
+
+
+class _Box:
+    def __init__(self, items):
+        self.items = items
+
+    def __contains__(self, x):
+        return x in self.items
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+class _AnyBox:
+    def __eq__(self, other):
+        return type(other) is _Box
+
+
+_ANY_BOX = _AnyBox()
+
+
+def _builtin_loads():
+    d, t, s = {"a": 1}, (1, 2, 3), "xyz"
+    box = _Box([5, 6])
+    return (1 in t, 4 not in t, "a" in d, "q" not in s, t[1], d["a"], s[-1], math.pi > 3,
+            5 in box, 7 not in box, box[0], "".join)
+
+
+def test_hooks_see_builtin_loads_subscripts_and_membership_as_plainly():
+    log = []
+    assert overdub.overdub(_Log(metadata=log), _builtin_loads) == _builtin_loads()
+    pre = [entry[1:] for entry in log if entry[0] == "pre"]
+    post = [(entry[1], entry[2]) for entry in log if entry[0] == "post"]
+    # every one seen once, before and after, with CPython's own answers
+    assert [e for e in pre if e[0] == "contains"] == [
+        ("contains", ((1, 2, 3), 1)), ("contains", ((1, 2, 3), 4)), ("contains", ({"a": 1}, "a")),
+        ("contains", ("xyz", "q")), ("contains", (_ANY_BOX, 5)), ("contains", ([5, 6], 5)),
+        ("contains", (_ANY_BOX, 7)), ("contains", ([5, 6], 7))]  # (Box.__contains__ is routed)
+    assert [v for name, v in post if name == "contains"] == [True, False, True, False, True, True, False, False]
+    assert [e for e in pre if e[0] == "getitem"][:3] == [
+        ("getitem", ((1, 2, 3), 1)), ("getitem", ({"a": 1}, "a")), ("getitem", ("xyz", -1))]
+    assert [v for name, v in post if name == "getitem"][:4] == [2, 1, "z", 5]
+    assert ("getattr", (math, "pi")) in pre and ("getattr", math.pi) in post
+    assert len(pre) == len(post)
+
+
+@c_layer
+@pytest.mark.parametrize("ctx_type", [Count, Post])
+def test_a_parser_nesting_to_its_recursion_limit_parses_as_plainly(ctx_type):
+    # CPython's test_tomllib: a limit 100 levels above the current depth, and a document
+    # nested to (available // 2) - 2 levels: four levels of slack, which overdub's first
+    # uses, hooks, attribute loads, subscripts and `in` must not take
+    import tomllib
+    from test import support
+
+    def parse():
+        with support.infinite_recursion(max_depth=100):
+            nest_count = (support.get_recursion_available() // 2) - 2
+            return tomllib.loads("arr = " + nest_count * "[" + nest_count * "]")["arr"] is not None
+
+    assert parse()
+    assert overdub.overdub(ctx_type(), parse)
