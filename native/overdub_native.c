@@ -1756,7 +1756,7 @@ weak_is(PyObject *ref, PyObject *o)
 #endif
 }
 
-static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty, *str_value, *str_twin;
+static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty, *str_value;
 
 /* the routed twin of f that rt made for f's current code, defaults and names, or NULL
    (borrowed, no error set) */
@@ -1773,13 +1773,13 @@ cached_twin(RuntimeBaseObject *rt, PyObject *f)
     PyObject *found = NULL;
     if (key != NULL && PyDict_Check(twins)) {
         /* e: a lifetimes.CodeRef (weak reference to code) whose value is a lifetimes.TwinRef
-           (weak reference to f) holding the twin */
+           (weak reference to f) holding the twin as its value */
         PyObject *e = lookup(twins, key);
         PyObject *last = NULL, *twin_obj = NULL;
         Py_XINCREF(e);
         if (e != NULL && PyWeakref_Check(e) && weak_is(e, code)
             && (last = PyObject_GetAttr(e, str_value)) != NULL && PyWeakref_Check(last)
-            && weak_is(last, f) && (twin_obj = PyObject_GetAttr(last, str_twin)) != NULL
+            && weak_is(last, f) && (twin_obj = PyObject_GetAttr(last, str_value)) != NULL
             && PyFunction_Check(twin_obj)) {
             PyFunctionObject *twin = (PyFunctionObject *)twin_obj;
             PyFunctionObject *fn = (PyFunctionObject *)f;
@@ -2769,7 +2769,6 @@ PyInit__overdub_native(void)
     str_enter = PyUnicode_InternFromString("enter");
     str_run_entries = PyUnicode_InternFromString("overdub.run_entries");
     str_call = PyUnicode_InternFromString("call");
-    str_twin = PyUnicode_InternFromString("twin");
     str_totals = PyUnicode_InternFromString("totals");
     str_primitives = PyUnicode_InternFromString("primitives");
     str_empty = PyUnicode_InternFromString("empty");

@@ -68,7 +68,7 @@ class _PyRuntimeBase:
         if entry is None or entry() is not code:
             return None
         last = entry.value
-        twin = last.twin
+        twin = last.value
         if (last() is f and twin.__defaults__ is f.__defaults__ and twin.__kwdefaults__ is f.__kwdefaults__
                 and twin.__name__ is f.__name__ and twin.__qualname__ is f.__qualname__
                 and id(code) not in _machinery_codes):

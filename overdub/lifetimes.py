@@ -100,37 +100,36 @@ class Table(dict):
     __slots__ = ()
 
 
-@machinery_type
-class CodeRef(_WeakRef):  # type: ignore[type-arg]
-    """A ``CodeCache`` entry: a weak reference to the entry's code object that also holds
-    the entry's key and value -- one object per entry (no tuple, no callback closure), of a
-    type a routed ``gc.get_objects()`` leaves out."""
+class KeyedRef(_WeakRef):  # type: ignore[type-arg]
+    """A weak reference that also holds a key and a value: one object where a cache entry
+    would otherwise be a tuple, a weak reference and a callback closure with its cells."""
 
     __slots__ = ("key", "value")
 
-    def __init__(self, code, callback, key, value):
-        super().__init__(code, callback)
+    def __init__(self, obj, callback, key, value):
+        super().__init__(obj, callback)
         self.key, self.value = key, value
 
-    def __new__(cls, code, callback, key, value):
-        return super().__new__(cls, code, callback)
+    def __new__(cls, obj, callback, key, value):
+        return super().__new__(cls, obj, callback)
 
 
 @machinery_type
-class TwinRef(_WeakRef):  # type: ignore[type-arg]
-    """A weak reference to a function that holds the routed twin made for it, as the value
-    of the function's code in a ``CodeCache`` (``key``: the code's id).  Give it the
-    cache's ``forget_value`` as callback: the twin shares the function's defaults and
+class CodeRef(KeyedRef):
+    """A ``CodeCache`` entry: a weak reference to the entry's code object, holding the
+    entry's key (the code's id) and value."""
+
+    __slots__ = ()
+
+
+@machinery_type
+class TwinRef(KeyedRef):
+    """A weak reference to a function holding (as ``value``) the routed twin made for it:
+    the value of the function's code in a ``CodeCache`` (``key``: the code's id).  Give it
+    the cache's ``forget_value`` as callback: the twin shares the function's defaults and
     cells, so it must not outlive it."""
 
-    __slots__ = ("key", "twin")
-
-    def __init__(self, f, callback, key, twin):
-        super().__init__(f, callback)
-        self.key, self.twin = key, twin
-
-    def __new__(cls, f, callback, key, twin):
-        return super().__new__(cls, f, callback)
+    __slots__ = ()
 
 
 class CodeCache:

@@ -51,7 +51,7 @@ def function_renamed(f):
     for rt in list(_runtimes):
         entry = rt.funcs.get(f.__code__)
         if entry is not None and entry() is f:
-            entry.twin.__name__, entry.twin.__qualname__ = f.__name__, f.__qualname__
+            entry.value.__name__, entry.value.__qualname__ = f.__name__, f.__qualname__
         rt.forget_callees()
 
 
@@ -813,9 +813,9 @@ class Runtime(RuntimeBase):
     def _rewritten(self, f):
         code = f.__code__
         last = self.funcs.get(code)  # the routed twin made for f last time, if f is the same
-        if (last is not None and last() is f and last.twin.__defaults__ is f.__defaults__
-                and last.twin.__kwdefaults__ is f.__kwdefaults__):
-            twin = last.twin
+        if (last is not None and last() is f and last.value.__defaults__ is f.__defaults__
+                and last.value.__kwdefaults__ is f.__kwdefaults__):
+            twin = last.value
             if twin.__name__ is not f.__name__ or twin.__qualname__ is not f.__qualname__:
                 twin.__name__, twin.__qualname__ = f.__name__, f.__qualname__  # (renamed since)
             return twin
