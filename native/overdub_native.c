@@ -542,6 +542,88 @@ attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, P
     return PyObject_Vectorcall(g->slot, args, nargsf, kwnames);
 }
 
+/* GuardedSetattr(native, attrs, all_names, slot, fn, prehook, posthook): `o.name = v` of
+ * rewritten code, called as (o, name, v), in a context where no primitive takes setattr: the
+ * slot's last branch (`setattr(o, name, v)` when `type(o) in native or name not in
+ * attrs.get(type(o), all_names)`) between the context's hooks, the slot otherwise. */
+
+static PyObject *
+setattr_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) == 3 && kwnames == NULL && PyUnicode_CheckExact(args[1])) {
+        PyObject *tp = (PyObject *)Py_TYPE(args[0]);
+        int plain = PySet_Contains(g->native, tp);
+        if (plain == 0) {
+            PyObject *names = PyDict_GetItemWithError(g->attrs, tp);
+            if (names == NULL && PyErr_Occurred()) {
+                return NULL;
+            }
+            int special = PySequence_Contains(names != NULL ? names : g->all_names, args[1]);
+            if (special < 0) {
+                return NULL;
+            }
+            plain = !special;
+        }
+        if (plain < 0) {
+            return NULL;
+        }
+        if (plain) {
+            if (g->pre != NULL) {
+                PyObject *call[4] = {g->fn, args[0], args[1], args[2]};
+                PyObject *h = call_machinery(g->pre, call, 4, NULL);
+                if (h == NULL) {
+                    return NULL;
+                }
+                Py_DECREF(h);
+            }
+            if (PyObject_SetAttr(args[0], args[1], args[2]) < 0) {
+                return NULL;
+            }
+            if (g->post != NULL) {
+                PyObject *call[5] = {Py_None, g->fn, args[0], args[1], args[2]};
+                PyObject *h = call_machinery(g->post, call, 5, NULL);
+                if (h == NULL) {
+                    return NULL;
+                }
+                Py_DECREF(h);
+            }
+            Py_RETURN_NONE;
+        }
+    }
+    return PyObject_Vectorcall(g->slot, args, nargsf, kwnames);
+}
+
+static PyObject *
+setattr_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *native, *attrs, *all_names, *slot, *fn, *pre, *post;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedSetattr takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!OOOOO:GuardedSetattr", &native, &PyDict_Type, &attrs, &all_names,
+                          &slot, &fn, &pre, &post)) {
+        return NULL;
+    }
+    if (!PyAnySet_Check(native) || !PyCallable_Check(slot)) {
+        PyErr_SetString(PyExc_TypeError, "GuardedSetattr: native must be a set, slot callable");
+        return NULL;
+    }
+    AttributeObject *g = (AttributeObject *)type->tp_alloc(type, 0);
+    if (g == NULL) {
+        return NULL;
+    }
+    g->native = Py_NewRef(native);
+    g->attrs = Py_NewRef(attrs);
+    g->all_names = Py_NewRef(all_names);
+    g->slot = Py_NewRef(slot);
+    g->fn = Py_NewRef(fn);
+    g->pre = pre == Py_None ? NULL : Py_NewRef(pre);
+    g->post = post == Py_None ? NULL : Py_NewRef(post);
+    g->vectorcall = (vectorcallfunc)setattr_vectorcall;
+    return (PyObject *)g;
+}
+
 static PyObject *
 attribute_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -783,6 +865,22 @@ static PyTypeObject Contains_Type = {
     .tp_vectorcall_offset = offsetof(AttributeObject, vectorcall),
     .tp_call = guarded_call,
     .tp_new = contains_new,
+    .tp_dealloc = (destructor)attribute_dealloc,
+    .tp_traverse = (traverseproc)attribute_traverse,
+    .tp_clear = (inquiry)attribute_clear,
+    .tp_getset = attribute_getset,
+};
+
+static PyTypeObject Setattr_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.GuardedSetattr",
+    .tp_doc = "GuardedSetattr(native, attrs, all_names, slot, fn, prehook, posthook): attribute "
+              "stores of rewritten code.",
+    .tp_basicsize = sizeof(AttributeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(AttributeObject, vectorcall),
+    .tp_call = guarded_call,
+    .tp_new = setattr_new,
     .tp_dealloc = (destructor)attribute_dealloc,
     .tp_traverse = (traverseproc)attribute_traverse,
     .tp_clear = (inquiry)attribute_clear,
@@ -2786,7 +2884,7 @@ PyInit__overdub_native(void)
         || PyType_Ready(&CallbackTaker_Type) < 0
         || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0
         || PyType_Ready(&Attribute_Type) < 0 || PyType_Ready(&Subscript_Type) < 0
-        || PyType_Ready(&Contains_Type) < 0) {
+        || PyType_Ready(&Contains_Type) < 0 || PyType_Ready(&Setattr_Type) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
@@ -2807,6 +2905,7 @@ PyInit__overdub_native(void)
         || PyModule_AddObject(m, "GuardedAttribute", (PyObject *)&Attribute_Type) < 0
         || PyModule_AddObject(m, "GuardedSubscript", (PyObject *)&Subscript_Type) < 0
         || PyModule_AddObject(m, "GuardedContains", Py_NewRef((PyObject *)&Contains_Type)) < 0
+        || PyModule_AddObject(m, "GuardedSetattr", Py_NewRef((PyObject *)&Setattr_Type)) < 0
         || PyModule_AddObject(m, "TaggedBase", (PyObject *)&TaggedBase_Type) < 0
         || PyModule_AddObject(m, "RuntimeBase", (PyObject *)&RuntimeBase_Type) < 0
         || PyModule_AddObject(m, "EntryPoint", (PyObject *)&EntryPoint_Type) < 0

@@ -13,7 +13,7 @@ from typing import Any
 
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
-           "GuardedContains", "capstan_native", "untrack_code", "code_cached"]
+           "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
@@ -144,6 +144,7 @@ Dispatcher: Any
 GuardedAttribute: Any
 GuardedSubscript: Any
 GuardedContains: Any
+GuardedSetattr: Any
 capstan_native: Any
 #: the C module's ``configure_entry_points``, or None (pure Python: overdub.dispatch's
 #: own ``recurse``, ``canrecurse`` and ``fallback`` are the entry points)
@@ -163,6 +164,7 @@ if PURE_PYTHON:
     GuardedAttribute = None
     GuardedSubscript = None
     GuardedContains = None
+    GuardedSetattr = None
     capstan_native = None
     untrack_code = _py_untrack_code
     code_cached = _py_code_cached
@@ -183,6 +185,8 @@ else:
     GuardedSubscript = _overdub_native.GuardedSubscript
     #: `x in c` and `x not in c` on builtin containers, done in C (between inline hooks)
     GuardedContains = _overdub_native.GuardedContains
+    #: `o.name = v` on objects whose attribute stores run no Python, done in C (between hooks)
+    GuardedSetattr = _overdub_native.GuardedSetattr
     #: capstan's scalar kernels (its fastpaths module installs them)
     capstan_native = _load("_capstan_native")
     #: untrack_code(code, names_only=False): the tuples a code object made by overdub holds

@@ -27,8 +27,8 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
                    MethodType, ModuleType)
 
 from . import codegen, lookaside, origins, rewrite, semantics
-from ._native import (Dispatcher, EntryPoint, GuardedAttribute, GuardedContains, GuardedOperator, GuardedSubscript,
-                      RuntimeBase, code_cached, untrack_code)
+from ._native import (Dispatcher, EntryPoint, GuardedAttribute, GuardedContains, GuardedOperator, GuardedSetattr,
+                      GuardedSubscript, RuntimeBase, code_cached, untrack_code)
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
@@ -162,7 +162,7 @@ def _template(code, pass_, ctx_type, inline_prehook):
 
 #: what rewritten code calls and its guards are overdub's own objects (``lookaside.user_objects``)
 MACHINERY_TYPES.update(t for t in (TypeSet, GuardedOperator, Dispatcher, GuardedAttribute, GuardedSubscript,
-                                   GuardedContains)
+                                   GuardedContains, GuardedSetattr)
                        if t is not None)
 
 
@@ -513,6 +513,12 @@ class Runtime(RuntimeBase):
                 if plain and str in names:  # the C layer loads their attributes itself
                     fn = GuardedAttribute(plain, NATIVE, self.steps.attr_info, semantics.ALL_NAMES, fn,
                                           op, *(hooks or (None, None)))
+            elif key == ("setattr",) and GuardedSetattr is not None:
+                hooks = self._c_hooks(key)
+                spec = self.spec
+                if (hooks is not None and setattr not in spec.primitives and setattr not in spec.totals
+                        and not (spec.wildcard or spec.canrecurse)):  # (the slot's last branch)
+                    fn = GuardedSetattr(NATIVE, self.steps.attr_info, semantics.ALL_NAMES, fn, op, *hooks)
             elif key == ("contains",) and GuardedContains is not None:
                 hooks = self._c_hooks(key)
                 plain, _ = self._untaken_types(operator.contains, set(NATIVE), hooks is not None)

@@ -1425,11 +1425,11 @@ def test_warning_from_code_a_c_function_calls_back_names_the_programs_line(ctx_t
 # -- attribute loads, subscripts and `in` on builtin values, in C between the hooks --
 class _Log(overdub.Context):
     def prehook(self, f, /, *args, **kwargs):
-        if f in (getattr, operator.getitem, operator.contains):
+        if f in (getattr, setattr, operator.getitem, operator.contains):
             self.metadata.append(("pre", f.__name__, args))
 
     def posthook(self, output, f, /, *args, **kwargs):
-        if f in (getattr, operator.getitem, operator.contains):
+        if f in (getattr, setattr, operator.getitem, operator.contains):
             self.metadata.append(("post", f.__name__, output, args))
 
 
@@ -1474,6 +1474,8 @@ def test_hooks_see_builtin_loads_subscripts_and_membership_as_plainly():
         ("getitem", ((1, 2, 3), 1)), ("getitem", ({"a": 1}, "a")), ("getitem", ("xyz", -1))]
     assert [v for name, v in post if name == "getitem"][:4] == [2, 1, "z", 5]
     assert ("getattr", (math, "pi")) in pre and ("getattr", math.pi) in post
+    assert [e for e in pre if e[0] == "setattr"] == [("setattr", (_ANY_BOX, "items", [5, 6]))]
+    assert [e for e in post if e[0] == "setattr"] == [("setattr", None)]
     assert len(pre) == len(post)
 
 
@@ -1486,10 +1488,16 @@ def test_a_parser_nesting_to_its_recursion_limit_parses_as_plainly(ctx_type):
     import tomllib
     from test import support
 
-    def parse():
+    def parse_arrays():
         with support.infinite_recursion(max_depth=100):
             nest_count = (support.get_recursion_available() // 2) - 2
             return tomllib.loads("arr = " + nest_count * "[" + nest_count * "]")["arr"] is not None
 
-    assert parse()
-    assert overdub.overdub(ctx_type(), parse)
+    def parse_tables():  # (each level stores an attribute: `self.dict = {}`)
+        with support.infinite_recursion(max_depth=100):
+            nest_count = (support.get_recursion_available() // 3) - 1
+            return "key" in tomllib.loads(nest_count * "key = {" + nest_count * "}")
+
+    for parse in (parse_arrays, parse_tables):
+        assert parse()
+        assert overdub.overdub(ctx_type(), parse)
