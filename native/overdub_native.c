@@ -509,6 +509,23 @@ hooked(AttributeObject *g, PyObject *a, PyObject *b, PyObject *(*operation)(PyOb
     return r;
 }
 
+/* whether accessing attribute name on instances of tp runs no Python code -- the slots' test
+   `tp in native or name not in attrs.get(tp, all_names)`: 1, 0, or -1 with an error set */
+static int
+plain_attribute(AttributeObject *g, PyObject *tp, PyObject *name)
+{
+    int plain = PySet_Contains(g->native, tp);
+    if (plain != 0) {
+        return plain;
+    }
+    PyObject *names = PyDict_GetItemWithError(g->attrs, tp);
+    if (names == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    int special = PySequence_Contains(names != NULL ? names : g->all_names, name);
+    return special < 0 ? -1 : !special;
+}
+
 static PyObject *
 attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -519,18 +536,7 @@ attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, P
             return NULL;
         }
         if (fast) {
-            int plain = PySet_Contains(g->native, tp);
-            if (plain == 0) {
-                PyObject *names = PyDict_GetItemWithError(g->attrs, tp);
-                if (names == NULL && PyErr_Occurred()) {
-                    return NULL;
-                }
-                int special = PySequence_Contains(names != NULL ? names : g->all_names, args[1]);
-                if (special < 0) {
-                    return NULL;
-                }
-                plain = !special;
-            }
+            int plain = plain_attribute(g, tp, args[1]);
             if (plain < 0) {
                 return NULL;
             }
@@ -552,18 +558,7 @@ setattr_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyO
 {
     if (PyVectorcall_NARGS(nargsf) == 3 && kwnames == NULL && PyUnicode_CheckExact(args[1])) {
         PyObject *tp = (PyObject *)Py_TYPE(args[0]);
-        int plain = PySet_Contains(g->native, tp);
-        if (plain == 0) {
-            PyObject *names = PyDict_GetItemWithError(g->attrs, tp);
-            if (names == NULL && PyErr_Occurred()) {
-                return NULL;
-            }
-            int special = PySequence_Contains(names != NULL ? names : g->all_names, args[1]);
-            if (special < 0) {
-                return NULL;
-            }
-            plain = !special;
-        }
+        int plain = plain_attribute(g, tp, args[1]);
         if (plain < 0) {
             return NULL;
         }
