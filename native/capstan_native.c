@@ -86,6 +86,25 @@ constant(PyObject *y, double *value)
     return 0;
 }
 
+/* ctx.name for a context's own instance attribute (_tagkey, tape): read from its __dict__
+   when it is there (a new reference), else by getattr.  capstan's contexts define no
+   descriptor of these names, and this runs once per differentiated operation. */
+static inline PyObject *
+ctx_attr(PyObject *ctx, PyObject *name)
+{
+    PyObject **dictptr = _PyObject_GetDictPtr(ctx);
+    if (dictptr != NULL && *dictptr != NULL && PyDict_CheckExact(*dictptr)) {
+        PyObject *v = PyDict_GetItemWithError(*dictptr, name);  /* (borrowed) */
+        if (v != NULL) {
+            return Py_NewRef(v);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return PyObject_GetAttr(ctx, name);
+}
+
 static inline int
 is_own(PyObject *x, PyObject *key)
 {
@@ -115,6 +134,34 @@ new_tagged(double r, PyObject *meta, PyObject *key, PyObject *ctx)
     Py_INCREF(ctx);
     t->ctx = ctx;
     return (PyObject *)t;
+}
+
+static PyObject *one, *minus_one;          /* the partials 1.0 and -1.0 */
+
+/* a partial as a float object: the shared 1.0 and -1.0 of + and - made once */
+static inline PyObject *
+partial_object(double d)
+{
+    if (d == 1.0) {
+        return Py_NewRef(one);
+    }
+    if (d == -1.0) {
+        return Py_NewRef(minus_one);
+    }
+    return PyFloat_FromDouble(d);
+}
+
+/* whether a tape record holds plain ints and floats only (no cycle can pass through it) */
+static inline int
+untrackable(PyObject *record)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(record); i++) {
+        PyTypeObject *t = Py_TYPE(PyTuple_GET_ITEM(record, i));
+        if (t != &PyLong_Type && t != &PyFloat_Type) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* partial p times tangent t, 0 where either is exactly 0 (fastpaths._strong) */
@@ -154,7 +201,7 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
         PyObject *tangent = PyFloat_FromDouble(t);
         return tangent == NULL ? NULL : new_tagged(r, tangent, key, ctx);
     }
-    PyObject *tape = PyObject_GetAttr(ctx, str_tape);
+    PyObject *tape = ctx_attr(ctx, str_tape);
     if (tape == NULL) {
         return NULL;
     }
@@ -171,7 +218,7 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
     }
     Py_ssize_t i = 0;
     if (mx != NULL) {
-        PyObject *p = oa != NULL ? Py_NewRef(oa) : PyFloat_FromDouble(da);
+        PyObject *p = oa != NULL ? Py_NewRef(oa) : partial_object(da);
         if (p == NULL) {
             goto fail;
         }
@@ -180,13 +227,16 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
         PyTuple_SET_ITEM(record, i++, p);
     }
     if (my != NULL) {
-        PyObject *p = ob != NULL ? Py_NewRef(ob) : PyFloat_FromDouble(db);
+        PyObject *p = ob != NULL ? Py_NewRef(ob) : partial_object(db);
         if (p == NULL) {
             goto fail;
         }
         Py_INCREF(my);
         PyTuple_SET_ITEM(record, i++, my);
         PyTuple_SET_ITEM(record, i++, p);
+    }
+    if (untrackable(record)) {  /* (the collector never needs to see indices and floats) */
+        PyObject_GC_UnTrack(record);
     }
     if (PyList_Append(tape, record) < 0) {
         goto fail;
@@ -248,8 +298,8 @@ binary(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, 
     case K_SUB: r = a - b; da = 1.0; db = -1.0; break;
     case K_MUL:  /* the partials are the operands themselves */
         *handled = 1;
-        return emit_objects(k, ctx, key, a * b, mx, b, my == NULL ? y : NULL,
-                            my, a, mx == NULL ? x : NULL);
+        return emit_objects(k, ctx, key, a * b, mx, b, my == NULL ? y : ((TaggedObject *)y)->value,
+                            my, a, mx == NULL ? x : ((TaggedObject *)x)->value);
     case K_DIV:
         if (b == 0.0) {
             return NULL;  /* Python raises ZeroDivisionError */
@@ -419,7 +469,6 @@ math1(int fn, double a, double *r, double *p)
    the nested path in Python or to the rule tables. */
 
 static KernelObject forward_op[K_NEG + 1];  /* op and reverse = 0 only: binary()'s view of a kernel */
-static PyObject *one, *minus_one;          /* the partials 1.0 and -1.0 */
 
 /* an operand the nested path takes for outer context o (live key okey): a plain float or
    int, or a float tagged by o with a float tangent; NULL (no tangent) is taken too */
@@ -510,7 +559,7 @@ nested(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, 
     if (o == NULL || o == ctx || Py_TYPE(o) != Py_TYPE(ctx)) {
         return NULL;
     }
-    PyObject *okey = PyObject_GetAttr(o, str_tagkey);
+    PyObject *okey = ctx_attr(o, str_tagkey);
     if (okey == NULL) {
         PyErr_Clear();
         return NULL;
@@ -608,7 +657,7 @@ kernel_vectorcall(KernelObject *k, PyObject *const *args, size_t nargsf, PyObjec
             return call_fallback(k, args, nargsf, kwnames);
         }
     }
-    PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+    PyObject *key = ctx_attr(ctx, str_tagkey);
     if (key == NULL) {
         return NULL;
     }
@@ -916,7 +965,7 @@ pattern_vectorcall(PatternKernelObject *k, PyObject *const *args, size_t nargsf,
         if (k->arity == 1 && plain_number(args[1])) {  /* a plain number: the function itself */
             return PyObject_Vectorcall(k->func, args + 1, 1, NULL);
         }
-        PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+        PyObject *key = ctx_attr(ctx, str_tagkey);
         if (key == NULL) {
             return NULL;
         }
@@ -1844,7 +1893,7 @@ static PyObject *str_runtime, *str_run, *str_losses, *str_output_tangent, *str_D
 static PyObject *
 forward_run(PyObject *ctx, PyObject *f, PyObject *x)
 {
-    PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+    PyObject *key = ctx_attr(ctx, str_tagkey);
     if (key == NULL) {
         return NULL;
     }
@@ -2094,7 +2143,7 @@ reverse_input(PyObject *ctx, PyObject *x)
         PyObject *iargs[2] = {ctx, x};
         return PyObject_VectorcallMethod(str_input, iargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
-    PyObject *key = PyObject_GetAttr(ctx, str_tagkey);
+    PyObject *key = ctx_attr(ctx, str_tagkey);
     if (key == NULL || PyList_Append(tape, rev_input_record) < 0) {
         Py_XDECREF(key);
         return NULL;
@@ -2451,7 +2500,7 @@ append_record(PyObject *ctx, PyObject *const *a)
         PyErr_SetString(PyExc_RuntimeError, "record: setup_records() was not called");
         return NULL;
     }
-    PyObject *tape = PyObject_GetAttr(ctx, str_tape);
+    PyObject *tape = ctx_attr(ctx, str_tape);
     if (tape == NULL) {
         return NULL;
     }

@@ -32,9 +32,17 @@ static PyObject *str_tagkey;  /* "_tagkey" */
 #define HAVE_STACK_BOUNDS 1
 #endif
 
+/* read on every routed call: the initial-exec model reads them without a call to
+   __tls_get_addr (a few bytes of the static TLS space glibc keeps for loaded modules) */
+#if defined(__GNUC__)
+#define FAST_TLS __attribute__((tls_model("initial-exec")))
+#else
+#define FAST_TLS
+#endif
+
 /* per thread: 0 not known yet, 1 the stack is checked, 2 calls count against the limit */
-static _Thread_local int callee_mode;
-static _Thread_local char *stack_floor;  /* below it, a routed call raises RecursionError */
+static _Thread_local int callee_mode FAST_TLS;
+static _Thread_local char *stack_floor FAST_TLS;  /* below it, a routed call raises RecursionError */
 
 static void
 read_stack_bounds(void)
@@ -177,6 +185,73 @@ tagged_dealloc(TaggedObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Tagged values are made and dropped once per differentiated operation: the one Python
+   subclass overdub.tagging.Tagged (adopt_tagged) recycles its memory through a free list,
+   as CPython does for floats and tuples, instead of the allocator and subtype_dealloc's
+   general path.  The list holds untracked memory only: no object, no reference. */
+#define TAGGED_FREELIST_MAX 1024
+static PyTypeObject TaggedBase_Type;
+static PyObject *tagged_freelist[TAGGED_FREELIST_MAX];
+static int tagged_numfree;
+static PyTypeObject *tagged_adopted;  /* overdub.tagging.Tagged (a strong reference) */
+
+static PyObject *
+tagged_alloc(PyTypeObject *type, Py_ssize_t nitems)
+{
+    if (type == tagged_adopted && nitems == 0 && tagged_numfree > 0) {
+        PyObject *op = tagged_freelist[--tagged_numfree];
+        memset((char *)op + sizeof(PyObject), 0, sizeof(TaggedObject) - sizeof(PyObject));
+        PyObject_Init(op, type);  /* (a new reference; a heap type is increfed) */
+        PyObject_GC_Track(op);
+        return op;
+    }
+    return PyType_GenericAlloc(type, nitems);
+}
+
+/* the adopted class's tp_dealloc (and its subclasses' base deallocator) */
+static void
+tagged_recycle(PyObject *op)
+{
+    PyTypeObject *type = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    TaggedObject *self = (TaggedObject *)op;
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(op);
+    }
+    tagged_clear(self);
+    if (type == tagged_adopted && tagged_numfree < TAGGED_FREELIST_MAX) {
+        tagged_freelist[tagged_numfree++] = op;
+    }
+    else {
+        type->tp_free(op);
+    }
+    Py_DECREF(type);  /* (a heap type's instance holds a reference to it) */
+}
+
+/* adopt_tagged(cls): cls, the Python subclass of TaggedBase that adds no fields, gets the
+   free list.  Called once, when overdub.tagging defines Tagged. */
+static PyObject *
+adopt_tagged(PyObject *self, PyObject *cls)
+{
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &TaggedBase_Type)
+        || ((PyTypeObject *)cls)->tp_basicsize != sizeof(TaggedObject)
+        || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || ((PyTypeObject *)cls)->tp_free != PyObject_GC_Del) {
+        PyErr_SetString(PyExc_TypeError,
+                        "adopt_tagged(cls): a Python subclass of TaggedBase that adds no fields");
+        return NULL;
+    }
+    if (tagged_adopted != NULL && tagged_adopted != (PyTypeObject *)cls) {
+        PyErr_SetString(PyExc_RuntimeError, "adopt_tagged: a class was adopted already");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    tp->tp_alloc = tagged_alloc;
+    tp->tp_dealloc = tagged_recycle;
+    tagged_adopted = (PyTypeObject *)Py_NewRef(cls);
+    Py_RETURN_NONE;
+}
+
 static PyMemberDef tagged_members[] = {
     {"_value", T_OBJECT_EX, offsetof(TaggedObject, value), 0, "the plain value"},
     {"_meta", T_OBJECT_EX, offsetof(TaggedObject, meta), 0, "the context's metadata"},
@@ -303,7 +378,8 @@ guarded_vectorcall(GuardedObject *g, PyObject *const *args, size_t nargsf, PyObj
         }
         Py_DECREF(r);
     }
-    if (g->guard != NULL) {
+    /* (a tagged value is never among the guard's builtin types: it goes to the slot) */
+    if (g->guard != NULL && Py_TYPE(a) != tagged_adopted && Py_TYPE(b) != tagged_adopted) {
         int in = PySet_Contains(g->guard, (PyObject *)Py_TYPE(a));
         if (in > 0) {
             in = PySet_Contains(g->guard, (PyObject *)Py_TYPE(b));
@@ -2814,6 +2890,8 @@ code_cached(PyObject *self, PyObject *code)
 }
 
 static PyMethodDef module_functions[] = {
+    {"adopt_tagged", adopt_tagged, METH_O,
+     "adopt_tagged(cls): overdub.tagging.Tagged recycles its instances' memory (a free list)."},
     {"code_cached", code_cached, METH_O,
      "code_cached(code): whether code holds its cached co_varnames and the like (3.12+)."},
     {"untrack_code", (PyCFunction)(void (*)(void))untrack_code, METH_FASTCALL,

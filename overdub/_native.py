@@ -13,7 +13,7 @@ from typing import Any
 
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
-           "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached"]
+           "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached", "adopt_tagged"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
@@ -137,6 +137,10 @@ def _py_code_cached(code: Any) -> int:
     return 0
 
 
+def _py_adopt_tagged(cls: type) -> None:
+    """The C layer's ``adopt_tagged`` (pure Python: CPython's allocator is the reference)."""
+
+
 TaggedBase: type = _PyTaggedBase
 RuntimeBase: type = _PyRuntimeBase
 GuardedOperator: Any
@@ -168,6 +172,7 @@ if PURE_PYTHON:
     capstan_native = None
     untrack_code = _py_untrack_code
     code_cached = _py_code_cached
+    adopt_tagged = _py_adopt_tagged
 else:
     _overdub_native = _load("_overdub_native")
     TaggedBase = _overdub_native.TaggedBase
@@ -198,3 +203,6 @@ else:
     #: code_cached(code): which cached tuples of names (co_varnames 1, co_cellvars 2,
     #: co_freevars 4) a code object holds (3.12+; 0 before)
     code_cached = _overdub_native.code_cached
+    #: adopt_tagged(cls): overdub.tagging.Tagged, once defined, recycles the memory of its
+    #: instances through a free list (one is made and dropped per differentiated operation)
+    adopt_tagged = _overdub_native.adopt_tagged

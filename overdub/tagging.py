@@ -19,7 +19,7 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable
 
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
-from ._native import TaggedBase
+from ._native import TaggedBase, adopt_tagged
 
 if TYPE_CHECKING:
     from .context import Context
@@ -194,6 +194,7 @@ for _name in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow"
     setattr(Tagged, "__%s__" % _name, _owner_dispatch(_op))
     setattr(Tagged, "__r%s__" % _name, _owner_reflected(_op))
 del _name, _op
+adopt_tagged(Tagged)  # (the C layer recycles tagged values' memory: see _native)
 
 
 def _check_ctx(ctx: object, fname: str) -> None:
