@@ -444,6 +444,9 @@ def _jvp_at_float(f, p, t, fname):
 
 def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):
     seeded = []
+    if (len(leaves) > 1 and ctx.__dict__.get("_has_tags") and structure.all_floats(leaves)
+            and len(tleaves) == len(leaves) and structure.all_floats(tleaves)):  # (floats, float directions)
+        leaves, seeded = (), [Tagged(p, t, ctx) for p, t in zip(leaves, tleaves)]
     for i, (p, t) in enumerate(zip(leaves, tleaves)):
         if type(p) is float and type(t) is float:  # (a float point, a float direction)
             seeded.append(_seeded(p, ctx, t))

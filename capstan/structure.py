@@ -3,6 +3,7 @@ numbers and arrays, taken apart into leaves and put back together."""
 import dataclasses
 import numbers
 from functools import partial
+from itertools import islice
 from typing import Any, Callable, Iterator
 
 #: puts a leaf or a structure back together from an iterator over new leaves
@@ -17,15 +18,25 @@ def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
     if type(x) is float or (type(x) is Tagged and type(x._value) is float):
         return [x], single  # (the commonest leaves, taken without the walk)
-    if (type(x) is tuple or type(x) is list) and all(  # (a tuple of points, a list of results)
-            type(e) in _NUMBERS or (type(e) is Tagged and type(e._value) in _NUMBERS) for e in x):
-        return list(x), partial(_sequence_of, type(x), len(x))
+    if type(x) is tuple or type(x) is list:  # (a tuple of points, a list of results)
+        kinds = set(map(type, x))
+        if kinds <= _NUMBER_SET or (kinds <= _NUMBER_SET_TAGGED and all(
+                type(e) is not Tagged or type(e._value) in _NUMBERS for e in x)):
+            return list(x), partial(_sequence_of, type(x), len(x))
     leaves: list[Any] = []
     build = _flatten(x, leaves)
     return leaves, lambda new: build(iter(new))
 
 
 _NUMBERS = (float, np.float64)
+_NUMBER_SET = frozenset(_NUMBERS)
+_NUMBER_SET_TAGGED = frozenset(_NUMBERS + (Tagged,))
+_FLOAT_SET = frozenset((float,))
+
+
+def all_floats(xs: Any) -> bool:
+    """Whether every element of the list or tuple ``xs`` is a plain float."""
+    return set(map(type, xs)) <= _FLOAT_SET
 
 
 def single(new: Any) -> Any:
@@ -33,15 +44,37 @@ def single(new: Any) -> Any:
     return next(iter(new))
 
 
+def is_flat(rebuild: Callable[[Any], Any]) -> bool:
+    """Whether ``rebuild`` (from ``flatten``) is that of a flat list or tuple of numbers."""
+    return type(rebuild) is partial and rebuild.func is _sequence_of
+
+
 def _sequence_of(kind: type, n: int, new: Any) -> Any:
     """``rebuild`` of a tuple or list of ``n`` leaves."""
+    if type(new) is list and len(new) == n:
+        return kind(new)
     it = iter(new)
     return kind(next(it) for _ in range(n))
 
 
+#: exact types that are always leaves (no container, namedtuple, dict or dataclass is one)
+_LEAVES = frozenset((float, int, complex, bool, np.ndarray, np.float64, np.float32))
+
+
+def _next_n(kind: type, n: int, it: Iterator[Any]) -> Any:
+    """The build of a list or tuple of ``n`` leaves: the next ``n`` new leaves."""
+    return kind(islice(it, n))
+
+
 def _flatten(x: Any, leaves: list[Any]) -> Build:
     tx = type(x)
+    if tx in _LEAVES:  # (the commonest leaves first: the rebuild of a leaf is next(it))
+        leaves.append(x)
+        return next
     if tx is list or tx is tuple:
+        if set(map(type, x)) <= _LEAVES:  # (a list of numbers or arrays: one step)
+            leaves.extend(x)
+            return partial(_next_n, tx, len(x))
         parts = [_flatten(e, leaves) for e in x]
         return lambda it: tx(p(it) for p in parts)
     if isinstance(x, tuple) and hasattr(tx, "_fields"):  # namedtuple
@@ -56,7 +89,7 @@ def _flatten(x: Any, leaves: list[Any]) -> Build:
         parts = [_flatten(getattr(x, n), leaves) for n in names]
         return lambda it: dataclasses.replace(x, **{n: p(it) for n, p in zip(names, parts)})
     leaves.append(x)
-    return lambda it: next(it)
+    return next
 
 
 def is_differentiable(x: Any) -> bool:

@@ -1346,6 +1346,8 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
     return -1;
 }
 
+static PyObject *rev_backward, *rev_rest, *rev_like, *rev_input_record;
+
 /* sweep(tape, cts, i, reads): sweep_from for reverse.backward's loop (which handles the
    input records itself) */
 static PyObject *
@@ -1365,7 +1367,8 @@ sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "sweep: the cotangents do not match the tape");
         return NULL;
     }
-    Py_ssize_t left = sweep_from(tape, cts, i, args[3], NULL);
+    /* (reverse.backward steps over the shared input record, as it is skipped here) */
+    Py_ssize_t left = sweep_from(tape, cts, i, args[3], rev_input_record);
     return left == -2 ? NULL : PyLong_FromSsize_t(left);
 }
 
@@ -2058,7 +2061,6 @@ setup_entry(PyObject *module, PyObject *args)
 
 /* reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f,
  * the steps of its Python reference (capstan/reverse.py _gradient_at_float) in C. */
-static PyObject *rev_backward, *rev_rest, *rev_like, *rev_input_record;
 static PyObject *str_input, *str_meta;
 
 /* The cotangents of every node of `tape` from the seed 1.0 at node `n` (an int):
