@@ -59,7 +59,7 @@ def test_hand_written_references_match_finite_differences(hotpath):
 
 
 def test_every_operation_loop_has_the_stated_derivative(hotpath):
-    for label, loop, slope in hotpath.OPERATIONS:
+    for label, loop, slope in hotpath.OPERATIONS + hotpath.NUMPY_CALLS:
         assert math.isclose(central(loop, hotpath.XOP), slope, rel_tol=1e-7, abs_tol=1e-9), label
 
 
@@ -116,7 +116,7 @@ def test_quick_run_prints_every_table_and_verdict(hotpath, tmp_path):
         assert r["target"] and r["met"] in (True, False), r
     targets = [line for line in text.splitlines() if line.startswith("| ") and "≤" in line.split("|")[-3]]
     assert len(targets) == 10 and all(": met" in t or ": **missed**" in t for t in targets)
-    assert [r["operation"] for r in data["per_op"]] == [label for label, _, _ in hotpath.OPERATIONS]
+    assert [r["operation"] for r in data["per_op"]] == [label for label, _, _ in hotpath.OPERATIONS + hotpath.NUMPY_CALLS]
     for r in data["per_op"]:
         assert r["error"] == "" and r["plain_ns"] > 0 and r["D_ns"] is not None, r
         assert r["gradient_ns"] is not None
