@@ -191,9 +191,43 @@ class ADContext(Context):
 
     @primitive(setattr, object, object, Tagged)
     def store_attr(self, o, name, v):
+        if isinstance(raw(o), np.ndarray):
+            return self.store_array_attr(o, name, v)
         out = recurse(self, setattr, o, name, v)
         self.remember(o, name)
         return out
+
+    @primitive(setattr, Tagged, object, Tagged)  # (object matches no value this context tags)
+    @primitive(setattr, Tagged, object, object)
+    @primitive(setattr, np.ndarray, object, object)
+    def store_array_attr(self, o, name, v):
+        """``a.real = v``, ``a.imag = v``, ``a.flat = v``: writes into ``a``'s elements,
+        made as the element writes they are (so that the derivative follows them).
+        ``a.shape``, ``a.strides``, ``a.dtype`` relabel the memory of an array being
+        differentiated in place, which its derivative cannot follow: refused (NumPy's call
+        wrote the value only, and the derivative kept the old layout)."""
+        value = raw(o)
+        if not isinstance(value, np.ndarray) or not self._differentiated((o, v), {}):
+            return recurse(self, setattr, o, name, v)
+        if name in ("real", "imag") and (name == "real" or value.dtype.kind == "c"):
+            overdub(self, operator.setitem, overdub(self, getattr, o, name), Ellipsis, v)
+            return None
+        if name == "flat":
+            overdub(self, np.put, o, np.arange(value.size), v)
+            return None
+        if name == "shape" and not self.owns(v):
+            try:
+                same = value.reshape(v).shape == value.shape  # (the same shape: nothing moves)
+            except (TypeError, ValueError):
+                same = False
+            if same:
+                return recurse(self, setattr, o, name, v)
+        if name in ("shape", "strides", "dtype"):
+            recurse(self, setattr, np.empty_like(value), name, raw(v))  # (NumPy's own errors first)
+            raise NoRuleError("capstan: setting ndarray.%s of an array being differentiated changes its "
+                              "layout in place, which the derivative cannot follow; use a new array: "
+                              "a = a.reshape(...) / a.view(...) / a.astype(...)" % name)
+        return recurse(self, setattr, o, name, v)
 
 
     def user_operator(self, f, args):
