@@ -650,10 +650,17 @@ class ADContext(Context):
 
     def write(self, value, k, v, foreign):
         """``value[k] = v``; through the enclosing context when nested values are involved."""
-        if foreign is None:
-            value[k] = v
-        else:
-            overdub(foreign, operator.setitem, value, k, v)
+        try:
+            if foreign is None:
+                value[k] = v
+            else:
+                overdub(foreign, operator.setitem, value, k, v)
+        except ValueError:
+            from .rules.stride_rules import refuse_write
+            refusal = refuse_write(raw(value))
+            if refusal is not None:
+                raise refusal from None
+            raise
 
     def subscript(self, c, k):
         """``(c[k], c's tangent or node, c's value, the plain key, enclosing context)``: the

@@ -180,3 +180,44 @@ def test_slogdet_of_a_singular_matrix_is_refused_clearly():
         capstan.gradient(lambda x: np.linalg.slogdet(x)[1], a)
     with pytest.raises(capstan.NoRuleError, match="slogdet of a singular matrix"):
         capstan.jvp(lambda x: np.linalg.slogdet(x)[1], (a,), (np.ones((2, 2)),))
+
+
+# ----------------------------------------------------------------- writes through as_strided views
+def _write_through_strided_view(x):
+    a = x * 1.0
+    np.lib.stride_tricks.as_strided(a, shape=(2,), strides=(2 * a.itemsize,))[:] = 1.0
+    return a
+
+
+def _add_through_strided_view(x):
+    a = x * 1.0
+    v = np.lib.stride_tricks.as_strided(a, shape=(2,), strides=(2 * a.itemsize,))
+    v += 1.0
+    return a
+
+
+@pytest.mark.parametrize("f", [_write_through_strided_view, _add_through_strided_view])
+@pytest.mark.parametrize("how", ["jvp", "gradient"])
+def test_write_through_a_strided_view_is_refused(f, how):
+    """capstan reads an ``as_strided`` view as a copy of the elements it shows: a write
+    into it left the array unchanged -- a wrong value (``[0.3, ...]`` for ``[1.0, ...]``)
+    and the identity as its Jacobian."""
+    run = {"jvp": lambda: capstan.jvp(f, (A,), (np.ones(4),)),
+           "gradient": lambda: capstan.gradient(lambda x: np.sum(f(x)), A)}[how]
+    with pytest.raises(capstan.NoRuleError, match="as_strided's view"):
+        run()
+
+
+def test_strided_views_still_read_and_keep_numpys_read_only_error():
+    from numpy.lib.stride_tricks import as_strided, sliding_window_view
+    w = lambda x: np.sum(as_strided(x, shape=(3, 2), strides=(8, 8)) ** 2)  # noqa: E731
+    assert np.allclose(capstan.gradient(w, A)[0], [0.6, -2.8, 4.4, 4.0])
+    assert np.allclose(capstan.hessian(w, A), np.diag([2.0, 4.0, 4.0, 2.0]))
+    copied = lambda x: np.sum(as_strided(x, shape=(3, 2), strides=(8, 8)).copy() ** 2)  # noqa: E731
+    assert np.allclose(capstan.gradient(copied, A)[0], [0.6, -2.8, 4.4, 4.0])
+    assert capstan.jacobian(lambda x: sliding_window_view(x, 2), A).shape == (3, 2, 4)
+
+    def read_only(x):
+        as_strided(x * 1.0, shape=(2,), writeable=False)[0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        capstan.gradient(lambda x: read_only(x) or 0.0, A)
