@@ -2,9 +2,12 @@
 being differentiated (``a.shape = s``, ``a.real = v``, ``a.flat = v``), the determinant
 at singular matrices, ...  Each test failed (a wrong number, a wrong shape or an internal
 exception) before its fix."""
+import math
+
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.special
 
 import capstan
 
@@ -221,3 +224,68 @@ def test_strided_views_still_read_and_keep_numpys_read_only_error():
         as_strided(x * 1.0, shape=(2,), writeable=False)[0] = 1.0
     with pytest.raises(ValueError, match="read-only"):
         capstan.gradient(lambda x: read_only(x) or 0.0, A)
+
+
+# ----------------------------------------------------------------- slopes at removable singularities
+def _nth(f, n):
+    for _ in range(n):
+        f = (lambda g: lambda x: capstan.D(g, x))(f)
+    return f
+
+
+_PI = np.pi
+
+
+@pytest.mark.parametrize("f, x, n, want", [
+    # a ** b's slope in a at b = 0 was a constant 0: the mixed second derivative 1/a lost
+    (lambda b: capstan.D(lambda a: a ** b, 1.7), 0.0, 1, 1 / 1.7),
+    (lambda b: capstan.D(lambda a: np.power(a, b), 1.7), 0.0, 1, 1 / 1.7),
+    (lambda b: capstan.D(lambda a: math.pow(a, b), 1.7), 0.0, 1, 1 / 1.7),
+    (lambda b: capstan.D(lambda a: np.sum(np.power(np.array([a, 2.0]), b)), 1.7), 0.0, 1, 1 / 1.7),
+    # spence's slope at z = 1 was the constant -1
+    (scipy.special.spence, 1.0, 2, 0.5),
+    (scipy.special.spence, 1.0, 3, -2 / 3),
+    # ellipk, ellipe: (E - K) / m at m = 0 was 0/0 = NaN
+    (scipy.special.ellipk, 0.0, 1, _PI / 8),
+    (scipy.special.ellipk, 0.0, 2, 9 * _PI / 64),
+    (scipy.special.ellipe, 0.0, 1, -_PI / 8),
+    (scipy.special.ellipe, 0.0, 2, -3 * _PI / 64),
+    # rgamma's slope at its zeros was the constant (-1)^n n!
+    (scipy.special.rgamma, 0.0, 2, 2 * np.euler_gamma),
+    (scipy.special.rgamma, -1.0, 2, 2 * (np.euler_gamma - 1) * -1),
+    # the regularized incomplete gamma/beta integrands at x = 0 with a = 1: 0 * log 0 = NaN
+    (lambda x: scipy.special.gammainc(1.0, x), 0.0, 1, 1.0),
+    (lambda x: scipy.special.gammainc(1.0, x), 0.0, 2, -1.0),
+    (lambda x: scipy.special.betainc(1.0, 2.0, x), 0.0, 1, 2.0),
+    (lambda x: scipy.special.betainc(1.0, 2.0, x), 0.0, 2, -2.0),
+    (lambda x: scipy.special.betainc(2.0, 1.0, x), 1.0, 1, 2.0),
+    # Struve functions at x = 0: the recurrence reaches orders below 0 (NaN) or |x|'s slope 0
+    (lambda x: scipy.special.struve(0, x), 0.0, 2, 0.0),
+    (lambda x: scipy.special.struve(0, x), 0.0, 3, -4 / (3 * _PI)),
+    (lambda x: scipy.special.struve(1, x), 0.0, 2, 4 / (3 * _PI)),
+    (lambda x: scipy.special.modstruve(0, x), 0.0, 3, 4 / (3 * _PI)),
+    (lambda x: scipy.special.modstruve(1, x), 0.0, 2, 4 / (3 * _PI)),
+])
+def test_derivatives_at_removable_singularities_of_a_slope(f, x, n, want):
+    assert np.isclose(_nth(f, n)(x), want, rtol=1e-9, atol=1e-12)
+
+
+def test_mixed_partials_of_a_power_agree():
+    for f in (lambda v: v[0] ** v[1], lambda v: np.power(v[0], v[1]), lambda v: math.pow(v[0], v[1])):
+        h = capstan.hessian(f, np.array([1.7, 0.0]))
+        assert np.allclose(h, [[0.0, 1 / 1.7], [1 / 1.7, math.log(1.7) ** 2]])
+    assert capstan.D(lambda a: a ** 0.0, 0.0) == 0.0
+    assert capstan.D(lambda a: np.power(a, 0.0), 0.0) == 0.0
+
+
+def test_slopes_beside_those_points_unchanged():
+    import mpmath
+    for m in (1e-12, 1e-4, 2e-3, 0.3, -0.5):
+        assert np.isclose(capstan.D(scipy.special.ellipk, m), float(mpmath.diff(mpmath.ellipk, m)), rtol=1e-11)
+        assert np.isclose(capstan.D(scipy.special.ellipe, m), float(mpmath.diff(mpmath.ellipe, m)), rtol=1e-11)
+    for z in (0.5, 1.0 + 1e-9, 2.0):
+        assert np.isclose(capstan.D(scipy.special.spence, z), math.log(z) / (1 - z), rtol=1e-12)
+    for x in (-2.5, -0.5, 0.3, 4.0):
+        assert np.isclose(capstan.D(scipy.special.rgamma, x), float(mpmath.diff(mpmath.rgamma, x)), rtol=1e-10)
+    assert np.isclose(capstan.D(lambda x: scipy.special.struve(1, x), 0.3),
+                      float(mpmath.diff(lambda t: mpmath.struveh(1, t), 0.3)), rtol=1e-12)
