@@ -289,3 +289,40 @@ def test_slopes_beside_those_points_unchanged():
         assert np.isclose(capstan.D(scipy.special.rgamma, x), float(mpmath.diff(mpmath.rgamma, x)), rtol=1e-10)
     assert np.isclose(capstan.D(lambda x: scipy.special.struve(1, x), 0.3),
                       float(mpmath.diff(lambda t: mpmath.struveh(1, t), 0.3)), rtol=1e-12)
+
+
+# ----------------------------------------------------------------- out= of functions implemented by capstan
+def _into(make, call):
+    def f(x):
+        out = make()
+        call(x, out)
+        return out * 1.0
+    return f
+
+
+_OUT_CASES = {
+    "np.outer": _into(lambda: np.empty((2, 2)), lambda x, o: np.outer(x[:2], x[2:], out=o)),
+    "ndarray.dot": _into(lambda: np.empty(2), lambda x, o: x.reshape(2, 2).dot(x[:2], out=o)),
+    "np.nanmean": _into(lambda: np.empty(()), lambda x, o: np.nanmean(x, out=o)),
+    "np.compress": _into(lambda: np.empty(2), lambda x, o: np.compress([True, False, True, False], x, out=o)),
+    "np.choose": _into(lambda: np.empty(4), lambda x, o: np.choose([0, 1, 0, 1], [x, x * 2], out=o)),
+    "np.median": _into(lambda: np.empty(()), lambda x, o: np.median(x, out=o)),
+    "np.percentile": _into(lambda: np.empty(()), lambda x, o: np.percentile(x, 30, out=o)),
+    "np.ptp": _into(lambda: np.empty(()), lambda x, o: np.ptp(x, out=o)),
+    "np.vecdot": _into(lambda: np.empty(()), lambda x, o: np.vecdot(x, x, out=o)),
+}
+
+
+@pytest.mark.parametrize("name", list(_OUT_CASES))
+def test_out_argument_of_implemented_functions_is_written(name):
+    """capstan implements these functions from others; the implementation returned its
+    result and left ``out`` as it was (np.outer(x, y, out=buf): buf's garbage as the value,
+    derivative 0), or refused out= altogether."""
+    f = _OUT_CASES[name]
+    want = _fd_jacobian(f, A)
+    y, t = capstan.jvp(f, (A,), (np.ones(4),))
+    assert np.allclose(y, f(A.copy()))
+    assert np.allclose(t, want @ np.ones(4), atol=1e-7)
+    w = np.arange(1.0, np.size(y) + 1).reshape(np.shape(y))
+    g = capstan.gradient(lambda x: np.sum(f(x) * w), A)[0]
+    assert np.allclose(g, np.tensordot(w, want, np.ndim(y)), atol=1e-7)
