@@ -126,8 +126,11 @@ def test_shape_set_to_its_own_shape_and_plain_errors_unchanged():
     def no_imag(x):
         b = x * 2.0
         b.imag = 1.0
-    with pytest.raises(TypeError, match="array does not have imaginary part to set"):
+    with pytest.raises(TypeError) as plain:
+        no_imag(A)
+    with pytest.raises(TypeError) as routed:
         capstan.jvp(no_imag, (A,), (A,))
+    assert str(routed.value) == str(plain.value)
 
 
 def test_meshgrid_and_tensorsolve_still_differentiated():
