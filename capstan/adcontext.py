@@ -191,9 +191,43 @@ class ADContext(Context):
 
     @primitive(setattr, object, object, Tagged)
     def store_attr(self, o, name, v):
+        if isinstance(raw(o), np.ndarray):
+            return self.store_array_attr(o, name, v)
         out = recurse(self, setattr, o, name, v)
         self.remember(o, name)
         return out
+
+    @primitive(setattr, Tagged, object, Tagged)  # (object matches no value this context tags)
+    @primitive(setattr, Tagged, object, object)
+    @primitive(setattr, np.ndarray, object, object)
+    def store_array_attr(self, o, name, v):
+        """``a.real = v``, ``a.imag = v``, ``a.flat = v``: writes into ``a``'s elements,
+        made as the element writes they are (so that the derivative follows them).
+        ``a.shape``, ``a.strides``, ``a.dtype`` relabel the memory of an array being
+        differentiated in place, which its derivative cannot follow: refused (NumPy's call
+        wrote the value only, and the derivative kept the old layout)."""
+        value = raw(o)
+        if not isinstance(value, np.ndarray) or not self._differentiated((o, v), {}):
+            return recurse(self, setattr, o, name, v)
+        if name in ("real", "imag") and (name == "real" or value.dtype.kind == "c"):
+            overdub(self, operator.setitem, overdub(self, getattr, o, name), Ellipsis, v)
+            return None
+        if name == "flat":
+            overdub(self, np.put, o, np.arange(value.size), v)
+            return None
+        if name == "shape" and not self.owns(v):
+            try:
+                same = value.reshape(v).shape == value.shape  # (the same shape: nothing moves)
+            except (TypeError, ValueError):
+                same = False
+            if same:
+                return recurse(self, setattr, o, name, v)
+        if name in ("shape", "strides", "dtype"):
+            recurse(self, setattr, np.empty_like(value), name, raw(v))  # (NumPy's own errors first)
+            raise NoRuleError("capstan: setting ndarray.%s of an array being differentiated changes its "
+                              "layout in place, which the derivative cannot follow; use a new array: "
+                              "a = a.reshape(...) / a.view(...) / a.astype(...)" % name)
+        return recurse(self, setattr, o, name, v)
 
 
     def user_operator(self, f, args):
@@ -379,6 +413,13 @@ class ADContext(Context):
                 type(a) is dict and self._in_tree(a) for a in args)):  # (json.dumps({"a": x}))
             if found and _list_of_matrices(f, metas):
                 args = self._as_matrices(args)
+            out = kwargs.get("out")
+            if out is not None and (type(raw(out)) is np.ndarray or type(out) is tuple):
+                # (an implementation returns its result: written into out as NumPy's does,
+                # where np.outer(x, y, out=buf) left buf as it was)
+                out = out[0] if type(out) is tuple and len(out) == 1 else out
+                if type(raw(out)) is np.ndarray:
+                    return self._write_out(f, args, kwargs, out)
             return overdub(self, impl, *args, **kwargs)
         if found and _list_of_matrices(f, metas):
             matrices = self._as_matrices(args)
@@ -616,10 +657,17 @@ class ADContext(Context):
 
     def write(self, value, k, v, foreign):
         """``value[k] = v``; through the enclosing context when nested values are involved."""
-        if foreign is None:
-            value[k] = v
-        else:
-            overdub(foreign, operator.setitem, value, k, v)
+        try:
+            if foreign is None:
+                value[k] = v
+            else:
+                overdub(foreign, operator.setitem, value, k, v)
+        except ValueError:
+            from .rules.stride_rules import refuse_write
+            refusal = refuse_write(raw(value))
+            if refusal is not None:
+                raise refusal from None
+            raise
 
     def subscript(self, c, k):
         """``(c[k], c's tangent or node, c's value, the plain key, enclosing context)``: the

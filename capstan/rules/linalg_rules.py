@@ -8,6 +8,7 @@ made of single-result primitives.
 import numpy as np
 
 from .numpy_rules import _axes, _conj, _expand, _lead, _nz, _shifted, defvjp
+from ..losses import NoRuleError
 from .registry import defimpl, defjvp, unbroadcast
 
 _la = np.linalg
@@ -56,8 +57,53 @@ def _trace_inv(a, t):
     return np.einsum("...ij,...ji->...", _la.inv(a), t)
 
 
-defjvp(_la.det, lambda ts, ans, a: ans * _trace_inv(a, ts[0]), batched=True)
-defvjp(_la.det, lambda g, ans, a: (_mat(g * _conj(ans)) * _h(_la.inv(a)),))
+def _adjugate(a):
+    """The adjugate of (stacked) square matrices, ``det(a) inv(a)`` where ``a`` is invertible,
+    also where it is singular (the derivative of ``det`` there: LAPACK's inverse fails).
+    Up to 16 x 16 from the minors (polynomial, so differentiable again); beyond from the
+    SVD ``a = u s vh``: ``adj(a) = det(u) det(vh) vh^H diag(prod_(j != i) s_j) u^H``."""
+    n = np.shape(a)[-1]
+    if n <= 16:
+        keep = np.array([[j for j in range(n) if j != i] for i in range(n)], dtype=np.intp).reshape(n, n - 1)
+        rows = keep[:, None, :, None]          # minor (i, j): rows without i, columns without j
+        cols = keep[None, :, None, :]
+        minors = _la.det(a[..., rows, cols])   # (..., n, n)
+        sign = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
+        return np.swapaxes(sign * minors, -1, -2)
+    u, s, vh = _la.svd(a)
+    ones = np.ones(np.shape(s)[:-1] + (1,), dtype=s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    phase = _la.det(u) * _la.det(vh)
+    return _mat(phase) * np.matmul(_h(vh) * (before * after)[..., None, :], _h(u))
+
+
+def _det_jvp(ts, ans, a):
+    try:
+        return ans * _trace_inv(a, ts[0])
+    except _la.LinAlgError:  # a singular matrix: the adjugate, not det * inverse
+        return np.einsum("...ij,...ji->...", _adjugate(a), ts[0])
+
+
+def _det_vjp(g, ans, a):
+    try:
+        return (_mat(g * _conj(ans)) * _h(_la.inv(a)),)
+    except _la.LinAlgError:
+        return (_mat(g) * _h(_adjugate(a)),)
+
+
+defjvp(_la.det, _det_jvp, batched=True)
+defvjp(_la.det, _det_vjp)
+
+
+def _inv_nonsingular(a):
+    """``inv(a)`` for slogdet's slopes, refused where ``a`` is singular (``log|det a|`` is
+    -inf there: no derivative)."""
+    try:
+        return _la.inv(a)
+    except _la.LinAlgError:
+        raise NoRuleError("capstan: numpy.linalg.slogdet of a singular matrix (log|det| = -inf) has no "
+                          "derivative; differentiate numpy.linalg.det instead") from None
 
 
 def _logabsdet(a):
@@ -73,18 +119,19 @@ def _slogdet_sign(a):
 def _sign_jvp(ts, ans, a):
     if not np.iscomplexobj(ans):
         return None
-    return 1j * ans * np.imag(_trace_inv(a, ts[0]))
+    return 1j * ans * np.imag(np.einsum("...ij,...ji->...", _inv_nonsingular(a), ts[0]))
 
 
 def _sign_vjp(g, ans, a):
     if not np.iscomplexobj(ans):
         return (None,)
     c = np.real(np.conj(g) * 1j * ans)
-    return (1j * _mat(c) * _h(_la.inv(a)),)
+    return (1j * _mat(c) * _h(_inv_nonsingular(a)),)
 
 
-defjvp(_logabsdet, lambda ts, ans, a: np.real(_trace_inv(a, ts[0])), batched=True)
-defvjp(_logabsdet, lambda g, ans, a: (_mat(np.real(g)) * _h(_la.inv(a)),))
+defjvp(_logabsdet, lambda ts, ans, a: np.real(np.einsum("...ij,...ji->...", _inv_nonsingular(a), ts[0])),
+       batched=True)
+defvjp(_logabsdet, lambda g, ans, a: (_mat(np.real(g)) * _h(_inv_nonsingular(a)),))
 defjvp(_slogdet_sign, _sign_jvp, batched=True)
 defvjp(_slogdet_sign, _sign_vjp)
 _SlogdetResult = type(_la.slogdet(np.eye(1)))

@@ -133,7 +133,9 @@ def _nz(d):
 
 
 def _pow_base(ans, a, b, **kw):
-    return np.where(b == 0, 0.0, b * np.power(a, np.where(b == 0, 1.0, b) - 1))
+    corner = (b == 0) & (a == 0)  # (0 * 0 ** -1 = NaN; elsewhere at b = 0 the formula's 0 keeps
+    # its slope 1 / a in b: a mixed second derivative)
+    return np.where(corner, 0.0, b * np.power(np.where(corner, 1.0, a), b - 1))
 
 
 def _pow_exponent(ans, a, b, **kw):

@@ -37,8 +37,8 @@ def pow_base(ans, base, exp, mod=None):
     te = type(exp)
     if (te is int or te is float) and exp == 2:  # a square: 2 * base, exactly base ** 1 times 2
         return exp * base
-    if te is not np.ndarray and exp == 0:
-        return 0.0 * base
+    if te is not np.ndarray and exp == 0 and (te is int or base == 0):
+        return 0.0 * base  # (exp * base ** -1 otherwise: 0, with the slope 1 / base in exp)
     if (te is float or te is int) and exp < 1 and type(base) is float and base == 0:
         return zero_power_slope(base, exp)  # (0.0 ** -0.5 raises in Python: NumPy's infinity)
     return exp * base ** (exp - 1)

@@ -4,8 +4,9 @@ capstan cannot see into.  Each metric is written with NumPy operations that have
 over the pairs of rows (``cdist``: every row of ``XA`` with every row of ``XB``;
 ``pdist``: the pairs ``i < j`` of ``X``, in SciPy's condensed order), with SciPy's
 definitions and its defaults for ``w``, ``p``, ``V`` and ``VI``.  A metric without an
-equivalent here (the boolean ones, ``jensenshannon``...) and ``out=`` are refused with a
-``NoRuleError`` naming them; a callable metric runs pair by pair, as SciPy runs it."""
+equivalent here (the boolean ones, ``jensenshannon``...) is refused with a
+``NoRuleError`` naming it; a callable metric runs pair by pair, as SciPy runs it; ``out=``
+gets the result written into it (``ADContext.apply``)."""
 import numpy as np
 
 try:

@@ -136,11 +136,13 @@ def _register():
     defderiv(sc.poch, _poch_z, lambda ans, z, m, **kw: ans * digamma_real(z + m))
     nondifferentiable(sc.gammasgn)
 
+    # (xlogy, xlog1py: at the ends x = 0 and x = 1 with a = 1 or b = 1 the powers are
+    # 0^0 = 1, where (a - 1) log x was 0 * -inf = NaN)
     def gammainc_x(ans, a, x, **kw):  # the integrand of the regularized incomplete gamma
-        return np.exp((a - 1.0) * np.log(x) - x - sc.gammaln(a))
+        return np.exp(sc.xlogy(a - 1.0, x) - x - sc.gammaln(a))
 
     def betainc_x(ans, a, b, x, **kw):
-        return np.exp((a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x) - sc.betaln(a, b))
+        return np.exp(sc.xlogy(a - 1.0, x) + sc.xlog1py(b - 1.0, -x) - sc.betaln(a, b))
 
     # (the shapes: tail log-moments by quadrature, capstan.rules.log_moments, whose own
     # entries below make them differentiable to any order)
@@ -285,9 +287,12 @@ def _register():
     # (E_n' = -E_(n-1); E_0 = exp(-x)/x has E_0' = -E_0 (1 + 1/x), where expn(-1, x) is NaN)
     defderiv(sc.expn, _parameter(sc.expn, "n"), lambda ans, n, x, **kw: np.where(
         np.trunc(n) == 0, -ans * (1.0 + 1.0 / x), -sc.expn(np.maximum(np.trunc(n) - 1, 0), x)))
-    defderiv(sc.ellipk, lambda ans, m, **kw: (sc.ellipe(m) - (1.0 - m) * ans) / (2.0 * m * (1.0 - m)))
-    defderiv(sc.ellipe, lambda ans, m, **kw: (ans - sc.ellipk(m)) / (2.0 * m))
-    defderiv(sc.spence, lambda ans, z, **kw: np.where(z == 1, -1.0, np.log(z) / _nz(1.0 - z)))
+    defderiv(sc.ellipk, lambda ans, m, **kw: np.where(
+        np.abs(m) < 1e-3, _series(m, _ELLIPK_SLOPE), (sc.ellipe(m) - (1.0 - m) * ans) / (2.0 * _nz(m) * (1.0 - m))))
+    defderiv(sc.ellipe, lambda ans, m, **kw: np.where(
+        np.abs(m) < 1e-3, _series(m, _ELLIPE_SLOPE), (ans - sc.ellipk(m)) / (2.0 * _nz(m))))
+    defderiv(sc.spence, lambda ans, z, **kw: np.where(  # (log z / (1 - z) at z = 1: its series in z - 1)
+        z == 1, _series(z - 1.0, _SPENCE_SLOPE), np.log(z) / _nz(1.0 - z)))
     defderiv(sc.wrightomega, lambda ans, z, **kw: ans / (1.0 + ans))
     defderiv(sc.lambertw, lambda ans, z, k=0, tol=1e-8: 1.0 / (np.exp(ans) * (1.0 + ans)),
              _parameter(sc.lambertw, "k"))
@@ -303,10 +308,26 @@ def _register():
         sign = np.sign(sc.rgamma(v + 1.5)) * np.where((x < 0) & (np.round(v) % 2 == 1), -1.0, 1.0)
         return sign * np.exp(sc.xlogy(v, 0.5 * np.abs(x)) - sc.gammaln(v + 1.5)) / _SQRT_PI
 
-    defderiv(sc.struve, _order(sc.struve), lambda ans, v, x, **kw:
-             0.5 * (sc.struve(v - 1.0, x) - sc.struve(v + 1.0, x) + struve_term(v, x)))
-    defderiv(sc.modstruve, _order(sc.modstruve), lambda ans, v, x, **kw:
-             0.5 * (sc.modstruve(v - 1.0, x) + sc.modstruve(v + 1.0, x) + struve_term(v, x)))
+    def struve_origin_slope(v, x, alternate):
+        """The slope of H_v (``alternate``) or L_v at x = 0 for an integer v >= 0, from
+        their power series (DLMF 11.2.1, 11.2.2), so that its own derivatives there are
+        right too: the recurrence reaches orders below 0, infinite at x = 0 (NaN)."""
+        at = np.where(x == 0, x, 0.0)  # (the series is used at x = 0 only)
+        out = 0.0 * at
+        for k in range(8):
+            term = (k + 0.5 * (v + 1.0)) * np.power(0.5 * at, 2 * k + v) * sc.rgamma(k + 1.5) * sc.rgamma(k + v + 1.5)
+            out = out + (-term if alternate and k % 2 else term)
+        return out
+
+    def struve_slope(f, alternate):
+        def slope(ans, v, x, **kw):
+            origin = (x == 0) & (v == np.round(v)) & (v >= 0)
+            general = 0.5 * (f(v - 1.0, x) + (-1.0 if alternate else 1.0) * f(v + 1.0, x) + struve_term(v, x))
+            return np.where(origin, struve_origin_slope(np.where(origin, v, 0.0), x, alternate), general)
+        return slope
+
+    defderiv(sc.struve, _order(sc.struve), struve_slope(sc.struve, True))
+    defderiv(sc.modstruve, _order(sc.modstruve), struve_slope(sc.modstruve, False))
     # T(h, a) = (1/2pi) int_0^a exp(-h^2 (1 + t^2)/2) / (1 + t^2) dt
     defderiv(sc.owens_t, lambda ans, h, a, **kw: -np.exp(-0.5 * h * h) * sc.erf(a * h / _SQRT2) / (2.0 * _SQRT_2PI),
              lambda ans, h, a, **kw: np.exp(-0.5 * h * h * (1.0 + a * a)) / (2.0 * np.pi * (1.0 + a * a)))
@@ -552,6 +573,23 @@ def _finite_or(main, alt):
     return np.where(np.isfinite(main), main, alt)
 
 
+def _series(u, coefficients):
+    """``sum_k coefficients[k] u^k`` (Horner): a slope's Taylor series about a point where
+    its closed form is 0/0, so that its own derivatives there are right too."""
+    out = 0.0 * u + coefficients[-1]
+    for c in coefficients[-2::-1]:
+        out = out * u + c
+    return out
+
+
+#: K'(m), E'(m) about m = 0 (K = pi/2 sum c_n^2 m^n, E = pi/2 sum c_n^2 m^n / (1 - 2n),
+#: c_n = (2n)! / (4^n n!^2)); log(z) / (1 - z) about z = 1 (in u = z - 1)
+_C2 = [1.0, 0.25, 9 / 64, 25 / 256, 1225 / 16384, 3969 / 65536, 53361 / 1048576]
+_ELLIPK_SLOPE = [np.pi / 2 * n * _C2[n] for n in range(1, 7)]
+_ELLIPE_SLOPE = [np.pi / 2 * n * _C2[n] / (1 - 2 * n) for n in range(1, 7)]
+_SPENCE_SLOPE = [-((-1.0) ** k) / (k + 1) for k in range(8)]
+
+
 def _rgamma_slope(z):
     return _rgamma_d(sc.rgamma(z), z)
 
@@ -593,11 +631,14 @@ def _binom_k(ans, n, k, **kw):
 
 def _rgamma_d(ans, x, **kw):
     """``d (1/gamma) / dx = -rgamma(x) digamma(x)``; at the zeros x = -n (n = 0, 1, ...)
-    that is 0 * inf, and the slope is ``(-1)^n n!``."""
+    that is 0 * inf, and the slope ``(-1)^n n!`` is taken from the reflection
+    ``rgamma(x) = sin(pi x) gamma(1 - x) / pi``: ``gamma(1 - x) (cos(pi x) - sin(pi x)
+    digamma(1 - x) / pi)``, whose own derivatives are the higher ones there (a constant
+    ``(-1)^n n!`` had none)."""
     pole = (np.real(x) <= 0) & (x == np.round(np.real(x)))
-    n = -np.where(pole, np.real(x), 0.0)
-    return np.where(pole, np.where(n % 2 == 1, -1.0, 1.0) * sc.gamma(n + 1.0),
-                    -ans * digamma_real(np.where(pole, 0.5, x)))
+    at = np.where(pole, x, 0.0)
+    reflected = sc.gamma(1.0 - at) * (np.cos(np.pi * at) - np.sin(np.pi * at) * digamma_real(1.0 - at) / np.pi)
+    return np.where(pole, reflected, -ans * digamma_real(np.where(pole, 0.5, x)))
 
 
 def _scaled_bessel_slope(nu, x, kind, general):

@@ -5,18 +5,19 @@ views (``as_strided``, hence ``sliding_window_view``, and SciPy's ``toeplitz``,
 
 A strided view reads elements of its argument at positions given by byte strides:
 it is differentiated as a *gather* of those elements (``np.ravel(x)[positions]``), so
-its value is a copy holding the same numbers; writing through it does not reach
-``x``.  A view that reads memory outside its argument has no derivative to follow and
+its value is a copy holding the same numbers; writing through it would not reach
+``x``, so the copy is read-only and a write into it is refused.  A view that reads memory outside its argument has no derivative to follow and
 is refused (:class:`capstan.NoRuleError`).
 """
 import math
+import weakref
 
 import numpy as np
 
 from overdub import Tagged, overdub
 
 from ..adcontext import ATTRIBUTES as _ATTRIBUTES
-from .registry import defimpl
+from .registry import defimpl, plain_valued
 
 try:
     from scipy import linalg as _scipy_linalg
@@ -50,7 +51,48 @@ def _as_strided(x, shape=None, strides=None, subok=False, writeable=True):
     if read.size and (ranked.size == 0 or np.any(ranked[slot] != read)):
         raise _no_rule("np.lib.stride_tricks.as_strided reads memory outside the array it views, "
                        "so its derivative cannot be followed; index the array instead")
-    return np.reshape(np.ravel(x)[order[slot]], shape)
+    out = np.reshape(np.ravel(x)[order[slot]], shape)
+    _read_only(out, bool(writeable))  # (NumPy's view writes into x; this copy cannot)
+    return out
+
+
+def _read_only(value, refuse):
+    """Make the copy standing for a strided view read-only (as NumPy's is with
+    ``writeable=False``); remember it where NumPy's would be writeable (``refuse``)."""
+    if type(value) is np.ndarray and value.flags.writeable:
+        value.flags.writeable = False
+        if refuse:
+            key = id(value)
+            GATHERED[key] = weakref.ref(value, lambda ref: GATHERED.pop(key, None) if GATHERED.get(key) is ref
+                                        else None)
+
+
+plain_valued(_read_only)  # (it runs on the plain value, outside the differentiation)
+#: id -> weak reference of the read-only copies standing for strided views (for the refusal
+#: of a write into one: ``ADContext.write``)
+GATHERED = {}
+
+
+def gathered_view(value):
+    """Whether ``value`` (or an array it views) is a copy standing for a strided view."""
+    while type(value) is np.ndarray:
+        ref = GATHERED.get(id(value))
+        if ref is not None:
+            if ref() is value:
+                return True
+            del GATHERED[id(value)]
+        value = value.base
+    return False
+
+
+def refuse_write(value):
+    """The refusal of a write into the copy standing for a strided view (or None)."""
+    if gathered_view(value):
+        return _no_rule("a write through np.lib.stride_tricks.as_strided's view of an array being "
+                        "differentiated: capstan reads that view as a copy of the elements it shows, "
+                        "which a write cannot pass on to the array; write into the array itself "
+                        "(index it), or copy the view first")
+    return None
 
 
 defimpl(np.lib.stride_tricks.as_strided, _as_strided)
