@@ -92,7 +92,8 @@ class Record(capstan_native.RecordBase if capstan_native is not None else _Recor
 
     Besides records, the tape holds plain tuples ``(parent, partial)`` and ``(parent, partial,
     parent, partial)``, appended by the scalar operators' fast paths (``fastpaths``): one float
-    operation, with its partial derivative with respect to each parent.
+    operation, with its partial derivative with respect to each parent.  The C kernels append
+    the same as a ``_capstan_native.ScalarRecord`` (C numbers, read like the tuple).
     """
 
     __slots__ = ()
@@ -507,7 +508,8 @@ def backward(tape, seeds):
         if g is None:
             continue
         rec = tape[i]
-        if type(rec) is tuple:  # an inline float operation: (parent, partial[, parent, partial])
+        if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation:
+            # (parent, partial[, parent, partial])
             p = rec[0]
             c = g * rec[1]
             if c != c and type(c) is float and (g == 0 or rec[1] == 0):
@@ -592,7 +594,8 @@ def check_equalities(ctx):
         return
     cts = backward(ctx.tape, seeds)
     for n, rec in enumerate(ctx.tape):
-        if type(rec) is not tuple and rec.kind is INPUT and cts[n] is not None and np.any(untagged(cts[n]) != 0):
+        if (type(rec) is not tuple and type(rec) is not _SCALAR_RECORD and rec.kind is INPUT and cts[n] is not None
+                and np.any(untagged(cts[n]) != 0)):
             raise losses.point_branch(first, "reverse")
 
 
@@ -600,6 +603,8 @@ _F64 = np.float64
 _isnan = math.isnan
 _DOUBLE = np.dtype(np.float64)
 _sweep = capstan_native.sweep if capstan_native is not None else None
+#: the C kernels' scalar tape record, which reads as the tuple the Python fast paths append
+_SCALAR_RECORD = capstan_native.ScalarRecord if capstan_native is not None else tuple
 if capstan_native is not None:
     capstan_native.setup_records(Record, np.ndarray, RULE)
     _record, _record_array = capstan_native.record, capstan_native.record_array

@@ -164,6 +164,104 @@ untrackable(PyObject *record)
     return 1;
 }
 
+/* A reverse run's scalar tape record: one float operation's parents (tape indices) and the
+   partial derivative with respect to each, as C numbers.  It reads as the tuple
+   (parent, partial[, parent, partial]) the pure-Python fast paths append (len, indexing),
+   holds no object (the collector never sees it) and costs one allocation. */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;          /* 1 or 2 */
+    Py_ssize_t parent[2];
+    double partial[2];
+} ScalarRecordObject;
+
+static PyTypeObject ScalarRecord_Type;
+
+static Py_ssize_t
+scalar_record_length(ScalarRecordObject *r)
+{
+    return 2 * r->n;
+}
+
+static PyObject *
+scalar_record_item(ScalarRecordObject *r, Py_ssize_t i)
+{
+    if (i < 0 || i >= 2 * r->n) {
+        PyErr_SetString(PyExc_IndexError, "ScalarRecord index out of range");
+        return NULL;
+    }
+    return i % 2 == 0 ? PyLong_FromSsize_t(r->parent[i / 2]) : PyFloat_FromDouble(r->partial[i / 2]);
+}
+
+static PyObject *
+scalar_record_repr(ScalarRecordObject *r)
+{
+    PyObject *t = PySequence_Tuple((PyObject *)r);
+    if (t == NULL) {
+        return NULL;
+    }
+    PyObject *s = PyUnicode_FromFormat("ScalarRecord%R", t);
+    Py_DECREF(t);
+    return s;
+}
+
+static PySequenceMethods scalar_record_sequence = {
+    .sq_length = (lenfunc)scalar_record_length,
+    .sq_item = (ssizeargfunc)scalar_record_item,
+};
+
+static PyTypeObject ScalarRecord_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.ScalarRecord",
+    .tp_doc = "A reverse run's scalar tape record: (parent, partial[, parent, partial]) as C numbers.",
+    .tp_basicsize = sizeof(ScalarRecordObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_as_sequence = &scalar_record_sequence,
+    .tp_repr = (reprfunc)scalar_record_repr,
+};
+
+/* a record's parent: a tape index (an exact int) */
+static inline int
+record_parent(PyObject *meta, Py_ssize_t *index)
+{
+    if (!PyLong_CheckExact(meta)) {
+        return 0;
+    }
+    Py_ssize_t i = PyLong_AsSsize_t(meta);
+    if (i < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    *index = i;
+    return 1;
+}
+
+/* a partial given as an object (an operand of *), as the double the sweep multiplies by:
+   a float, or an int a float holds exactly (g * n is then g * float(n), as Python computes) */
+static inline int
+record_partial(PyObject *o, double d, double *out)
+{
+    if (o == NULL) {
+        *out = d;
+        return 1;
+    }
+    if (PyFloat_CheckExact(o)) {
+        *out = PyFloat_AS_DOUBLE(o);
+        return 1;
+    }
+    if (PyLong_CheckExact(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred()) || v > (1LL << 53) || v < -(1LL << 53)) {
+            PyErr_Clear();
+            return 0;
+        }
+        *out = (double)v;
+        return 1;
+    }
+    return 0;
+}
+
 /* partial p times tangent t, 0 where either is exactly 0 (fastpaths._strong) */
 static inline double
 strong(double p, double t)
@@ -211,6 +309,30 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
         return NULL;
     }
     Py_ssize_t n = (mx != NULL) + (my != NULL);
+    Py_ssize_t pa = 0, pb = 0;
+    double qa = 0.0, qb = 0.0;
+    if ((mx == NULL || (record_parent(mx, &pa) && record_partial(oa, da, &qa)))
+        && (my == NULL || (record_parent(my, &pb) && record_partial(ob, db, &qb)))) {
+        ScalarRecordObject *rec = PyObject_New(ScalarRecordObject, &ScalarRecord_Type);
+        if (rec == NULL) {
+            Py_DECREF(tape);
+            return NULL;
+        }
+        rec->n = n;
+        rec->parent[0] = mx != NULL ? pa : pb;
+        rec->partial[0] = mx != NULL ? qa : qb;
+        rec->parent[1] = pb;
+        rec->partial[1] = qb;
+        int err = PyList_Append(tape, (PyObject *)rec);
+        Py_DECREF(rec);
+        if (err < 0) {
+            Py_DECREF(tape);
+            return NULL;
+        }
+        PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(tape) - 1);
+        Py_DECREF(tape);
+        return index == NULL ? NULL : new_tagged(r, index, key, ctx);
+    }
     PyObject *record = PyTuple_New(2 * n);
     if (record == NULL) {
         Py_DECREF(tape);
@@ -1297,6 +1419,43 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
         }
         PyObject *rec = PyList_GET_ITEM(tape, i);
         if (rec == skip) {
+            continue;
+        }
+        if (Py_TYPE(rec) == &ScalarRecord_Type) {
+            ScalarRecordObject *sr = (ScalarRecordObject *)rec;
+            Py_INCREF(g);
+            for (Py_ssize_t j = 0; j < sr->n; j++) {
+                double pv = sr->partial[j];
+                PyObject *c;
+                if (PyFloat_CheckExact(g)) {
+                    double gv = PyFloat_AS_DOUBLE(g), cv = gv * pv;
+                    if (isnan(cv) && (gv == 0.0 || pv == 0.0)) {
+                        cv = 0.0;  /* an exact zero wins over an infinite partial (strong_mul) */
+                    }
+                    c = PyFloat_FromDouble(cv);
+                }
+                else {
+                    PyObject *po = PyFloat_FromDouble(pv);
+                    c = po == NULL ? NULL : PyNumber_Multiply(g, po);
+                    Py_XDECREF(po);
+                    if (c != NULL && PyFloat_CheckExact(c) && isnan(PyFloat_AS_DOUBLE(c))) {
+                        int gz = PyObject_Not(g);  /* (1: an exact zero) */
+                        if (gz < 0) {
+                            Py_DECREF(c);
+                            Py_DECREF(g);
+                            return -2;
+                        }
+                        if (gz || pv == 0.0) {
+                            Py_SETREF(c, PyFloat_FromDouble(0.0));
+                        }
+                    }
+                }
+                if (c == NULL || accumulate(cts, sr->parent[j], c) < 0) {
+                    Py_DECREF(g);
+                    return -2;
+                }
+            }
+            Py_DECREF(g);
             continue;
         }
         if (!PyTuple_CheckExact(rec) || (PyTuple_GET_SIZE(rec) != 2 && PyTuple_GET_SIZE(rec) != 4)) {
@@ -2739,7 +2898,8 @@ PyInit__capstan_native(void)
     minus_one = PyFloat_FromDouble(-1.0);
     if (str_tagkey == NULL || str_tape == NULL || str_equalities == NULL || str_second == NULL || str_scalar_pairs == NULL
         || small_zero == NULL || one == NULL || minus_one == NULL
-        || PyType_Ready(&Kernel_Type) < 0 || PyType_Ready(&PatternKernel_Type) < 0) {
+        || PyType_Ready(&Kernel_Type) < 0 || PyType_Ready(&PatternKernel_Type) < 0
+        || PyType_Ready(&ScalarRecord_Type) < 0) {
         return NULL;
     }
     for (int i = 0; i <= K_NEG; i++) {
@@ -2764,6 +2924,12 @@ PyInit__capstan_native(void)
     Py_INCREF(&RecordBase_Type);
     if (PyModule_AddObject(m, "RecordBase", (PyObject *)&RecordBase_Type) < 0) {
         Py_DECREF(&RecordBase_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ScalarRecord_Type);
+    if (PyModule_AddObject(m, "ScalarRecord", (PyObject *)&ScalarRecord_Type) < 0) {
+        Py_DECREF(&ScalarRecord_Type);
         Py_DECREF(m);
         return NULL;
     }

@@ -124,6 +124,15 @@ def _shape(r):
     return (type(r).__name__, repr(r))
 
 
+def _record_shape(rec):
+    """A tape record, comparable: the C kernels' ScalarRecord as the tuple it reads as, whose
+    partials are floats where the Python fast path may keep an int operand (``x * 2``: the
+    sweep multiplies by 2 or 2.0 alike); any other partial, index or record as it is."""
+    if type(rec) is tuple or type(rec).__name__ == "ScalarRecord":
+        rec = tuple(float(e) if i % 2 and type(e) is int and abs(e) <= 2 ** 53 else e for i, e in enumerate(rec))
+    return _shape(rec)
+
+
 def _both(contexts, method, make_args):
     """The kernel's and the Python method's outcomes (run by ``contexts[0]``), each on
     fresh tapes and fresh operands (in-place operators write into array operands)."""
@@ -134,7 +143,7 @@ def _both(contexts, method, make_args):
             for c in contexts:
                 c.tape = ["input"] * 3
         out = _outcome(fn, ctx, *[make() for make in make_args])
-        tape = [_shape(rec) for rec in ctx.tape] if isinstance(ctx, ReverseCtx) else None
+        tape = [_record_shape(rec) for rec in ctx.tape] if isinstance(ctx, ReverseCtx) else None
         outcomes.append((out, tape))
     return outcomes
 

@@ -774,8 +774,8 @@ def _recorded(ctx_type, f, *args):
     from capstan.reverse import _Run
 
     run = _Run(f, args, "gradient", ctx_type())
-    steps = [(r.kind, r.f, [p for p in r.parents], [type(v).__name__ for v in r.vals])
-             if not isinstance(r, tuple) else r for r in run.ctx.tape]
+    steps = [tuple(r) if isinstance(r, tuple) or type(r).__name__ == "ScalarRecord"  # (an inline float record)
+             else (r.kind, r.f, [p for p in r.parents], [type(v).__name__ for v in r.vals]) for r in run.ctx.tape]
     return steps, capstan.reverse._gradient(run, args)
 
 
