@@ -100,6 +100,51 @@ def test_tagged_values_die_when_plain_python_lets_them():
     assert ref() is None
 
 
+def test_recycled_tagged_values_start_fresh():
+    """A tagged value's memory is recycled (a free list): a dropped value's weak references
+    die with it (their callbacks run), and a value made in its place has its own fields,
+    in every way a new object."""
+    ctx, other = ForwardCtx(), ForwardCtx()
+    dead = []
+    for k in range(2000):
+        t = Tagged(float(k), float(k) + 0.5, ctx)
+        ref = weakref.ref(t, dead.append)
+        del t
+        assert ref() is None
+        fresh = Tagged(-1.0, np.float64(2.0), other)
+        assert (fresh._value, fresh._meta, fresh._ctx, fresh._tagkey) == (-1.0, 2.0, other, other._tagkey)
+        assert type(fresh._meta) is np.float64 and weakref.getweakrefcount(fresh) == 0
+        assert gc.is_tracked(fresh) and sys.getrefcount(fresh) == 2
+        del fresh
+    assert len(dead) == 2000
+
+
+@native
+def test_reverse_kernels_record_c_structs_that_read_as_tuples():
+    """A reverse run's float operations leave ScalarRecords on the tape: no object held,
+    untracked by the collector, read as (parent, partial[, parent, partial])."""
+    from _capstan_native import ScalarRecord
+
+    from capstan.reverse import _Run, _gradient
+
+    def f(x, y):
+        a = x * y      # two parents, the partials being the operands' values
+        b = a + 3      # one parent, partial 1.0
+        c = 2 * b      # an int constant: partial 2.0
+        return c - x / y
+
+    run = _Run(f, (1.5, 4.0), "gradient")
+    records = [r for r in run.ctx.tape if type(r) is ScalarRecord]
+    assert len(records) == 5 and len(run.ctx.tape) == 7  # (2 inputs, then one record per operation)
+    mul, add, dbl = records[:3]
+    assert (len(mul), mul[0], mul[1], mul[2], mul[3], mul[-1]) == (4, 0, 4.0, 1, 1.5, 1.5)
+    assert tuple(add) == (2, 1.0) and tuple(dbl) == (3, 2.0) and type(dbl[0]) is int
+    assert not gc.is_tracked(mul) and repr(mul) == "ScalarRecord(0, 4.0, 1, 1.5)"
+    with pytest.raises(IndexError):
+        add[2]
+    assert _gradient(run, (1.5, 4.0)) == (2 * 4.0 - 1 / 4.0, 2 * 1.5 + 1.5 / 16.0)
+
+
 # ----------------------------------------------------------------------------- kernels
 def _outcome(fn, *args):
     """What a call gives, comparable bit for bit: values as float.hex, tape records, errors."""
