@@ -1925,7 +1925,7 @@ weak_is(PyObject *ref, PyObject *o)
 #endif
 }
 
-static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty, *str_value;
+static PyObject *str_plain_calls, *str_totals, *str_primitives, *str_empty, *str_value, *str_weak_key, *str_drop;
 
 /* the routed twin of f that rt made for f's current code, defaults and names, or NULL
    (borrowed, no error set) */
@@ -1967,6 +1967,67 @@ cached_twin(RuntimeBaseObject *rt, PyObject *f)
     Py_XDECREF(key);
     Py_DECREF(twins);
     return found;
+}
+
+/* The routed twin of f, a function made anew from code routed earlier in this runtime (a
+   generator expression, a comprehension before 3.12, a lambda or closure made in a loop:
+   a new function object each time its definition runs), made as Runtime._rewritten makes
+   it -- the routed code with f's globals, name, qualified name, module, defaults and cells
+   -- and entered in the call cache under a weak key, as Runtime.resolve enters it (so a
+   second call of the same f finds it; plain Python frees f as it would).  NULL with no
+   error: Python resolves f. */
+static PyObject *
+fresh_twin(DispatcherObject *d, PyObject *f)
+{
+    RuntimeBaseObject *rt = (RuntimeBaseObject *)d->runtime;
+    PyObject *table = rt->code_table;
+    PyObject *code = PyFunction_GET_CODE(f);
+    if (table == NULL || !PyDict_Check(table) || PyDict_GET_SIZE(d->fcache) >= CODE_TABLE_LIMIT) {
+        return NULL;
+    }
+    PyObject *key = PyLong_FromVoidPtr(code);
+    if (key == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *result = NULL, *routed = NULL, *weak_key = NULL, *drop = NULL, *wk = NULL;
+    PyFunctionObject *twin = NULL;
+    PyObject *e = lookup(table, key);  /* a lifetimes.CodeRef to code holding its routed code */
+    Py_XINCREF(e);
+    if (e == NULL || !PyWeakref_Check(e) || !weak_is(e, code)
+        || (entry.machinery_codes != NULL && PyDict_GET_SIZE(entry.machinery_codes) != 0
+            && lookup(entry.machinery_codes, key) != NULL)  /* (declared opaque since) */
+        || (routed = PyObject_GetAttr(e, str_value)) == NULL || !PyCode_Check(routed) || routed == code
+        || (weak_key = PyObject_GetAttr(d->runtime, str_weak_key)) == NULL
+        || (drop = PyObject_GetAttr(d->runtime, str_drop)) == NULL) {
+        goto done;
+    }
+    PyFunctionObject *fn = (PyFunctionObject *)f;
+    twin = (PyFunctionObject *)PyFunction_NewWithQualName(routed, fn->func_globals, fn->func_qualname);
+    if (twin == NULL) {
+        goto done;
+    }
+    Py_XSETREF(twin->func_name, Py_NewRef(fn->func_name));
+    Py_XSETREF(twin->func_module, Py_XNewRef(fn->func_module));
+    Py_XSETREF(twin->func_defaults, Py_XNewRef(fn->func_defaults));
+    Py_XSETREF(twin->func_kwdefaults, Py_XNewRef(fn->func_kwdefaults));
+    Py_XSETREF(twin->func_closure, Py_XNewRef(fn->func_closure));
+    PyObject *args[2] = {f, drop};
+    wk = PyObject_Vectorcall(weak_key, args, 2, NULL);  /* WeakKey(f, rt._drop) */
+    if (wk == NULL || PyDict_SetItem(d->fcache, wk, (PyObject *)twin) < 0) {
+        goto done;
+    }
+    result = Py_NewRef((PyObject *)twin);
+done:
+    PyErr_Clear();
+    Py_XDECREF(wk);
+    Py_XDECREF((PyObject *)twin);
+    Py_XDECREF(drop);
+    Py_XDECREF(weak_key);
+    Py_XDECREF(routed);
+    Py_XDECREF(e);
+    Py_DECREF(key);
+    return result;
 }
 
 /* whether f is no key of the dict table (1), is one (0), or -1 with an error set */
@@ -2019,15 +2080,20 @@ known_callee(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
         return NULL;
     }
     int nested = (((PyCodeObject *)PyFunction_GET_CODE(func))->co_flags & CO_NESTED) != 0;
-    if (nested && !lasting) {
-        return NULL;
-    }
     PyObject *twin = cached_twin((RuntimeBaseObject *)d->runtime, func);
+    if (twin != NULL) {
+        Py_INCREF(twin);
+    }
+    else if (nested && !lasting) {  /* (a function made anew from code routed before) */
+        twin = fresh_twin(d, func);
+    }
     if (twin == NULL) {
         return NULL;
     }
-    Py_INCREF(twin);
-    if (PyDict_GET_SIZE(d->fcache) < CODE_TABLE_LIMIT && PyDict_SetItem(d->fcache, func, twin) < 0) {
+    /* (a function defined inside another, which plain Python may free during the run, is
+       no key of the call cache: its code's last twin answers for it) */
+    if ((!nested || lasting) && PyDict_GET_SIZE(d->fcache) < CODE_TABLE_LIMIT
+        && PyDict_SetItem(d->fcache, func, twin) < 0) {
         Py_DECREF(twin);
         return NULL;
     }
@@ -2937,6 +3003,8 @@ PyInit__overdub_native(void)
     str_target = PyUnicode_InternFromString("target");
     str_plain_calls = PyUnicode_InternFromString("plain_calls");
     str_value = PyUnicode_InternFromString("value");
+    str_weak_key = PyUnicode_InternFromString("weak_key");
+    str_drop = PyUnicode_InternFromString("_drop");
     str_enter = PyUnicode_InternFromString("enter");
     str_run_entries = PyUnicode_InternFromString("overdub.run_entries");
     str_call = PyUnicode_InternFromString("call");
@@ -2947,7 +3015,8 @@ PyInit__overdub_native(void)
     if (str_init == NULL || PyType_Ready(&Constructor_Type) < 0) {
         return NULL;
     }
-    if (str_plain_calls == NULL || str_totals == NULL || str_primitives == NULL || str_empty == NULL) {
+    if (str_plain_calls == NULL || str_totals == NULL || str_primitives == NULL || str_empty == NULL || str_value == NULL || str_weak_key == NULL
+        || str_drop == NULL) {
         return NULL;
     }
     if (str_tagkey == NULL || str_dict == NULL || str_runtime == NULL || str_stale == NULL || str_target == NULL

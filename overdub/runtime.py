@@ -172,6 +172,10 @@ class Runtime(RuntimeBase):
     ``recurse``, ``canrecurse`` and ``fallback`` read on every call live in
     :class:`RuntimeBase` (C, or its pure-Python reference)."""
 
+    #: the call cache's key for a transient callee (the C dispatcher enters the routed twin
+    #: of a function made anew from code routed before under one: ``fresh_twin``)
+    weak_key = WeakKey
+
     def __init__(self, ctx, spec, outer=None):
         self.ctx = ctx
         self.ctx_type = type(ctx)

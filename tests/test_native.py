@@ -145,6 +145,42 @@ def test_reverse_kernels_record_c_structs_that_read_as_tuples():
     assert _gradient(run, (1.5, 4.0)) == (2 * 4.0 - 1 / 4.0, 2 * 1.5 + 1.5 / 16.0)
 
 
+def test_functions_made_anew_in_a_loop_run_routed_with_their_own_state():
+    """A lambda, a closure or a generator expression made in every iteration is a new
+    function from the same code: each runs routed (the prehook sees the operators in its
+    body) with its own defaults, cells and names, and dies when plain Python drops it."""
+    seen = []
+
+    class Count(overdub.Context):
+        def prehook(self, f, /, *args, **kwargs):
+            if f is operator.mul:
+                seen.append(args)
+
+    def make(i):
+        return lambda y: y * i  # (a closure: i is a cell)
+
+    def program(data):
+        out, dead = [], []
+        previous = None
+        for i in range(6):
+            h = lambda y, k=i: y * k  # noqa: E731 (a default per iteration)
+            if previous is not None:
+                dead.append(previous() is None)
+            previous = weakref.ref(h)
+            out.append((h(2), make(i)(3), sum(v * i for v in data),
+                        h.__name__, h.__qualname__, sys._getframe().f_code.co_name))
+            gen = (v * i for v in data)
+            out.append((gen.__name__, gen.gi_code.co_name, next(gen)))
+        return out, dead
+
+    plain = program([1.0, 2.0])
+    for _ in range(2):  # (the second run meets code routed by the first)
+        del seen[:]
+        assert overdub.overdub(Count(), program, [1.0, 2.0]) == plain
+        assert (2, 5) in seen and (3, 5) in seen and (2.0, 5) in seen  # (h, make's lambda, the genexpr)
+    assert all(plain[1])
+
+
 # ----------------------------------------------------------------------------- kernels
 def _outcome(fn, *args):
     """What a call gives, comparable bit for bit: values as float.hex, tape records, errors."""
