@@ -615,7 +615,23 @@ class ADContext(Context):
                 entry = self.shadows.get(id(root))
                 if entry is not None and entry[0] is root:
                     return (x, self.view_meta(x, root, entry[1], entry[2]), entry[2])
+        elif self.shadows and type(x) is not Tagged and isinstance(x, np.ndarray):
+            self._subclass_view(x)
         return None
+
+    def _subclass_view(self, x):
+        """Refuse ``x``, an instance of an ndarray subclass (``np.ma.MaskedArray``,
+        ``np.matrix``, ``np.recarray``...) made before a value being differentiated was written
+        into the memory it shares: its elements would be read as plain numbers."""
+        a = x
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        entry = self.shadows.get(id(a))
+        if entry is not None and entry[0] is a:
+            tp = type(x)
+            raise losses.refuse(self, losses.array_lost(
+                "the memory of a %s.%s (an ndarray subclass), which was then read" % (tp.__module__, tp.__qualname__),
+                self.mode))
 
     def view_meta(self, view, root, meta, foreign):  # pragma: no cover - per mode
         raise NotImplementedError
@@ -669,6 +685,36 @@ class ADContext(Context):
                 raise refusal from None
             raise
 
+    def plain_write(self, value, k):
+        """``value[k] = x`` has written a value being differentiated into ``value``, an array
+        no derivative follows yet: whether the write is plain (integer and boolean elements
+        keep no slope; text is noted as text made from the value), ``False`` where the
+        derivative follows (float and complex memory owned by plain arrays).  Elements that
+        would hold it otherwise -- objects, records, memory shared with an ndarray subclass
+        (``np.recarray`` fields, ``np.ma``'s data, ``np.matrix``), which capstan does not
+        track -- are refused: the derivative was lost silently."""
+        kind = value.dtype.kind
+        if kind in "biu":
+            return True
+        if kind in "SU":
+            losses.note_text(self, np.asarray(value[k]).tolist())
+            return True
+        a, subclass = value, None
+        while True:
+            if type(a) is not np.ndarray:
+                subclass = type(a)
+            if not isinstance(a.base, np.ndarray):
+                break
+            a = a.base
+        if subclass is not None:
+            where = "the memory of a %s.%s (an ndarray subclass)" % (subclass.__module__, subclass.__qualname__)
+        elif kind not in "fc" or a.dtype.kind not in "fc":
+            dtype = value.dtype if kind not in "fc" else a.dtype
+            where = "a NumPy array of dtype %s" % ("object" if dtype.kind == "O" else dtype)
+        else:
+            return False
+        raise losses.refuse(self, losses.array_lost(where, self.mode))
+
     def subscript(self, c, k):
         """``(c[k], c's tangent or node, c's value, the plain key, enclosing context)``: the
         read both modes' ``getitem`` start from."""
@@ -690,7 +736,7 @@ class ADContext(Context):
         for a in args:
             ta = type(a)
             if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray or (
-                    texts and (ta is str or ta is bytes)):
+                    texts and (ta is str or ta is bytes or isinstance(a, (str, bytes)))):  # (np.str_)
                 break
         else:
             if not kwargs:

@@ -430,12 +430,14 @@ class ReverseCtx(ADContext):
             return self.write(value, k, v, foreign)
         root = root_of(raw)
         nroot, owner = self.holder(root)
-        where = None if raw is root else positions(raw, root)[k]
         self.before_write(root)
         base = root.copy() if nroot is None and self.keep_bases else None
         self.write(value, k, v, foreign)
-        if (nroot is None and nv is None) or raw.dtype.kind not in "fc":
+        if nroot is None and (nv is None or self.plain_write(raw, k)):
             return None
+        if raw.dtype.kind not in "fc":
+            return None
+        where = None if raw is root else positions(raw, root)[k]
         index = k if where is None else np.unravel_index(where, root.shape)
         n = self.record(SETITEM, None, None, (v if nv is None else None, base),
                         (np.shape(v), index, np.result_type(untagged(v))),
