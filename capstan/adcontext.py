@@ -15,6 +15,7 @@ import bisect
 import collections
 import dis
 import functools
+import inspect
 import heapq
 import itertools
 import math
@@ -402,6 +403,8 @@ class ADContext(Context):
         if type(f) is np.ufunc and len(args) > f.nin and "out" not in kwargs:  # np.subtract(a, b, y)
             out = tuple(args[f.nin:])
             args, kwargs = args[:f.nin], {**kwargs, "out": out[0] if len(out) == 1 else out}
+        elif len(args) > 2 and "out" not in kwargs:  # np.outer(x, y, buf), np.sum(a, 0, None, buf)
+            args, kwargs = _out_by_keyword(f, args, kwargs)
         impl = registry.IMPLS.get(f)
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
@@ -920,6 +923,48 @@ STORING |= {getattr(heapq, name) for name in ("_heapreplace_max", "heapreplace_m
 
 
 _MEMOIZED = type(functools.lru_cache()(lambda: None))  # functools._lru_cache_wrapper
+
+
+_OUT_POSITIONS = {}
+
+
+def out_position(f):
+    """``(position of f's out parameter, the names of the positional parameters from it
+    on)``, or ``None`` where ``f`` takes no ``out`` by position (or has no signature)."""
+    try:
+        return _OUT_POSITIONS[f]
+    except (KeyError, TypeError):
+        pass
+    pos = None
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for i, p in enumerate(params):
+        if p.kind is p.VAR_POSITIONAL:
+            break
+        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD:
+            pos = (i, tuple(q.name for q in params[i:] if q.kind is q.POSITIONAL_OR_KEYWORD))
+            break
+    try:
+        _OUT_POSITIONS[f] = pos
+    except TypeError:
+        pass
+    return pos
+
+
+def _out_by_keyword(f, args, kwargs):
+    """``(args, kwargs)`` of a call of ``f`` with an ``out`` parameter given by position
+    moved to the keywords (with the positional arguments after it): the implementations
+    capstan gives such functions write ``out=`` as NumPy does, and took a positional one
+    for an operand -- or ignored it, leaving the buffer as it was."""
+    pos = out_position(f)
+    if pos is None or len(args) <= pos[0]:
+        return args, kwargs
+    i, names = pos
+    if len(args) - i > len(names) or any(n in kwargs for n in names[:len(args) - i]):
+        return args, kwargs  # (NumPy's own error for the call)
+    return args[:i], {**kwargs, **dict(zip(names, args[i:]))}
 
 
 def _table_key(f):

@@ -24,6 +24,7 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
+from .adcontext import out_position
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -110,6 +111,12 @@ def _short(value, limit=60):
     text = getattr(value, "__name__", None) if callable(value) else None
     text = text or repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _takes_out(f, n):
+    """Whether ``n`` positional arguments of ``f`` reach its ``out`` parameter."""
+    pos = out_position(f)
+    return pos is not None and n > pos[0]
 
 
 class ReverseCtx(ADContext):
@@ -261,7 +268,8 @@ class ReverseCtx(ADContext):
         ``compute``: ``apply``'s questions are answered alike for all such calls."""
         if (kwargs or (f not in _PARTIALS and f not in _VJP) or f in registry.SOLVERS or f in registry.IMPLS
                 or f in registry.NONDIFF or f is operator.getitem
-                or (type(f) is np.ufunc and len(args) != f.nin)):
+                or (type(f) is np.ufunc and len(args) != f.nin)
+                or (len(args) > 2 and type(f) is not np.ufunc and _takes_out(f, len(args)))):
             return ADContext.apply(self, f, args, kwargs)
         key = self._tagkey
         vals = []
