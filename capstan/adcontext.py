@@ -943,7 +943,7 @@ def out_position(f):
     for i, p in enumerate(params):
         if p.kind is p.VAR_POSITIONAL:
             break
-        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD:
+        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD and p.default is None:  # (NumPy's)
             pos = (i, tuple(q.name for q in params[i:] if q.kind is q.POSITIONAL_OR_KEYWORD))
             break
     try:
