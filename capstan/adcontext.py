@@ -15,6 +15,7 @@ import bisect
 import collections
 import dis
 import functools
+import inspect
 import heapq
 import itertools
 import math
@@ -402,6 +403,8 @@ class ADContext(Context):
         if type(f) is np.ufunc and len(args) > f.nin and "out" not in kwargs:  # np.subtract(a, b, y)
             out = tuple(args[f.nin:])
             args, kwargs = args[:f.nin], {**kwargs, "out": out[0] if len(out) == 1 else out}
+        elif len(args) > 2 and "out" not in kwargs:  # np.outer(x, y, buf), np.sum(a, 0, None, buf)
+            args, kwargs = _out_by_keyword(f, args, kwargs)
         impl = registry.IMPLS.get(f)
         if impl is not None:  # (a C function of iterables: generators and map objects as lists)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
@@ -615,7 +618,23 @@ class ADContext(Context):
                 entry = self.shadows.get(id(root))
                 if entry is not None and entry[0] is root:
                     return (x, self.view_meta(x, root, entry[1], entry[2]), entry[2])
+        elif self.shadows and type(x) is not Tagged and isinstance(x, np.ndarray):
+            self._subclass_view(x)
         return None
+
+    def _subclass_view(self, x):
+        """Refuse ``x``, an instance of an ndarray subclass (``np.ma.MaskedArray``,
+        ``np.matrix``, ``np.recarray``...) made before a value being differentiated was written
+        into the memory it shares: its elements would be read as plain numbers."""
+        a = x
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        entry = self.shadows.get(id(a))
+        if entry is not None and entry[0] is a:
+            tp = type(x)
+            raise losses.refuse(self, losses.array_lost(
+                "the memory of a %s.%s (an ndarray subclass), which was then read" % (tp.__module__, tp.__qualname__),
+                self.mode))
 
     def view_meta(self, view, root, meta, foreign):  # pragma: no cover - per mode
         raise NotImplementedError
@@ -669,6 +688,36 @@ class ADContext(Context):
                 raise refusal from None
             raise
 
+    def plain_write(self, value, k):
+        """``value[k] = x`` has written a value being differentiated into ``value``, an array
+        no derivative follows yet: whether the write is plain (integer and boolean elements
+        keep no slope; text is noted as text made from the value), ``False`` where the
+        derivative follows (float and complex memory owned by plain arrays).  Elements that
+        would hold it otherwise -- objects, records, memory shared with an ndarray subclass
+        (``np.recarray`` fields, ``np.ma``'s data, ``np.matrix``), which capstan does not
+        track -- are refused: the derivative was lost silently."""
+        kind = value.dtype.kind
+        if kind in "biu":
+            return True
+        if kind in "SU":
+            losses.note_text(self, np.asarray(value[k]).tolist())
+            return True
+        a, subclass = value, None
+        while True:
+            if type(a) is not np.ndarray:
+                subclass = type(a)
+            if not isinstance(a.base, np.ndarray):
+                break
+            a = a.base
+        if subclass is not None:
+            where = "the memory of a %s.%s (an ndarray subclass)" % (subclass.__module__, subclass.__qualname__)
+        elif kind not in "fc" or a.dtype.kind not in "fc":
+            dtype = value.dtype if kind not in "fc" else a.dtype
+            where = "a NumPy array of dtype %s" % ("object" if dtype.kind == "O" else dtype)
+        else:
+            return False
+        raise losses.refuse(self, losses.array_lost(where, self.mode))
+
     def subscript(self, c, k):
         """``(c[k], c's tangent or node, c's value, the plain key, enclosing context)``: the
         read both modes' ``getitem`` start from."""
@@ -690,7 +739,7 @@ class ADContext(Context):
         for a in args:
             ta = type(a)
             if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray or (
-                    texts and (ta is str or ta is bytes)):
+                    texts and (ta is str or ta is bytes or isinstance(a, (str, bytes)))):  # (np.str_)
                 break
         else:
             if not kwargs:
@@ -874,6 +923,48 @@ STORING |= {getattr(heapq, name) for name in ("_heapreplace_max", "heapreplace_m
 
 
 _MEMOIZED = type(functools.lru_cache()(lambda: None))  # functools._lru_cache_wrapper
+
+
+_OUT_POSITIONS = {}
+
+
+def out_position(f):
+    """``(position of f's out parameter, the names of the positional parameters from it
+    on)``, or ``None`` where ``f`` takes no ``out`` by position (or has no signature)."""
+    try:
+        return _OUT_POSITIONS[f]
+    except (KeyError, TypeError):
+        pass
+    pos = None
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for i, p in enumerate(params):
+        if p.kind is p.VAR_POSITIONAL:
+            break
+        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD and p.default is None:  # (NumPy's)
+            pos = (i, tuple(q.name for q in params[i:] if q.kind is q.POSITIONAL_OR_KEYWORD))
+            break
+    try:
+        _OUT_POSITIONS[f] = pos
+    except TypeError:
+        pass
+    return pos
+
+
+def _out_by_keyword(f, args, kwargs):
+    """``(args, kwargs)`` of a call of ``f`` with an ``out`` parameter given by position
+    moved to the keywords (with the positional arguments after it): the implementations
+    capstan gives such functions write ``out=`` as NumPy does, and took a positional one
+    for an operand -- or ignored it, leaving the buffer as it was."""
+    pos = out_position(f)
+    if pos is None or len(args) <= pos[0]:
+        return args, kwargs
+    i, names = pos
+    if len(args) - i > len(names) or any(n in kwargs for n in names[:len(args) - i]):
+        return args, kwargs  # (NumPy's own error for the call)
+    return args[:i], {**kwargs, **dict(zip(names, args[i:]))}
 
 
 def _table_key(f):

@@ -174,7 +174,7 @@ class ForwardCtx(ADContext):
         self.write(value, k, v, foreign)
         tc = self.tangent(c)
         if tc is None:
-            if tv is None or value.dtype.kind not in "fc":
+            if tv is None or self.plain_write(value, k):
                 return None
             root = root_of(value)  # a plain array: its memory root gets the tangent buffer
             lead = () if self.chunk is None else (self.chunk,)

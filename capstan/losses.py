@@ -142,6 +142,16 @@ def wrote(f, mode):
     return err
 
 
+def array_lost(target, mode):
+    """The error for a value being differentiated written into an array whose elements
+    cannot carry a derivative (``target`` says which)."""
+    return NoRuleError(
+        "capstan: a value being differentiated (%s mode) was written into %s; its derivative "
+        "cannot be carried there and would silently be lost.  Write it into a plain float array "
+        "(np.zeros(n)) or a list instead, or pass capstan.stop_gradient(x) if dropping the "
+        "derivative is what you want." % (mode, target))
+
+
 def attribute_lost(x, name, mode):
     kind = x.__class__.__name__
     return NoRuleError(
@@ -463,21 +473,31 @@ class WriteWatch:
 
 class StoreWatch:
     """The lists, dicts and sets a C call was given (and the one it is bound to), to tell
-    whether it stored something in them."""
+    whether it stored something in them; and the raw memory it was given (``array.array``,
+    ``bytearray``, a writable ``memoryview``), which a store converts to plain numbers
+    (``a.append(x)``, ``struct.pack_into(fmt, buf, 0, x)``)."""
 
-    __slots__ = ("containers",)
+    __slots__ = ("containers", "buffers")
 
     def __init__(self, f, args):
         owner = getattr(f, "__self__", None)
         self.containers = [(c, list(c.items()) if type(c) is dict else list(c))
                            for c in (owner, *args) if type(c) in (list, dict, set)]
+        self.buffers = [(c, bytes(c)) for c in (owner, *args) if type(c) in _BUFFERS or (
+            type(c) is memoryview and not c.readonly and c.c_contiguous)]
 
     def stored(self):
         for c, before in self.containers:
             now = list(c.items()) if type(c) is dict else list(c)
             if len(now) != len(before) or any(a is not b for a, b in zip(now, before)):
                 return True
+        for c, before in self.buffers:
+            if bytes(c) != before:
+                return True
         return False
+
+
+_BUFFERS = (array.array, bytearray)
 
 
 def _collect(a, found, depth):
@@ -555,8 +575,8 @@ def reads_text(ctx, args, kwargs):
     texts = ctx.texts
     for a in (*args, *kwargs.values()):
         ta = type(a)
-        if ta is bytes or ta is bytearray:
+        if ta is bytes or ta is bytearray or isinstance(a, bytes):  # (np.bytes_, np.str_ too)
             a, ta = bytes(a).decode("latin-1"), str
-        if ta is str and any(t in a for t in texts):
+        if (ta is str or isinstance(a, str)) and any(t in a for t in texts):
             return True
     return False

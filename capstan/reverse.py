@@ -24,6 +24,7 @@ from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
 
 from . import checks, fastpaths, losses, structure
+from .adcontext import out_position
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -111,6 +112,12 @@ def _short(value, limit=60):
     text = getattr(value, "__name__", None) if callable(value) else None
     text = text or repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _takes_out(f, n):
+    """Whether ``n`` positional arguments of ``f`` reach its ``out`` parameter."""
+    pos = out_position(f)
+    return pos is not None and n > pos[0]
 
 
 class ReverseCtx(ADContext):
@@ -262,7 +269,8 @@ class ReverseCtx(ADContext):
         ``compute``: ``apply``'s questions are answered alike for all such calls."""
         if (kwargs or (f not in _PARTIALS and f not in _VJP) or f in registry.SOLVERS or f in registry.IMPLS
                 or f in registry.NONDIFF or f is operator.getitem
-                or (type(f) is np.ufunc and len(args) != f.nin)):
+                or (type(f) is np.ufunc and len(args) != f.nin)
+                or (len(args) > 2 and type(f) is not np.ufunc and _takes_out(f, len(args)))):
             return ADContext.apply(self, f, args, kwargs)
         key = self._tagkey
         vals = []
@@ -431,12 +439,14 @@ class ReverseCtx(ADContext):
             return self.write(value, k, v, foreign)
         root = root_of(raw)
         nroot, owner = self.holder(root)
-        where = None if raw is root else positions(raw, root)[k]
         self.before_write(root)
         base = root.copy() if nroot is None and self.keep_bases else None
         self.write(value, k, v, foreign)
-        if (nroot is None and nv is None) or raw.dtype.kind not in "fc":
+        if nroot is None and (nv is None or self.plain_write(raw, k)):
             return None
+        if raw.dtype.kind not in "fc":
+            return None
+        where = None if raw is root else positions(raw, root)[k]
         index = k if where is None else np.unravel_index(where, root.shape)
         n = self.record(SETITEM, None, None, (v if nv is None else None, base),
                         (np.shape(v), index, np.result_type(untagged(v))),

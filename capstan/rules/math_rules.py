@@ -2,7 +2,7 @@
 import cmath
 import math
 
-from .operator_rules import infinite_slope, log, mod_divisor, one, sign, zero_power_slope
+from .operator_rules import infinite_slope, log, mod_divisor, one, sign, zero_base_exponent, zero_power_slope
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -81,7 +81,10 @@ def _pow_exponent(ans, a, b):
     defined around ``b`` in the reals), so NaN, not 0."""
     if a > 0:
         return ans * math.log(a)
-    return 0.0 if a == 0 else math.nan
+    if a == 0:
+        zero_base_exponent(a, b)
+        return 0.0
+    return math.nan
 
 
 def _pow_base(ans, a, b):

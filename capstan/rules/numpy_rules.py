@@ -16,7 +16,7 @@ import numpy as np
 
 from overdub import Tagged
 
-from .operator_rules import _abs_jvp, _abs_vjp
+from .operator_rules import _abs_jvp, _abs_vjp, zero_base_exponent
 from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
                        unbroadcast)
 from .registry import defvjp as _defvjp
@@ -139,6 +139,7 @@ def _pow_base(ans, a, b, **kw):
 
 
 def _pow_exponent(ans, a, b, **kw):
+    zero_base_exponent(a, b)
     return ans * np.log(np.where(a == 0, 1.0, a)) * (a != 0)
 
 

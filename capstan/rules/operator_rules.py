@@ -81,8 +81,33 @@ FOLDS[pow_base] = _fold_pow_base
 
 def pow_exponent(ans, base, exp, mod=None):
     if type(base) is np.ndarray or type(exp) is np.ndarray:
+        zero_base_exponent(base, exp)
         return ans * np.log(np.where(base == 0, 1.0, base))
-    return ans * log(base) if base != 0 else 0.0 * ans
+    if base != 0:
+        return ans * log(base)
+    zero_base_exponent(base, exp)
+    return 0.0 * ans
+
+
+def zero_base_exponent(base, exp):
+    """Refuse the slope of ``base ** exp`` in ``exp`` at ``base = 0`` where it does not
+    exist: at ``exp = 0`` the power jumps (``0 ** 0 = 1``, ``0 ** e = 0`` for ``e > 0``);
+    and for ``0 < exp <= 1``, with ``base`` differentiated by an enclosing run (a
+    Hessian), the mixed partial ``base ** (exp - 1) * (1 + exp * log(base))`` is
+    infinite there -- the slope 0 given otherwise made it 0 one way and 1 the other
+    (refused inside any enclosing differentiation, as ``infinite_slope`` is).
+    (``exp > 1``: slope 0 with mixed partial 0, as computed.)"""
+    zero = np.asarray(base == 0)
+    if not zero.any():
+        return
+    e = np.asarray(exp)
+    mask = zero & (e == 0)
+    if nestlevel() > 1:  # (a rule runs routed in the enclosing run: type() cannot tell its values)
+        mask = mask | (zero & (e > 0) & (e <= 1))
+    if mask.any():
+        raise NoRuleError("capstan: a ** b has no derivative in b at a = 0 with b = 0 (the power jumps "
+                          "from 1 to 0), nor a mixed second derivative there for 0 < b <= 1 (it is "
+                          "infinite); differentiate at a point with a != 0, or keep b constant there")
 
 
 def mod_divisor(ans, a, b):
