@@ -567,6 +567,22 @@ class ADContext(Context):
             return plain
         return (self.getitem(x, i) for i in range(len(value)))
 
+    @primitive(operator.mod, str)
+    @primitive(operator.mod, bytes)
+    @primitive(operator.imod, str)
+    @primitive(operator.imod, bytes)
+    @primitive(str.__mod__, str)
+    @primitive(bytes.__mod__, bytes)
+    def format_text(self, fmt, values):
+        """``"%.3f %s" % (x, y)``: CPython's formatting reads the values, inside a tuple or
+        dict too, in C; it runs as the explicit ``str.__mod__(fmt, values)`` call does (the
+        fallback: the values formatted as themselves, text that is read back refused)."""
+        if type(fmt) is not str and type(fmt) is not bytes:
+            return recurse(self, operator.mod, fmt, values)  # (a subclass: its own __mod__, if any)
+        out = self.fallback(type(fmt).__mod__, fmt, values)
+        losses.note_format(self, fmt, values, losses.plain_copy(values))
+        return out
+
     @primitive(stop_gradient)
     def stop_gradient_(self, x):
         """``x`` without the derivative this context (and every enclosing one) carries."""
@@ -1078,7 +1094,9 @@ def _spelled_out(f, args):
         return None, args
     owner = getattr(f, "__self__", None)
     if owner is not None and not isinstance(owner, type):
-        return (op, (owner, *args)) if isinstance(owner, _NUMERIC) else (None, args)
+        if isinstance(owner, _NUMERIC) or (op is operator.mod and (type(owner) is str or type(owner) is bytes)):
+            return op, (owner, *args)  # (fmt.__mod__(values): the % format)
+        return None, args
     if isinstance(getattr(f, "__objclass__", None), type) and args and isinstance(args[0], _NUMERIC):
         return op, args
     return None, args

@@ -530,6 +530,39 @@ def note_text(ctx, result, depth=0):
             note_text(ctx, e, depth + 1)
 
 
+#: one conversion of a ``%`` format: ``%[(key)][flags][width][.precision][length]type``
+_CONVERSION = re.compile(r"%(?:\((?P<key>[^)]*)\))?(?P<flags>[#0\- +]*)(?P<width>\*|\d+)?"
+                         r"(?:\.(?P<precision>\*|\d+))?[hlL]?(?P<type>[diouxXeEfFgGcrsab%])")
+
+
+def note_format(ctx, fmt, values, plain):
+    """Remember the text each differentiated value of ``fmt % values`` became (``"%.2f" %
+    x`` is ``1.00``): a number read back from any text holding it is then refused, as for
+    ``str(x)``.  ``plain`` is ``values`` with the plain numbers."""
+    text = fmt.decode("latin-1") if type(fmt) is bytes else fmt
+    if type(values) is not tuple:
+        values, plain = (values,), (plain,)
+    i = 0
+    for m in _CONVERSION.finditer(text):
+        if m.group("type") == "%":
+            continue
+        for part in ("width", "precision"):  # (a * takes the next value as a number)
+            if m.group(part) == "*":
+                i += 1
+        if m.group("key") is not None or i >= len(values):
+            return
+        if type(values[i]) is Tagged or type(values[i]) is np.ndarray:
+            spec = m.group(0)
+            if m.group("width") == "*" or m.group("precision") == "*":
+                return note_text(ctx, str(plain[i]))
+            try:
+                piece = spec % (plain[i],)
+            except (TypeError, ValueError, OverflowError):
+                piece = str(plain[i])
+            note_text(ctx, piece.strip())
+        i += 1
+
+
 def _text_writers():
     """C serializers that check their inputs' exact types (``PyFloat_Check``): they must be
     given plain numbers, and what they write is text."""
@@ -550,12 +583,13 @@ TEXT_WRITERS = _text_writers()
 def write_text(ctx, f, args, kwargs):
     """``f(*args, **kwargs)`` for a C serializer: differentiated values inside its
     arguments are given as plain numbers, and the text it makes is remembered."""
-    result = f(*[_plain_copy(a, 0) for a in args], **kwargs)
+    result = f(*[plain_copy(a) for a in args], **kwargs)
     note_text(ctx, result)
     return result
 
 
-def _plain_copy(x, depth):
+def plain_copy(x, depth=0):
+    """``x`` with the plain numbers of its tagged values, in dicts, lists and tuples too."""
     tx = type(x)
     if tx is Tagged:
         while type(x) is Tagged:
@@ -564,9 +598,9 @@ def _plain_copy(x, depth):
     if depth > 32:
         return x
     if tx is dict:
-        return {_plain_copy(k, depth + 1): _plain_copy(v, depth + 1) for k, v in x.items()}
+        return {plain_copy(k, depth + 1): plain_copy(v, depth + 1) for k, v in x.items()}
     if tx is list or tx is tuple:
-        return tx(_plain_copy(e, depth + 1) for e in x)
+        return tx(plain_copy(e, depth + 1) for e in x)
     return x
 
 

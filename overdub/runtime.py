@@ -77,6 +77,10 @@ def machinery_changed():
 lookaside.MACHINERY_CHANGED.append(machinery_changed)
 
 
+#: the containers of values a ``%`` format reads (see ``Runtime._compute_guard_set``)
+_FORMAT_ARGUMENTS = frozenset((tuple, dict))
+
+
 def _forget_twins(phase, info):
     """A garbage collection starts: every runtime forgets its routed twins.  A twin holds its
     function's globals, closure and defaults -- and a function is often reachable from them
@@ -397,6 +401,11 @@ class Runtime(RuntimeBase):
                 return _NO_TYPES
             # excluding one position's types is enough: the smallest exclusion keeps the most
             guard = TypeSet(guard - min(narrowed, key=len))
+        if key == ("binop", "REMAINDER"):
+            # ``"%.3f %s" % (x, y)``: the values formatted are inside the tuple or dict, which
+            # CPython's formatting reads in C; the context's slot sees them (and a tagged one
+            # is formatted as its value, where C formatting would convert it with __float__)
+            guard = TypeSet(guard - _FORMAT_ARGUMENTS)
         return guard
 
     def _dispatchers(self, arity):

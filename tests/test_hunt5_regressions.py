@@ -229,3 +229,40 @@ def test_power_slopes_that_exist_at_zero_base_are_unchanged():
                                   [[2.0, 0.0], [0.0, 0.0]])
     np.testing.assert_allclose(capstan.hessian(lambda v: v[0] ** v[1], np.array([1.0, 1.0])),
                                [[0.0, 1.0], [1.0, 0.0]])
+
+
+# ------------------------------------------------------------------- % formatting of a tuple
+def test_percent_formatting_of_a_tuple_formats_the_values():
+    """``"%.3f %s" % (x, y)``: CPython formats the tuple's values in C, where a tagged value
+    was converted with ``__float__`` and refused, though plain Python runs it; the text is
+    made from the values (as the explicit ``str.__mod__`` call makes it), and reading a
+    number back from it is still refused."""
+    def f(x):
+        s = "%.3f %s" % (x, x)
+        t = b"%d-%s" % (3, b"b")  # (no differentiated value: as plainly)
+        return x * (len(s) + len(t))
+
+    assert f(1.0) == 12.0
+    assert capstan.D(f, 1.0) == 12.0
+    assert capstan.gradient(f, 1.0) == (12.0,)
+
+    # a number read back from a piece of the text: refused (the explicit str.__mod__ forms
+    # gave a silent 0 and None: only the whole text was remembered)
+    read_backs = [lambda x: float(("%.2f %s" % (x, 1)).split()[0]),
+                  lambda x: float(("%.2f %s" % (x, 1))[:4]),
+                  lambda x: float(("%*.*f|" % (6, 2, x)).split("|")[0]),
+                  lambda x: float(str.__mod__("%.2f %s", (x, 1)).split()[0]),
+                  lambda x: float("%.2f %s".__mod__((x, 1)).split()[0])]
+    for read_back in read_backs:
+        for run in (capstan.D, capstan.gradient):
+            with pytest.raises(capstan.NoRuleError):
+                run(read_back, 1.0)
+
+    class Template(str):
+        def __mod__(self, values):
+            return "<%d values>" % len(values)
+
+    def g(x):
+        return x * len(Template("%s") % (x, x))
+
+    assert capstan.D(g, 2.0) == g(1.0) == len("<2 values>")
