@@ -220,6 +220,20 @@ static PyTypeObject ScalarRecord_Type = {
     .tp_repr = (reprfunc)scalar_record_repr,
 };
 
+/* an exact int as a double, when it is one exactly (|n| <= 2**53) */
+static inline int
+exact_int(PyObject *y, double *value)
+{
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(y, &overflow);
+    if (overflow || (n == -1 && PyErr_Occurred()) || n > (1LL << 53) || n < -(1LL << 53)) {
+        PyErr_Clear();
+        return 0;
+    }
+    *value = (double)n;
+    return 1;
+}
+
 /* a record's parent: a tape index (an exact int) */
 static inline int
 record_parent(PyObject *meta, Py_ssize_t *index)
@@ -249,17 +263,7 @@ record_partial(PyObject *o, double d, double *out)
         *out = PyFloat_AS_DOUBLE(o);
         return 1;
     }
-    if (PyLong_CheckExact(o)) {
-        int overflow;
-        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-        if (overflow || (v == -1 && PyErr_Occurred()) || v > (1LL << 53) || v < -(1LL << 53)) {
-            PyErr_Clear();
-            return 0;
-        }
-        *out = (double)v;
-        return 1;
-    }
-    return 0;
+    return PyLong_CheckExact(o) && exact_int(o, out);
 }
 
 /* partial p times tangent t, 0 where either is exactly 0 (fastpaths._strong) */
@@ -442,20 +446,6 @@ binary(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, 
     }
     *handled = 1;
     return emit(k, ctx, key, r, mx, da, my, db);
-}
-
-/* an exact int as a double, when it is one exactly (|n| <= 2**53) */
-static inline int
-exact_int(PyObject *y, double *value)
-{
-    int overflow;
-    long long n = PyLong_AsLongLongAndOverflow(y, &overflow);
-    if (overflow || (n == -1 && PyErr_Occurred()) || n > (1LL << 53) || n < -(1LL << 53)) {
-        PyErr_Clear();
-        return 0;
-    }
-    *value = (double)n;
-    return 1;
 }
 
 /* a ** b as Python's float power computes it for a nonzero finite base (and, for a
