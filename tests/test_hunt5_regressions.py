@@ -266,3 +266,44 @@ def test_percent_formatting_of_a_tuple_formats_the_values():
         return x * len(Template("%s") % (x, x))
 
     assert capstan.D(g, 2.0) == g(1.0) == len("<2 values>")
+
+
+# ------------------------------------------------------------------- repeated eigenvalues alone
+EQUAL_LOW = np.diag([1.0, 1.0, 2.0])   # eigenvalues 1, 1, 2
+EQUAL_HIGH = np.diag([2.0, 2.0, 1.0])  # singular values 2, 2, 1
+
+
+@pytest.mark.parametrize("value, a", [
+    (lambda a: np.linalg.eigh(a)[0][0], EQUAL_LOW),   # the smaller of two equal eigenvalues
+    (lambda a: np.linalg.eigvalsh(a)[1], EQUAL_LOW),
+    (lambda a: np.linalg.svd(a)[1][0], EQUAL_HIGH),   # the larger of two equal singular values
+    (lambda a: np.linalg.svd(a, compute_uv=False)[1], EQUAL_HIGH),
+])
+def test_a_repeated_eigenvalue_alone_is_refused_in_reverse_mode(value, a):
+    """Where two eigenvalues (singular values) meet, the sorted values swap: each alone has
+    a kink (slopes 1 and 0 on either side along ``e0 e0^T``), which reverse mode gave as the
+    one-sided, basis-dependent ``e0 e0^T``."""
+    with pytest.raises(ValueError, match="repeated"):
+        capstan.gradient(value, a)
+
+
+def _central_matrix(f, a, h=1e-6):
+    g = np.zeros_like(a)
+    for idx in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[idx] = h
+        g[idx] = (f(a + e) - f(a - e)) / (2 * h)
+    return g
+
+
+def test_functions_symmetric_in_repeated_eigenvalues_keep_their_gradient():
+    def weighted(m):
+        w = np.linalg.eigh(m)[0]
+        return w[0] + w[1] + 3 * w[2]
+
+    np.testing.assert_allclose(capstan.gradient(weighted, EQUAL_LOW)[0], np.diag([1.0, 1.0, 3.0]), atol=1e-12)
+    g = capstan.gradient(lambda m: np.sum(np.linalg.svd(m, compute_uv=False) ** 2), EQUAL_HIGH)[0]
+    np.testing.assert_allclose(g, 2 * EQUAL_HIGH, atol=1e-12)
+    b = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.2], [0.0, 0.2, 3.0]])  # (distinct eigenvalues)
+    smallest = lambda m: np.linalg.eigvalsh(m)[0]  # noqa: E731
+    np.testing.assert_allclose(capstan.gradient(smallest, b)[0], _central_matrix(smallest, b), atol=1e-7)

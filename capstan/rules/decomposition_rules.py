@@ -25,7 +25,7 @@ Conventions (docs/capstan-scipy.md has the table):
 """
 import numpy as np
 
-from .linalg_rules import _h, _singular_values
+from .linalg_rules import _check_symmetric_values, _h, _singular_values
 from .registry import defimpl, defjvp, defvjp
 
 la = np.linalg
@@ -150,6 +150,7 @@ def _eigh_vjp(g, ans, a, lower=True, library="numpy"):
     f, repeated = _inverse_gaps(w)
     x = _h(v) @ gv
     _check_rotation_invariant(x, repeated, "numpy.linalg.eigh")
+    _check_symmetric_values(gw, repeated, "numpy.linalg.eigh")
     k = _diag_matrix(gw) + f * x
     ga = _hermitian_read_adjoint(v @ k @ _h(v), lower)
     return (ga if np.iscomplexobj(a) else np.real(ga), None, None)
@@ -311,6 +312,7 @@ def _svd_vjp(g, ans, a, library="numpy"):
     ju, jv = _h(u) @ gu, _h(v) @ gv
     _check_rotation_invariant(ju, repeated, "numpy.linalg.svd")
     _check_rotation_invariant(jv, repeated, "numpy.linalg.svd")
+    _check_symmetric_values(gs, repeated, "numpy.linalg.svd")
     x, y = f * ju, f * jv
     gp = _diag_matrix(gs) + x * sm + _h(x) * sm + _t(sm) * y + _t(sm) * _h(y)
     if np.iscomplexobj(ju):

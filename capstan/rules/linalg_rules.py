@@ -203,6 +203,22 @@ defjvp(_pnorm, _pnorm_jvp, batched=True)
 defvjp(_pnorm, _pnorm_vjp)
 
 
+def _check_symmetric_values(gw, repeated, entry):
+    """Reverse mode at repeated eigenvalues (singular values): the cotangent on the values
+    must be the same across each repeated group (a function symmetric in them, such as
+    their sum, is differentiable there); otherwise the function reads one of them alone
+    (the smallest, the largest), whose slope jumps where they meet: refused."""
+    if not np.any(repeated):
+        return
+    gw = np.real(gw)
+    tol = 1e-9 * (1.0 + np.max(np.abs(gw)))
+    spread = np.abs(gw[..., :, None] - gw[..., None, :])
+    if np.any(spread[np.broadcast_to(repeated, np.shape(spread))] > tol):
+        raise ValueError("capstan: %s: a repeated eigenvalue (singular value) taken alone has no "
+                         "derivative (the sorted values swap where they meet); only functions "
+                         "symmetric in the repeated values, such as their sum, have one there" % entry)
+
+
 def _singular_values(m):
     """Singular values of (stacked) matrices, largest first."""
     return _la.svd(m, compute_uv=False)
@@ -214,6 +230,8 @@ def _sv_jvp(ts, ans, m):
 
 
 def _sv_vjp(g, ans, m):
+    d = ans[..., None, :] - ans[..., :, None]
+    _check_symmetric_values(g, (d == 0) & ~np.eye(np.shape(ans)[-1], dtype=bool), "numpy.linalg.svd")
     u, _, vh = _la.svd(m, full_matrices=False)
     return (np.matmul(u * np.real(g)[..., None, :], vh),)
 
