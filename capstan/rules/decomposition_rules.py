@@ -108,11 +108,15 @@ def _check_rotation_invariant(x, repeated, entry):
                          "that depends on the choice of basis" % entry)
 
 
-def _forward_gaps(f, repeated, q):
+def _forward_gaps(f, repeated, q, d):
     """The gap factors ``f`` (multiplying ``q``) for forward mode: NaN where a repeated
-    value meets a tangent that would turn its vectors (their derivative does not exist)."""
+    value meets a tangent that would turn its vectors, or split it (``d``: the values'
+    tangents; split, the sorted values swap, and their vectors with them): their
+    derivative does not exist."""
     if np.any(repeated):
         bad = repeated & (np.abs(q) > 1e-12 * (1.0 + np.max(np.abs(q))))
+        split = np.abs(d[..., :, None] - d[..., None, :])
+        bad |= repeated & (split > 1e-12 * (1.0 + np.max(np.abs(d))))
         f = np.where(bad, np.nan, f)
     return f
 
@@ -140,7 +144,7 @@ def _eigh_jvp(ts, ans, a, lower=True, library="numpy"):
     w, v = _eigh_parts(ans)
     m = _h(v) @ _hermitian_read(ts[0], lower) @ v
     f, repeated = _inverse_gaps(w)
-    dv = v @ (_forward_gaps(f, repeated, m) * m)
+    dv = v @ (_forward_gaps(f, repeated, m, np.real(_diag(m))) * m)
     return np.concatenate([np.real(_diag(m))[..., None, :].astype(np.result_type(dv)), dv], axis=-2)
 
 
@@ -294,7 +298,7 @@ def _svd_jvp(ts, ans, a, library="numpy"):
     sm = s[..., None, :]  # scales columns
     sym = dp * sm + _h(dp * sm)  # dP S + S dP^H
     sym_v = _h(dp) * sm + _h(_h(dp) * sm)  # S dP + dP^H S
-    f = _forward_gaps(f, repeated, np.abs(sym) + np.abs(sym_v))
+    f = _forward_gaps(f, repeated, np.abs(sym) + np.abs(sym_v), ds)
     inv_s = 1.0 / sm
     du = u @ (f * sym) + (da @ v - u @ dp) * inv_s
     dv = v @ (f * sym_v) + (_h(da) @ u - v @ _h(dp)) * inv_s
