@@ -483,7 +483,16 @@ def test_programs_give_the_same_bits_with_and_without_the_c_layer():
               [0.7, 1.3]),
              ("def prog(x0):\n    y = x0\n    for _ in range(50):\n        y = y - 0.1 * (y * y - 2.0)\n"
               "    return y / x0 + math.atan(y) * math.sinh(x0) / math.cosh(x0) + math.tan(x0)\n",
-              [1.1])]
+              [1.1]),
+             # (functions made anew in a loop: generator expressions, lambdas, closures; the
+             # C dispatcher makes their routed twins itself; and a % format of a tuple)
+             ("def prog(x0, x1):\n    s = 0.0\n    for i in range(20):\n"
+              "        s = s + sum(c * x0 for c in (1.0, i, x1))\n"
+              "        h = lambda y, k=i: y * k + x1\n        s = s + h(x0) * 0.01\n"
+              "        def make(j):\n            return lambda y: y ** 2 * j\n"
+              "        s = s + make(i)(x1) + max(x0 * c for c in (0.5, 1.5))\n"
+              "    return s * len('%.3f %s' % (x0, x1)) + float([x1 * x0 for _ in range(2)][1])\n",
+              [0.7, 1.3])]
     cases = _PROGRAMS + extra
     here = _program_results(cases)
     script = ("import json, sys\nsys.path.insert(0, %r)\nfrom test_native import _program_results\n"
