@@ -2010,8 +2010,12 @@ fresh_twin(DispatcherObject *d, PyObject *f)
     Py_XSETREF(twin->func_name, Py_NewRef(fn->func_name));
     Py_XSETREF(twin->func_module, Py_XNewRef(fn->func_module));
     Py_XSETREF(twin->func_defaults, Py_XNewRef(fn->func_defaults));
-    Py_XSETREF(twin->func_kwdefaults, Py_XNewRef(fn->func_kwdefaults));
     Py_XSETREF(twin->func_closure, Py_XNewRef(fn->func_closure));
+    /* (as FunctionType() and Runtime._rewritten: defaults and cells given at creation, the
+       keyword defaults through their setter) */
+    if (PyFunction_SetKwDefaults((PyObject *)twin, fn->func_kwdefaults != NULL ? fn->func_kwdefaults : Py_None) < 0) {
+        goto done;
+    }
     PyObject *args[2] = {f, drop};
     wk = PyObject_Vectorcall(weak_key, args, 2, NULL);  /* WeakKey(f, rt._drop) */
     if (wk == NULL || PyDict_SetItem(d->fcache, wk, (PyObject *)twin) < 0) {

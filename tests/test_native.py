@@ -167,7 +167,8 @@ def test_functions_made_anew_in_a_loop_run_routed_with_their_own_state():
             if previous is not None:
                 dead.append(previous() is None)
             previous = weakref.ref(h)
-            out.append((h(2), make(i)(3), sum(v * i for v in data),
+            kw = lambda y, *, k=i + 1: y * k  # noqa: E731 (a keyword-only default per iteration)
+            out.append((h(2), make(i)(3), sum(v * i for v in data), kw(5),
                         h.__name__, h.__qualname__, sys._getframe().f_code.co_name))
             gen = (v * i for v in data)
             out.append((gen.__name__, gen.gi_code.co_name, next(gen)))
@@ -177,7 +178,7 @@ def test_functions_made_anew_in_a_loop_run_routed_with_their_own_state():
     for _ in range(2):  # (the second run meets code routed by the first)
         del seen[:]
         assert overdub.overdub(Count(), program, [1.0, 2.0]) == plain
-        assert (2, 5) in seen and (3, 5) in seen and (2.0, 5) in seen  # (h, make's lambda, the genexpr)
+        assert (2, 5) in seen and (3, 5) in seen and (2.0, 5) in seen and (5, 6) in seen  # (h, make's, genexpr, kw)
     assert all(plain[1])
 
 
