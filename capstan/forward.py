@@ -442,27 +442,31 @@ def _jvp_at_float(f, p, t, fname):
         return ctx.primal(y), ctx.output_tangent(y, fname)
 
 
+def _seed_leaf(ctx, i, p, t):
+    """Leaf ``i`` of a ``jvp`` point, ``p``, tagged by ``ctx`` with its direction ``t`` (a
+    constant where ``t`` is None or ``p`` cannot carry a derivative)."""
+    if type(p) is float and type(t) is float:  # (a float point, a float direction)
+        return _seeded(p, ctx, t)
+    if structure.is_differentiable(p) and t is not None:
+        if np.shape(raw(t)) != np.shape(raw(p)):
+            raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
+                             % (i, np.shape(raw(t)), np.shape(raw(p))))
+        if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
+            outer = enclosing(p, t)
+            # (a plain direction's copy reads only the point's dtype: made outside)
+            t = seed_tangent(raw(p), t) if enclosing(t) is None else route(outer, seed_tangent, p, t)
+            if type(p) is np.ndarray and isinstance(outer, ADContext) and outer.shadow(p) is not None:
+                p = route(outer, copied, p)  # a plain array holding the enclosing derivative
+        p = tag(p, ctx, t)
+    return p
+
+
 def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):
-    seeded = []
     if (len(leaves) > 1 and ctx.__dict__.get("_has_tags") and structure.all_floats(leaves)
             and len(tleaves) == len(leaves) and structure.all_floats(tleaves)):  # (floats, float directions)
-        leaves, seeded = (), [Tagged(p, t, ctx) for p, t in zip(leaves, tleaves)]
-    for i, (p, t) in enumerate(zip(leaves, tleaves)):
-        if type(p) is float and type(t) is float:  # (a float point, a float direction)
-            seeded.append(_seeded(p, ctx, t))
-            continue
-        if structure.is_differentiable(p) and t is not None:
-            if np.shape(raw(t)) != np.shape(raw(p)):
-                raise ValueError("capstan.jvp: tangent %d has shape %s, its primal %s"
-                                 % (i, np.shape(raw(t)), np.shape(raw(p))))
-            if isinstance(p, np.ndarray):  # (a copy, made inside an enclosing differentiation)
-                outer = enclosing(p, t)
-                # (a plain direction's copy reads only the point's dtype: made outside)
-                t = seed_tangent(raw(p), t) if enclosing(t) is None else route(outer, seed_tangent, p, t)
-                if type(p) is np.ndarray and isinstance(outer, ADContext) and outer.shadow(p) is not None:
-                    p = route(outer, copied, p)  # a plain array holding the enclosing derivative
-            p = tag(p, ctx, t)
-        seeded.append(p)
+        seeded = [Tagged(p, t, ctx) for p, t in zip(leaves, tleaves)]
+    else:
+        seeded = [_seed_leaf(ctx, i, p, t) for i, (p, t) in enumerate(zip(leaves, tleaves))]
     y = overdub(ctx, f, *rebuild(seeded))
     losses.check_finished(ctx)
     return ctx.primal(y), ctx.output_tangent(y, fname)

@@ -51,10 +51,7 @@ def is_flat(rebuild: Callable[[Any], Any]) -> bool:
 
 def _sequence_of(kind: type, n: int, new: Any) -> Any:
     """``rebuild`` of a tuple or list of ``n`` leaves."""
-    if type(new) is list and len(new) == n:
-        return kind(new)
-    it = iter(new)
-    return kind(next(it) for _ in range(n))
+    return _next_n(kind, n, iter(new))
 
 
 #: exact types that are always leaves (no container, namedtuple, dict or dataclass is one)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import capstan
+from test_reverse import fd_grad
 
 X = 1.3
 
@@ -287,15 +288,6 @@ def test_a_repeated_eigenvalue_alone_is_refused_in_reverse_mode(value, a):
         capstan.gradient(value, a)
 
 
-def _central_matrix(f, a, h=1e-6):
-    g = np.zeros_like(a)
-    for idx in np.ndindex(a.shape):
-        e = np.zeros_like(a)
-        e[idx] = h
-        g[idx] = (f(a + e) - f(a - e)) / (2 * h)
-    return g
-
-
 def test_functions_symmetric_in_repeated_eigenvalues_keep_their_gradient():
     def weighted(m):
         w = np.linalg.eigh(m)[0]
@@ -306,7 +298,7 @@ def test_functions_symmetric_in_repeated_eigenvalues_keep_their_gradient():
     np.testing.assert_allclose(g, 2 * EQUAL_HIGH, atol=1e-12)
     b = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.2], [0.0, 0.2, 3.0]])  # (distinct eigenvalues)
     smallest = lambda m: np.linalg.eigvalsh(m)[0]  # noqa: E731
-    np.testing.assert_allclose(capstan.gradient(smallest, b)[0], _central_matrix(smallest, b), atol=1e-7)
+    np.testing.assert_allclose(capstan.gradient(smallest, b)[0], fd_grad(smallest, b), atol=1e-7)
 
 
 def test_eigenvectors_of_a_split_repeated_eigenvalue_have_no_forward_derivative():
