@@ -17,7 +17,7 @@ import collections
 import itertools
 import operator
 import weakref
-from functools import partial
+from functools import _lru_cache_wrapper as _LRU_WRAPPER, partial
 from sys import modules as _sys_modules
 from types import (BuiltinFunctionType, CoroutineType, FunctionType, GeneratorType, MethodDescriptorType, MethodType,
                    MethodWrapperType,
@@ -151,7 +151,8 @@ def transient(f):
     """Whether ``f`` is a callable that plain Python makes per use and frees right after:
     a bound method (of a Python function, or of a C method or slot wrapper bound to an
     object such as ``gen.send`` or ``agen.__anext__``; ``operator.methodcaller(...)``), a function defined inside another function (a closure, a lambda), a
-    ``functools.partial``, or a callable instance of a Python class.  Holding it as a
+    ``functools.partial``, a callable instance of a Python class, or a function's
+    ``functools.lru_cache`` wrapper made inside another function.  Holding it as a
     cache key would keep it -- and what it references -- alive until ``overdub``
     returns, so it is cached under a :class:`WeakKey` (or not at all when what it
     resolves to refers to it)."""
@@ -165,6 +166,9 @@ def transient(f):
         return bool(f.__code__.co_flags & _CO_NESTED)
     if tf is MethodType or tf is partial or tf in _BOUND_C_CALLABLES:
         return True
+    if tf is _LRU_WRAPPER:  # (functools.lru_cache, functools.cache: made once per function
+        wrapped = f.__dict__.get("__wrapped__")  # they wrap, and as lasting as that is)
+        return type(wrapped) is not FunctionType or bool(wrapped.__code__.co_flags & _CO_NESTED)
     # an instance of a Python class (not a class: a __class__ property may claim anything)
     return bool(tf.__flags__ & _HEAPTYPE) and not issubclass(tf, type)
 

@@ -1067,6 +1067,36 @@ def test_local_classes_die_when_plain_python_frees_them():
     assert check(lambda: local_classes_die)[1] == (5, [True, True])
 
 
+@functools.lru_cache(maxsize=None)
+def _cached_square(n):
+    return n * n
+
+
+def local_lru_functions_die():
+    """A function's ``lru_cache`` wrapper made inside another dies when its last reference
+    goes, as plainly (its weak reference is dead at once), though called in the run; a
+    module-level one is called from the cache it keeps."""
+    @functools.lru_cache(maxsize=None)
+    def local(n):
+        return n + 1
+
+    used = local(2) + local(2) + _cached_square(3) + _cached_square(3)
+    ref = weakref.ref(local)
+    del local
+    return used, ref() is None, _cached_square.cache_info().currsize > 0
+
+
+def test_lru_cache_wrappers_die_as_plainly_and_module_ones_are_lasting():
+    from overdub.plaincall import transient
+    assert check(lambda: local_lru_functions_die) == ("ok", (24, True, True))
+
+    @functools.lru_cache
+    def nested(n):
+        return n
+
+    assert transient(nested) and not transient(_cached_square)
+
+
 def test_module_classes_are_not_transient():
     from overdub.lifetimes import is_transient_class
     assert not is_transient_class(RaisesEverywhere) and not is_transient_class(int)
