@@ -30,6 +30,7 @@ import numpy as np
 
 from overdub import Context, Tagged, is_structural, ops, overdub, primitive, recurse
 from overdub.semantics import PROTOCOLS, is_py, lookup
+from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
 from . import losses, structure
 from .aliasing import root_of
@@ -301,16 +302,16 @@ class ADContext(Context):
         for i, a in enumerate(args):
             ta = type(a)
             if ta is Tagged:
-                if a._tagkey is key:
-                    vals[i] = v = a._value
-                    metas[i] = m = a._meta
+                if tag_of(a) is key:
+                    vals[i] = v = value_of(a)
+                    metas[i] = m = metadata_of(a)
                     found = True
                     if type(v) is Tagged:
-                        foreign = inner(foreign, v._ctx)
+                        foreign = inner(foreign, context_of(v))
                     if type(m) is Tagged:  # a tangent carrying an enclosing derivative
-                        foreign = inner(foreign, m._ctx)
+                        foreign = inner(foreign, context_of(m))
                 else:
-                    foreign = inner(foreign, a._ctx)
+                    foreign = inner(foreign, context_of(a))
             elif ta is np.ndarray:
                 entry = self.shadow(a)
                 if entry is not None:
@@ -390,7 +391,7 @@ class ADContext(Context):
     def meta(self, x):
         """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
         if type(x) is Tagged:
-            return x._meta if x._tagkey is self._tagkey else None
+            return metadata_of(x) if tag_of(x) is self._tagkey else None
         entry = self.shadow(x)
         return entry[1] if entry is not None else None
 
@@ -556,7 +557,7 @@ class ADContext(Context):
     def iter_(self, x, *sentinel):
         """``iter(x)`` of a differentiated array, or of a plain one holding differentiated
         values (``np.full(n, x)``, written into): its elements, differentiated."""
-        value = x._value if type(x) is Tagged else x
+        value = value_of(x) if type(x) is Tagged else x
         plain = iter(value, *sentinel)  # (NumPy's own errors: 0-d arrays...)
         if sentinel:
             return plain
@@ -607,7 +608,7 @@ class ADContext(Context):
                 return getattr(o, name, *default)
             value = o
         else:
-            value = o._value
+            value = value_of(o)
         rule = ATTRIBUTES.get(name)
         if rule is not None and hasattr(value, name):
             return self.apply(rule, (o,), {})
@@ -620,7 +621,7 @@ class ADContext(Context):
         return out
 
     def owns(self, x):
-        return type(x) is Tagged and x._tagkey is self._tagkey
+        return type(x) is Tagged and tag_of(x) is self._tagkey
 
     def shadow(self, x):
         """``(array, tangent or node, enclosing context or None)`` for a shadowed array --
@@ -657,10 +658,10 @@ class ADContext(Context):
 
     def unwrap(self, x):
         """``(x without this context's tag, the enclosing context whose values it holds)``."""
-        if type(x) is Tagged and x._tagkey is self._tagkey:
-            x = x._value
+        if type(x) is Tagged and tag_of(x) is self._tagkey:
+            x = value_of(x)
         if type(x) is Tagged:
-            return x, x._ctx
+            return x, context_of(x)
         entry = self.shadow(x)
         if entry is not None:
             return x, entry[2]
@@ -684,8 +685,8 @@ class ADContext(Context):
         for a in (*args, *kwargs.values()):
             for e in (a if type(a) is list or type(a) is tuple else (a,)):
                 te = type(e)
-                if te is Tagged and e._ctx._tagkey is e._tagkey:  # (a finished run's: plain)
-                    foreign = inner(foreign, e._ctx)
+                if te is Tagged and context_of(e)._tagkey is tag_of(e):  # (a finished run's: plain)
+                    foreign = inner(foreign, context_of(e))
                 elif te is np.ndarray:
                     foreign = inner(foreign, self.outer_shadow(e))
         return foreign
@@ -865,16 +866,16 @@ class ADContext(Context):
         plain = []
         for a in args:
             ta = type(a)
-            if ta is Tagged and a._tagkey is key:
-                a, stripped = a._value, True
-            elif ta is tuple and any(type(e) is Tagged and e._tagkey is key for e in a):
-                a, stripped = tuple(e._value if type(e) is Tagged and e._tagkey is key else e for e in a), True
-            if type(a) is Tagged and a._ctx._tagkey is a._tagkey:
-                foreign = inner(foreign, a._ctx)
+            if ta is Tagged and tag_of(a) is key:
+                a, stripped = value_of(a), True
+            elif ta is tuple and any(type(e) is Tagged and tag_of(e) is key for e in a):
+                a, stripped = tuple(value_of(e) if type(e) is Tagged and tag_of(e) is key else e for e in a), True
+            if type(a) is Tagged and context_of(a)._tagkey is tag_of(a):
+                foreign = inner(foreign, context_of(a))
             plain.append(a)
         for k, a in kwargs.items():
-            if type(a) is Tagged and a._tagkey is key:
-                kwargs, stripped = {**kwargs, k: a._value}, True
+            if type(a) is Tagged and tag_of(a) is key:
+                kwargs, stripped = {**kwargs, k: value_of(a)}, True
         watch = losses.StoreWatch(f, args) if stripped else None
         g = getattr(f, "_implementation", f)  # (a NumPy function: no dispatch back to us)
         try:
@@ -900,7 +901,7 @@ class ADContext(Context):
         """Whether this context's values are in the dicts and lists of ``tree``."""
         for v in (tree.values() if type(tree) is dict else tree):
             tv = type(v)
-            if (tv is Tagged and v._tagkey is self._tagkey) or (
+            if (tv is Tagged and tag_of(v) is self._tagkey) or (
                     (tv is dict or tv is list or tv is tuple) and depth < 8 and self._in_tree(v, depth + 1)):
                 return True
         return False
@@ -916,7 +917,7 @@ class ADContext(Context):
         key, shadows = self._tagkey, self.shadows
         for a in (*args, *kwargs.values()):
             ta = type(a)
-            if ta is Tagged and a._tagkey is key:
+            if ta is Tagged and tag_of(a) is key:
                 return True
             if ta is np.ndarray and shadows and self.shadow(a) is not None:
                 return True
@@ -1045,8 +1046,8 @@ def _holders(args):
 
 
 def _strip(v, ctx):
-    while type(v) is Tagged and v._tagkey is ctx._tagkey:
-        v = v._value
+    while type(v) is Tagged and tag_of(v) is ctx._tagkey:
+        v = value_of(v)
     return v
 
 
@@ -1149,7 +1150,7 @@ _COMPARED = {float, int, complex, np.ndarray, np.float64, np.float32, np.float16
 def raw(x):
     """The plain value under every tag (an enclosing differentiation's included)."""
     while type(x) is Tagged:
-        x = x._value
+        x = value_of(x)
     return x
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from overdub import Tagged
+from overdub.tagging import value_of
 
 from . import structure
 
@@ -25,7 +26,7 @@ is_differentiable: Callable[[Any], bool] = structure.is_differentiable
 def plain(x: Any) -> Any:
     """``x`` without the tags of enclosing differentiations."""
     while type(x) is Tagged:
-        x = x._value
+        x = value_of(x)
     return x
 
 

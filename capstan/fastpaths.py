@@ -15,6 +15,7 @@ import numpy as np
 
 from overdub import Tagged, ops, primitive
 from overdub._native import capstan_native
+from overdub.tagging import metadata_of, tag_of, value_of
 
 from . import fastpaths_nested
 from .rules import math_rules  # noqa: F401  (the math partials the fast paths are made from)
@@ -55,25 +56,25 @@ _BINARY = """
 def method(self, x, y):
     key = self._tagkey
     ty = type(y)
-    if type(x) is Tagged and x._tagkey is key:
-        a = x._value
+    if type(x) is Tagged and tag_of(x) is key:
+        a = value_of(x)
         ta = type(a)
         if (ta is float or ta is F64) and CHECK(x):
             if ty is float or ty is int or ty is F64:
                 b = y
                 r = {r}
                 EMIT(x: {da})
-            if ty is Tagged and y._tagkey is key:
-                b = y._value
+            if ty is Tagged and tag_of(y) is key:
+                b = value_of(y)
                 tb = type(b)
                 if (tb is float or tb is F64) and CHECK(y):
                     r = {r}
                     EMIT(x: {da}, y: {db})
-    elif ty is Tagged and y._tagkey is key:
+    elif ty is Tagged and tag_of(y) is key:
         tx = type(x)
         if tx is float or tx is int or tx is F64:
             a = x
-            b = y._value
+            b = value_of(y)
             tb = type(b)
             if (tb is float or tb is F64) and CHECK(y):
                 r = {r}
@@ -83,8 +84,8 @@ def method(self, x, y):
 
 _UNARY = """
 def method(self, x):
-    if type(x) is Tagged and x._tagkey is self._tagkey:
-        a = x._value
+    if type(x) is Tagged and tag_of(x) is self._tagkey:
+        a = value_of(x)
         ta = type(a)
         if (ta is float or ta is F64) and CHECK(x):
             r = {r}
@@ -96,8 +97,8 @@ _POWER = """
 def method(self, x, y):
     key = self._tagkey
     ty = type(y)
-    if type(x) is Tagged and x._tagkey is key:
-        a = x._value
+    if type(x) is Tagged and tag_of(x) is key:
+        a = value_of(x)
         ta = type(a)
         if (ta is float or ta is F64) and CHECK(x):
             if ty is int or ty is float:
@@ -105,17 +106,17 @@ def method(self, x, y):
                     b = y
                     r = {r}
                     EMIT(x: {da})
-            elif ty is Tagged and y._tagkey is key and a > 0.0:
-                b = y._value
+            elif ty is Tagged and tag_of(y) is key and a > 0.0:
+                b = value_of(y)
                 tb = type(b)
                 if (tb is float or tb is F64) and CHECK(y):
                     r = {r}
                     EMIT(x: {da}, y: {db})
-    elif ty is Tagged and y._tagkey is key:
+    elif ty is Tagged and tag_of(y) is key:
         tx = type(x)
         if (tx is float or tx is int) and x > 0:
             a = x
-            b = y._value
+            b = value_of(y)
             tb = type(b)
             if (tb is float or tb is F64) and CHECK(y):
                 r = {r}
@@ -130,8 +131,8 @@ def method(self, /, *args, **kwargs):
         tx = type(x)
         if tx is float or tx is int or tx is F64:
             return f(x)
-        if tx is Tagged and x._tagkey is self._tagkey:
-            a = x._value
+        if tx is Tagged and tag_of(x) is self._tagkey:
+            a = value_of(x)
             ta = type(a)
             if (ta is float or ta is F64) and CHECK(x):
                 r = f(a)
@@ -139,7 +140,7 @@ def method(self, /, *args, **kwargs):
     return self.apply(f, args, kwargs)
 """
 
-_CHECK = {"forward": " and (type({0}._meta) is float or type({0}._meta) is F64)", "reverse": ""}
+_CHECK = {"forward": " and (type(metadata_of({0})) is float or type(metadata_of({0})) is F64)", "reverse": ""}
 
 
 def _emit(mode, pairs, hand_over=False):
@@ -147,12 +148,12 @@ def _emit(mode, pairs, hand_over=False):
     ``hand_over``: a tangent still NaN goes to the generic path (whose rule for the
     operator may combine the terms before they leave the float range)."""
     if mode == "forward":  # (NaN only from an infinite partial: then an exact zero tangent wins)
-        tangent = " + ".join("({1}) * {0}._meta".format(v, d) for v, d in pairs)
-        strong = " + ".join("strong({1}, {0}._meta)".format(v, d) for v, d in pairs)
+        tangent = " + ".join("({1}) * metadata_of({0})".format(v, d) for v, d in pairs)
+        strong = " + ".join("strong({1}, metadata_of({0}))".format(v, d) for v, d in pairs)
         if hand_over and len(pairs) > 1:
             return "if (t := (t if (t := %s) == t else %s)) == t: return Tagged(r, t, self)" % (tangent, strong)
         return "return Tagged(r, t if (t := %s) == t else %s, self)" % (tangent, strong)
-    record = ", ".join("{0}._meta, {1}".format(v, d) for v, d in pairs)
+    record = ", ".join("metadata_of({0}), {1}".format(v, d) for v, d in pairs)
     return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
 
 
@@ -195,7 +196,8 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
     (the formulas as strings), also taking an enclosing differentiation's floats; in
     reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
-    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, **env}
+    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, "value_of": value_of,
+          "metadata_of": metadata_of, "tag_of": tag_of, **env}
     source = _source(template, mode, f in _HAND_OVER_NAN)
     if mode == "reverse" and f in _ARRAY_OPERATORS:
         for params in ("x, y", "x"):

@@ -21,6 +21,7 @@ import operator
 import numpy as np
 
 from overdub import Tagged
+from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
 #: AST operators -> the operator functions whose fast paths run them
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -94,8 +95,8 @@ class _Lowering:
 
 
 _SPLIT = """\
-    if type({v}) is Tagged and {v}._tagkey is key:
-        {a}, t{a} = {v}._value, {v}._meta
+    if type({v}) is Tagged and tag_of({v}) is key:
+        {a}, t{a} = value_of({v}), metadata_of({v})
     else:
         {a}, t{a} = {v}, None
 """
@@ -105,9 +106,9 @@ _SPLIT = """\
 _CHECK_OPERAND = """\
     if type({v}) is Tagged:
         if o is None:
-            o = {v}._ctx
-        if {v}._ctx is not o or {v}._tagkey is not o._tagkey or (
-                type({v}._value) is not float and type({v}._value) is not F64):
+            o = context_of({v})
+        if context_of({v}) is not o or tag_of({v}) is not o._tagkey or (
+                type(value_of({v})) is not float and type(value_of({v})) is not F64):
             return self.apply(f, {args}, {{}})
     elif type({v}) is not float and type({v}) is not int and type({v}) is not F64{none}:
         return self.apply(f, {args}, {{}})
@@ -154,7 +155,8 @@ def make(f, forms, arity, fast, available, plain_exponent=False):
     binds = ["    %s = K[%s]" % (name, "FN%d" % i) for i, name in enumerate(low.kernels.values())]
     source = "def nested(self, %s):\n%s\n" % (", ".join(params), "\n".join(
         [line.rstrip("\n") for line in head] + binds + body))
-    env = {"Tagged": Tagged, "math": math, "f": f, "fast": fast, "raw": _raw, "F64": _F64}
+    env = {"Tagged": Tagged, "math": math, "f": f, "fast": fast, "raw": _raw, "F64": _F64, "value_of": value_of,
+           "metadata_of": metadata_of, "tag_of": tag_of, "context_of": context_of}
     env.update(("FN%d" % i, fn) for i, fn in enumerate(low.kernels))
     filename = "<capstan nested fast path for %s>" % f.__name__
     exec(compile(source, filename, "exec"), env)
@@ -164,5 +166,5 @@ def make(f, forms, arity, fast, available, plain_exponent=False):
 
 def _raw(x):
     while type(x) is Tagged:
-        x = x._value
+        x = value_of(x)
     return x

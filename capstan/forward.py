@@ -21,6 +21,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, tag
 from overdub._native import NOT_RUN, capstan_native
+from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, out_argument,
@@ -145,8 +146,8 @@ class ForwardCtx(ADContext):
     @primitive(operator.getitem, Tagged)
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
-        if type(k) is int and type(c) is Tagged and c._tagkey is self._tagkey:  # x[i]: hot in loops
-            value, t = c._value, c._meta
+        if type(k) is int and type(c) is Tagged and tag_of(c) is self._tagkey:  # x[i]: hot in loops
+            value, t = value_of(c), metadata_of(c)
             if (type(value) is np.ndarray and value.ndim == 1 and type(t) is np.ndarray
                     and t.shape == value.shape):
                 return Tagged(value[k], t[k], self)
@@ -192,14 +193,14 @@ class ForwardCtx(ADContext):
             outer = enclosing(tv)
             tv = _align(tv, v, value[k], plain_call if outer is None else partial(overdub, outer))
         self.write(tc, _lead(tc, value) + _index(k), 0.0 if tv is None else tv,
-                   foreign or (tv._ctx if type(tv) is Tagged else None))
+                   foreign or (context_of(tv) if type(tv) is Tagged else None))
         return None
 
     # -- results ----------------------------------------------------------------------------
     def output_tangent(self, y, fname="jvp"):
         """The tangent of an output (zeros where it does not depend on the input)."""
-        if type(y) is Tagged and y._tagkey is self._tagkey and type(y._value) is float:
-            t = y._meta  # (the commonest output: a float carrying its tangent)
+        if type(y) is Tagged and tag_of(y) is self._tagkey and type(value_of(y)) is float:
+            t = metadata_of(y)  # (the commonest output: a float carrying its tangent)
             if t is not None:
                 return t
         leaves, rebuild = structure.flatten(y)
@@ -218,13 +219,13 @@ class ForwardCtx(ADContext):
 
     def primal(self, y):
         leaves, rebuild = structure.flatten(y)
-        return rebuild([leaf._value if self.owns(leaf) else leaf for leaf in leaves])
+        return rebuild([value_of(leaf) if self.owns(leaf) else leaf for leaf in leaves])
 
     def _zero(self, leaf):
         if type(leaf) is Tagged:  # an enclosing differentiation's value: constant here
-            leaf = leaf._value
+            leaf = value_of(leaf)
             while type(leaf) is Tagged:
-                leaf = leaf._value
+                leaf = value_of(leaf)
         if structure.is_differentiable(leaf) or isinstance(leaf, (numbers.Number, np.ndarray)):
             z = structure.zeros_like(leaf)  # (an int output has derivative 0.0 too)
         else:
@@ -369,8 +370,8 @@ def D(f: Callable[..., Any], x: Any) -> Any:
     with differentiating(ForwardCtx) as ctx:
         x = Tagged(x, 1.0, ctx) if type(x) is float and ctx.__dict__.get("_has_tags") else _seeded(x, ctx, 1.0)
         y = run_at(ctx, f, x)
-        if type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
-            t = y._meta  # (output_tangent's commonest case, inline: a float carrying its tangent)
+        if type(y) is Tagged and tag_of(y) is ctx._tagkey and type(value_of(y)) is float:
+            t = metadata_of(y)  # (output_tangent's commonest case, inline: a float carrying its tangent)
             if t is not None:
                 return t
         return ctx.output_tangent(y, "D")
@@ -435,10 +436,10 @@ def _jvp_at_float(f, p, t, fname):
     with differentiating(ForwardCtx) as ctx:
         x = Tagged(p, t, ctx) if ctx.__dict__.get("_has_tags") else _seeded(p, ctx, t)
         y = run_at(ctx, f, x)
-        if type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
-            ty = y._meta
+        if type(y) is Tagged and tag_of(y) is ctx._tagkey and type(value_of(y)) is float:
+            ty = metadata_of(y)
             if ty is not None:
-                return y._value, ty
+                return value_of(y), ty
         return ctx.primal(y), ctx.output_tangent(y, fname)
 
 

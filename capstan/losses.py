@@ -46,7 +46,7 @@ from typing import Any, cast
 import numpy as np
 
 from overdub import Tagged, overdub
-from overdub.tagging import PLAIN_PROTOCOLS
+from overdub.tagging import PLAIN_PROTOCOLS, value_of
 
 __all__ = ["NoRuleError", "no_rule", "escape", "derivative_free", "check_finished"]
 
@@ -280,7 +280,7 @@ def tangents_differ(where, values, tangents, chunk):
         if t is None:
             continue
         while type(t) is Tagged:  # (a tangent carrying an enclosing derivative)
-            t = t._value
+            t = value_of(t)
         t = np.asarray(t)
         spread.append(t.reshape(lead + (1,) * (nd - np.ndim(v)) + np.shape(v)))
     if not spread:
@@ -350,7 +350,7 @@ _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(cast(str, m.__file__))) + 
 
 def escape(ctx, protocol, x, *args):
     """``Context.escape`` for differentiation contexts (see the module docstring, 2)."""
-    value = x._value
+    value = value_of(x)
     if protocol in _LOSSY:
         if ctx.meta(x) is None:  # (a constant that happens to be tagged)
             return _plain(protocol, value, args)
@@ -372,7 +372,7 @@ def _attribute(ctx, x, name):
     """``x.name`` read by code capstan does not see: plain when it cannot hold the
     derivative (shape, dtype...), refused for raw memory, else read inside the
     differentiation (methods come back bound inside it)."""
-    attr = getattr(x._value, name)
+    attr = getattr(value_of(x), name)
     if name in RAW_MEMORY and ctx.meta(x) is not None:
         raise refuse(ctx, escaped("__getattr__", ctx.mode, " (its .%s)%s" % (name, _where())))
     if derivative_free(attr):
@@ -502,7 +502,7 @@ _BUFFERS = (array.array, bytearray)
 
 def _collect(a, found, depth):
     while type(a) is Tagged:
-        a = a._value
+        a = value_of(a)
     ta = type(a)
     if ta is np.ndarray:
         if a.flags.writeable and a.size and id(a) not in found:
@@ -593,7 +593,7 @@ def plain_copy(x, depth=0):
     tx = type(x)
     if tx is Tagged:
         while type(x) is Tagged:
-            x = x._value
+            x = value_of(x)
         return x
     if depth > 32:
         return x

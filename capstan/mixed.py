@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from overdub import Tagged, opaque, overdub, primitive, recurse
+from overdub.tagging import tag_of, value_of
 
 from . import nesting
 from .adcontext import INPLACE, ADContext
@@ -427,7 +428,7 @@ def _fingerprint(f, depth):
 def _plain(x):
     """``x`` without the tags of any differentiation."""
     while type(x) is Tagged:
-        x = x._value
+        x = value_of(x)
     if type(x) in (list, tuple):
         return type(x)(_plain(e) for e in x)
     return x
@@ -698,8 +699,8 @@ def _global_names(code, names):
 def _differentiated(x, active, depth):
     tx = type(x)
     if tx is Tagged:
-        return any(x._tagkey is c._tagkey for c in active) or any(
-            type(v) is Tagged and any(v._tagkey is c._tagkey for c in active) for v in (x._value,))
+        return any(tag_of(x) is c._tagkey for c in active) or any(
+            type(v) is Tagged and any(tag_of(v) is c._tagkey for c in active) for v in (value_of(x),))
     if tx is np.ndarray:
         return any(c.shadows and c.shadow(x) is not None for c in active)
     if depth < 4 and (tx is list or tx is tuple):

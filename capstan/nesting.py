@@ -5,6 +5,7 @@ from typing import Any, Callable
 import numpy as np
 
 from overdub import Tagged, overdub
+from overdub.tagging import context_of, tag_of
 
 from .threadstate import thread_state
 
@@ -80,11 +81,11 @@ def enclosing(*values: Any) -> Any:
         if ctx is None:
             continue
         key = ctx._tagkey
-        if any(t._tagkey is key for t in tagged):
+        if any(tag_of(t) is key for t in tagged):
             return ctx
         if arrays and ctx.shadows and any(ctx.shadow(a) is not None for a in arrays):
             return ctx
-    return tagged[-1]._ctx if tagged else None  # (a context capstan did not start)
+    return context_of(tagged[-1]) if tagged else None  # (a context capstan did not start)
 
 
 def _leaves(x: Any, tagged: list[Tagged], arrays: list[np.ndarray], depth: int) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
+from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import out_position
@@ -200,7 +201,7 @@ class ReverseCtx(ADContext):
                 if id(v) not in copies:  # (an enclosing differentiation copies its own values,
                     # plain arrays it shadows included)
                     copies[id(v)] = (v.copy() if v is raw and foreign is None
-                                     else overdub(v._ctx if v is not raw else foreign, np.copy, v))
+                                     else overdub(context_of(v) if v is not raw else foreign, np.copy, v))
                 return copies[id(v)]
 
             for n in users:
@@ -279,13 +280,13 @@ class ReverseCtx(ADContext):
         for a in args:
             ta = type(a)
             if ta is Tagged:
-                v = a._value
+                v = value_of(a)
                 tv = type(v)
-                if (a._tagkey is not key or type(a._meta) is not int
+                if (tag_of(a) is not key or type(metadata_of(a)) is not int
                         or not (tv is float or tv is _F64 or (tv is np.ndarray and v.dtype is _DOUBLE))):
                     return ADContext.apply(self, f, args, kwargs)
                 vals.append(v)
-                parents.append(a._meta)
+                parents.append(metadata_of(a))
                 found = True
             elif ta is float or ta is int or ta is _F64 or (ta is np.ndarray and not self.shadows and not self.outside):
                 vals.append(a)
@@ -309,9 +310,9 @@ class ReverseCtx(ADContext):
         for a in args:
             ta = type(a)
             if ta is Tagged:
-                v = a._value
+                v = value_of(a)
                 tv = type(v)
-                if a._tagkey is not key or type(a._meta) is not int:
+                if tag_of(a) is not key or type(metadata_of(a)) is not int:
                     return self.apply(f, args, {})
                 if tv is np.ndarray:
                     if v.dtype is not _DOUBLE:
@@ -320,7 +321,7 @@ class ReverseCtx(ADContext):
                 elif tv is not float and tv is not _F64:
                     return self.apply(f, args, {})
                 vals.append(v)
-                parents.append(a._meta)
+                parents.append(metadata_of(a))
                 found = True
             elif ta is float or ta is int or ta is _F64:
                 vals.append(a)
@@ -352,10 +353,10 @@ class ReverseCtx(ADContext):
 
     def _track(self, t):
         """Note which memory the tagged array ``t`` owns or views (for later writes)."""
-        raw = untagged(t._value)
+        raw = untagged(value_of(t))
         if type(raw) is np.ndarray:
             if raw.base is None:
-                self.holders[id(raw)] = (weakref.ref(t), raw, t._meta)
+                self.holders[id(raw)] = (weakref.ref(t), raw, metadata_of(t))
             else:
                 self.views.setdefault(id(root_of(raw)), []).append(weakref.ref(t))
         return t
@@ -380,8 +381,8 @@ class ReverseCtx(ADContext):
         held = self.holders.get(id(root))
         if held is not None and held[1] is root:
             t = held[0]()
-            if t is not None and self.owns(t) and untagged(t._value) is root:
-                return t._meta, t
+            if t is not None and self.owns(t) and untagged(value_of(t)) is root:
+                return metadata_of(t), t
         entry = self.shadows.get(id(root))
         if entry is not None and entry[0] is root:
             return entry[1], None
@@ -402,7 +403,7 @@ class ReverseCtx(ADContext):
         for ref in self.views.get(id(root), ()):
             t = ref()
             if t is not None and self.owns(t):
-                retag(t, self, self.view_meta(untagged(t._value), root, n, foreign))
+                retag(t, self, self.view_meta(untagged(value_of(t)), root, n, foreign))
                 live.append(ref)
         if live:
             self.views[id(root)] = live
@@ -411,12 +412,12 @@ class ReverseCtx(ADContext):
     @primitive(operator.getitem, Tagged)
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
-        if type(k) is int and type(c) is Tagged and c._tagkey is self._tagkey:  # x[i]: hot in loops
-            value = c._value
+        if type(k) is int and type(c) is Tagged and tag_of(c) is self._tagkey:  # x[i]: hot in loops
+            value = value_of(c)
             if type(value) is np.ndarray and value.ndim == 1 and value.dtype.kind in "fc":
                 ans = value[k]
                 tape = self.tape
-                tape.append(Record(GETITEM, None, None, (), (value.shape, value.dtype, k), (c._meta,)))
+                tape.append(Record(GETITEM, None, None, (), (value.shape, value.dtype, k), (metadata_of(c),)))
                 return Tagged(ans, len(tape) - 1, self)
         ans, n, value, k, foreign = self.subscript(c, k)
         if n is None:
@@ -459,7 +460,7 @@ class ReverseCtx(ADContext):
         n = self.node(x)
         if n is None:
             return x
-        value = x._value if type(x) is Tagged else x
+        value = value_of(x) if type(x) is Tagged else x
         return Tagged(value, self.record(CUSTOM, lambda g: (_call(fn, _writable(g)),), value, (), None,
                                          (n,)), self)
 
@@ -536,7 +537,7 @@ def backward(tape, seeds):
             continue
         if rec.kind is INPUT:
             continue
-        foreign = rec.foreign or (g._ctx if type(g) is Tagged else None)
+        foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
         if foreign is None and type(g) is np.ndarray and nested:
             # a plain array an enclosing differentiation wrote derivatives into (it shadows
             # it): the cotangent carries that derivative, so the rule runs inside it
@@ -784,7 +785,7 @@ def _scalar_dot(g, d, x):
 def _call(fn, g):
     """``fn(g)`` for a user function; inside the enclosing differentiation that ``g``
     belongs to, if any (this module is machinery, its calls are not routed)."""
-    return overdub(g._ctx, fn, g) if type(g) is Tagged else fn(g)
+    return overdub(context_of(g), fn, g) if type(g) is Tagged else fn(g)
 
 
 def _writable(g):
@@ -821,13 +822,13 @@ class _Run:
         for a in args:
             if type(a) is float:  # (a float point: one leaf, its input node)
                 t = ctx.input(a)
-                self.arg_structs.append(([a], [t._meta], structure.single))
+                self.arg_structs.append(([a], [metadata_of(t)], structure.single))
                 tagged_args.append(t)
                 continue
             leaves, rebuild = structure.flatten(a)
             if structure.is_flat(rebuild) and structure.all_floats(leaves):
                 new = ctx.float_inputs(leaves)  # (a list or tuple of floats)
-                self.arg_structs.append((leaves, [t._meta for t in new], rebuild))
+                self.arg_structs.append((leaves, [metadata_of(t) for t in new], rebuild))
                 tagged_args.append(rebuild(new))
                 continue
             nodes = []
@@ -839,7 +840,7 @@ class _Run:
                         if outer is not None:  # a plain array holding an enclosing derivative
                             leaf = route(outer, copied, leaf)
                     t = ctx.input(leaf)
-                    nodes.append(t._meta)
+                    nodes.append(metadata_of(t))
                     new.append(t)
                 else:
                     nodes.append(None)
@@ -861,7 +862,7 @@ class _Run:
 
     def primal(self):
         ctx = self.ctx
-        return self.out_rebuild([leaf._value if ctx.owns(leaf) else leaf for leaf in self.out_leaves])
+        return self.out_rebuild([value_of(leaf) if ctx.owns(leaf) else leaf for leaf in self.out_leaves])
 
     def back(self, seeds):
         return self.back_from(self.ctx.backward(seeds))
@@ -959,13 +960,13 @@ def _gradient_at_array(f, x):
     with borrowed(ReverseCtx) as ctx:
         outer = enclosing(x)
         t = ctx.input(x if outer is None else route(outer, copied, x))  # (as _Run: an enclosing derivative)
-        node = t._meta
+        node = metadata_of(t)
         with running(ctx):
             y = run_at(ctx, f, t)
-        if not ctx.equalities and type(y) is Tagged and y._tagkey is ctx._tagkey and (
-                type(y._value) is float or type(y._value) is _F64) and type(y._meta) is int:
-            c = backward(ctx.tape, {y._meta: 1.0})[node]
-            if c is not None and _has_nan((c,)) and _all_finite(y._value) and _all_finite(x):
+        if not ctx.equalities and type(y) is Tagged and tag_of(y) is ctx._tagkey and (
+                type(value_of(y)) is float or type(value_of(y)) is _F64) and type(metadata_of(y)) is int:
+            c = backward(ctx.tape, {metadata_of(y): 1.0})[node]
+            if c is not None and _has_nan((c,)) and _all_finite(value_of(y)) and _all_finite(x):
                 raise losses.undefined_in_reverse("gradient")  # (NaN where f and x are finite)
             return (None if c is None else _like(c, x),)
         return _gradient_rest(ctx, x, node, y)
@@ -977,15 +978,15 @@ def _gradient_at_float(f, x):
     (``capstan_native.reverse_entry`` takes the same steps in C)."""
     with borrowed(ReverseCtx) as ctx:
         t = ctx.input(x)
-        node = t._meta
+        node = metadata_of(t)
         with running(ctx):
             y = run_at(ctx, f, t)
-        if not ctx.equalities and type(y) is Tagged and y._tagkey is ctx._tagkey and type(y._value) is float:
-            n = y._meta
+        if not ctx.equalities and type(y) is Tagged and tag_of(y) is ctx._tagkey and type(value_of(y)) is float:
+            n = metadata_of(y)
             if n is None:
                 return (None,)
             c = backward(ctx.tape, {n: 1.0})[node]
-            if c is not None and c != c and x - x == 0 and y._value - y._value == 0:
+            if c is not None and c != c and x - x == 0 and value_of(y) - value_of(y) == 0:
                 raise losses.undefined_in_reverse("gradient")  # (NaN where f and x are finite)
             return (None if c is None else _like(c, x),)
         return _gradient_rest(ctx, x, node, y)
@@ -1010,7 +1011,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
         raise ValueError("capstan.%s: f must return a real scalar, got %s; use "
                          "capstan.jacobian(f, x) or capstan.pullback(f, *args) for other outputs"
                          % (fname, type(y).__name__))
-    value = y._value if run.ctx.owns(y) else y
+    value = value_of(y) if run.ctx.owns(y) else y
     if type(value) is not float:  # (a float is a real scalar)
         checks.numeric_output(fname, [value], bools=False)
         if np.ndim(value) != 0:
@@ -1100,7 +1101,7 @@ def pullback(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
         for leaf, d in zip(run.out_leaves, dleaves):
             n = run.ctx.node(leaf)
             if n is not None and d is not None:
-                value = leaf._value if type(leaf) is Tagged else leaf
+                value = value_of(leaf) if type(leaf) is Tagged else leaf
                 if np.shape(d) != np.shape(value):
                     raise ValueError("capstan.pullback: dy has shape %s where the output has %s"
                                      % (np.shape(d), np.shape(value)))

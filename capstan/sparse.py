@@ -35,6 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from overdub import overdub, tag
+from overdub.tagging import value_of
 
 from . import graph_coloring as _coloring
 from . import losses, structure
@@ -142,7 +143,7 @@ def reverse_compressed(f, x, seed, out_size, decisions, fname):
         run = _Run(f, (x,), fname, ctx)
         decisions.extend(ctx.decisions)
         leaves = run.out_leaves
-        shapes = [np.shape(leaf._value if ctx.owns(leaf) else leaf) for leaf in leaves]
+        shapes = [np.shape(value_of(leaf) if ctx.owns(leaf) else leaf) for leaf in leaves]
         sizes = [int(np.prod(s)) for s in shapes]
         if sum(sizes) != out_size:
             raise ValueError("capstan.%s: f returned %d values where the pattern has %d rows"
@@ -226,7 +227,7 @@ def _reverse_over_chunk(f, x, block, decisions, fname):
     with borrowed(ReverseCtx) as ctx:
         run = _Run(lambda z: _chunked_directional(f, z, block, decisions), (x,), fname, ctx)
         leaves = run.out_leaves
-        if len(leaves) != 1 or np.size(leaves[0]._value if ctx.owns(leaves[0]) else leaves[0]) != c:
+        if len(leaves) != 1 or np.size(value_of(leaves[0]) if ctx.owns(leaves[0]) else leaves[0]) != c:
             raise ValueError("capstan.%s: f must return a real scalar" % fname)
         node = ctx.node(leaves[0])
         rows = np.zeros((c, np.size(x)))

@@ -33,6 +33,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive
 from overdub._native import capstan_native
+from overdub.tagging import metadata_of, tag_of, value_of
 
 from . import losses, structure
 from .adcontext import INPLACE, ADContext, out_argument
@@ -413,7 +414,7 @@ class PatternCtx(ADContext):
             return Tagged(ans, meta, self)
         if type(ans) is tuple or type(ans) is list:  # (several results: each depends on all)
             whole = repeated(meta, 1, self.n) if type(meta) is int else _union_row(meta)
-            return Tagged(ans, tuple(self._result(a, gather(whole, np.zeros(np.size(a), _I)))._meta
+            return Tagged(ans, tuple(metadata_of(self._result(a, gather(whole, np.zeros(np.size(a), _I))))
                                      if isinstance(a, (np.ndarray, float, complex)) else None
                                      for a in ans), self)
         if type(meta) is Rows:  # (a scalar made by an array operation: its set stays a row)
@@ -612,8 +613,8 @@ class PatternCtx(ADContext):
     @primitive(operator.getitem, Tagged)
     @primitive(operator.getitem, np.ndarray)
     def getitem(self, c, k):
-        if type(k) is int and type(c) is Tagged and c._tagkey is self._tagkey:  # x[i] in loops
-            value, meta = c._value, c._meta
+        if type(k) is int and type(c) is Tagged and tag_of(c) is self._tagkey:  # x[i] in loops
+            value, meta = value_of(c), metadata_of(c)
             if type(value) is np.ndarray and value.ndim == 1 and type(meta) is Pat:
                 ans = value[k]
                 return Tagged(ans, meta.mask(k % len(value)), self)
@@ -674,8 +675,8 @@ class PatternCtx(ADContext):
         masks = []  # (a run of scalar outputs: their sets read out together)
         key = self._tagkey
         for leaf in leaves:
-            if type(leaf) is Tagged and leaf._tagkey is key and type(leaf._meta) is int and type(leaf._value) in _FLOATS:
-                masks.append(leaf._meta)  # (the commonest leaf, a number from a scalar loop)
+            if type(leaf) is Tagged and tag_of(leaf) is key and type(metadata_of(leaf)) is int and type(value_of(leaf)) in _FLOATS:
+                masks.append(metadata_of(leaf))  # (the commonest leaf, a number from a scalar loop)
                 continue
             meta = self.meta(leaf)
             value, _ = self.unwrap(leaf)
@@ -732,12 +733,12 @@ def same_decision(a, b):
 _BINARY_SOURCE = """
 def method(self, x, y):
     key = self._tagkey
-    if type(x) is Tagged and x._tagkey is key:
-        a, ma = x._value, x._meta
+    if type(x) is Tagged and tag_of(x) is key:
+        a, ma = value_of(x), metadata_of(x)
     else:
         a, ma = x, 0
-    if type(y) is Tagged and y._tagkey is key:
-        b, mb = y._value, y._meta
+    if type(y) is Tagged and tag_of(y) is key:
+        b, mb = value_of(y), metadata_of(y)
     else:
         b, mb = y, 0
     if type(ma) is int and type(mb) is int and type(a) in SCALARS and type(b) in SCALARS:
@@ -759,7 +760,8 @@ def _fast_binary(f, pairs):
         lines.append("            if %s and %s:\n                self.scalar_pairs.append((%s, %s))"
                      % (mi, mj, mi, mj))
     source = _BINARY_SOURCE.format(pairs="\n".join(lines) or "            pass")
-    ns = {"Tagged": Tagged, "f": f, "SCALARS": _SCALARS}
+    ns = {"Tagged": Tagged, "f": f, "SCALARS": _SCALARS, "value_of": value_of, "metadata_of": metadata_of,
+          "tag_of": tag_of}
     exec(compile(source, "<capstan sparsity fast path for %s>" % f.__name__, "exec"), ns)
     return _twin(ns["method"], f, 2, pairs)
 
@@ -768,8 +770,8 @@ def _fast_unary(f, linear):
     def method(self, /, *args, **kwargs):
         if len(args) == 1 and not kwargs:
             x = args[0]
-            if type(x) is Tagged and x._tagkey is self._tagkey:
-                a, ma = x._value, x._meta
+            if type(x) is Tagged and tag_of(x) is self._tagkey:
+                a, ma = value_of(x), metadata_of(x)
                 if type(ma) is int and type(a) in _SCALARS:
                     r = f(a)
                     if self.second and not linear:

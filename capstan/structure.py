@@ -12,16 +12,17 @@ Build = Callable[[Iterator[Any]], Any]
 import numpy as np
 
 from overdub import Tagged
+from overdub.tagging import value_of
 
 
 def flatten(x: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """``(leaves, rebuild)`` where ``rebuild(new_leaves)`` makes a structure like ``x``."""
-    if type(x) is float or (type(x) is Tagged and type(x._value) is float):
+    if type(x) is float or (type(x) is Tagged and type(value_of(x)) is float):
         return [x], single  # (the commonest leaves, taken without the walk)
     if type(x) is tuple or type(x) is list:  # (a tuple of points, a list of results)
         kinds = set(map(type, x))
         if kinds <= _NUMBER_SET or (kinds <= _NUMBER_SET_TAGGED and all(
-                type(e) is not Tagged or type(e._value) in _NUMBERS for e in x)):
+                type(e) is not Tagged or type(value_of(e)) in _NUMBERS for e in x)):
             return list(x), partial(_sequence_of, type(x), len(x))
     leaves: list[Any] = []
     build = _flatten(x, leaves)

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from overdub import Context
+from overdub.tagging import metadata_of, tag_of, value_of
 
 from . import fastpaths, structure
 from .reverse import CUSTOM, GETITEM, GUARD, INPUT, RULE, SETITEM, Record, ReverseCtx, _Run, backward
@@ -86,8 +87,8 @@ class TapeCtx(ReverseCtx):
         ``operator.index`` for an integer) outside any routed call: a decision on the
         value, so a guard like a comparison's."""
         result = ReverseCtx.escape(self, protocol, x, *args)
-        if protocol in _DECISIONS and x._tagkey is self._tagkey:
-            self._guard(_DECISIONS[protocol], [x._value], [x._meta], {}, result)
+        if protocol in _DECISIONS and tag_of(x) is self._tagkey:
+            self._guard(_DECISIONS[protocol], [value_of(x)], [metadata_of(x)], {}, result)
         return result
 
     def _guard(self, f, vals, parents, kwargs, result):

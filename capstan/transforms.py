@@ -20,6 +20,8 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
+from overdub.tagging import value_of
+
 from . import checks, forward, pool, reverse, structure
 
 ArgNums = Union[int, tuple[int, ...]]
@@ -101,7 +103,7 @@ def _split_aux(fname: str, y: Any, has_aux: bool) -> tuple[Any, Any]:
 def _strip(ctx: Any, y: Any) -> Any:
     """``y`` with ``ctx``'s tags removed (values of enclosing differentiations stay tagged)."""
     leaves, rebuild = flatten(y)
-    return rebuild([leaf._value if ctx.owns(leaf) else leaf for leaf in leaves])
+    return rebuild([value_of(leaf) if ctx.owns(leaf) else leaf for leaf in leaves])
 
 
 def _zeros_for(arg: Any) -> Any:
@@ -192,7 +194,7 @@ def _value_and_grad(fname: str, f: Callable[..., Any], argnums: ArgNums, has_aux
         run = _Run(fixed, chosen, fname, ctx)
         out, aux = _split_aux(fname, run.y, has_aux)
         if type(checks.plain(out)) is float:  # (a real scalar)
-            value = out._value if ctx.owns(out) else out
+            value = value_of(out) if ctx.owns(out) else out
         elif flatten(out)[0] != [out] or np.ndim(checks.plain(out)) != 0:
             shape = np.shape(checks.plain(out)) if flatten(out)[0] == [out] else None
             raise ValueError("capstan.%s: f must return a real scalar%s, got %s; use capstan.jacrev or "
@@ -200,7 +202,7 @@ def _value_and_grad(fname: str, f: Callable[..., Any], argnums: ArgNums, has_aux
                              % (fname, " as its first result" if has_aux else "",
                                 "an array of shape %s" % (shape,) if shape else type(out).__name__))
         else:
-            value = out._value if ctx.owns(out) else out
+            value = value_of(out) if ctx.owns(out) else out
             checks.numeric_output(fname, [value], bools=False)
             if np.iscomplexobj(checks.plain(value)):
                 raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
@@ -369,7 +371,7 @@ def reverse_jacobian_tree(fname: str, f: Callable[..., Any], args: tuple[Any, ..
         aux = _strip(ctx, aux) if has_aux else None
         out_leaves, out_rebuild = _output_leaves(fname, out)
         in_structs = [leaves for leaves, _, _ in run.arg_structs]
-        values = [leaf._value if ctx.owns(leaf) else leaf for leaf in out_leaves]
+        values = [value_of(leaf) if ctx.owns(leaf) else leaf for leaf in out_leaves]
         blocks = _blocks(values, in_structs)
         for leaf, v, block in zip(out_leaves, values, blocks):
             n = ctx.node(leaf)

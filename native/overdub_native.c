@@ -252,6 +252,37 @@ adopt_tagged(PyObject *self, PyObject *cls)
     Py_RETURN_NONE;
 }
 
+/* value_of(t), metadata_of(t), tag_of(t), context_of(t): a tagged value's fields, the
+   accessors overdub.tagging gives the packages built on overdub; one C call each, and a
+   clear TypeError for anything but a tagged value. */
+static PyObject *
+tagged_field(PyObject *x, Py_ssize_t offset, const char *name)
+{
+    if (Py_TYPE(x) != tagged_adopted && !PyType_IsSubtype(Py_TYPE(x), &TaggedBase_Type)) {
+        PyErr_Format(PyExc_TypeError, "overdub.tagging.%s(t): t must be a tagged value, not %.200s",
+                     name, Py_TYPE(x)->tp_name);
+        return NULL;
+    }
+    PyObject *field = *(PyObject **)((char *)x + offset);
+    if (field == NULL) {  /* (cleared by the collector while breaking a cycle) */
+        PyErr_Format(PyExc_AttributeError, "overdub.tagging.%s(t): t has been cleared", name);
+        return NULL;
+    }
+    return Py_NewRef(field);
+}
+
+static PyObject *
+value_of(PyObject *self, PyObject *x) { return tagged_field(x, offsetof(TaggedObject, value), "value_of"); }
+
+static PyObject *
+metadata_of(PyObject *self, PyObject *x) { return tagged_field(x, offsetof(TaggedObject, meta), "metadata_of"); }
+
+static PyObject *
+tag_of(PyObject *self, PyObject *x) { return tagged_field(x, offsetof(TaggedObject, tagkey), "tag_of"); }
+
+static PyObject *
+context_of(PyObject *self, PyObject *x) { return tagged_field(x, offsetof(TaggedObject, ctx), "context_of"); }
+
 static PyMemberDef tagged_members[] = {
     {"_value", T_OBJECT_EX, offsetof(TaggedObject, value), 0, "the plain value"},
     {"_meta", T_OBJECT_EX, offsetof(TaggedObject, meta), 0, "the context's metadata"},
@@ -2962,6 +2993,10 @@ code_cached(PyObject *self, PyObject *code)
 static PyMethodDef module_functions[] = {
     {"adopt_tagged", adopt_tagged, METH_O,
      "adopt_tagged(cls): overdub.tagging.Tagged recycles its instances' memory (a free list)."},
+    {"value_of", value_of, METH_O, "value_of(t): the value a tagged value wraps."},
+    {"metadata_of", metadata_of, METH_O, "metadata_of(t): a tagged value's metadata."},
+    {"tag_of", tag_of, METH_O, "tag_of(t): the tag identity a tagged value was made under."},
+    {"context_of", context_of, METH_O, "context_of(t): the context that tagged a tagged value."},
     {"code_cached", code_cached, METH_O,
      "code_cached(code): whether code holds its cached co_varnames and the like (3.12+)."},
     {"untrack_code", (PyCFunction)(void (*)(void))untrack_code, METH_FASTCALL,

@@ -13,12 +13,13 @@ from typing import Any
 
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
-           "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached", "adopt_tagged"]
+           "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached", "adopt_tagged",
+           "value_of", "metadata_of", "tag_of", "context_of"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 7  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 8  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -137,6 +138,16 @@ def _py_code_cached(code: Any) -> int:
     return 0
 
 
+def _py_field(field: str, name: str) -> Any:
+    """The C layer's accessor ``name`` of a tagged value's ``field``, in Python."""
+    def read(t: Any) -> Any:
+        if not issubclass(type(t), _PyTaggedBase):
+            raise TypeError("overdub.tagging.%s(t): t must be a tagged value, not %s" % (name, type(t).__name__))
+        return getattr(t, field)
+    read.__name__ = read.__qualname__ = name
+    return read
+
+
 def _py_adopt_tagged(cls: type) -> None:
     """The C layer's ``adopt_tagged`` (pure Python: CPython's allocator is the reference)."""
 
@@ -173,6 +184,8 @@ if PURE_PYTHON:
     untrack_code = _py_untrack_code
     code_cached = _py_code_cached
     adopt_tagged = _py_adopt_tagged
+    value_of, metadata_of = _py_field("_value", "value_of"), _py_field("_meta", "metadata_of")
+    tag_of, context_of = _py_field("_tagkey", "tag_of"), _py_field("_ctx", "context_of")
 else:
     _overdub_native = _load("_overdub_native")
     TaggedBase = _overdub_native.TaggedBase
@@ -206,3 +219,6 @@ else:
     #: adopt_tagged(cls): overdub.tagging.Tagged, once defined, recycles the memory of its
     #: instances through a free list (one is made and dropped per differentiated operation)
     adopt_tagged = _overdub_native.adopt_tagged
+    #: a tagged value's fields (overdub.tagging's public accessors), one C call each
+    value_of, metadata_of = _overdub_native.value_of, _overdub_native.metadata_of
+    tag_of, context_of = _overdub_native.tag_of, _overdub_native.context_of

@@ -20,7 +20,7 @@ from .plaincall import any_tagged, is_builtin, is_structural, plain_call
 from .runtime import (CACHE_LIMIT, NESTING, Runtime, function_changed, function_renamed, leave, leave_trim,
                       note_tagging, runtime_of)
 from .runtime import unroutable  # noqa: F401 (documented as overdub.dispatch.unroutable)
-from .tagging import Tagged, register_dispatcher
+from .tagging import ACCESSORS, Tagged, register_dispatcher
 from .tracebacks import KEEP_FRAMES, drop_own_frames  # (OVERDUB_KEEP_FRAMES, read from the environment there)
 
 __all__ = ["overdub", "recurse", "fallback", "canrecurse"]
@@ -276,7 +276,7 @@ def _fallback_kind(rt, f):
     reader = rt.frame_reader(f)
     if reader is not None:
         kind = reader
-    elif (type(f) is FunctionType and lookaside.is_internal(f.__code__)) or (f_hashable and f in NESTING):
+    elif (type(f) is FunctionType and lookaside.is_internal(f.__code__)) or (f_hashable and (f in NESTING or f in ACCESSORS)):
         kind = _AS_IS  # machinery (overdub.metadata, the entry points...) takes tagged values as they are
     elif is_structural(f):
         kind = _ATTRIBUTE_WRITE if (f is setattr or f is delattr) else _STRUCTURAL

@@ -33,7 +33,7 @@ from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
 from .plaincall import _CO_NESTED, WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
-from .tagging import Tagged
+from .tagging import ACCESSORS, Tagged
 from .lifetimes import MACHINERY_TYPES, CodeCache, Table, TwinRef, forget_at_collection, is_transient_class, machinery_type
 from .tracebacks import drop_own_frames
 
@@ -770,6 +770,8 @@ class Runtime(RuntimeBase):
         if tf is EntryPoint:  # (the C layer's recurse, canrecurse, fallback; overdub runs as it is)
             nested = NESTING.get(f)
             return f if nested is None else partial(nested, self)
+        if tf is BuiltinFunctionType and f in ACCESSORS:  # (tagging's readers of a tagged value's parts)
+            return f
         if tf is MethodType:
             func, obj = f.__func__, f.__self__
             try:

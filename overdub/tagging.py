@@ -19,12 +19,27 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable
 
 from ._compat import BUILTINS as __builtins__  # type: ignore[no-redef]  # noqa: F401 (never the user's patched builtins)
-from ._native import TaggedBase, adopt_tagged
+from ._native import TaggedBase, adopt_tagged, context_of, metadata_of, tag_of, value_of
 
 if TYPE_CHECKING:
     from .context import Context
 
-__all__ = ["Tagged", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged"]
+__all__ = ["Tagged", "tag", "retag", "untag", "metadata", "hasmetadata", "istagged",
+           "value_of", "metadata_of", "tag_of", "context_of"]
+
+# -- accessors for packages built on overdub ----------------------------------------------------
+# ``untag(x, ctx)`` and friends answer for one context and check it.  A package that runs
+# contexts of its own (capstan) reads a tagged value's parts whatever context made it:
+#   value_of(t)     the value t wraps (itself possibly tagged by another context)
+#   metadata_of(t)  its metadata
+#   tag_of(t)       the tag identity it was made under: ``tag_of(t) is ctx._tagkey`` holds
+#                   while ``ctx`` is the run that made it (a finished run's values fail it)
+#   context_of(t)   the context that made it
+# Each is one C call (the pure-Python reference checks alike) and refuses anything but a
+# tagged value with a TypeError.  Called from code a context routes (an entry point of
+# capstan's nested in another differentiation), they are machinery: they get the tagged
+# value itself, never its value with the context's tag stripped.
+ACCESSORS = frozenset({value_of, metadata_of, tag_of, context_of})
 
 
 # -- what the rest of overdub registers here ----------------------------------------------------

@@ -15,6 +15,7 @@ from collections import Counter
 import numpy as np
 
 from overdub import Tagged
+from overdub.tagging import value_of
 
 from .operator_rules import _abs_jvp, _abs_vjp, zero_base_exponent
 from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
@@ -526,7 +527,7 @@ def _fold_sum_jvp(run, ts, ans, a, *args, **kwargs):
 
 def _plain(x):
     while type(x) is Tagged:
-        x = x._value
+        x = value_of(x)
     return x
 
 

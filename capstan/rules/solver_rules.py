@@ -51,6 +51,7 @@ import warnings
 import numpy as np
 
 from overdub import Context, Tagged, overdub
+from overdub.tagging import metadata_of, tag_of, value_of
 
 from ..losses import NoRuleError as _NoRuleError
 from .registry import defsolver
@@ -143,8 +144,8 @@ def _levels(*values):
     stack = [v for v in found if type(v) is Tagged]
     while stack:
         v = stack.pop()
-        keys.add(id(v._tagkey))
-        for part in (v._value, v._meta):
+        keys.add(id(tag_of(v)))
+        for part in (value_of(v), metadata_of(v)):
             if type(part) is Tagged:
                 stack.append(part)
     return len(keys)
@@ -155,7 +156,7 @@ def _plain(x, depth=0):
     tx = type(x)
     if tx is Tagged:
         while type(x) is Tagged:
-            x = x._value
+            x = value_of(x)
         return x
     if depth > 6:
         return x

@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 
 from overdub import Tagged, overdub
+from overdub.tagging import context_of
 
 from ..adcontext import ATTRIBUTES as _ATTRIBUTES
 from .registry import defimpl, plain_valued
@@ -181,7 +182,7 @@ class Broadcast:
         # their derivatives
         for a in self.arrays:
             if type(a) is Tagged:
-                return overdub(a._ctx, self._tuples)
+                return overdub(context_of(a), self._tuples)
         return self._tuples()
 
     def _tuples(self):
