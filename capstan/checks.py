@@ -70,16 +70,22 @@ def require_differentiable(fname: str, args: tuple[Any, ...] | list[Any],
     """Raise ``TypeError`` when no leaf of ``args`` (a tuple of arguments) can carry a
     derivative.  ``fname`` is the public name (``"gradient"``, ``"D"``...); ``subject``
     is the clause that opens the message."""
-    first = None
+    first, found = None, False
     for a in args:
         if type(a) is float:  # (the common case, answered without flattening)
-            return
+            found = True
+            continue
         leaves, _ = flatten(a)
         for leaf in leaves:
+            x = plain(leaf)
+            if isinstance(x, np.ndarray) and type(x) is not np.ndarray and x.dtype.kind in "fc":
+                raise TypeError(_subclass_message(fname, x))
             if can_carry(leaf):
-                return
-            if first is None:
+                found = True
+            elif first is None:
                 first = leaf
+    if found:
+        return
     if first is None:
         raise TypeError("capstan.%s: %s (the inputs hold no numbers at all); pass a float, a complex "
                         "number or a float array" % (fname, subject))
@@ -87,6 +93,18 @@ def require_differentiable(fname: str, args: tuple[Any, ...] | list[Any],
                     "respect to floating-point inputs: float, complex, NumPy float or complex scalars "
                     "and arrays, or lists/tuples/dicts/dataclasses of them)"
                     % (fname, subject, describe(first), remedy(first)))
+
+
+def _subclass_message(fname: str, x: Any) -> str:
+    """Why an ndarray subclass (``np.ma.MaskedArray``, ``np.matrix``...) is no input: its
+    operations differ from the plain array's the derivative would be taken of (masked
+    elements, matrix products) and run compiled code on its raw data."""
+    tp = type(x)
+    hint = (" with the mask applied as np.where(mask, x, fill) or x[~mask]"
+            if isinstance(x, np.ma.MaskedArray) else "")
+    return ("capstan.%s: an input is a %s.%s, an ndarray subclass, whose operations capstan does not "
+            "differentiate (they run compiled code on its raw data); pass a plain array, "
+            "np.asarray(x)%s" % (fname, tp.__module__, tp.__qualname__, hint))
 
 
 def point_given(fname: str, args: tuple[Any, ...], kwargs: dict[str, Any], signature: str = "f, *args") -> None:

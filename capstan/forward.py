@@ -67,6 +67,8 @@ class ForwardCtx(ADContext):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
             ans = run(f, *vals, **kwargs)
+            if type(ans) is not float and type(ans) is not np.ndarray and isinstance(raw(ans), np.ma.MaskedArray):
+                raise losses.refuse(self, losses.masked_array(f, self.mode))  # (x * masked)
             if (type(ans) is np.ndarray or type(ans) is Tagged) and out_argument(kwargs) is None:
                 same = returned_argument(ans, vals, tans)  # (Tagged: an enclosing one returned it)
                 if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
@@ -105,6 +107,8 @@ class ForwardCtx(ADContext):
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
+        if t is not None and _integral(ans):  # np.sum(a, dtype=int), np.cumprod(a, dtype=int)...:
+            t = None  # an integer result is a step function of the input (reverse mode agrees)
         if t is not None:
             t = self._fitted(t, ans, run)
             if type(t) is np.ndarray and type(ans) is np.ndarray and any(t is ti for ti in tans) and not any(
@@ -132,6 +136,8 @@ class ForwardCtx(ADContext):
             self.setitem(args[0], Ellipsis, ans if t is None else Tagged(ans, t, self))
             return args[0]
         if t is None:
+            if isinstance(ans, (str, np.ndarray)) and losses.is_text(ans):  # (a.astype(str))
+                losses.note_text(self, ans)
             return ans
         if out is not None and ans is out:  # np.exp(x, out=y): a write of the result into y
             self.setitem(out, Ellipsis, Tagged(ans, t, self))  # (y may be a view)
@@ -237,6 +243,15 @@ class ForwardCtx(ADContext):
 
 fastpaths.install(ForwardCtx, "forward")
 DIRECT.add(ForwardCtx)  # (its primitives for functions with rules hand them to apply)
+
+
+def _integral(ans):
+    """Whether ``ans`` is an integer or boolean (array): no derivative follows it."""
+    a = raw(ans)
+    ta = type(a)
+    if ta is float or ta is complex:
+        return False
+    return (ta is np.ndarray and a.dtype.kind in "biu") or ta is int or ta is bool or isinstance(a, (np.integer, np.bool_))
 
 
 def _takes_arrays(f):

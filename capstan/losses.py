@@ -170,6 +170,19 @@ def stored(f, mode):
     return err
 
 
+def masked_array(f=None, mode=None):
+    """The error for a value being differentiated made part of a ``numpy.ma`` masked array
+    (by ``np.ma.array``, ``.view(MaskedArray)``, or an operation with one)."""
+    err = NoRuleError(
+        "capstan: numpy.ma masked arrays cannot carry a derivative (np.ma.array, masked_where... "
+        "made one of a value being differentiated%s): their methods run compiled code on the raw "
+        "data.  Select with the mask instead: np.where(mask, x, fill), x[~mask], or "
+        "np.sum(x, where=~mask)"
+        % ("" if f is None else ", or %s combined one with it (%s mode)" % (qualified_name(f), mode)))
+    err.function = f
+    return err
+
+
 def parsed_text(f, mode):
     err = NoRuleError(
         "capstan: %s turned text made from a value being differentiated (by str, repr, format, "
@@ -357,7 +370,7 @@ def escape(ctx, protocol, x, *args):
         raise refuse(ctx, escaped(protocol, ctx.mode, _where()))
     if protocol in _TEXT:
         text = _plain(protocol, value, args)
-        ctx.texts.add(text)
+        note_text(ctx, text)
         return text
     if protocol == "__getattr__":
         return _attribute(ctx, x, args[0])
@@ -516,18 +529,35 @@ def _collect(a, found, depth):
 
 
 # ----------------------------------------------------------------------------- text (4)
+#: what separates the numbers in a text made of several (``"[0.7 1.2]"``, ``"0.7, 1.2"``)
+_SEPARATORS = re.compile(r"[\s,;\[\](){}]+")
+
+
+def is_text(x):
+    """Whether ``x`` is text: a string or an array of strings."""
+    return isinstance(x, str) or (isinstance(x, np.ndarray) and x.dtype.kind in "SU")
+
+
 def note_text(ctx, result, depth=0):
-    """Remember the text a C function made from values being differentiated."""
+    """Remember the text a C function made from values being differentiated: the whole
+    text and, where it holds several numbers (an array printed), each of them, which a
+    slice of the text may be read back as.  Text arrays (``a.astype(str)``) note their
+    elements."""
     tr = type(result)
-    if tr is str:
+    if tr is bytes or isinstance(result, bytes):
+        result, tr = bytes(result).decode("latin-1"), str
+    if tr is str or isinstance(result, str):
         if result:
-            ctx.texts.add(result)
-    elif tr is bytes:
-        if result:
-            ctx.texts.add(result.decode("latin-1"))
+            ctx.texts.add(str(result))
+            for piece in _SEPARATORS.split(result):
+                if piece and piece != result and any(c.isdigit() for c in piece):
+                    ctx.texts.add(piece)
     elif (tr is tuple or tr is list) and depth < 2:
         for e in result:
             note_text(ctx, e, depth + 1)
+    elif tr is np.ndarray and result.dtype.kind in "SUO":  # (objects: np.char.mod's strings)
+        for e in result.ravel().tolist():
+            note_text(ctx, e, 2)
 
 
 #: one conversion of a ``%`` format: ``%[(key)][flags][width][.precision][length]type``
@@ -613,4 +643,8 @@ def reads_text(ctx, args, kwargs):
             a, ta = bytes(a).decode("latin-1"), str
         if (ta is str or isinstance(a, str)) and any(t in a for t in texts):
             return True
+        if ta is np.ndarray and a.dtype.kind in "SU" and reads_text(ctx, a.ravel().tolist(), {}):
+            return True  # (float(a) of a 0-d text array, a.astype(float))
+        if (ta is list or ta is tuple) and a and reads_text(ctx, a, {}):
+            return True  # (np.loadtxt(lines))
     return False

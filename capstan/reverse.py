@@ -248,6 +248,8 @@ class ReverseCtx(ADContext):
             self.before_write(out)
         ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
         ta = type(ans)
+        if ta is not float and ta is not np.ndarray and isinstance(untagged(ans), np.ma.MaskedArray):
+            raise losses.refuse(self, losses.masked_array(f, self.mode))  # (x * masked)
         if out is None and (ta is np.ndarray or (ta is Tagged and type(untagged(ans)) is np.ndarray)):
             # (also an enclosing context's value)
             same = returned_argument(ans, vals, parents)
@@ -348,6 +350,8 @@ class ReverseCtx(ADContext):
         if type(ans) is float:
             return Tagged(ans, n, self)
         if not structure.is_differentiable(ans):
+            if isinstance(ans, (str, np.ndarray)) and losses.is_text(ans):  # (a.astype(str))
+                losses.note_text(self, ans)
             return ans
         return self._track(Tagged(ans, n, self))
 

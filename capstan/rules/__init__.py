@@ -17,7 +17,7 @@ Forward and reverse mode read the same tables.  Three kinds of entry:
     a Python equivalent differentiated in place of C function ``f``
     (``math.fsum``, which takes an iterable).
 ``nondifferentiable(*fs)``
-    functions whose results carry no derivative (``np.sign``, ``math.floor``...).
+    functions whose results carry no derivative (``np.floor``, ``math.floor``...).
 ``defsolver(f, handler)``
     every call of ``f`` inside a differentiation is handed to
     ``handler(ctx, f, args, kwargs)``, differentiated arguments or not: for solvers whose

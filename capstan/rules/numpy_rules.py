@@ -171,8 +171,10 @@ def _sinc(ans, x, **kw):
 defderiv(np.sin, lambda ans, x, **kw: np.cos(x))
 defderiv(np.cos, lambda ans, x, **kw: -np.sin(x))
 defderiv(np.tan, lambda ans, x, **kw: 1.0 + ans * ans)
-defderiv(np.arcsin, lambda ans, x, **kw: 1.0 / np.sqrt(1.0 - x * x))
-defderiv(np.arccos, lambda ans, x, **kw: -1.0 / np.sqrt(1.0 - x * x))
+# (complex: the slopes from the value, cos(arcsin z) for sqrt(1 - z^2)..., on the branch the
+# function took: on a cut, np.emath.arccos(1.4), sqrt(1 - z * z) picked the other side)
+defderiv(np.arcsin, lambda ans, x, **kw: 1.0 / np.cos(ans) if np.iscomplexobj(ans) else 1.0 / np.sqrt(1.0 - x * x))
+defderiv(np.arccos, lambda ans, x, **kw: -1.0 / np.sin(ans) if np.iscomplexobj(ans) else -1.0 / np.sqrt(1.0 - x * x))
 defderiv(np.arctan, lambda ans, x, **kw: 1.0 / (1.0 + x * x))
 # (over hypot(x, y) twice, not x * x + y * y: the squares leave the float range for |x|, |y|
 # below 1e-154 or above 1e154, where the partials came out 0 or NaN)
@@ -198,9 +200,10 @@ def _sech2(ans, x, **kw):
 
 
 defderiv(np.tanh, _sech2)
-defderiv(np.arcsinh, lambda ans, x, **kw: 1.0 / np.sqrt(x * x + 1.0) if np.iscomplexobj(x)
+defderiv(np.arcsinh, lambda ans, x, **kw: 1.0 / np.cosh(ans) if np.iscomplexobj(ans)
          else 1.0 / np.hypot(x, 1.0))  # (real: x * x + 1 overflows past 1e154)
-defderiv(np.arccosh, lambda ans, x, **kw: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))
+defderiv(np.arccosh, lambda ans, x, **kw: 1.0 / np.sinh(ans) if np.iscomplexobj(ans)
+         else 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))
 defderiv(np.arctanh, lambda ans, x, **kw: 1.0 / (1.0 - x * x))
 defderiv(np.exp, lambda ans, x, **kw: ans)
 defderiv(np.exp2, lambda ans, x, **kw: ans * _LN2)
@@ -306,6 +309,24 @@ def _angle_vjp(g, ans, z, deg=False):
 
 defjvp(np.angle, _angle_jvp, batched=True)
 defvjp(np.angle, _angle_vjp)
+
+
+def _sign_jvp(ts, ans, z, **kw):
+    """``sign(z) = z / |z| = exp(i angle z)`` turns with ``z``'s angle (complex ``z``; a real
+    sign is a step, slope 0): ``i sign(z) d(angle z)``."""
+    if not np.iscomplexobj(z):
+        return None
+    return 1j * ans * _angle_jvp(ts, None, z)
+
+
+def _sign_vjp(g, ans, z, **kw):
+    if not np.iscomplexobj(z):
+        return (None,)
+    return _angle_vjp(np.imag(np.conj(ans) * g), None, z)
+
+
+defjvp(np.sign, _sign_jvp, batched=True)
+defvjp(np.sign, _sign_vjp)
 defjvp(np.conjugate, lambda ts, ans, x, **kw: np.conj(ts[0]), batched=True)
 defvjp(np.conjugate, lambda g, ans, x, **kw: (unbroadcast(np.conj(g), x),))
 defjvp(np.real, lambda ts, ans, val: np.real(ts[0]), batched=True)
@@ -314,7 +335,7 @@ defjvp(np.imag, lambda ts, ans, val: np.imag(ts[0]) if np.iscomplexobj(val) else
 defvjp(np.imag, lambda g, ans, val: (1j * np.real(g) if np.iscomplexobj(val) else None,))
 
 nondifferentiable(
-    np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.around, np.fix, np.isnan, np.isinf,
+    np.floor, np.ceil, np.trunc, np.rint, np.round, np.around, np.fix, np.isnan, np.isinf,
     np.isfinite, np.isneginf, np.isposinf, np.signbit, np.greater, np.greater_equal, np.less,
     np.less_equal, np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
     np.floor_divide, np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
@@ -1401,12 +1422,9 @@ def _view(a, *args, **kwargs):
     if all(s is None or s is np.ndarray or (not isinstance(s, type) or not issubclass(s, np.ndarray))
            and np.dtype(s) == np.result_type(a) for s in spec):
         return a[...]
-    from ..losses import NoRuleError
+    from ..losses import NoRuleError, masked_array
     if any(isinstance(s, type) and issubclass(s, np.ma.MaskedArray) for s in spec):
-        raise NoRuleError("capstan: numpy.ma masked arrays cannot carry a derivative (np.ma.array, "
-                          "masked_where... made one of a value being differentiated): their methods "
-                          "run compiled code on the raw data.  Select with the mask instead: "
-                          "np.where(mask, x, fill), x[~mask], or np.sum(x, where=~mask)")
+        raise masked_array()
     raise NoRuleError("capstan: ndarray.view(%s) reads a differentiated array's memory as another type; "
                       "there is no derivative rule for that (use astype for a conversion)"
                       % ", ".join(map(repr, spec)))
