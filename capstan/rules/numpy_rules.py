@@ -803,7 +803,13 @@ def _einsum_sublists(args):
 
 
 def _einsum_kw(kw):
-    return {k: v for k, v in kw.items() if k != "out"}
+    """The keywords for the rules' own einsums: no ``out``, and no contraction path given
+    as a list (``np.einsum_path``'s), which is only valid for the user's operands (the
+    reverse rule contracts other operands: NumPy raised RuntimeError); greedy instead."""
+    kw = {k: v for k, v in kw.items() if k != "out"}
+    if not isinstance(kw.get("optimize", False), (bool, str)):
+        kw["optimize"] = "greedy"
+    return kw
 
 
 def _einsum_jvp(ts, ans, subscripts, *ops, **kw):
