@@ -416,6 +416,8 @@ _PLAIN_RESULTS = (type(None), bool, int, str, type, slice, range, np.dtype, np.i
 EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
              int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill,
              getattr(np.ndarray, "itemset", np.put)}
+# (NumPy's float scalars have their own: Fraction(a[0]) of an array's element called it)
+EXPORTING.update(t.as_integer_ratio for t in (np.float16, np.float32, np.float64, np.longdouble))
 _EXPORTS = {bytes, bytearray, memoryview, array.array}
 
 

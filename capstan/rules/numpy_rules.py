@@ -1397,6 +1397,19 @@ def _view(a, *args, **kwargs):
 defimpl(np.ndarray.view, _view)
 
 
+def _scalar_view(a, *args, **kwargs):
+    """``a.view(t)`` of a NumPy scalar (an array's element): ``a`` itself for its own dtype;
+    another reads its bits as other numbers (``x.view(np.int64)`` and back dropped the
+    derivative: a zero)."""
+    if all(s is None or (not isinstance(s, type) or not issubclass(s, np.ndarray))
+           and np.dtype(s) == np.result_type(a) for s in [*args, *kwargs.values()]):
+        return a
+    return _view(a, *args, **kwargs)
+
+
+defimpl(np.generic.view, _scalar_view)
+
+
 # ----------------------------------------------------------------------------- writing into arrays
 def _copyto(dst, src, casting="same_kind", where=True):
     """``np.copyto`` as a subscript assignment, which the contexts differentiate."""
