@@ -485,6 +485,8 @@ class ADContext(Context):
                 self.decided(f, out)
             if f in EQUALITIES and not self.in_rules:
                 self._equality(f, vals, metas, out)
+            elif f in losses.POINT_TESTS and not self.in_rules:
+                losses.point_test_held(self, f, vals, metas, out, sys._getframe(1))
             return out
         run = plain_call if foreign is None else routed(foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
@@ -856,6 +858,8 @@ class ADContext(Context):
             self.decided(f, out)
         if key in EQUALITIES and not self.in_rules:
             self._equality(key, vals, metas, out)
+        elif key in losses.POINT_TESTS and not self.in_rules:
+            losses.point_test_held(self, key, vals, metas, out, sys._getframe(1))
         return out
 
     def _plain(self, f, args, kwargs):

@@ -141,3 +141,33 @@ def test_differentiated_value_stored_in_a_slot_is_left_plain():
     assert type(s.v) is float
     assert capstan.gradient(f, 0.7)[0] == pytest.approx(2.8)
     assert type(s.v) is float
+
+
+# ------------------------------------------------- truth tests: exact equalities in disguise
+@pytest.mark.parametrize("f, x", [
+    (lambda x: x * 2 if x else x * 3, 0.0),                     # if x: is x != 0
+    (lambda x: x * 3 if not x else x * 2, 0.0),
+    (lambda x: x * (1 + bool(x)), 0.0),
+    (lambda x: (x or 5.0 * x) * 1.0, 0.0),
+    (lambda x: x * (2 if any([x, 0.0]) else 3), 0.0),
+    (lambda x: (lambda a: a[0] * 2 if a[0] else a[0] * 3)(np.array([x, 1.0])), 0.0),
+    (lambda x: x * 2 if x.is_integer() else x * 3, 2.0),       # x == round(x)
+    (lambda x: x * 2 if np.float64(x).is_integer() else x * 3, 2.0),
+], ids=["if x", "not x", "bool(x)", "x or y", "any", "array element", "is_integer", "np is_integer"])
+def test_truth_test_that_held_at_a_point_is_refused(f, x):
+    # the branch of that single point was differentiated (3.0 where the slope is 2.0 both sides)
+    with pytest.raises(capstan.NoRuleError, match="exact equality"):
+        capstan.D(f, x)
+    with pytest.raises(capstan.NoRuleError, match="exact equality"):
+        capstan.gradient(f, x)
+
+
+@pytest.mark.parametrize("f, x, want", [
+    (lambda x: x * 2 if x else x * 3, 0.5, 2.0),
+    (lambda x: x * 2 if x.is_integer() else x * 3, 2.5, 3.0),
+    (lambda x: x * 2 if capstan.stop_gradient(x) else x * 3, 0.0, 3.0),  # (a constant: no refusal)
+    (lambda x: math.sin(x) if x else 1.0 + 0.0 * x, 0.3, math.cos(0.3)),
+])
+def test_truth_tests_elsewhere_differentiate(f, x, want):
+    assert capstan.D(f, x) == pytest.approx(want)
+    assert capstan.gradient(f, x)[0] == pytest.approx(want)
