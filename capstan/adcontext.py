@@ -160,7 +160,19 @@ class ADContext(Context):
             else:
                 d = getattr(target, "__dict__", None)
                 if d is not None and self.owns(d.get(name)):
-                    d[name] = _strip(d[name], self)
+                    if type(d) is dict:
+                        d[name] = _strip(d[name], self)
+                    else:  # a class's attribute (its __dict__ is a read-only mappingproxy)
+                        type.__setattr__(target, name, _strip(d[name], self))
+                    continue
+                slot = getattr(type(target), name, None)  # (an instance with __slots__)
+                if type(slot) is types.MemberDescriptorType:
+                    try:
+                        v = slot.__get__(target)
+                    except AttributeError:
+                        continue
+                    if self.owns(v):
+                        slot.__set__(target, _strip(v, self))
 
     def remember(self, target, name=None):
         """Note that ``target`` (or its attribute ``name``) received a differentiated value
@@ -474,6 +486,8 @@ class ADContext(Context):
                 self.decided(f, out)
             if f in EQUALITIES and not self.in_rules:
                 self._equality(f, vals, metas, out)
+            elif f in losses.POINT_TESTS and not self.in_rules:
+                losses.point_test_held(self, f, vals, metas, out, sys._getframe(1))
             return out
         run = plain_call if foreign is None else routed(foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
@@ -845,6 +859,8 @@ class ADContext(Context):
             self.decided(f, out)
         if key in EQUALITIES and not self.in_rules:
             self._equality(key, vals, metas, out)
+        elif key in losses.POINT_TESTS and not self.in_rules:
+            losses.point_test_held(self, key, vals, metas, out, sys._getframe(1))
         return out
 
     def _plain(self, f, args, kwargs):
@@ -1043,6 +1059,23 @@ def _holders(args):
     ``_split`` does not look (a ``np.poly1d``, a user object)."""
     return any(not isinstance(a, _SEQUENCES) and a is not None and not isinstance(a, (np.generic, type))
                for a in args)
+
+
+def without_finished_tags(y):
+    """The output ``y`` of a differentiated function without the tags of runs that have
+    finished (a nested ``D`` that stored ``y * x`` in a global or a slot, which the outer
+    function returned): underneath, such a value may carry a running differentiation's
+    derivative, which reading it as a constant silently dropped (a zero)."""
+    if type(y) is Tagged:
+        while type(y) is Tagged and context_of(y)._tagkey is not tag_of(y):
+            y = value_of(y)
+        return y
+    if type(y) is float or type(y) is np.ndarray:
+        return y
+    leaves, rebuild = structure.flatten(y)
+    if any(type(leaf) is Tagged and context_of(leaf)._tagkey is not tag_of(leaf) for leaf in leaves):
+        return rebuild([without_finished_tags(leaf) for leaf in leaves])
+    return y
 
 
 def _strip(v, ctx):

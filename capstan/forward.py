@@ -24,6 +24,7 @@ from overdub._native import NOT_RUN, capstan_native
 from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
+from .adcontext import without_finished_tags
 from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, out_argument,
                         plain_call, product, raw)
 from .losses import no_rule
@@ -209,6 +210,7 @@ class ForwardCtx(ADContext):
             t = metadata_of(y)  # (the commonest output: a float carrying its tangent)
             if t is not None:
                 return t
+        y = without_finished_tags(y)
         leaves, rebuild = structure.flatten(y)
         checks.no_object_arrays(leaves, fname)
         if len(leaves) == 1 and leaves[0] is y:  # (inside a structure, a string's tangent is None)
@@ -224,7 +226,7 @@ class ForwardCtx(ADContext):
         return rebuild(out)
 
     def primal(self, y):
-        leaves, rebuild = structure.flatten(y)
+        leaves, rebuild = structure.flatten(without_finished_tags(y))
         return rebuild([value_of(leaf) if self.owns(leaf) else leaf for leaf in leaves])
 
     def _zero(self, leaf):

@@ -242,7 +242,7 @@ def point_branch(f, mode):
         "a formula valid only at that point, whose derivative is not the function's, so the "
         "derivative here cannot be trusted.  Differentiate at a point where the equality does not "
         "hold, or register a rule for the function that branches (capstan.defjvp / defvjp)."
-        % ({operator.eq: "==", operator.ne: "!="}.get(f, qualified_name(f)), mode))
+        % ({operator.eq: "==", operator.ne: "!=", bool: "a truth test, x != 0"}.get(f, qualified_name(f)), mode))
     err.function = f
     return err
 
@@ -251,6 +251,28 @@ def point_branch(f, mode):
 #: the exact comparisons, each -> whether it is true where its operands differ
 EQUALITIES = {operator.eq: False, operator.ne: True, np.equal: False, np.not_equal: True,
               np.array_equal: False, np.array_equiv: False}
+
+
+#: tests that are exact equalities in disguise: each -> (its result where the equality
+#: held, the constant the value then equals): ``if x:`` is ``x != 0``, ``x.is_integer()``
+#: is ``x == round(x)``
+POINT_TESTS: dict[Any, tuple[bool, Any]] = {bool: (False, lambda v: 0.0), operator.truth: (False, lambda v: 0.0),
+               operator.not_: (True, lambda v: 0.0)}
+POINT_TESTS.update({t.is_integer: (True, round) for t in (float, np.float16, np.float32, np.float64)})
+
+
+def point_test_held(ctx, f, vals, metas, out, frame):
+    """``f`` (of :data:`POINT_TESTS`) of one differentiated number gave ``out``: where that
+    means an equality held, the mode checks it as it does ``==`` (``x * 2 if x else x * 3``
+    at 0 gave 3, ``x.is_integer()`` at 2.0 the branch of that point)."""
+    held, constant = POINT_TESTS[f]
+    if len(vals) != 1 or metas[0] is None or type(out) is not bool or out is not held:
+        return
+    number = vals[0]
+    while type(number) is Tagged:
+        number = value_of(number)
+    if isinstance(number, (float, complex, np.inexact)) and not compared_by_capstan(frame):
+        ctx.equality_held(bool if held is False else f, (vals[0], constant(number)), (metas[0], None), True)
 
 
 def equal_where(f, out):
@@ -374,7 +396,10 @@ def escape(ctx, protocol, x, *args):
         return text
     if protocol == "__getattr__":
         return _attribute(ctx, x, args[0])
-    return _plain(protocol, value, args)  # __bool__, __hash__, __len__, __int__, __index__
+    out = _plain(protocol, value, args)  # __bool__, __hash__, __len__, __int__, __index__
+    if protocol == "__bool__" and out is False and not ctx.in_rules:  # (``if x:`` is ``x != 0``)
+        point_test_held(ctx, bool, (value,), (ctx.meta(x),), out, sys._getframe(1))
+    return out
 
 
 def _plain(protocol, value, args):
@@ -429,6 +454,8 @@ _PLAIN_RESULTS = (type(None), bool, int, str, type, slice, range, np.dtype, np.i
 EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
              int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill,
              getattr(np.ndarray, "itemset", np.put)}
+# (NumPy's float scalars have their own: Fraction(a[0]) of an array's element called it)
+EXPORTING.update(t.as_integer_ratio for t in (np.float16, np.float32, np.float64, np.longdouble))
 _EXPORTS = {bytes, bytearray, memoryview, array.array}
 
 

@@ -25,7 +25,7 @@ from overdub._native import capstan_native
 from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import out_position
+from .adcontext import out_position, without_finished_tags
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -860,7 +860,7 @@ class _Run:
 
     def finish(self, y, fname):
         """The run ended with output ``y``."""
-        self.y = y
+        self.y = y = without_finished_tags(y)
         self.out_leaves, self.out_rebuild = structure.flatten(y)
         checks.no_object_arrays(self.out_leaves, fname)
 

@@ -43,7 +43,9 @@ def math_calls(t, c):
 
 
 def truthy(t):
-    return t * t if t else 1.0
+    # (a truth test that finds a differentiated value 0 is refused as x != 0 is: the test is
+    # on t + 0.25, which no point makes 0)
+    return t * t if t + 0.25 else 1.0
 
 
 KERNELS_1 = [sigmoid_branch, halving, truthy, lambda t: math_calls(t, 1.5)]

@@ -87,6 +87,7 @@ EXCLUDED.update({
     np.ndarray.__deepcopy__: "takes an array and a memo dict: checked in test_hunt_regressions",
     ufunc_rules._plain_reduceat: "plain-valued (NumPy's own values for reduceat): test_hunt_regressions",
     stride_rules._read_only: "plain-valued (marks as_strided's copy read-only): test_hunt4_regressions",
+    np.generic.view: "takes NumPy scalars only (its own dtype: itself): checked in test_hunt7_regressions",
 })
 if hasattr(math, "sumprod"):  # (3.12+)
     EXCLUDED[math.sumprod] = "takes iterables of numbers (read into lists): checked in test_new_rules"

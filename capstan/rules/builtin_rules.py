@@ -59,6 +59,8 @@ for scalar in (np.complex128, np.complex64):  # (also np.complex128(re, im))
     defjvp(scalar, _complex_jvp, batched=True)
     defvjp(scalar, _complex_vjp)
 nondifferentiable(int, bool, round, np.int64, np.int32, np.bool_)
+# (an exact test: losses.POINT_TESTS checks the equality it is when it holds)
+nondifferentiable(float.is_integer, np.float16.is_integer, np.float32.is_integer, np.float64.is_integer)
 defimpl(sum, _sum)
 defimpl(divmod, lambda a, b: (a // b, a % b))
 

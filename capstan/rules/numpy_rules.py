@@ -848,7 +848,13 @@ def _einsum_sublists(args):
 
 
 def _einsum_kw(kw):
-    return {k: v for k, v in kw.items() if k != "out"}
+    """The keywords for the rules' own einsums: no ``out``, and no contraction path given
+    as a list (``np.einsum_path``'s), which is only valid for the user's operands (the
+    reverse rule contracts other operands: NumPy raised RuntimeError); greedy instead."""
+    kw = {k: v for k, v in kw.items() if k != "out"}
+    if not isinstance(kw.get("optimize", False), (bool, str)):
+        kw["optimize"] = "greedy"
+    return kw
 
 
 def _einsum_jvp(ts, ans, subscripts, *ops, **kw):
@@ -1431,6 +1437,19 @@ def _view(a, *args, **kwargs):
 
 
 defimpl(np.ndarray.view, _view)
+
+
+def _scalar_view(a, *args, **kwargs):
+    """``a.view(t)`` of a NumPy scalar (an array's element): ``a`` itself for its own dtype;
+    another reads its bits as other numbers (``x.view(np.int64)`` and back dropped the
+    derivative: a zero)."""
+    if all(s is None or (not isinstance(s, type) or not issubclass(s, np.ndarray))
+           and np.dtype(s) == np.result_type(a) for s in [*args, *kwargs.values()]):
+        return a
+    return _view(a, *args, **kwargs)
+
+
+defimpl(np.generic.view, _scalar_view)
 
 
 # ----------------------------------------------------------------------------- writing into arrays
