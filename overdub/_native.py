@@ -138,16 +138,6 @@ def _py_code_cached(code: Any) -> int:
     return 0
 
 
-def _py_field(field: str, name: str) -> Any:
-    """The C layer's accessor ``name`` of a tagged value's ``field``, in Python."""
-    def read(t: Any) -> Any:
-        if not issubclass(type(t), _PyTaggedBase):
-            raise TypeError("overdub.tagging.%s(t): t must be a tagged value, not %s" % (name, type(t).__name__))
-        return getattr(t, field)
-    read.__name__ = read.__qualname__ = name
-    return read
-
-
 def _py_adopt_tagged(cls: type) -> None:
     """The C layer's ``adopt_tagged`` (pure Python: CPython's allocator is the reference)."""
 
@@ -184,8 +174,9 @@ if PURE_PYTHON:
     untrack_code = _py_untrack_code
     code_cached = _py_code_cached
     adopt_tagged = _py_adopt_tagged
-    value_of, metadata_of = _py_field("_value", "value_of"), _py_field("_meta", "metadata_of")
-    tag_of, context_of = _py_field("_tagkey", "tag_of"), _py_field("_ctx", "context_of")
+    # (the slots' own getters: C, and a TypeError for anything but a tagged value)
+    value_of, metadata_of = _PyTaggedBase._value.__get__, _PyTaggedBase._meta.__get__  # type: ignore[attr-defined]
+    tag_of, context_of = _PyTaggedBase._tagkey.__get__, _PyTaggedBase._ctx.__get__  # type: ignore[attr-defined]
 else:
     _overdub_native = _load("_overdub_native")
     TaggedBase = _overdub_native.TaggedBase

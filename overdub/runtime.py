@@ -24,7 +24,7 @@ import weakref
 from functools import partial
 from typing import Any
 from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptorType, MethodDescriptorType,
-                   MethodType, ModuleType)
+                   MethodType, MethodWrapperType, ModuleType)
 
 from . import codegen, lookaside, origins, rewrite, semantics
 from ._native import (Dispatcher, EntryPoint, GuardedAttribute, GuardedContains, GuardedOperator, GuardedSetattr,
@@ -770,7 +770,7 @@ class Runtime(RuntimeBase):
         if tf is EntryPoint:  # (the C layer's recurse, canrecurse, fallback; overdub runs as it is)
             nested = NESTING.get(f)
             return f if nested is None else partial(nested, self)
-        if tf is BuiltinFunctionType and f in ACCESSORS:  # (tagging's readers of a tagged value's parts)
+        if (tf is BuiltinFunctionType or tf is MethodWrapperType) and f in ACCESSORS:  # (tagging's readers)
             return f
         if tf is MethodType:
             func, obj = f.__func__, f.__self__
