@@ -204,11 +204,13 @@ class ForwardCtx(ADContext):
         return None
 
     # -- results ----------------------------------------------------------------------------
-    def output_tangent(self, y, fname="jvp"):
-        """The tangent of an output (zeros where it does not depend on the input)."""
+    def output_tangent(self, y, fname="jvp", finite=True):
+        """The tangent of an output (zeros where it does not depend on the input).  Where
+        the point and the direction were ``finite``, a NaN tangent of a finite value is
+        refused (``losses.undefined_in_forward``)."""
         if type(y) is Tagged and tag_of(y) is self._tagkey and type(value_of(y)) is float:
             t = metadata_of(y)  # (the commonest output: a float carrying its tangent)
-            if t is not None:
+            if t is not None and (type(t) is not float or t == t or not finite):
                 return t
         y = without_finished_tags(y)
         leaves, rebuild = structure.flatten(y)
@@ -222,6 +224,8 @@ class ForwardCtx(ADContext):
                 t = self._zero(leaf)
             elif np.iscomplexobj(raw(leaf)) and not np.iscomplexobj(raw(t)):
                 t = route(enclosing(t), as_complex, t)  # a complex output's tangent is complex
+            if finite and t is not None and _nan_of_finite(t, leaf):
+                raise losses.undefined_in_forward(fname)
             out.append(t)
         return rebuild(out)
 
@@ -321,6 +325,40 @@ def _stack(parts, ans):
 
 
 # ----------------------------------------------------------------------------- public API
+def _nan_of_finite(t, value):
+    """Whether tangent ``t`` is NaN where its output ``value`` is finite (the chunk axis
+    of a tangent in front)."""
+    t, v = raw(t), raw(value)
+    if type(t) is float or type(t) is complex:
+        return t != t and _finite(v)
+    if not isinstance(t, (np.ndarray, np.generic)) or t.dtype.kind not in "fc":
+        return False
+    nan = np.isnan(t)
+    if not nan.any():
+        return False
+    try:
+        return bool(np.any(nan & np.isfinite(v)))
+    except TypeError:  # (a value that is no number: nothing to say)
+        return False
+
+
+def _finite(v):
+    """Whether every number of ``v`` (a point, a direction: numbers, arrays, structures)
+    is finite."""
+    for leaf in structure.flatten(v)[0]:
+        leaf = raw(leaf)
+        if type(leaf) is float:
+            if leaf - leaf != 0:
+                return False
+        elif isinstance(leaf, (complex, np.ndarray, np.generic)):
+            try:
+                if not np.all(np.isfinite(leaf)):
+                    return False
+            except TypeError:
+                pass
+    return True
+
+
 def _has_nan(t):
     v = raw(t)
     if type(v) is float:
@@ -375,7 +413,7 @@ def D(f: Callable[..., Any], x: Any) -> Any:
             pass ``3.0``) or is an array (use ``jvp`` or ``jacobian``).
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
-    if type(x) is float and type(f) is FunctionType and _forward_entry is not None:
+    if type(x) is float and x - x == 0 and type(f) is FunctionType and _forward_entry is not None:
         return _forward_entry(ForwardCtx, f, x)  # (the steps below, in C: the fixed cost of a run)
     if not callable(f):
         raise TypeError("capstan.D(f, x): f must be callable, got %r" % (f,))
@@ -389,9 +427,9 @@ def D(f: Callable[..., Any], x: Any) -> Any:
         y = run_at(ctx, f, x)
         if type(y) is Tagged and tag_of(y) is ctx._tagkey and type(value_of(y)) is float:
             t = metadata_of(y)  # (output_tangent's commonest case, inline: a float carrying its tangent)
-            if t is not None:
+            if t is not None and (type(t) is not float or t == t):
                 return t
-        return ctx.output_tangent(y, "D")
+        return ctx.output_tangent(y, "D", _finite(x))
 
 
 if capstan_native is not None:
@@ -455,9 +493,9 @@ def _jvp_at_float(f, p, t, fname):
         y = run_at(ctx, f, x)
         if type(y) is Tagged and tag_of(y) is ctx._tagkey and type(value_of(y)) is float:
             ty = metadata_of(y)
-            if ty is not None:
+            if ty is not None and (type(ty) is not float or ty == ty):
                 return value_of(y), ty
-        return ctx.primal(y), ctx.output_tangent(y, fname)
+        return ctx.primal(y), ctx.output_tangent(y, fname, p - p == 0 and t - t == 0)
 
 
 def _seed_leaf(ctx, i, p, t):
@@ -487,7 +525,7 @@ def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):
         seeded = [_seed_leaf(ctx, i, p, t) for i, (p, t) in enumerate(zip(leaves, tleaves))]
     y = overdub(ctx, f, *rebuild(seeded))
     losses.check_finished(ctx)
-    return ctx.primal(y), ctx.output_tangent(y, fname)
+    return ctx.primal(y), ctx.output_tangent(y, fname, _finite(leaves) and _finite(tleaves))
 
 
 def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) -> Any:
@@ -506,10 +544,11 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             checks.check_single_output(y)
-            t = ctx.output_tangent(y, "jacobian")
+            t = ctx.output_tangent(y, "jacobian", _finite(x))
         return route(enclosing(t), as_array, t)  # (t may carry an enclosing derivative: closures)
     blocks = []
     out_shape = None
+    finite = _finite(xa)
     for start in range(0, n, chunk):
         width = min(chunk, n - start)
         seed = np.zeros((width, n), dtype=raw(xa).dtype)
@@ -518,7 +557,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             ctx.chunk = width
             y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)
-            t = ctx.output_tangent(y, "jacobian")
+            t = ctx.output_tangent(y, "jacobian", finite)
         checks.check_single_output(y)
         out_shape = np.shape(t)[1:]
         blocks.append(t)

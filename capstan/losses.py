@@ -222,6 +222,18 @@ def undefined_in_reverse(fname):
         "capstan.jacfwd), or differentiate at a point off that singularity." % fname)
 
 
+def undefined_in_forward(fname):
+    """A tangent that came out NaN where ``f``'s value, its arguments and the direction
+    are finite."""
+    return NoRuleError(
+        "capstan.%s: the derivative came out NaN at this point, where f's value and its arguments are "
+        "finite: on the way, a partial derivative is infinite or undefined (sqrt, cbrt, arcsin, a "
+        "fractional power at the end of its domain...) and the terms through it cancel as inf - inf "
+        "(math.sqrt(x) - math.sqrt(x)), or a derivative is undefined here (an eigenvector of a repeated "
+        "eigenvalue).  Differentiate at a point off that singularity, or register a rule for the function "
+        "that contains it (capstan.defjvp)." % fname)
+
+
 def singular_partial(f, exc):
     """The error for a partial derivative of ``f`` that cannot be computed at this point:
     infinite, undefined or past the float range where ``f`` itself has a value."""

@@ -2113,9 +2113,12 @@ forward_run(PyObject *ctx, PyObject *f, PyObject *x)
         Py_CLEAR(y);
         goto done;
     }
-    /* output_tangent's commonest case, inline: a float carrying its tangent */
+    /* output_tangent's commonest case, inline: a float carrying its tangent (a NaN one goes
+       to output_tangent, which refuses it where the value is finite; x is finite here) */
+    PyObject *meta = Py_TYPE(y) == Tagged_Type ? ((TaggedObject *)y)->meta : NULL;
     if (Py_TYPE(y) == Tagged_Type && ((TaggedObject *)y)->tagkey == key
-        && PyFloat_CheckExact(((TaggedObject *)y)->value) && ((TaggedObject *)y)->meta != Py_None) {
+        && PyFloat_CheckExact(((TaggedObject *)y)->value) && meta != Py_None
+        && !(PyFloat_CheckExact(meta) && isnan(PyFloat_AS_DOUBLE(meta)))) {
         Py_SETREF(y, Py_NewRef(((TaggedObject *)y)->meta));
     }
     else {

@@ -140,7 +140,8 @@ ELEMENTWISE = [
     Case(np.square, R(3)), Case(np.reciprocal, P(3)), Case(np.negative, R(3)), Case(np.positive, R(3)),
     Case(np.absolute, R(4)), Case(np.fabs, R(4)), Case(np.add, R(2, 3), R(3)), Case(np.subtract, R(3), R(2, 3)),
     Case(np.multiply, R(2, 3), R(2, 1)), Case(np.divide, R(3), P(2, 3)), Case(np.power, P(3), R(3)),
-    Case(np.power, R(3), 3.0), Case(np.float_power, P(2, 3), R(3)), Case(np.hypot, R(3), R(3)),
+    Case(np.power, R(3), 3.0, diff=[0]), Case(np.power, P(3), 3.0),  # (a negative base: no slope in b)
+    Case(np.float_power, P(2, 3), R(3)), Case(np.hypot, R(3), R(3)),
     Case(np.maximum, R(4), R(4)), Case(np.minimum, R(4), R(4)), Case(np.fmax, R(4), R(4)),
     Case(np.fmin, R(4), R(4)), Case(np.logaddexp, R(3), R(3)), Case(np.logaddexp2, R(3), R(3)),
     Case(np.sinc, R(3)), Case(np.deg2rad, R(3)), Case(np.radians, R(3)), Case(np.rad2deg, R(3)),

@@ -297,7 +297,15 @@ def test_keyword_only_options_of_numpy_2():
 
 
 def test_math_pow_has_no_exponent_derivative_for_a_negative_base():
-    assert math.isnan(D(lambda b: math.pow(-2.0, b), 3.0))
+    """(-2)^b has no real slope in b: refused in both modes, not a NaN."""
+    for slope in (D, lambda f, b: gradient(f, b)[0], lambda f, b: jvp(f, (b,), (1.0,))[1]):
+        for power in (math.pow, np.power):  # (float ** b is complex past a negative base: its own rule)
+            with pytest.raises(capstan.NoRuleError, match="came out NaN"):
+                slope(lambda b: power(-2.0, b), 3.0)
+    with pytest.raises(capstan.NoRuleError, match="came out NaN"):
+        jvp(lambda a, b: np.power(a, b), (np.array([-0.5, 1.5]), 3.0), (np.ones(2), 1.0))
+    assert np.allclose(jvp(lambda a, b: np.power(a, b), (np.array([-0.5, 1.5]), 3.0), (np.ones(2), 0.0))[1],
+                       3.0 * np.array([0.25, 2.25]))
     close(D(lambda b: math.pow(2.0, b), 3.0), 8.0 * math.log(2.0))
     assert D(lambda b: math.pow(0.0, b), 3.0) == 0.0
 
