@@ -325,6 +325,9 @@ def _stack(parts, ans):
 
 
 # ----------------------------------------------------------------------------- public API
+_SUM = np.add.reduce
+
+
 def _nan_of_finite(t, value):
     """Whether tangent ``t`` is NaN where its output ``value`` is finite (the chunk axis
     of a tangent in front)."""
@@ -333,9 +336,10 @@ def _nan_of_finite(t, value):
         return t != t and _finite(v)
     if not isinstance(t, (np.ndarray, np.generic)) or t.dtype.kind not in "fc":
         return False
-    nan = np.isnan(t)
-    if not nan.any():
+    total = _SUM(t, axis=None)  # (NaN when one is, or for inf - inf: then look closer)
+    if total == total:
         return False
+    nan = np.isnan(t)
     try:
         return bool(np.any(nan & np.isfinite(v)))
     except TypeError:  # (a value that is no number: nothing to say)
