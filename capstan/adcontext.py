@@ -488,7 +488,11 @@ class ADContext(Context):
                 self._equality(f, vals, metas, out)
             elif f in losses.POINT_TESTS and not self.in_rules:
                 losses.point_test_held(self, f, vals, metas, out, sys._getframe(1))
+            elif f in losses.ZERO_TESTS and not self.in_rules:
+                losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
             return out
+        if f in losses.ZERO_TESTS and not self.in_rules:  # np.where(a, x, y), a.astype(bool)
+            losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
         run = plain_call if foreign is None else routed(foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
 
@@ -811,6 +815,9 @@ class ADContext(Context):
             out = f(*args, **kwargs)
             self.remember(container)
             return out
+        if key is operator.contains and len(args) == 2 and type(raw(args[0])) is np.ndarray:
+            # x in a: NumPy's (a == x).any(), an equality checked as == is
+            return bool(overdub(self, np.any, overdub(self, operator.eq, args[0], args[1])))
         if key in EXPORTING:
             raise losses.refuse(self, no_rule(f, self.mode))
         if key in registry.NONDIFF:
@@ -836,6 +843,9 @@ class ADContext(Context):
             return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
         method = ufunc_rules.METHODS.get(f.__name__) if type(owner) is np.ufunc else None
         if method is not None:  # np.logaddexp.reduce, np.multiply.outer, np.add.at...
+            if owner in losses.LOGICAL_UFUNCS and args and not self.in_rules:  # np.any(a): a's elements tested
+                vals, metas, _, _ = self._split(args)
+                losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1), (0,))
             return overdub(self, method, owner, *args, **kwargs)
         watch = losses.WriteWatch(f, args, kwargs)
         result = self._plain_top(f, args, kwargs)
@@ -861,6 +871,8 @@ class ADContext(Context):
             self._equality(key, vals, metas, out)
         elif key in losses.POINT_TESTS and not self.in_rules:
             losses.point_test_held(self, key, vals, metas, out, sys._getframe(1))
+        elif key in losses.ZERO_TESTS and not self.in_rules:
+            losses.zero_test_held(self, key, args, vals, metas, kwargs, sys._getframe(1))
         return out
 
     def _plain(self, f, args, kwargs):

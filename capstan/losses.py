@@ -208,7 +208,8 @@ def qualified_name(f):
     if module in (None, "builtins"):
         return qual
     module = {"numpy.core.multiarray": "numpy", "numpy._core.multiarray": "numpy",
-              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy", "_operator": "operator"}.get(module, module)
+              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy",
+              "numpy._core._multiarray_umath": "numpy", "numpy.core._multiarray_umath": "numpy", "_operator": "operator"}.get(module, module)
     return "%s.%s" % (module, qual)
 
 
@@ -242,9 +243,22 @@ def point_branch(f, mode):
         "a formula valid only at that point, whose derivative is not the function's, so the "
         "derivative here cannot be trusted.  Differentiate at a point where the equality does not "
         "hold, or register a rule for the function that branches (capstan.defjvp / defvjp)."
-        % ({operator.eq: "==", operator.ne: "!=", bool: "a truth test, x != 0"}.get(f, qualified_name(f)), mode))
+        % (_test_name(f), mode))
     err.function = f
     return err
+
+
+def _test_name(f):
+    """How :func:`point_branch` names the test ``f``."""
+    name = {operator.eq: "==", operator.ne: "!=", bool: "a truth test, x != 0"}.get(f)
+    if name is not None:
+        return name
+    owner = getattr(f, "__self__", None)
+    if type(owner) is np.ufunc:  # (np.any, np.all: np.logical_or.reduce, np.logical_and.reduce)
+        return "numpy.%s.%s (np.any, np.all), a truth test of elements, x != 0" % (owner.__name__, f.__name__)
+    if f in ZERO_TESTS:
+        return "%s, a truth test of elements, x != 0" % qualified_name(f)
+    return qualified_name(f)
 
 
 # ----------------------------------------------------------------------------- equalities (6)
@@ -259,6 +273,25 @@ EQUALITIES = {operator.eq: False, operator.ne: True, np.equal: False, np.not_equ
 POINT_TESTS: dict[Any, tuple[bool, Any]] = {bool: (False, lambda v: 0.0), operator.truth: (False, lambda v: 0.0),
                operator.not_: (True, lambda v: 0.0)}
 POINT_TESTS.update({t.is_integer: (True, round) for t in (float, np.float16, np.float32, np.float64)})
+POINT_TESTS[np.bool_] = (False, lambda v: 0.0)
+
+#: NumPy functions that test the elements of some arguments for truth, each ``!= 0``: each
+#: -> (the positions of those arguments, the position of a ``dtype`` argument that makes it
+#: a test only when it is bool, or ``None``)
+ZERO_TESTS: dict[Any, tuple[tuple[int, ...], Any]] = {
+    f: ((0,), None) for f in (np.any, np.all, np.ndarray.any, np.ndarray.all, np.count_nonzero, np.nonzero,
+                              np.ndarray.nonzero, np.flatnonzero, np.argwhere, np.logical_not, np.where,
+                              np.extract, np.compress)}
+ZERO_TESTS.update({f: ((0, 1), None) for f in (np.logical_and, np.logical_or, np.logical_xor)})
+try:  # (np.count_nonzero(a) of a whole array calls it)
+    from numpy._core.multiarray import count_nonzero as count_nonzero_c
+except ImportError:  # pragma: no cover - NumPy 1.x
+    from numpy.core.multiarray import count_nonzero as count_nonzero_c
+ZERO_TESTS[count_nonzero_c] = ((0,), None)
+#: ufuncs whose ``reduce`` tests the elements for truth (``np.any``, ``np.all``)
+LOGICAL_UFUNCS = frozenset((np.logical_and, np.logical_or, np.logical_xor))
+ZERO_TESTS.update({f: ((0,), 1) for f in (np.ndarray.astype, np.generic.astype, getattr(np, "astype", np.ndarray.astype),
+                                          np.array, np.asarray, np.asanyarray)})
 
 
 def point_test_held(ctx, f, vals, metas, out, frame):
@@ -266,13 +299,91 @@ def point_test_held(ctx, f, vals, metas, out, frame):
     means an equality held, the mode checks it as it does ``==`` (``x * 2 if x else x * 3``
     at 0 gave 3, ``x.is_integer()`` at 2.0 the branch of that point)."""
     held, constant = POINT_TESTS[f]
-    if len(vals) != 1 or metas[0] is None or type(out) is not bool or out is not held:
+    if len(vals) != 1 or metas[0] is None or (type(out) is not bool and type(out) is not np.bool_) or bool(out) is not held:
         return
     number = vals[0]
     while type(number) is Tagged:
         number = value_of(number)
+    if type(number) is np.ndarray and number.size == 1 and number.dtype.kind in "fc" and held is False:
+        number = number.reshape(())[()]  # (``if a:`` of an array of one element)
     if isinstance(number, (float, complex, np.inexact)) and not compared_by_capstan(frame):
         ctx.equality_held(bool if held is False else f, (vals[0], constant(number)), (metas[0], None), True)
+
+
+def zero_test_held(ctx, f, args, vals, metas, kwargs, frame, positions=None):
+    """``f`` (of :data:`ZERO_TESTS`) tested elements of differentiated arguments for truth
+    (``np.any(a)``, ``np.nonzero(a)``, ``a.astype(bool)``): where some were exactly 0 and the
+    result would differ had they not been, an equality ``a == 0`` held there, which the mode
+    checks as it does ``==`` (``x * 2 if np.any([x, 0.0]) else x * 3`` at 0 gave 3)."""
+    positions, dtype_at = ZERO_TESTS[f] if positions is None else (positions, None)
+    if dtype_at is not None and not _to_bool(args, kwargs, dtype_at):
+        return
+    plain = None
+    for i in positions:
+        if i >= len(vals) or metas[i] is None:
+            continue
+        a = _float_array(vals[i])
+        if a is None:
+            continue
+        zeros = a == 0
+        if not zeros.any():
+            continue
+        if compared_by_capstan(frame):
+            return
+        if dtype_at is None:  # (no test that mattered if the result is the same without those zeros)
+            plain = [plain_copy(v) for v in vals] if plain is None else plain
+            flipped = list(plain)
+            flipped[i] = np.where(zeros, 1.0, a).reshape(np.shape(a))
+            rest = {k: plain_copy(v) for k, v in kwargs.items()}
+            try:
+                if _same(f(*plain, **rest), f(*flipped, **rest)):
+                    continue
+            except Exception:  # (the test is taken as held)
+                pass
+        value, meta = vals[i], metas[i]
+        if type(meta) is list:  # (a list of differentiated numbers: as the array it is read as)
+            got, metas_, _, _ = ctx._split((overdub(ctx, np.asarray, args[i]),))
+            value, meta = got[0], metas_[0]
+            if meta is None or type(meta) is list:
+                continue
+        ctx.equality_held(f, (value, 0.0), (meta, None), zeros)
+
+
+def _float_array(v):
+    """The plain numbers of ``v`` (a differentiated value, or a list of them) as an array,
+    if they are floats (or complex)."""
+    v = plain_copy(v)
+    if type(v) is np.ndarray:
+        a = v
+    elif isinstance(v, (float, complex, np.inexact, list, tuple)):
+        try:
+            a = np.asarray(v)
+        except (ValueError, TypeError):
+            return None
+    else:
+        return None
+    return a if a.dtype.kind in "fc" else None
+
+
+def _to_bool(args, kwargs, at):
+    """Whether the ``dtype`` argument (position ``at``, or the keyword) asks for booleans."""
+    dtype = kwargs.get("dtype", args[at] if len(args) > at else None)
+    if dtype is None:
+        return False
+    try:
+        return np.dtype(dtype) == np.bool_
+    except TypeError:
+        return False
+
+
+def _same(a, b):
+    """Whether two results of a NumPy function are the same booleans or indices (tuples of
+    arrays too); values that are numbers are never the same (``np.where(a, 2 * x, 3 * x)``
+    at ``x = 0`` selects equal numbers with different derivatives)."""
+    if type(a) is tuple or type(b) is tuple:
+        return type(a) is type(b) and len(a) == len(b) and all(_same(p, q) for p, q in zip(a, b))
+    return (np.shape(a) == np.shape(b) and np.result_type(a).kind in "biu" and np.result_type(b).kind in "biu"
+            and bool(np.array_equal(a, b)))
 
 
 def equal_where(f, out):
