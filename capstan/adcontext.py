@@ -14,6 +14,7 @@
 import bisect
 import collections
 import dis
+import fractions
 import functools
 import inspect
 import heapq
@@ -466,6 +467,8 @@ class ADContext(Context):
         if f in OPERATORS and type(vals[0]) in (str, bytes):  # "%.3f" % x: text, no derivative
             out = self._plain(f, args, kwargs)
             losses.note_text(self, out)
+            if f is operator.mod and len(args) == 2:  # (and what each value became: "v=%r;" % x)
+                losses.note_format(self, vals[0], args[1], losses.plain_copy(args[1]))
             return out
         if f in OPERATORS:
             out = self.user_operator(f, args)
@@ -774,7 +777,7 @@ class ADContext(Context):
         for a in args:
             ta = type(a)
             if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray or (
-                    texts and (ta is str or ta is bytes or isinstance(a, (str, bytes)))):  # (np.str_)
+                    texts and (ta is str or ta is bytes or isinstance(a, (str, bytes, bytearray)))):  # (np.str_)
                 break
         else:
             if not kwargs:
@@ -791,12 +794,17 @@ class ADContext(Context):
         key = _table_key(f)  # (a bound method of an array, a ctypes function: in no table)
         if key in _INSPECTING:  # (they read types and dtypes, never values: no write to watch for)
             return self._plain(f, args, kwargs)
+        if texts and key in losses.LINE_READERS:  # np.loadtxt's: the lines checked as C reads them
+            args = losses.checked_lines(self, f, args)
         if not self._differentiated(args, kwargs):
             outer = self._outer_values(args, kwargs) if self.outside else None
             if outer is not None:
                 return overdub(outer, f, *args, **kwargs)
             result = self._plain(f, args, kwargs)
             if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
+                if type(result) in losses.TEXT_HOLDERS:  # str.encode, io.StringIO(text): text still
+                    losses.note_text(self, result)
+                    return result
                 raise losses.refuse(self, losses.parsed_text(f, self.mode))
             return result
         if key in _TOLERANCES:  # (a decision: their exact == for infinities is no point branch)
@@ -1388,7 +1396,7 @@ def _parsing(f):
     return method
 
 
-for _f in (eval, exec, compile):
+for _f in (eval, exec, compile, fractions.Fraction):  # (Fraction parses its text in Python, to ints)
     _parse = _parsing(_f)
     primitive(_f, (str, bytes))(_parse)
     setattr(ADContext, "_parse_%s" % _f.__name__, _parse)

@@ -37,6 +37,7 @@ A deliberate drop is declared, never guessed: ``capstan.nondifferentiable(f)`` f
 function, ``capstan.stop_gradient(x)`` for a value.
 """
 import array
+import io
 import operator
 import os
 import re
@@ -563,7 +564,7 @@ _PLAIN_RESULTS = (type(None), bool, int, str, type, slice, range, np.dtype, np.i
 #: float, yet code computes with them: statistics.mean, fractions) or write values into an
 #: array in C: refuse, don't drop the derivative
 EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
-             int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill,
+             int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill, np.ndarray.tofile,
              getattr(np.ndarray, "itemset", np.put)}
 # (NumPy's float scalars have their own: Fraction(a[0]) of an array's element called it)
 EXPORTING.update(t.as_integer_ratio for t in (np.float16, np.float32, np.float64, np.longdouble))
@@ -668,7 +669,7 @@ def _collect(a, found, depth):
 
 # ----------------------------------------------------------------------------- text (4)
 #: what separates the numbers in a text made of several (``"[0.7 1.2]"``, ``"0.7, 1.2"``)
-_SEPARATORS = re.compile(r"[\s,;\[\](){}]+")
+_SEPARATORS = re.compile(r"[\s,;:=\[\](){}]+")
 
 
 def is_text(x):
@@ -682,6 +683,8 @@ def note_text(ctx, result, depth=0):
     slice of the text may be read back as.  Text arrays (``a.astype(str)``) note their
     elements."""
     tr = type(result)
+    if tr is bytearray:
+        result, tr = bytes(result), bytes
     if tr is bytes or isinstance(result, bytes):
         result, tr = bytes(result).decode("latin-1"), str
     if tr is str or isinstance(result, str):
@@ -756,6 +759,35 @@ def write_text(ctx, f, args, kwargs):
     return result
 
 
+try:
+    from numpy._core._multiarray_umath import _load_from_filelike
+except ImportError:  # pragma: no cover - NumPy 1.x parses in Python
+    _load_from_filelike = None
+#: C parsers that read lines of text from an iterator given first (``np.loadtxt``'s)
+LINE_READERS = frozenset(f for f in (_load_from_filelike,) if f is not None)
+
+
+#: what holds text as it is (encoded, or in a buffer): made from remembered text, it is
+#: remembered in turn (bytes) or read from (:func:`reads_text`), not refused
+TEXT_HOLDERS = frozenset((bytes, bytearray, io.StringIO, io.BytesIO))
+
+
+def checked_lines(ctx, f, args):
+    """``args`` of the line reader ``f`` with its iterator of lines replaced by one that
+    refuses a line holding text made from a differentiated value as C pulls it
+    (``np.loadtxt([str(x)])``): the lines are not otherwise visible."""
+    lines = args[0] if args else None
+    if lines is None or isinstance(lines, (str, bytes)) or not hasattr(lines, "__next__"):
+        return args  # (a file C reads by itself: its text is checked when it is an io.StringIO)
+
+    def checked():
+        for line in lines:
+            if reads_text(ctx, (line,), {}):
+                raise refuse(ctx, parsed_text(f, ctx.mode))
+            yield line
+    return (checked(), *args[1:])
+
+
 def plain_copy(x, depth=0):
     """``x`` with the plain numbers of its tagged values, in dicts, lists and tuples too."""
     tx = type(x)
@@ -773,10 +805,13 @@ def plain_copy(x, depth=0):
 
 
 def reads_text(ctx, args, kwargs):
-    """Whether any string argument contains text made from a differentiated value."""
+    """Whether any string argument (or the text in an ``io.StringIO`` or ``io.BytesIO``)
+    contains text made from a differentiated value."""
     texts = ctx.texts
     for a in (*args, *kwargs.values()):
         ta = type(a)
+        if ta is io.StringIO or ta is io.BytesIO:  # (np.loadtxt(buf) after np.savetxt(buf, ...))
+            a, ta = a.getvalue(), type(a.getvalue())
         if ta is bytes or ta is bytearray or isinstance(a, bytes):  # (np.bytes_, np.str_ too)
             a, ta = bytes(a).decode("latin-1"), str
         if (ta is str or isinstance(a, str)) and any(t in a for t in texts):
