@@ -493,6 +493,8 @@ class ADContext(Context):
                 losses.point_test_held(self, f, vals, metas, out, sys._getframe(1))
             elif f in losses.ZERO_TESTS and not self.in_rules:
                 losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
+            elif f in losses.TOLERANCES and not self.in_rules:
+                losses.tolerance_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
             return out
         if f in losses.ZERO_TESTS and not self.in_rules:  # np.where(a, x, y), a.astype(bool)
             losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
@@ -881,6 +883,8 @@ class ADContext(Context):
             losses.point_test_held(self, key, vals, metas, out, sys._getframe(1))
         elif key in losses.ZERO_TESTS and not self.in_rules:
             losses.zero_test_held(self, key, args, vals, metas, kwargs, sys._getframe(1))
+        elif key in losses.TOLERANCES and not self.in_rules:
+            losses.tolerance_held(self, key, args, vals, metas, kwargs, sys._getframe(1))
         return out
 
     def _plain(self, f, args, kwargs):

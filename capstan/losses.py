@@ -37,7 +37,9 @@ A deliberate drop is declared, never guessed: ``capstan.nondifferentiable(f)`` f
 function, ``capstan.stop_gradient(x)`` for a value.
 """
 import array
+import cmath
 import io
+import math
 import operator
 import os
 import re
@@ -259,6 +261,8 @@ def _test_name(f):
         return "numpy.%s.%s (np.any, np.all), a truth test of elements, x != 0" % (owner.__name__, f.__name__)
     if f in ZERO_TESTS:
         return "%s, a truth test of elements, x != 0" % qualified_name(f)
+    if f in TOLERANCES:
+        return "%s, with a tolerance of zero at these values" % qualified_name(f)
     return qualified_name(f)
 
 
@@ -348,6 +352,47 @@ def zero_test_held(ctx, f, args, vals, metas, kwargs, frame, positions=None):
             if meta is None or type(meta) is list:
                 continue
         ctx.equality_held(f, (value, 0.0), (meta, None), zeros)
+
+
+#: comparisons within a tolerance, each -> its (relative, absolute) tolerance parameters
+#: (name, default) after the two values
+TOLERANCES = {np.isclose: (("rtol", 1e-05), ("atol", 1e-08)), np.allclose: (("rtol", 1e-05), ("atol", 1e-08)),
+              math.isclose: (("rel_tol", 1e-09), ("abs_tol", 0.0)),
+              cmath.isclose: (("rel_tol", 1e-09), ("abs_tol", 0.0))}
+
+
+def tolerance_held(ctx, f, args, vals, metas, kwargs, frame):
+    """``f`` (of :data:`TOLERANCES`) compared differentiated values within a tolerance that
+    is zero where they are equal (``math.isclose(x, 0.0)``: no absolute tolerance, and the
+    relative one is 0 at 0): an exact equality held there, checked as ``==`` is."""
+    if len(vals) < 2 or (metas[0] is None and metas[1] is None):
+        return
+    (rel, rel_default), (abs_, abs_default) = TOLERANCES[f]
+    rtol = kwargs.get(rel, vals[2] if len(vals) > 2 else rel_default)
+    atol = kwargs.get(abs_, vals[3] if len(vals) > 3 else abs_default)
+    a, b = _float_array(vals[0]), _float_array(vals[1])
+    if a is None or b is None:
+        return
+    try:
+        if f is math.isclose or f is cmath.isclose:
+            band = np.maximum(rtol * np.maximum(np.abs(a), np.abs(b)), atol)
+        else:
+            band = atol + rtol * np.abs(b)
+        where = (band == 0) & (a == b)
+    except (TypeError, ValueError):
+        return
+    if not where.any() or compared_by_capstan(frame):
+        return
+    values, nodes = [], []
+    for i in (0, 1):
+        value, meta = vals[i], metas[i]
+        if type(meta) is list:  # (a list of differentiated numbers: as the array it is read as)
+            got, metas_, _, _ = ctx._split((overdub(ctx, np.asarray, args[i]),))
+            value, meta = got[0], metas_[0]
+            meta = None if type(meta) is list else meta
+        values.append(value)
+        nodes.append(meta)
+    ctx.equality_held(f, tuple(values), tuple(nodes), where)
 
 
 def _float_array(v):

@@ -181,3 +181,27 @@ def test_text_kept_as_text_is_no_loss():
 @pytest.mark.parametrize("name", list(TEXT_KEPT_THEN_READ))
 def test_text_kept_then_read_back_is_refused(name):
     _refused(TEXT_KEPT_THEN_READ[name], 0.7, "capstan: ")
+
+
+# ------------------------------------------------- comparisons within a tolerance of zero
+ZERO_TOLERANCE = {
+    "math.isclose(x, 0.0)": lambda x: _branch(not __import__("math").isclose(x, 0.0), x),
+    "np.isclose(x, 0.0, atol=0.0)": lambda x: _branch(not np.isclose(x, 0.0, atol=0.0), x),
+    "np.allclose([x], 0.0, atol=0.0)": lambda x: _branch(not np.allclose([x], 0.0, atol=0.0), x),
+    "np.allclose(a, b, 0.0, 0.0)": lambda x: _branch(not np.allclose(_pair(x), [0.0, 1.0], 0.0, 0.0), x),
+}
+
+
+@pytest.mark.parametrize("name", list(ZERO_TOLERANCE))
+def test_comparison_with_zero_tolerance_that_held_is_refused(name):
+    # math.isclose(a, b) has no absolute tolerance and a relative one of 0 at 0: it is a == b
+    _refused(ZERO_TOLERANCE[name], 0.0, "tolerance of zero")
+    assert _all_modes(ZERO_TOLERANCE[name], 0.5) == pytest.approx([2.0] * 4)
+
+
+def test_comparison_within_a_real_tolerance_differentiates():
+    # (true on an interval around 0: the branch is the function's there)
+    f = lambda x: _branch(not __import__("math").isclose(x, 0.0, abs_tol=1e-9), x)  # noqa: E731
+    assert _all_modes(f, 0.0) == pytest.approx([3.0] * 4)
+    g = lambda x: _branch(not np.isclose(x, 0.0), x)  # noqa: E731
+    assert _all_modes(g, 0.0) == pytest.approx([3.0] * 4)
