@@ -38,6 +38,7 @@ function, ``capstan.stop_gradient(x)`` for a value.
 """
 import array
 import cmath
+import importlib
 import io
 import math
 import operator
@@ -288,10 +289,17 @@ ZERO_TESTS: dict[Any, tuple[tuple[int, ...], Any]] = {
                               np.ndarray.nonzero, np.flatnonzero, np.argwhere, np.logical_not, np.where,
                               np.extract, np.compress)}
 ZERO_TESTS.update({f: ((0, 1), None) for f in (np.logical_and, np.logical_or, np.logical_xor)})
-try:  # (np.count_nonzero(a) of a whole array calls it)
-    from numpy._core.multiarray import count_nonzero as count_nonzero_c
-except ImportError:  # pragma: no cover - NumPy 1.x
-    from numpy.core.multiarray import count_nonzero as count_nonzero_c
+
+def _numpy_core(name):
+    """NumPy's private module ``name`` (``numpy._core``'s in NumPy 2, ``numpy.core``'s in 1.x)."""
+    try:
+        return importlib.import_module("numpy._core." + name)
+    except ImportError:  # pragma: no cover - NumPy 1.x
+        return importlib.import_module("numpy.core." + name)
+
+
+#: what ``np.count_nonzero(a)`` of a whole array calls
+count_nonzero_c = _numpy_core("multiarray").count_nonzero
 ZERO_TESTS[count_nonzero_c] = ((0,), None)
 #: ufuncs whose ``reduce`` tests the elements for truth (``np.any``, ``np.all``)
 LOGICAL_UFUNCS = frozenset((np.logical_and, np.logical_or, np.logical_xor))
@@ -804,12 +812,10 @@ def write_text(ctx, f, args, kwargs):
     return result
 
 
-try:
-    from numpy._core._multiarray_umath import _load_from_filelike
-except ImportError:  # pragma: no cover - NumPy 1.x parses in Python
-    _load_from_filelike = None
-#: C parsers that read lines of text from an iterator given first (``np.loadtxt``'s)
-LINE_READERS = frozenset(f for f in (_load_from_filelike,) if f is not None)
+#: C parsers that read lines of text from an iterator given first (``np.loadtxt``'s; NumPy
+#: 1.x parses in Python)
+LINE_READERS = frozenset(f for f in (getattr(_numpy_core("_multiarray_umath"), "_load_from_filelike", None),)
+                         if f is not None)
 
 
 #: what holds text as it is (encoded, or in a buffer): made from remembered text, it is
