@@ -14,6 +14,7 @@
 import bisect
 import collections
 import dis
+import fractions
 import functools
 import inspect
 import heapq
@@ -466,6 +467,8 @@ class ADContext(Context):
         if f in OPERATORS and type(vals[0]) in (str, bytes):  # "%.3f" % x: text, no derivative
             out = self._plain(f, args, kwargs)
             losses.note_text(self, out)
+            if f is operator.mod and len(args) == 2:  # (and what each value became: "v=%r;" % x)
+                losses.note_format(self, vals[0], args[1], losses.plain_copy(args[1]))
             return out
         if f in OPERATORS:
             out = self.user_operator(f, args)
@@ -488,7 +491,13 @@ class ADContext(Context):
                 self._equality(f, vals, metas, out)
             elif f in losses.POINT_TESTS and not self.in_rules:
                 losses.point_test_held(self, f, vals, metas, out, sys._getframe(1))
+            elif f in losses.ZERO_TESTS and not self.in_rules:
+                losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
+            elif f in losses.TOLERANCES and not self.in_rules:
+                losses.tolerance_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
             return out
+        if f in losses.ZERO_TESTS and not self.in_rules:  # np.where(a, x, y), a.astype(bool)
+            losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
         run = plain_call if foreign is None else routed(foreign)
         return self.compute(f, vals, metas, kwargs, args, run, foreign)
 
@@ -770,7 +779,7 @@ class ADContext(Context):
         for a in args:
             ta = type(a)
             if ta is Tagged or ta is list or ta is tuple or ta is np.ndarray or (
-                    texts and (ta is str or ta is bytes or isinstance(a, (str, bytes)))):  # (np.str_)
+                    texts and (ta is str or ta is bytes or isinstance(a, (str, bytes, bytearray)))):  # (np.str_)
                 break
         else:
             if not kwargs:
@@ -787,12 +796,17 @@ class ADContext(Context):
         key = _table_key(f)  # (a bound method of an array, a ctypes function: in no table)
         if key in _INSPECTING:  # (they read types and dtypes, never values: no write to watch for)
             return self._plain(f, args, kwargs)
+        if texts and key in losses.LINE_READERS:  # np.loadtxt's: the lines checked as C reads them
+            args = losses.checked_lines(self, f, args)
         if not self._differentiated(args, kwargs):
             outer = self._outer_values(args, kwargs) if self.outside else None
             if outer is not None:
                 return overdub(outer, f, *args, **kwargs)
             result = self._plain(f, args, kwargs)
             if texts and not derivative_free(result) and losses.reads_text(self, args, kwargs):
+                if type(result) in losses.TEXT_HOLDERS:  # str.encode, io.StringIO(text): text still
+                    losses.note_text(self, result)
+                    return result
                 raise losses.refuse(self, losses.parsed_text(f, self.mode))
             return result
         if key in _TOLERANCES:  # (a decision: their exact == for infinities is no point branch)
@@ -811,6 +825,9 @@ class ADContext(Context):
             out = f(*args, **kwargs)
             self.remember(container)
             return out
+        if key is operator.contains and len(args) == 2 and type(raw(args[0])) is np.ndarray:
+            # x in a: NumPy's (a == x).any(), an equality checked as == is
+            return bool(overdub(self, np.any, overdub(self, operator.eq, args[0], args[1])))
         if key in EXPORTING:
             raise losses.refuse(self, no_rule(f, self.mode))
         if key in registry.NONDIFF:
@@ -836,6 +853,9 @@ class ADContext(Context):
             return overdub(self, reduction, args[0], axis, *args[2:], **kwargs)
         method = ufunc_rules.METHODS.get(f.__name__) if type(owner) is np.ufunc else None
         if method is not None:  # np.logaddexp.reduce, np.multiply.outer, np.add.at...
+            if owner in losses.LOGICAL_UFUNCS and args and not self.in_rules:  # np.any(a): a's elements tested
+                vals, metas, _, _ = self._split(args)
+                losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1), (0,))
             return overdub(self, method, owner, *args, **kwargs)
         watch = losses.WriteWatch(f, args, kwargs)
         result = self._plain_top(f, args, kwargs)
@@ -861,6 +881,10 @@ class ADContext(Context):
             self._equality(key, vals, metas, out)
         elif key in losses.POINT_TESTS and not self.in_rules:
             losses.point_test_held(self, key, vals, metas, out, sys._getframe(1))
+        elif key in losses.ZERO_TESTS and not self.in_rules:
+            losses.zero_test_held(self, key, args, vals, metas, kwargs, sys._getframe(1))
+        elif key in losses.TOLERANCES and not self.in_rules:
+            losses.tolerance_held(self, key, args, vals, metas, kwargs, sys._getframe(1))
         return out
 
     def _plain(self, f, args, kwargs):
@@ -1376,7 +1400,7 @@ def _parsing(f):
     return method
 
 
-for _f in (eval, exec, compile):
+for _f in (eval, exec, compile, fractions.Fraction):  # (Fraction parses its text in Python, to ints)
     _parse = _parsing(_f)
     primitive(_f, (str, bytes))(_parse)
     setattr(ADContext, "_parse_%s" % _f.__name__, _parse)

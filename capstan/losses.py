@@ -37,6 +37,10 @@ A deliberate drop is declared, never guessed: ``capstan.nondifferentiable(f)`` f
 function, ``capstan.stop_gradient(x)`` for a value.
 """
 import array
+import cmath
+import importlib
+import io
+import math
 import operator
 import os
 import re
@@ -208,7 +212,8 @@ def qualified_name(f):
     if module in (None, "builtins"):
         return qual
     module = {"numpy.core.multiarray": "numpy", "numpy._core.multiarray": "numpy",
-              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy", "_operator": "operator"}.get(module, module)
+              "numpy._core.umath": "numpy", "numpy.core.umath": "numpy",
+              "numpy._core._multiarray_umath": "numpy", "numpy.core._multiarray_umath": "numpy", "_operator": "operator"}.get(module, module)
     return "%s.%s" % (module, qual)
 
 
@@ -254,9 +259,24 @@ def point_branch(f, mode):
         "a formula valid only at that point, whose derivative is not the function's, so the "
         "derivative here cannot be trusted.  Differentiate at a point where the equality does not "
         "hold, or register a rule for the function that branches (capstan.defjvp / defvjp)."
-        % ({operator.eq: "==", operator.ne: "!=", bool: "a truth test, x != 0"}.get(f, qualified_name(f)), mode))
+        % (_test_name(f), mode))
     err.function = f
     return err
+
+
+def _test_name(f):
+    """How :func:`point_branch` names the test ``f``."""
+    name = {operator.eq: "==", operator.ne: "!=", bool: "a truth test, x != 0"}.get(f)
+    if name is not None:
+        return name
+    owner = getattr(f, "__self__", None)
+    if type(owner) is np.ufunc:  # (np.any, np.all: np.logical_or.reduce, np.logical_and.reduce)
+        return "numpy.%s.%s (np.any, np.all), a truth test of elements, x != 0" % (owner.__name__, f.__name__)
+    if f in ZERO_TESTS:
+        return "%s, a truth test of elements, x != 0" % qualified_name(f)
+    if f in TOLERANCES:
+        return "%s, with a tolerance of zero at these values" % qualified_name(f)
+    return qualified_name(f)
 
 
 # ----------------------------------------------------------------------------- equalities (6)
@@ -271,6 +291,32 @@ EQUALITIES = {operator.eq: False, operator.ne: True, np.equal: False, np.not_equ
 POINT_TESTS: dict[Any, tuple[bool, Any]] = {bool: (False, lambda v: 0.0), operator.truth: (False, lambda v: 0.0),
                operator.not_: (True, lambda v: 0.0)}
 POINT_TESTS.update({t.is_integer: (True, round) for t in (float, np.float16, np.float32, np.float64)})
+POINT_TESTS[np.bool_] = (False, lambda v: 0.0)
+
+#: NumPy functions that test the elements of some arguments for truth, each ``!= 0``: each
+#: -> (the positions of those arguments, the position of a ``dtype`` argument that makes it
+#: a test only when it is bool, or ``None``)
+ZERO_TESTS: dict[Any, tuple[tuple[int, ...], Any]] = {
+    f: ((0,), None) for f in (np.any, np.all, np.ndarray.any, np.ndarray.all, np.count_nonzero, np.nonzero,
+                              np.ndarray.nonzero, np.flatnonzero, np.argwhere, np.logical_not, np.where,
+                              np.extract, np.compress)}
+ZERO_TESTS.update({f: ((0, 1), None) for f in (np.logical_and, np.logical_or, np.logical_xor)})
+
+def _numpy_core(name):
+    """NumPy's private module ``name`` (``numpy._core``'s in NumPy 2, ``numpy.core``'s in 1.x)."""
+    try:
+        return importlib.import_module("numpy._core." + name)
+    except ImportError:  # pragma: no cover - NumPy 1.x
+        return importlib.import_module("numpy.core." + name)
+
+
+#: what ``np.count_nonzero(a)`` of a whole array calls
+count_nonzero_c = _numpy_core("multiarray").count_nonzero
+ZERO_TESTS[count_nonzero_c] = ((0,), None)
+#: ufuncs whose ``reduce`` tests the elements for truth (``np.any``, ``np.all``)
+LOGICAL_UFUNCS = frozenset((np.logical_and, np.logical_or, np.logical_xor))
+ZERO_TESTS.update({f: ((0,), 1) for f in (np.ndarray.astype, np.generic.astype, getattr(np, "astype", np.ndarray.astype),
+                                          np.array, np.asarray, np.asanyarray)})
 
 
 def point_test_held(ctx, f, vals, metas, out, frame):
@@ -278,13 +324,132 @@ def point_test_held(ctx, f, vals, metas, out, frame):
     means an equality held, the mode checks it as it does ``==`` (``x * 2 if x else x * 3``
     at 0 gave 3, ``x.is_integer()`` at 2.0 the branch of that point)."""
     held, constant = POINT_TESTS[f]
-    if len(vals) != 1 or metas[0] is None or type(out) is not bool or out is not held:
+    if len(vals) != 1 or metas[0] is None or (type(out) is not bool and type(out) is not np.bool_) or bool(out) is not held:
         return
     number = vals[0]
     while type(number) is Tagged:
         number = value_of(number)
+    if type(number) is np.ndarray and number.size == 1 and number.dtype.kind in "fc" and held is False:
+        number = number.reshape(())[()]  # (``if a:`` of an array of one element)
     if isinstance(number, (float, complex, np.inexact)) and not compared_by_capstan(frame):
         ctx.equality_held(bool if held is False else f, (vals[0], constant(number)), (metas[0], None), True)
+
+
+def zero_test_held(ctx, f, args, vals, metas, kwargs, frame, positions=None):
+    """``f`` (of :data:`ZERO_TESTS`) tested elements of differentiated arguments for truth
+    (``np.any(a)``, ``np.nonzero(a)``, ``a.astype(bool)``): where some were exactly 0 and the
+    result would differ had they not been, an equality ``a == 0`` held there, which the mode
+    checks as it does ``==`` (``x * 2 if np.any([x, 0.0]) else x * 3`` at 0 gave 3)."""
+    positions, dtype_at = ZERO_TESTS[f] if positions is None else (positions, None)
+    if dtype_at is not None and not _to_bool(args, kwargs, dtype_at):
+        return
+    plain = None
+    for i in positions:
+        if i >= len(vals) or metas[i] is None:
+            continue
+        a = _float_array(vals[i])
+        if a is None:
+            continue
+        zeros = a == 0
+        if not zeros.any():
+            continue
+        if compared_by_capstan(frame):
+            return
+        if dtype_at is None:  # (no test that mattered if the result is the same without those zeros)
+            plain = [plain_copy(v) for v in vals] if plain is None else plain
+            flipped = list(plain)
+            flipped[i] = np.where(zeros, 1.0, a).reshape(np.shape(a))
+            rest = {k: plain_copy(v) for k, v in kwargs.items()}
+            try:
+                if _same(f(*plain, **rest), f(*flipped, **rest)):
+                    continue
+            except Exception:  # (the test is taken as held)
+                pass
+        value, meta = vals[i], metas[i]
+        if type(meta) is list:  # (a list of differentiated numbers: as the array it is read as)
+            got, metas_, _, _ = ctx._split((overdub(ctx, np.asarray, args[i]),))
+            value, meta = got[0], metas_[0]
+            if meta is None or type(meta) is list:
+                continue
+        ctx.equality_held(f, (value, 0.0), (meta, None), zeros)
+
+
+#: comparisons within a tolerance, each -> its (relative, absolute) tolerance parameters
+#: (name, default) after the two values
+TOLERANCES = {np.isclose: (("rtol", 1e-05), ("atol", 1e-08)), np.allclose: (("rtol", 1e-05), ("atol", 1e-08)),
+              math.isclose: (("rel_tol", 1e-09), ("abs_tol", 0.0)),
+              cmath.isclose: (("rel_tol", 1e-09), ("abs_tol", 0.0))}
+
+
+def tolerance_held(ctx, f, args, vals, metas, kwargs, frame):
+    """``f`` (of :data:`TOLERANCES`) compared differentiated values within a tolerance that
+    is zero where they are equal (``math.isclose(x, 0.0)``: no absolute tolerance, and the
+    relative one is 0 at 0): an exact equality held there, checked as ``==`` is."""
+    if len(vals) < 2 or (metas[0] is None and metas[1] is None):
+        return
+    (rel, rel_default), (abs_, abs_default) = TOLERANCES[f]
+    rtol = kwargs.get(rel, vals[2] if len(vals) > 2 else rel_default)
+    atol = kwargs.get(abs_, vals[3] if len(vals) > 3 else abs_default)
+    a, b = _float_array(vals[0]), _float_array(vals[1])
+    if a is None or b is None:
+        return
+    try:
+        if f is math.isclose or f is cmath.isclose:
+            band = np.maximum(rtol * np.maximum(np.abs(a), np.abs(b)), atol)
+        else:
+            band = atol + rtol * np.abs(b)
+        where = (band == 0) & (a == b)
+    except (TypeError, ValueError):
+        return
+    if not where.any() or compared_by_capstan(frame):
+        return
+    values, nodes = [], []
+    for i in (0, 1):
+        value, meta = vals[i], metas[i]
+        if type(meta) is list:  # (a list of differentiated numbers: as the array it is read as)
+            got, metas_, _, _ = ctx._split((overdub(ctx, np.asarray, args[i]),))
+            value, meta = got[0], metas_[0]
+            meta = None if type(meta) is list else meta
+        values.append(value)
+        nodes.append(meta)
+    ctx.equality_held(f, tuple(values), tuple(nodes), where)
+
+
+def _float_array(v):
+    """The plain numbers of ``v`` (a differentiated value, or a list of them) as an array,
+    if they are floats (or complex)."""
+    v = plain_copy(v)
+    if type(v) is np.ndarray:
+        a = v
+    elif isinstance(v, (float, complex, np.inexact, list, tuple)):
+        try:
+            a = np.asarray(v)
+        except (ValueError, TypeError):
+            return None
+    else:
+        return None
+    return a if a.dtype.kind in "fc" else None
+
+
+def _to_bool(args, kwargs, at):
+    """Whether the ``dtype`` argument (position ``at``, or the keyword) asks for booleans."""
+    dtype = kwargs.get("dtype", args[at] if len(args) > at else None)
+    if dtype is None:
+        return False
+    try:
+        return np.dtype(dtype) == np.bool_
+    except TypeError:
+        return False
+
+
+def _same(a, b):
+    """Whether two results of a NumPy function are the same booleans or indices (tuples of
+    arrays too); values that are numbers are never the same (``np.where(a, 2 * x, 3 * x)``
+    at ``x = 0`` selects equal numbers with different derivatives)."""
+    if type(a) is tuple or type(b) is tuple:
+        return type(a) is type(b) and len(a) == len(b) and all(_same(p, q) for p, q in zip(a, b))
+    return (np.shape(a) == np.shape(b) and np.result_type(a).kind in "biu" and np.result_type(b).kind in "biu"
+            and bool(np.array_equal(a, b)))
 
 
 def equal_where(f, out):
@@ -464,7 +629,7 @@ _PLAIN_RESULTS = (type(None), bool, int, str, type, slice, range, np.dtype, np.i
 #: float, yet code computes with them: statistics.mean, fractions) or write values into an
 #: array in C: refuse, don't drop the derivative
 EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__reduce_ex__,
-             int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill,
+             int.from_bytes, np.put, np.place, np.putmask, np.ndarray.put, np.ndarray.fill, np.ndarray.tofile,
              getattr(np.ndarray, "itemset", np.put)}
 # (NumPy's float scalars have their own: Fraction(a[0]) of an array's element called it)
 EXPORTING.update(t.as_integer_ratio for t in (np.float16, np.float32, np.float64, np.longdouble))
@@ -569,7 +734,7 @@ def _collect(a, found, depth):
 
 # ----------------------------------------------------------------------------- text (4)
 #: what separates the numbers in a text made of several (``"[0.7 1.2]"``, ``"0.7, 1.2"``)
-_SEPARATORS = re.compile(r"[\s,;\[\](){}]+")
+_SEPARATORS = re.compile(r"[\s,;:=\[\](){}]+")
 
 
 def is_text(x):
@@ -583,6 +748,8 @@ def note_text(ctx, result, depth=0):
     slice of the text may be read back as.  Text arrays (``a.astype(str)``) note their
     elements."""
     tr = type(result)
+    if tr is bytearray:
+        result, tr = bytes(result), bytes
     if tr is bytes or isinstance(result, bytes):
         result, tr = bytes(result).decode("latin-1"), str
     if tr is str or isinstance(result, str):
@@ -657,6 +824,33 @@ def write_text(ctx, f, args, kwargs):
     return result
 
 
+#: C parsers that read lines of text from an iterator given first (``np.loadtxt``'s; NumPy
+#: 1.x parses in Python)
+LINE_READERS = frozenset(f for f in (getattr(_numpy_core("_multiarray_umath"), "_load_from_filelike", None),)
+                         if f is not None)
+
+
+#: what holds text as it is (encoded, or in a buffer): made from remembered text, it is
+#: remembered in turn (bytes) or read from (:func:`reads_text`), not refused
+TEXT_HOLDERS = frozenset((bytes, bytearray, io.StringIO, io.BytesIO))
+
+
+def checked_lines(ctx, f, args):
+    """``args`` of the line reader ``f`` with its iterator of lines replaced by one that
+    refuses a line holding text made from a differentiated value as C pulls it
+    (``np.loadtxt([str(x)])``): the lines are not otherwise visible."""
+    lines = args[0] if args else None
+    if lines is None or isinstance(lines, (str, bytes)) or not hasattr(lines, "__next__"):
+        return args  # (a file C reads by itself: its text is checked when it is an io.StringIO)
+
+    def checked():
+        for line in lines:
+            if reads_text(ctx, (line,), {}):
+                raise refuse(ctx, parsed_text(f, ctx.mode))
+            yield line
+    return (checked(), *args[1:])
+
+
 def plain_copy(x, depth=0):
     """``x`` with the plain numbers of its tagged values, in dicts, lists and tuples too."""
     tx = type(x)
@@ -674,10 +868,13 @@ def plain_copy(x, depth=0):
 
 
 def reads_text(ctx, args, kwargs):
-    """Whether any string argument contains text made from a differentiated value."""
+    """Whether any string argument (or the text in an ``io.StringIO`` or ``io.BytesIO``)
+    contains text made from a differentiated value."""
     texts = ctx.texts
     for a in (*args, *kwargs.values()):
         ta = type(a)
+        if ta is io.StringIO or ta is io.BytesIO:  # (np.loadtxt(buf) after np.savetxt(buf, ...))
+            a, ta = a.getvalue(), type(a.getvalue())
         if ta is bytes or ta is bytearray or isinstance(a, bytes):  # (np.bytes_, np.str_ too)
             a, ta = bytes(a).decode("latin-1"), str
         if (ta is str or isinstance(a, str)) and any(t in a for t in texts):

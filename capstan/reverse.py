@@ -271,7 +271,7 @@ class ReverseCtx(ADContext):
         arrays and floats) and plain numbers and arrays, without keywords, goes straight to
         ``compute``: ``apply``'s questions are answered alike for all such calls."""
         if (kwargs or (f not in _PARTIALS and f not in _VJP) or f in registry.SOLVERS or f in registry.IMPLS
-                or f in registry.NONDIFF or f is operator.getitem
+                or f in registry.NONDIFF or f is operator.getitem or f in losses.ZERO_TESTS
                 or (type(f) is np.ufunc and len(args) != f.nin)
                 or (len(args) > 2 and type(f) is not np.ufunc and _takes_out(f, len(args)))):
             return ADContext.apply(self, f, args, kwargs)

@@ -17,6 +17,7 @@ import numpy as np
 from overdub import Tagged
 from overdub.tagging import value_of
 
+from ..losses import count_nonzero_c as _count_nonzero
 from .operator_rules import _abs_jvp, _abs_vjp, zero_base_exponent
 from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
                        unbroadcast)
@@ -344,7 +345,7 @@ nondifferentiable(
     np.isrealobj, np.iscomplex, np.isreal, np.digitize, np.any, np.all, np.bitwise_and, np.bitwise_or,
     np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm, np.spacing,
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero, np.ndarray.any,
-    np.ndarray.all, np.ndarray.round, np.linalg.matrix_rank)
+    np.ndarray.all, np.ndarray.round, np.linalg.matrix_rank, _count_nonzero)
 # the next float after x towards y moves with x (a step of one ulp: slope 1), not with y
 defderiv(np.nextafter, lambda ans, x, y: np.ones_like(ans), None)
 # heaviside(x1, x2) is a step in x1, and x2 itself where x1 == 0
