@@ -649,9 +649,9 @@ class Runtime(RuntimeBase):
             return partial(calls[1], f)
         g = self._resolve(f, cache)
         if cache and not lasting and transient(f):
-            # g holds no reference to f (a bound C method's fallback may: not cached)
-            if (self.weak_keys and g is not f and type(f) is not BuiltinFunctionType
-                    and not (type(g) is partial and any(a is f for a in g.args))):  # (a callable instance)
+            # cached under f's weak key unless g keeps f alive (a bound C method's fallback, a
+            # plain call's closure): that entry would live as long as the run
+            if self.weak_keys and type(f) is not BuiltinFunctionType and not _holds(g, f):
                 try:
                     self.fcache[WeakKey(f, self._drop)] = g
                 except TypeError:  # (not weakly referenceable, or unhashable: not cached)
@@ -937,6 +937,23 @@ class Runtime(RuntimeBase):
         if self.spec.fallback:
             return self.fallback(f, *args, **kwargs)
         return plain_call(f, self.ctx._tagkey, args, kwargs, self.outer_call)
+
+
+def _holds(g, f):
+    """Whether ``g``, what ``resolve`` made for ``f``, refers to ``f`` itself (as a partial's
+    argument or a closure's cell)."""
+    if g is f:
+        return True
+    if type(g) is partial:
+        return g.func is f or any(a is f for a in g.args)
+    if type(g) is FunctionType and g.__closure__:
+        for cell in g.__closure__:
+            try:
+                if cell.cell_contents is f:
+                    return True
+            except ValueError:  # (an empty cell)
+                pass
+    return False
 
 
 _guards: dict[Any, Any] = Table()  # (id(spec), slot key, number of native types) -> (spec, guard set)
