@@ -13,6 +13,7 @@
 """
 import bisect
 import collections
+import decimal
 import dis
 import fractions
 import functools
@@ -40,7 +41,7 @@ from .markers import stop_gradient
 from .nesting import inner
 from .pool import quiet_reset
 from .losses import EQUALITIES, EXPORTING, NoRuleError, derivative_free, no_rule
-from .rules import registry, ufunc_rules
+from .rules import registry, stdlib_rules, ufunc_rules
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
            operator.mod, operator.pow, operator.matmul, operator.iadd, operator.isub,
@@ -57,7 +58,10 @@ INPLACE = {ops.INPLACE["INPLACE_" + name][0]: ops.BINARY[name][0] for name in _A
 _DUNDERS = {ops.BINARY[name][0]: ops.BINARY[name][1:] for name in _ARITHMETIC}
 _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__", "unary +"),
                   abs: ("__abs__", "abs()")}
-_NUMERIC = (numbers.Number, np.ndarray, np.generic, Tagged)
+#: the numbers and arrays capstan's rules take as operands; a user class registered as a
+#: ``numbers.Number`` (``class Q(numbers.Real)``) is not one: its own ``__mul__``... may hold
+#: differentiated values, and runs routed like any user class's
+_NUMERIC = (int, float, complex, fractions.Fraction, decimal.Decimal, np.ndarray, np.generic, Tagged)
 #: comparisons within a tolerance, computed as decisions on the plain values
 _TOLERANCES = {np.isclose, np.allclose}
 #: module-name prefixes whose functions read list arguments as matrices
@@ -279,6 +283,8 @@ class ADContext(Context):
             return self.apply(called, tuple(overdub(self, np.asarray, v) if isinstance(v, (list, tuple)) else v
                                             for v in args), {})  # NumPy makes the sequence an array
         name, rname, sym = entry
+        if _overridden_operator(a, b):  # arr * w: NumPy's operator calls np.multiply, which
+            return overdub(self, _OPERATOR_UFUNCS[f], a, b)  # w's Python __array_ufunc__ takes
         for obj, other, method_name in ((a, b, name), (b, a, rname)):
             if isinstance(obj, _NUMERIC) or isinstance(obj, (list, tuple, str, bytes, dict)):
                 continue
@@ -401,6 +407,50 @@ class ADContext(Context):
                     out[i] = array
         return args if out is None else tuple(out)
 
+    def numpy_override(self, f, args, kwargs):
+        """A NumPy function or ufunc (or ufunc method) given a user object whose class
+        overrides it in Python (``__array_ufunc__`` / ``__array_function__``, not an ndarray
+        subclass): that method run here, as NumPy calls it, so that the differentiated
+        values it holds reach the rules (called from C, it would compute on them unseen);
+        ``NOT_MINE`` where no argument overrides ``f`` or every override declines."""
+        owner = getattr(f, "__self__", None)
+        if type(f) is np.ufunc:
+            ufunc, method, name = f, "__call__", "__array_ufunc__"
+        elif type(owner) is np.ufunc:
+            ufunc, method, name = owner, f.__name__, "__array_ufunc__"
+        elif getattr(f, "_implementation", None) is not None:  # (NumPy's dispatched functions)
+            ufunc = method = None
+            name = "__array_function__"
+        else:
+            return NOT_MINE
+        found = []
+        candidates = list(args) + list(kwargs.values())
+        if name == "__array_ufunc__":  # (out=(a, b): its arrays are operands too)
+            out = kwargs.get("out")
+            if type(out) is tuple:
+                candidates.extend(out)
+        else:  # (np.concatenate([w, v]): the sequences' elements are relevant too)
+            candidates.extend(e for a in args if type(a) is list or type(a) is tuple for e in a)
+        for a in candidates:
+            ta = type(a)
+            if ta in _NOT_ARRAY_PROTOCOL or isinstance(a, (np.ndarray, np.generic)):
+                continue
+            if type(getattr(ta, name, None)) is types.FunctionType and ta not in found:
+                found.append(ta)
+        if not found:
+            return NOT_MINE
+        # NumPy's order: a subclass before its base class, otherwise left to right
+        found.sort(key=lambda t: sum(1 for u in found if u is not t and issubclass(u, t)))
+        for ta in found:
+            obj = next(a for a in candidates if type(a) is ta)
+            if ufunc is not None:
+                out = overdub(self, getattr(ta, name), obj, ufunc, method, *args, **kwargs)
+            else:
+                out = overdub(self, getattr(ta, name), obj, f, tuple(found), args, kwargs)
+            if out is not NotImplemented:
+                return out
+        return NOT_MINE
+
     def meta(self, x):
         """The tangent (forward) or node (reverse) ``x`` carries here; ``None``: a constant."""
         if type(x) is Tagged:
@@ -414,6 +464,10 @@ class ADContext(Context):
         solver = registry.SOLVERS.get(f)
         if solver is not None:  # (taken over even when no argument is differentiated: closures)
             return solver(self, f, args, kwargs)
+        if _numpy_function(f):
+            out = self.numpy_override(f, args, kwargs)
+            if out is not NOT_MINE:
+                return out
         if type(f) is np.ufunc and len(args) > f.nin and "out" not in kwargs:  # np.subtract(a, b, y)
             out = tuple(args[f.nin:])
             args, kwargs = args[:f.nin], {**kwargs, "out": out[0] if len(out) == 1 else out}
@@ -460,6 +514,9 @@ class ADContext(Context):
             if converted is not args:
                 return overdub(self, f, *converted, **kwargs)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
+            op = INPLACE.get(f, f)
+            if op in _OPERATOR_UFUNCS and len(args) == 2 and _overridden_operator(*args):
+                return overdub(self, _OPERATOR_UFUNCS[op], *args)
             if f in OPERATORS or f in PROTOCOLS or (impl is not None and type(f) is types.FunctionType
                                                     and _holders(args)):  # (np.polymul(poly1d, poly1d)...)
                 return recurse(self, f, *args, **kwargs)
@@ -774,6 +831,16 @@ class ADContext(Context):
         """A plain call of a C function (or of a class or callable without a Python body
         to step into); refuses to drop a derivative silently (see ``capstan.losses``)."""
         texts = self.texts
+        if _numpy_function(f) or type(getattr(f, "__self__", None)) is np.ufunc:
+            out = self.numpy_override(f, args, kwargs)
+            if out is not NOT_MINE:
+                return out
+        if type(f) in stdlib_rules.GETTERS:  # itemgetter(0)((x, 1.0)), methodcaller("norm")(obj):
+            getter = stdlib_rules.getter_as_python(f)  # a Python equivalent (C would read unseen)
+            if getter is not None:
+                return overdub(self, getter, *args, **kwargs)
+        if type(f) is _METHOD_WRAPPER and f.__name__ == "__call__" and not isinstance(f.__self__, type):
+            return overdub(self, f.__self__, *args, **kwargs)  # np.sin.__call__(x) is np.sin(x)
         if type(f) in losses.TEXT_WRITERS:  # json's C encoder: plain numbers in, text out
             return losses.write_text(self, f, args, kwargs)
         for a in args:
@@ -979,6 +1046,11 @@ STORING |= {getattr(heapq, name) for name in ("_heapreplace_max", "heapreplace_m
                                               "heappushpop_max") if hasattr(heapq, name)}  # (nsmallest)
 
 
+_METHOD_WRAPPER = type((1).__add__)
+#: the ufunc an ndarray's operator calls (where an operand overrides ufuncs)
+_OPERATOR_UFUNCS = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+                    operator.truediv: np.true_divide, operator.floordiv: np.floor_divide,
+                    operator.mod: np.remainder, operator.pow: np.power, operator.matmul: np.matmul}
 _MEMOIZED = type(functools.lru_cache()(lambda: None))  # functools._lru_cache_wrapper
 
 
@@ -1158,6 +1230,17 @@ def _spelled_out(f, args):
     if isinstance(getattr(f, "__objclass__", None), type) and args and isinstance(args[0], _NUMERIC):
         return op, args
     return None, args
+
+
+def _overridden_operator(a, b):
+    """Whether ``a op b`` is an array's (or NumPy scalar's) operator with a user object
+    whose class overrides ufuncs in Python: NumPy hands it to the ufunc, and so to that
+    override."""
+    for array, obj in ((a, b), (b, a)):
+        if (type(raw(array)) is np.ndarray or isinstance(array, np.generic)) and type(
+                getattr(type(obj), "__array_ufunc__", None)) is types.FunctionType:
+            return True
+    return False
 
 
 def _type_name(t):

@@ -206,7 +206,7 @@ _DUNDERS = {"contains": "__contains__", "getitem": "__getitem__", "setitem": "__
 #: Python-level one runs routed (``abs(v)`` runs ``type(v).__abs__``'s body in the context)
 PROTOCOLS = {abs: "__abs__", operator.abs: "__abs__", round: "__round__", math.floor: "__floor__",
              math.ceil: "__ceil__", math.trunc: "__trunc__", next: "__next__", operator.index: "__index__",
-             float: "__float__"}
+             float: "__float__", complex: "__complex__"}
 
 
 def protocol_step(fn, name, target, call):
@@ -235,7 +235,15 @@ def protocol_step(fn, name, target, call):
                             if rest:  # (float takes one argument: CPython's own error)
                                 return target(*args)
                             return _float_result(call(m, c), tc, call)
+                        if fn is complex:
+                            if rest:  # (complex(a, b): the plain call)
+                                return target(*args)
+                            return _complex_result(call(m, c), tc, call)
                         return call(m, c, *rest)
+                    if fn is complex and m is None and len(args) == 1:  # complex(q) of a Python
+                        m = lookup(tc, "__float__")  # __float__ (no __complex__): CPython reads that
+                        if is_py(m):
+                            return call(complex, _float_result(call(m, c), tc, call))
         except BaseException as exc:
             drop_own_frames(exc)
             raise
@@ -283,6 +291,23 @@ def _float_result(r, tc, call):
                               "of a strict subclass of float is deprecated, and may be removed in a future "
                               "version of Python." % (tc.__name__, type(v).__name__))
     return call(float, r) if type(r) is Tagged else float(r)
+
+
+def _complex_result(r, tc, call):
+    """CPython's check on what ``__complex__`` returned; a tagged number is handed to the
+    context's ``complex``."""
+    if type(r) is complex:
+        return r
+    v = r
+    while type(v) is Tagged:
+        v = v._value
+    if not isinstance(v, complex):
+        raise TypeError("__complex__ returned non-complex (type %s)" % type(v).__name__)
+    if type(v) is not complex:
+        _deprecated_at_caller("__complex__ returned non-complex (type %s).  The ability to return an instance "
+                              "of a strict subclass of complex is deprecated, and may be removed in a future "
+                              "version of Python." % type(v).__name__)
+    return call(complex, r) if type(r) is Tagged else complex(r)
 
 
 class Steps:

@@ -1,5 +1,6 @@
 """Rules for C functions of the standard library that numeric code calls with values
-being differentiated: ``functools.partial``, ``itertools.chain`` and ``product``,
+being differentiated: ``functools.partial``, ``operator.methodcaller`` (and the
+getters' calls), ``itertools.chain`` and ``product``,
 ``heapq``'s C heap operations, ``statistics.NormalDist.inv_cdf`` and
 ``math.remainder``.
 
@@ -12,6 +13,7 @@ import functools
 import heapq
 import itertools
 import math
+import operator
 import statistics
 
 from .registry import defderiv, defimpl, plain_valued
@@ -42,6 +44,60 @@ class Partial:
 
 
 defimpl(functools.partial, Partial)
+
+
+# ----------------------------------------------------------------------------- operator's getters
+class MethodCaller:
+    """``operator.methodcaller(name, *args, **kwargs)``: calls ``obj.name(*args, **kwargs)``."""
+
+    def __init__(self, name, /, *args, **kwargs):
+        if not isinstance(name, str):
+            raise TypeError("method name must be a string")
+        self.name, self.args, self.kwargs = name, args, kwargs
+
+    def __call__(self, obj, /):
+        return getattr(obj, self.name)(*self.args, **self.kwargs)
+
+
+defimpl(operator.methodcaller, MethodCaller)
+
+
+def _item_getter(items):
+    if len(items) == 1:
+        item = items[0]
+        return lambda obj, /: obj[item]
+    return lambda obj, /: tuple(obj[i] for i in items)
+
+
+def _attr_getter(names):
+    def get(obj, name):
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+    if len(names) == 1:
+        return lambda obj, /: get(obj, names[0])
+    return lambda obj, /: tuple(get(obj, n) for n in names)
+
+
+def getter_as_python(f):
+    """A Python equivalent of an ``operator.itemgetter``/``attrgetter``/``methodcaller``
+    object (C code, which would hand on the numbers of the values it reads from a tuple,
+    or call a method on a differentiated value unseen), or ``None``."""
+    maker, params = f.__reduce__()[:2]
+    if maker is operator.itemgetter:
+        return _item_getter(params)
+    if maker is operator.attrgetter:
+        return _attr_getter(params)
+    kwargs = {}
+    if isinstance(maker, functools.partial):  # methodcaller(name, *args, **kwargs)
+        maker, params, kwargs = maker.func, maker.args + params, maker.keywords
+    if maker is operator.methodcaller:
+        return MethodCaller(*params, **kwargs)
+    return None
+
+
+#: the types of the objects ``getter_as_python`` spells out
+GETTERS = frozenset((operator.itemgetter, operator.attrgetter, operator.methodcaller))
 
 
 # ----------------------------------------------------------------------------- itertools
@@ -165,6 +221,6 @@ defderiv(math.remainder, lambda ans, x, y: 1.0, lambda ans, x, y: -remainder_quo
 # (math.frexp stays refused: its mantissa is mostly taken apart into integers to rebuild the
 # number exactly -- mpmath.mpf(x), fractions -- where int() would drop the derivative silently)
 #: the functions this table gives entries (tests/test_coverage_rules.py checks each one)
-FUNCTIONS = [functools.partial, itertools.chain, itertools.chain.from_iterable, itertools.product,
+FUNCTIONS = [functools.partial, operator.methodcaller, itertools.chain, itertools.chain.from_iterable, itertools.product,
              heapq.heappush, heapq.heappop, heapq.heapreplace, heapq.heappushpop, heapq.heapify,
              math.remainder, remainder_quotient] + ([_inv_cdf] if _inv_cdf else [])
