@@ -413,6 +413,12 @@ class ADContext(Context):
         subclass): that method run here, as NumPy calls it, so that the differentiated
         values it holds reach the rules (called from C, it would compute on them unseen);
         ``NOT_MINE`` where no argument overrides ``f`` or every override declines."""
+        for a in args:  # (the common call: arrays, numbers, tagged values only)
+            if type(a) not in _PLAIN_OPERANDS:
+                break
+        else:
+            if not kwargs:
+                return NOT_MINE
         owner = getattr(f, "__self__", None)
         if type(f) is np.ufunc:
             ufunc, method, name = f, "__call__", "__array_ufunc__"
@@ -1251,6 +1257,8 @@ def _type_name(t):
 
 
 #: argument types that never carry a Python ``__array__`` (skipped without a look-up)
+#: operand types that never override NumPy themselves and hold no object that does
+_PLAIN_OPERANDS = frozenset((float, int, bool, complex, str, np.ndarray, np.float64, Tagged, type(None)))
 _NOT_ARRAY_PROTOCOL = frozenset((float, int, bool, complex, str, bytes, list, tuple, dict, type(None),
                                  np.ndarray, np.float64, Tagged, slice, type(Ellipsis)))
 
