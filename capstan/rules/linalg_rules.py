@@ -157,9 +157,12 @@ def _scaled(x, axes):
 
 def _l2unit(x, axes):
     """``x / ||x||`` over ``axes`` (``x``'s shape; 0 where ``x`` is 0), the gradient of the
-    Euclidean norm, free of the over- and underflow of ``||x||`` itself."""
+    Euclidean norm, free of the over- and underflow of ``||x||`` itself.  The 0 at ``x = 0``
+    is a constant (the subgradient ``abs`` takes there too): differentiated again, the
+    norm's second derivative there is 0, as ``abs``'s, not the identity that ``x / 1`` gave."""
     xs = _scaled(x, axes)
-    return xs / _nz(np.sqrt(np.sum(np.real(_conj(xs) * xs), axis=axes, keepdims=True)))
+    n = np.sqrt(np.sum(np.real(_conj(xs) * xs), axis=axes, keepdims=True))
+    return np.where(n > 0, xs / _nz(n), 0.0)
 
 
 def _l2norm_jvp(ts, ans, x, axes, keepdims=False):
