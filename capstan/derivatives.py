@@ -5,7 +5,7 @@ import numpy as np
 
 from . import checks, structure
 from .forward import forward_jacobian
-from .reverse import ReverseCtx, _gradient, _Run, pullback, reverse_jacobian
+from .reverse import ReverseCtx, _gradient, _Run, pullback, pullback_named, reverse_jacobian
 from .pool import borrowed
 
 
@@ -69,7 +69,7 @@ def _single_array_jacobian(f: Callable[..., Any], x: Any, mode: str, chunk: int 
         return forward_jacobian(f, x, chunk)
     if mode == "reverse":
         return reverse_jacobian(f, x)
-    recorded = pullback(f, x)
+    recorded = pullback_named("jacobian", f, (x,), {})
     if np.size(recorded[0]) < -(-n // 64):
         return reverse_jacobian(f, x, recorded)
     return forward_jacobian(f, x, chunk)

@@ -217,7 +217,7 @@ def qualified_name(f):
     return "%s.%s" % (module, qual)
 
 
-def undefined_in_reverse(fname):
+def undefined_in_reverse(fname: str) -> NoRuleError:
     """A gradient that came out NaN where ``f``'s value and arguments are finite."""
     return NoRuleError(
         "capstan.%s: the derivative came out NaN at this point, where f's value and its arguments are "

@@ -1034,7 +1034,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
     return grads
 
 
-def _has_nan(tree):
+def _has_nan(tree: Any) -> bool:
     """Whether a gradient (a tuple of structures of floats and arrays) holds a NaN."""
     if type(tree) is tuple and all((type(g) is list or type(g) is tuple) and structure.all_floats(g)
                                    for g in tree):  # (gradients at lists of floats)
@@ -1050,7 +1050,7 @@ def _has_nan(tree):
     return False
 
 
-def _all_finite(v):
+def _all_finite(v: Any) -> bool:
     v = untagged(v)
     if type(v) is float:
         return v - v == 0
@@ -1084,12 +1084,20 @@ def pullback(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
         ValueError: ``dy`` does not have the structure or shapes of the output.
         capstan.NoRuleError: ``f`` calls a C function without a derivative rule.
     """
-    checks.point_given("pullback", args, kwargs)
-    checks.check_callable("pullback", f)
-    checks.require_differentiable("pullback", args)
+    return pullback_named("pullback", f, args, kwargs)
+
+
+def pullback_named(fname: str, f: Callable[..., Any], args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """:func:`pullback` for the entry point ``fname`` (named by its errors): ``back``
+    refuses a cotangent that came out NaN where ``f``'s value, its arguments and ``dy``
+    are finite, as :func:`gradient` does (an infinite partial whose terms cancel)."""
+    checks.point_given(fname, args, kwargs)
+    checks.check_callable(fname, f)
+    checks.require_differentiable(fname, args)
     ctx, give_back = lent(ReverseCtx)  # (a new context's machinery costs a hundred microseconds)
     try:
-        run = _Run(f, args, "pullback", ctx)
+        run = _Run(f, args, fname, ctx)
         y = run.primal()
         run.ctx.cleanup()
     except BaseException:
@@ -1099,28 +1107,38 @@ def pullback(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, 
     def back(dy):
         dleaves, _ = structure.flatten(dy)
         if len(dleaves) != len(run.out_leaves):
-            raise ValueError("capstan.pullback: dy must have the structure of f's output "
-                             "(%d parts, got %d)" % (len(run.out_leaves), len(dleaves)))
+            raise ValueError("capstan.%s: dy must have the structure of f's output "
+                             "(%d parts, got %d)" % (fname, len(run.out_leaves), len(dleaves)))
         seeds = {}
         for leaf, d in zip(run.out_leaves, dleaves):
             n = run.ctx.node(leaf)
             if n is not None and d is not None:
                 value = value_of(leaf) if type(leaf) is Tagged else leaf
                 if np.shape(d) != np.shape(value):
-                    raise ValueError("capstan.pullback: dy has shape %s where the output has %s"
-                                     % (np.shape(d), np.shape(value)))
+                    raise ValueError("capstan.%s: dy has shape %s where the output has %s"
+                                     % (fname, np.shape(d), np.shape(value)))
                 seeds[n] = d if n not in seeds else seeds[n] + d
-        return run.back(seeds)
+        grads = run.back(seeds)
+        if seeds and _has_nan(grads) and _finite_run(run, dleaves):
+            raise losses.undefined_in_reverse(fname)  # (NaN where f, its arguments and dy are finite)
+        return grads
 
     weakref.finalize(back, give_back).atexit = False  # (the tape is used until back dies)
     return y, back
+
+
+def _finite_run(run: "_Run", extra: Any = ()) -> bool:
+    """Whether ``run``'s output values, its arguments and the leaves ``extra`` (the
+    output cotangents) are all finite."""
+    return all(_all_finite(leaf) for leaf in run.out_leaves) and all(_all_finite(leaf) for leaves, _, _ in run.arg_structs for leaf in leaves) and all(
+        _all_finite(d) for d in extra)
 
 
 def reverse_jacobian(f: Callable[..., Any], x: Any, recorded: Any = None) -> Any:
     """Jacobian by reverse mode: one backward pass per output element (``recorded``: the
     ``(y, back)`` of a pullback already taken)."""
     structure.check_leaf(x, "jacobian")
-    y, back = recorded or pullback(f, x)
+    y, back = recorded or pullback_named("jacobian", f, (x,), {})
     checks.check_single_output(y)
     checks.numeric_output("jacobian", [y])
     ya = route(enclosing(y), as_array, y)

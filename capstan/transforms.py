@@ -22,7 +22,7 @@ import numpy as np
 
 from overdub.tagging import value_of
 
-from . import checks, forward, pool, reverse, structure
+from . import checks, forward, losses, pool, reverse, structure
 
 ArgNums = Union[int, tuple[int, ...]]
 """Which positional arguments to differentiate: one position, or a tuple of them."""
@@ -382,6 +382,8 @@ def reverse_jacobian_tree(fname: str, f: Callable[..., Any], args: tuple[Any, ..
                 seed = np.zeros(np.shape(checks.plain(v)), dtype=_dtype(v))
                 seed.flat[e] = 1
                 grads = run.back_from(ctx.backward({n: seed if seed.ndim else seed[()]}))
+                if reverse._has_nan(grads) and reverse._finite_run(run):  # (as gradient: an
+                    raise losses.undefined_in_reverse(fname)  # infinite partial whose terms cancel)
                 for i, g in enumerate(grads):
                     if g is None:
                         continue
