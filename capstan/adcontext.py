@@ -548,16 +548,7 @@ class ADContext(Context):
             return self.getitem(*args)
         if f in registry.NONDIFF:
             out = Context.fallback(self, f, *vals, **kwargs)
-            if self.decisions is not None:
-                self.decided(f, out)
-            if f in EQUALITIES and not self.in_rules:
-                self._equality(f, vals, metas, out)
-            elif f in losses.POINT_TESTS and not self.in_rules:
-                losses.point_test_held(self, f, vals, metas, out, sys._getframe(1))
-            elif f in losses.ZERO_TESTS and not self.in_rules:
-                losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
-            elif f in losses.TOLERANCES and not self.in_rules:
-                losses.tolerance_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
+            self._tests_held(f, args, vals, metas, kwargs, out)
             return out
         if f in losses.ZERO_TESTS and not self.in_rules:  # np.where(a, x, y), a.astype(bool)
             losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
@@ -948,17 +939,25 @@ class ADContext(Context):
         that held is checked."""
         vals, metas, _, _ = self._split(args)
         out = self._plain(f, vals, kwargs)
-        if self.decisions is not None:
-            self.decided(f, out)
-        if key in EQUALITIES and not self.in_rules:
-            self._equality(key, vals, metas, out)
-        elif key in losses.POINT_TESTS and not self.in_rules:
-            losses.point_test_held(self, key, vals, metas, out, sys._getframe(1))
-        elif key in losses.ZERO_TESTS and not self.in_rules:
-            losses.zero_test_held(self, key, args, vals, metas, kwargs, sys._getframe(1))
-        elif key in losses.TOLERANCES and not self.in_rules:
-            losses.tolerance_held(self, key, args, vals, metas, kwargs, sys._getframe(1))
+        self._tests_held(key, args, vals, metas, kwargs, out, decided_as=f)
         return out
+
+    def _tests_held(self, key, args, vals, metas, kwargs, out, decided_as=None):
+        """After a plain call of a comparison or test ``key``: the decision noted, and an
+        exact equality, point test, zero test or zero tolerance that held checked (the
+        frame named is the caller's of the method that called this)."""
+        if self.decisions is not None:
+            self.decided(key if decided_as is None else decided_as, out)
+        if self.in_rules:
+            return
+        if key in EQUALITIES:
+            self._equality(key, vals, metas, out)
+        elif key in losses.POINT_TESTS:
+            losses.point_test_held(self, key, vals, metas, out, sys._getframe(2))
+        elif key in losses.ZERO_TESTS:
+            losses.zero_test_held(self, key, args, vals, metas, kwargs, sys._getframe(2))
+        elif key in losses.TOLERANCES:
+            losses.tolerance_held(self, key, args, vals, metas, kwargs, sys._getframe(2))
 
     def _plain(self, f, args, kwargs):
         """``Context.fallback``: the call with this context's tags removed."""

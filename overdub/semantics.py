@@ -276,38 +276,32 @@ def _index_result(r, tc):
     raise TypeError("__index__ returned non-int (type %s)" % type(r).__name__)
 
 
-def _float_result(r, tc, call):
-    """CPython's check on what ``__float__`` returned; a tagged number is handed to the
-    context's ``float`` (capstan's keeps its derivative)."""
-    if type(r) is float:
+def _number_result(kind, r, tc, call):
+    """CPython's check on what ``__float__`` (``kind`` float) or ``__complex__`` (complex)
+    returned; a tagged number is handed to the context's ``kind`` (capstan's keeps its
+    derivative)."""
+    if type(r) is kind:
         return r
     v = r
     while type(v) is Tagged:
         v = v._value
-    if not isinstance(v, float):
-        raise TypeError("%s.__float__ returned non-float (type %s)" % (tc.__name__, type(v).__name__))
-    if type(v) is not float:
-        _deprecated_at_caller("%s.__float__ returned non-float (type %s).  The ability to return an instance "
-                              "of a strict subclass of float is deprecated, and may be removed in a future "
-                              "version of Python." % (tc.__name__, type(v).__name__))
-    return call(float, r) if type(r) is Tagged else float(r)
+    name = kind.__name__
+    owner = "%s." % tc.__name__ if kind is float else ""  # (CPython's two messages differ so)
+    if not isinstance(v, kind):
+        raise TypeError("%s__%s__ returned non-%s (type %s)" % (owner, name, name, type(v).__name__))
+    if type(v) is not kind:
+        _deprecated_at_caller("%s__%s__ returned non-%s (type %s).  The ability to return an instance "
+                              "of a strict subclass of %s is deprecated, and may be removed in a future "
+                              "version of Python." % (owner, name, name, type(v).__name__, name))
+    return call(kind, r) if type(r) is Tagged else kind(r)
+
+
+def _float_result(r, tc, call):
+    return _number_result(float, r, tc, call)
 
 
 def _complex_result(r, tc, call):
-    """CPython's check on what ``__complex__`` returned; a tagged number is handed to the
-    context's ``complex``."""
-    if type(r) is complex:
-        return r
-    v = r
-    while type(v) is Tagged:
-        v = v._value
-    if not isinstance(v, complex):
-        raise TypeError("__complex__ returned non-complex (type %s)" % type(v).__name__)
-    if type(v) is not complex:
-        _deprecated_at_caller("__complex__ returned non-complex (type %s).  The ability to return an instance "
-                              "of a strict subclass of complex is deprecated, and may be removed in a future "
-                              "version of Python." % type(v).__name__)
-    return call(complex, r) if type(r) is Tagged else complex(r)
+    return _number_result(complex, r, tc, call)
 
 
 class Steps:
