@@ -758,10 +758,18 @@ def _vectorize_call(ctx, vec, /, *args, **kwargs):
     otype = None
     if vec.otypes:
         kinds = {np.dtype(t).kind for t in vec.otypes}
+        if len(vec.otypes) == 1 and kinds <= set("biu") and type(vec.pyfunc) is types.FunctionType:
+            # (no derivative follows such results; a Python kernel's own tests are checked)
+            return _each_element(ctx, vec.pyfunc, args, kwargs, np.dtype(vec.otypes[0]), vec.excluded)
         if len(vec.otypes) != 1 or kinds != {"f"}:
             raise TypeError("capstan: %s with otypes=%r on differentiated arguments: only one "
                             "floating output type carries a derivative" % (name, vec.otypes))
         otype = np.dtype(vec.otypes[0])
+    elif (not vec.excluded and not kwargs and type(vec.pyfunc) is types.FunctionType
+          and not _for_kernel(vec.pyfunc).paths):  # (a kernel with recorded paths gives floats)
+        first = _first_result(ctx, vec.pyfunc, args)  # (NumPy, too, calls it on the first elements
+        if first is not None:  # to choose the output type): a bool, int or text kernel
+            return _each_element(ctx, vec.pyfunc, args, kwargs, np.asarray(first).dtype, ())
     for key, v in kwargs.items():
         if key in vec.excluded:
             continue
@@ -773,6 +781,55 @@ def _vectorize_call(ctx, vec, /, *args, **kwargs):
     if otype is not None and otype != np.float64:
         out = overdub(ctx, np.asarray, out, otype)
     return out
+
+
+def _first_result(ctx, kernel, args):
+    """The kernel's result at the first elements of ``args`` when it is a bool or an int (a
+    value that carries no derivative); ``None`` otherwise (then :func:`elementwise` applies
+    the kernel, which refuses text) or where there is no first element."""
+    shape = np.broadcast_shapes(*[np.shape(_plain(a)) for a in args])
+    if 0 in shape:
+        return None
+    first = [overdub(ctx, _element_at, a, 0) for a in args]
+    y = _call_kernel(ctx, kernel, first, {})
+    if type(y) is not Tagged and isinstance(y, (bool, np.bool_, int, np.integer)):
+        return y
+    return None
+
+
+def _element_at(a, k):
+    """Element ``k`` of ``a`` flattened, as ``np.vectorize`` hands it to its kernel."""
+    return np.ravel(a)[k] if np.ndim(a) else a
+
+
+def _each_element(ctx, kernel, args, kwargs, dtype, excluded):
+    """``np.vectorize(kernel)(*args)`` for a kernel whose results carry no derivative (bools,
+    ints): the kernel run on each element inside the differentiation -- so a test it
+    makes of a differentiated value is checked as anywhere else -- and its results made into
+    an array of ``dtype``."""
+    spread = [i for i in range(len(args)) if i not in excluded]
+    shape = np.broadcast_shapes(*[np.shape(_plain(args[i])) for i in spread])
+    flat = list(args)
+    for i in spread:
+        flat[i] = overdub(ctx, np.ravel, overdub(ctx, np.broadcast_to, args[i], shape)) if shape else args[i]
+    size = int(np.prod(shape)) if shape else 1
+    out = []
+    for k in range(size):
+        elems = [overdub(ctx, operator.getitem, flat[i], k) if i in spread and shape else flat[i]
+                 for i in range(len(args))]
+        y = _call_kernel(ctx, kernel, elems, kwargs)
+        if type(y) is Tagged:  # (a differentiated number made an int or bool by otypes: refused)
+            raise TypeError("capstan: np.vectorize(%s) with otypes=%r on differentiated arguments: "
+                            "only one floating output type carries a derivative"
+                            % (_name(kernel), [dtype.char]))
+        out.append(y)
+    return np.array(out, dtype=dtype).reshape(shape)
+
+
+def _call_kernel(ctx, kernel, elems, kwargs):
+    """``kernel(*elems, **kwargs)`` routed: its body's tests of differentiated values are
+    checked as anywhere in the program."""
+    return overdub(ctx, kernel, *elems, **kwargs)
 
 
 def _vectorize_init(ctx, vec, /, *args, **kwargs):

@@ -532,3 +532,26 @@ def test_a_kernel_returning_a_0d_array_is_one_number():
     np.testing.assert_allclose(capstan.jvp(f, (v,), (np.ones(3),))[1], want.sum(), rtol=1e-12)
     with pytest.raises(TypeError, match="one real number per element"):
         capstan.gradient(lambda v: np.sum(np.vectorize(lambda t: np.array([t, t]), otypes=[np.float64])(v)), v)
+
+
+def test_vectorize_kernels_that_return_bools_or_ints_run_element_by_element():
+    """``np.vectorize`` of a Python kernel whose results carry no derivative (a bool or an int,
+    by their first value or ``otypes``) runs the kernel on each element inside the
+    differentiation, as NumPy does: the result is plain, a test the kernel makes of a
+    differentiated zero is refused as anywhere else.  It was refused as not one real number."""
+    cases = [
+        (lambda x: np.sum(np.vectorize(lambda t: t > 0.6)(np.array([x, 0.5])) * x), 0.7, 1.0),
+        (lambda x: np.sum(np.vectorize(lambda t: bool(t))(np.array([x, 0.5])) * x), 0.7, 2.0),
+        (lambda x: np.sum(np.vectorize(lambda t: int(t * 10), otypes=[int])(np.array([x, 0.5])) * x), 0.7, 12.0),
+        (lambda x: np.sum(np.vectorize(lambda a, b: a > b)(np.array([[x], [0.1]]), np.array([0.5, 0.6])) * x),
+         0.7, 2.0),
+    ]
+    for f, x, slope in cases:
+        assert capstan.D(f, x) == pytest.approx(slope)
+        assert capstan.gradient(f, x)[0] == pytest.approx(slope)
+    at_zero = lambda x: np.sum(np.vectorize(lambda t: bool(t))(np.array([x, 0.5])) * x)
+    for entry in (capstan.D, capstan.gradient):
+        with pytest.raises(capstan.NoRuleError):
+            entry(at_zero, 0.0)
+    mask = np.vectorize(lambda t: t > 0.6)(np.array([0.7, 0.5]))
+    assert mask.dtype == bool and mask.tolist() == [True, False]  # (plainly, as NumPy gives it)
