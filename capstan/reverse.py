@@ -1116,6 +1116,8 @@ def pullback_named(fname: str, f: Callable[..., Any], args: tuple[Any, ...],
             n = run.ctx.node(leaf)
             if n is not None and d is not None:
                 value = value_of(leaf) if type(leaf) is Tagged else leaf
+                if type(d) is not float:
+                    checks.cotangent_leaf(fname, d)
                 if np.shape(d) != np.shape(value):
                     raise ValueError("capstan.%s: dy has shape %s where the output has %s"
                                      % (fname, np.shape(d), np.shape(value)))
