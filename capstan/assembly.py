@@ -38,7 +38,8 @@ def copied(x):
 def forward_jacobian_from(blocks, out_shape, in_shape):
     """The Jacobian (``out_shape + in_shape``) from chunked output tangents, each of
     shape ``(width,) + out_shape``, in input order."""
-    rows = [np.reshape(t, (np.shape(t)[0], -1)) for t in blocks]
+    m = int(np.prod(out_shape))  # (not -1: an empty x gives blocks of width 0)
+    rows = [np.reshape(t, (np.shape(t)[0], m)) for t in blocks]
     return np.reshape(np.transpose(np.concatenate(rows, axis=0)), tuple(out_shape) + tuple(in_shape))
 
 

@@ -9,6 +9,7 @@ the inputs can carry a derivative, the call is almost certainly a mistake
 says why and what to pass instead, naming the entry point the user called.
 """
 import inspect
+import numbers
 from typing import Any, Callable
 
 import numpy as np
@@ -162,6 +163,19 @@ def numeric_output(fname: str, leaves: list[Any], bools: bool = True) -> None:
         if not isinstance(v, (int, float, complex, np.number, np.bool_, np.ndarray)):
             raise TypeError("capstan.%s: f must return numbers and arrays (or lists/tuples/dicts/"
                             "dataclasses of them), but its output holds %s" % (fname, describe(leaf)))
+
+
+def cotangent_leaf(fname: str, d: Any) -> None:
+    """Refuse a ``back(dy)`` cotangent leaf that is not a number or a numeric array (a
+    string would be multiplied into the backward pass, or fail deep inside it)."""
+    x = plain(d)
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.kind in "biufc":
+            return
+    elif isinstance(x, numbers.Number):
+        return
+    raise TypeError("capstan.%s: dy must hold numbers or numeric arrays shaped like f's output, got %s"
+                    % (fname, describe(d)))
 
 
 def check_single_output(y: Any) -> None:

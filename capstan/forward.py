@@ -540,8 +540,8 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
     shape = np.shape(xa)
     n = int(np.prod(shape))
     if chunk is None:
-        chunk = n if n <= 128 else 64
-    if not isinstance(chunk, int) or chunk < 1:
+        chunk = max(n, 1) if n <= 128 else 64
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
         raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
     if not shape:
         with differentiating(ForwardCtx) as ctx:
@@ -553,7 +553,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
     blocks = []
     out_shape = None
     finite = _finite(xa)
-    for start in range(0, n, chunk):
+    for start in range(0, max(n, 1), chunk):  # (an empty x: one run with no direction, for the shape)
         width = min(chunk, n - start)
         seed = np.zeros((width, n), dtype=raw(xa).dtype)
         seed[np.arange(width), start + np.arange(width)] = 1.0

@@ -13,13 +13,13 @@ from typing import Any, Callable, TypeVar
 T = TypeVar("T")
 
 
-def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
+def checkpoint(f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """``f(*args)``; under ``gradient``/``pullback`` its intermediate values are not kept
     but recomputed on the reverse pass (trading time for memory on long computations).
 
     Without arguments, ``checkpoint(f)`` -- or ``@capstan.checkpoint`` above a ``def``
     -- returns ``f`` as a function whose every call is checkpointed this way
-    (keyword arguments are passed by position)::
+    (keyword arguments are passed by position, in both forms)::
 
         >>> import capstan
         >>> @capstan.checkpoint
@@ -29,34 +29,43 @@ def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
         (13.0,)
 
     Raises:
-        TypeError: (decorator form) a call passes a keyword argument that ``f`` cannot
-            take by position.
+        TypeError: ``f`` is not callable; a keyword argument that ``f`` cannot take by
+            position.
     """
+    if kwargs or not callable(f):
+        args = positional(f, args, kwargs)
     if not args:
         return _checkpointed(f)
     return f(*args)
+
+
+def positional(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``checkpoint(f, *args, **kwargs)``'s arguments as positions (the recorded segment
+    is rerun by position), or a TypeError naming ``capstan.checkpoint``."""
+    if not callable(f):
+        raise TypeError("capstan.checkpoint(f, *args): f must be callable, got %r" % (f,))
+    if not kwargs:
+        return args
+    import inspect
+
+    try:
+        bound = inspect.signature(f).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        bound = None
+    if bound is None or bound.kwargs:
+        raise TypeError("capstan.checkpoint(%s): keyword arguments must be ones it can take "
+                        "by position, got %s" % (getattr(f, "__name__", f), ", ".join(kwargs)))
+    return bound.args
 
 
 def _checkpointed(f: Callable[..., Any]) -> Callable[..., Any]:
     if not callable(f):
         raise TypeError("capstan.checkpoint(f): f must be callable, got %r" % (f,))
     import functools
-    import inspect
-
-    try:
-        signature = inspect.signature(f)
-    except (TypeError, ValueError):
-        signature = None
 
     @functools.wraps(f)
     def checkpointed(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            bound = signature.bind(*args, **kwargs) if signature is not None else None
-            if bound is None or bound.kwargs:
-                raise TypeError("capstan.checkpoint(%s): keyword arguments must be ones it can take "
-                                "by position, got %s" % (getattr(f, "__name__", f), ", ".join(kwargs)))
-            args = bound.args
-        return checkpoint(f, *args)
+        return checkpoint(f, *positional(f, args, kwargs))
 
     return checkpointed
 

@@ -32,7 +32,7 @@ from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
-from .markers import checkpoint, hook
+from .markers import checkpoint, hook, positional
 from .nesting import enclosing, nestlevel, route
 from .pool import borrowed, lent, quiet_reset, run_at, running
 from .rules import registry
@@ -469,7 +469,9 @@ class ReverseCtx(ADContext):
                                          (n,)), self)
 
     @primitive(checkpoint)
-    def checkpoint_(self, f, *args):
+    def checkpoint_(self, f, /, *args, **kwargs):
+        if kwargs or not callable(f):  # (keywords by position, or a TypeError naming checkpoint)
+            args = positional(f, args, kwargs)
         if not args:  # ``checkpoint(f)``: the decorator form, whose calls come back here
             return checkpoint(f)
         vals, parents, found, foreign = self._split(args)
@@ -1114,6 +1116,8 @@ def pullback_named(fname: str, f: Callable[..., Any], args: tuple[Any, ...],
             n = run.ctx.node(leaf)
             if n is not None and d is not None:
                 value = value_of(leaf) if type(leaf) is Tagged else leaf
+                if type(d) is not float:
+                    checks.cotangent_leaf(fname, d)
                 if np.shape(d) != np.shape(value):
                     raise ValueError("capstan.%s: dy has shape %s where the output has %s"
                                      % (fname, np.shape(d), np.shape(value)))

@@ -242,8 +242,13 @@ def retag(x: Any, ctx: "Context", metadata: Any) -> Any:
 
 def untag(x: Any, ctx: "Context") -> Any:
     """The value under ``ctx``'s tag, or ``x`` itself when ``ctx`` did not tag it."""
-    if type(x) is Tagged and x._tagkey is ctx._tagkey:
-        return x._value
+    if type(x) is Tagged:
+        try:
+            if x._tagkey is ctx._tagkey:
+                return x._value
+        except AttributeError:  # (not a context: the check is here, off the plain path)
+            _check_ctx(ctx, "untag")
+            raise
     return x
 
 
@@ -263,4 +268,5 @@ def metadata(x: Any, ctx: "Context") -> Any:
 
 def hasmetadata(x: Any, ctx: "Context") -> bool:
     """Whether ``ctx`` tagged ``x`` with metadata other than ``None``."""
-    return metadata(x, ctx) is not None
+    _check_ctx(ctx, "hasmetadata")
+    return type(x) is Tagged and x._tagkey is ctx._tagkey and x._meta is not None
