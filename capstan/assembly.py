@@ -43,11 +43,19 @@ def forward_jacobian_from(blocks, out_shape, in_shape):
     return np.reshape(np.transpose(np.concatenate(rows, axis=0)), tuple(out_shape) + tuple(in_shape))
 
 
-def reverse_jacobian_from(rows, out_shape, in_shape, dtype):
+def reverse_jacobian_from(rows, out_shape, in_shape, dtype, rows_i=None):
     """The Jacobian from one input cotangent per output element (``None``: zeros); the
-    rows are conjugated (a pullback sends back ``conj(J) dy``)."""
+    rows are conjugated (a pullback sends back ``conj(J) dy``).  ``rows_i``: for a real
+    input of a complex output, the cotangents of the passes seeded with ``1j``, whose rows
+    are the Jacobian's imaginary parts (``rows``: its real parts)."""
     n = int(np.prod(in_shape))
-    flat = [np.zeros(n, dtype=dtype) if g is None else np.conj(np.ravel(g)) for g in rows]
+    if rows_i is not None:
+        flat = [np.zeros(n, dtype=dtype) if g is None and h is None else
+                (0.0 if g is None else np.ravel(g)) + 1j * (0.0 if h is None else np.ravel(h))
+                for g, h in zip(rows, rows_i)]
+        flat = [np.broadcast_to(np.asarray(r, dtype=dtype), (n,)) for r in flat]
+    else:
+        flat = [np.zeros(n, dtype=dtype) if g is None else np.conj(np.ravel(g)) for g in rows]
     if not flat:
         return np.zeros(tuple(out_shape) + tuple(in_shape), dtype=dtype)
     return np.reshape(np.stack(flat), tuple(out_shape) + tuple(in_shape))

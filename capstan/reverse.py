@@ -1150,8 +1150,11 @@ def reverse_jacobian(f: Callable[..., Any], x: Any, recorded: Any = None) -> Any
     size = int(np.prod(shape))
     dtype = np.result_type(untagged(ya), untagged(x))
     rows = []
+    rows_i = [] if np.iscomplexobj(untagged(ya)) and not np.iscomplexobj(untagged(x)) else None
     for i in range(size):
         e = np.zeros(size, dtype=untagged(ya).dtype)
         e[i] = 1.0
         rows.append(back(e.reshape(shape) if shape else e[0])[0])
-    return route(enclosing(rows), reverse_jacobian_from, rows, shape, np.shape(x), dtype)
+        if rows_i is not None:  # (a complex output of a real input: 1j gives the imaginary parts)
+            rows_i.append(back(1j * e.reshape(shape) if shape else 1j * e[0])[0])
+    return route(enclosing(rows, rows_i), reverse_jacobian_from, rows, shape, np.shape(x), dtype, rows_i)

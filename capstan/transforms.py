@@ -378,21 +378,39 @@ def reverse_jacobian_tree(fname: str, f: Callable[..., Any], args: tuple[Any, ..
             if n is None:
                 continue  # the output does not depend on the inputs: zeros
             size = np.size(checks.plain(v))
+            # a complex output of a real input: a backward pass from 1 gives the real part of
+            # its Jacobian, one from 1j the imaginary part (the real input's cotangent is real)
+            imaginary = np.iscomplexobj(checks.plain(v)) and any(
+                not np.iscomplexobj(checks.plain(leaf)) for leaves in in_structs for leaf in leaves)
             for e in range(size):
-                seed = np.zeros(np.shape(checks.plain(v)), dtype=_dtype(v))
-                seed.flat[e] = 1
-                grads = run.back_from(ctx.backward({n: seed if seed.ndim else seed[()]}))
-                if reverse._has_nan(grads) and reverse._finite_run(run):  # (as gradient: an
-                    raise losses.undefined_in_reverse(fname)  # infinite partial whose terms cancel)
+                grads = _backward_from(fname, ctx, run, n, v, e, 1)
+                grads_i = _backward_from(fname, ctx, run, n, v, e, 1j) if imaginary else None
                 for i, g in enumerate(grads):
                     if g is None:
                         continue
+                    parts_i = flatten(grads_i[i])[0] if grads_i is not None and grads_i[i] is not None else None
                     for k, gk in enumerate(flatten(g)[0]):
                         b = block[i][k]
                         if b is None or gk is None:
                             continue
-                        b.reshape((size,) + np.shape(gk))[e] = np.conj(gk)
+                        if parts_i is not None and not np.iscomplexobj(checks.plain(in_structs[i][k])):
+                            gk = gk + 1j * parts_i[k]  # (real input: its real cotangents)
+                        else:
+                            gk = np.conj(gk)
+                        b.reshape((size,) + np.shape(gk))[e] = gk
         return _assemble(blocks, out_rebuild, [rb for _, _, rb in run.arg_structs], single), aux
+
+
+def _backward_from(fname, ctx, run, n, v, e, one):
+    """The argument cotangents of a backward pass seeded with ``one`` at element ``e`` of
+    the output ``v`` (node ``n``); a NaN where the run was finite is refused, as in
+    ``gradient``."""
+    seed = np.zeros(np.shape(checks.plain(v)), dtype=_dtype(v))
+    seed.flat[e] = one
+    grads = run.back_from(ctx.backward({n: seed if seed.ndim else seed[()]}))
+    if reverse._has_nan(grads) and reverse._finite_run(run):  # (an infinite partial whose terms cancel)
+        raise losses.undefined_in_reverse(fname)
+    return grads
 
 
 # ----------------------------------------------------------------------------- the at-a-point forms

@@ -103,3 +103,23 @@ def test_hasmetadata_names_itself():
     assert overdub.hasmetadata(overdub.tag(1.0, c, "m"), c)
     assert not overdub.hasmetadata(overdub.tag(1.0, c, None), c)
     assert not overdub.hasmetadata(overdub.tag(1.0, c, "m"), Context())
+
+
+def test_reverse_jacobians_of_complex_outputs_of_real_inputs_are_complex():
+    """A complex output of a real input: reverse mode's Jacobian is complex, as forward
+    mode's (one backward pass from 1 gives its real part, one from 1j its imaginary part);
+    ``jacrev`` and ``jacobian(mode="reverse")`` gave the real part alone."""
+    import numpy as np
+
+    f = lambda x: x * (2 + 3j)  # noqa: E731
+    g = lambda v: np.exp(1j * v) * v  # noqa: E731
+    h = lambda a, z: a * z * z  # noqa: E731
+    x = np.array([1.0, 2.0])
+    for jac in (capstan.jacrev(f)(1.0), capstan.jacobian(f, 1.0, mode="reverse")):
+        assert jac == 2 + 3j
+    for jac in (capstan.jacrev(g)(x), capstan.jacobian(g, x, mode="reverse")):
+        np.testing.assert_allclose(jac, capstan.jacfwd(g)(x), rtol=1e-14, atol=1e-15)
+    for got, want in zip(capstan.jacrev(h, argnums=(0, 1))(2.0, 1.0 + 1j), (2j, 4 + 4j)):
+        assert got == pytest.approx(want)
+    assert capstan.D(lambda t: capstan.jacobian(lambda y: y * (2 + 3j) * t, 1.0, mode="reverse"), 1.0) == 2 + 3j
+    np.testing.assert_allclose(capstan.jacrev(np.sin)(x), np.diag(np.cos(x)), atol=1e-15)  # (real: as before)
