@@ -479,6 +479,8 @@ def jvp_as(fname: str, f: Callable[..., Any], primals: tuple[Any, ...],
         raise TypeError("capstan.jvp(f, primals, tangents): primals and tangents must be tuples, "
                         "got %s and %s" % (type(primals).__name__, type(tangents).__name__))
     checks.require_differentiable("jvp", primals, "no primal can carry a derivative")
+    if len(primals) == len(tangents):
+        tangents = structure.aligned(primals, tangents, "jvp", "tangents", "the primals")
     leaves, rebuild = structure.flatten(primals)
     tleaves, _ = structure.flatten(tangents)
     if len(leaves) != len(tleaves):

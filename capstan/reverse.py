@@ -1107,6 +1107,8 @@ def pullback_named(fname: str, f: Callable[..., Any], args: tuple[Any, ...],
         raise
 
     def back(dy):
+        if type(dy) is not float and isinstance(y, (dict, list, tuple)):
+            dy = structure.aligned(y, dy, fname, "dy", "f's output")  # (a dict's entries by key)
         dleaves, _ = structure.flatten(dy)
         if len(dleaves) != len(run.out_leaves):
             raise ValueError("capstan.%s: dy must have the structure of f's output "

@@ -90,6 +90,49 @@ def _flatten(x: Any, leaves: list[Any]) -> Build:
     return next
 
 
+def aligned(like: Any, x: Any, fname: str, what: str, of: str) -> Any:
+    """The leaves of ``x`` (tangents, cotangents), nested in lists, in the order in which
+    :func:`flatten` walks ``like`` (the points, the outputs) for the entry point ``fname``: a
+    dict's entries taken by key, so that a dict in another key order pairs as named (leaves
+    pair by position); a structure that differs, or a leaf that is no number, is refused
+    naming ``what`` and ``of``."""
+    tl = type(like)
+    if isinstance(like, dict):
+        if not isinstance(x, dict) or set(x) != set(like):
+            raise ValueError("capstan.%s: %s must have the structure of %s: a dict with the keys %s, "
+                             "got %s" % (fname, what, of, sorted(map(str, like)), _described(x)))
+        return [aligned(like[k], x[k], fname, what, of) for k in like]  # (only the leaves' order counts)
+    if tl is list or tl is tuple or (isinstance(like, tuple) and hasattr(tl, "_fields")):
+        if not isinstance(x, (list, tuple)) or len(x) != len(like):
+            raise ValueError("capstan.%s: %s must have the structure of %s: a sequence of %d, got %s"
+                             % (fname, what, of, len(like), _described(x)))
+        return [aligned(a, b, fname, what, of) for a, b in zip(like, x)]
+    if dataclasses.is_dataclass(like) and not isinstance(like, type):
+        if type(x) is not tl:
+            raise ValueError("capstan.%s: %s must have the structure of %s: a %s, got %s"
+                             % (fname, what, of, tl.__name__, _described(x)))
+        return x
+    if x is None or isinstance(x, Tagged):
+        return x
+    if isinstance(x, (list, tuple, dict)) and not isinstance(like, np.ndarray):
+        raise ValueError("capstan.%s: %s must have the structure of %s: a number, got %s"
+                         % (fname, what, of, _described(x)))
+    if isinstance(x, (str, bytes)) or not (isinstance(x, (numbers.Number, np.ndarray, list, tuple))):
+        raise TypeError("capstan.%s: %s must be numbers or arrays of numbers, got %s" % (fname, what, _described(x)))
+    if isinstance(x, np.ndarray) and x.dtype.kind not in "biufc":
+        raise TypeError("capstan.%s: %s must be numbers or arrays of numbers, got an array of dtype %s"
+                        % (fname, what, x.dtype))
+    return x
+
+
+def _described(x: Any) -> str:
+    if isinstance(x, dict):
+        return "a dict with the keys %s" % sorted(map(str, x))
+    if isinstance(x, (list, tuple)):
+        return "a %s of %d" % (type(x).__name__, len(x))
+    return "%s %r" % (type(x).__name__, x) if isinstance(x, (str, bytes)) else type(x).__name__
+
+
 def is_differentiable(x: Any) -> bool:
     """Whether a leaf can carry a derivative: a real or complex float or float array."""
     tx = type(x)

@@ -123,3 +123,30 @@ def test_reverse_jacobians_of_complex_outputs_of_real_inputs_are_complex():
         assert got == pytest.approx(want)
     assert capstan.D(lambda t: capstan.jacobian(lambda y: y * (2 + 3j) * t, 1.0, mode="reverse"), 1.0) == 2 + 3j
     np.testing.assert_allclose(capstan.jacrev(np.sin)(x), np.diag(np.cos(x)), atol=1e-15)  # (real: as before)
+
+
+def test_tangents_and_cotangents_pair_with_the_point_by_key_and_shape():
+    """A dict of tangents (``jvp``) or of output cotangents (``pullback``'s ``back``) in
+    another key order pairs by key: it paired by position (a silent wrong slope); a tangent
+    that is text or of another structure is refused naming the entry point (``(1.0, 'a')``
+    and a list for a float were taken as they came)."""
+    import collections
+
+    import numpy as np
+
+    assert capstan.jvp(lambda d: d["a"] * 2 + d["b"] * 3, ({"a": 1.0, "b": 1.0},),
+                       ({"b": 1.0, "a": 0.0},)) == (5.0, 3.0)
+    _, back = capstan.pullback(lambda x: {"a": x * 2, "b": [x * 3, x]}, 1.0)
+    assert back({"b": [1.0, 0.0], "a": 0.0}) == (3.0,)
+    Point = collections.namedtuple("Point", "u v")
+    assert capstan.jvp(lambda p: p.u * 2 + p.v * 3, (Point(1.0, 2.0),), ((0.0, 1.0),)) == (8.0, 3.0)
+    with pytest.raises(TypeError, match="capstan.jvp: tangents must be numbers"):
+        capstan.jvp(lambda x: x, (1.0,), ("a",))
+    with pytest.raises(TypeError, match="capstan.jvp: tangents must be numbers"):
+        capstan.jvp(lambda x: x, (np.ones(2),), (np.array(["a", "b"]),))
+    with pytest.raises(ValueError, match="capstan.jvp: tangents must have the structure of the primals"):
+        capstan.jvp(lambda x: x, (1.0,), ([1.0],))
+    with pytest.raises(ValueError, match="capstan.jvp: tangents must have the structure"):
+        capstan.jvp(lambda d: d["a"], ({"a": 1.0},), ({"b": 1.0},))
+    with pytest.raises(ValueError, match="capstan.pullback: dy must have the structure of f's output"):
+        back({"a": 1.0})
