@@ -1152,7 +1152,7 @@ def reverse_jacobian(f: Callable[..., Any], x: Any, recorded: Any = None) -> Any
     size = int(np.prod(shape))
     dtype = np.result_type(untagged(ya), untagged(x))
     rows = []
-    rows_i = [] if np.iscomplexobj(untagged(ya)) and not np.iscomplexobj(untagged(x)) else None
+    rows_i: list[Any] | None = [] if np.iscomplexobj(untagged(ya)) and not np.iscomplexobj(untagged(x)) else None
     for i in range(size):
         e = np.zeros(size, dtype=untagged(ya).dtype)
         e[i] = 1.0

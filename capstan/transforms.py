@@ -401,7 +401,7 @@ def reverse_jacobian_tree(fname: str, f: Callable[..., Any], args: tuple[Any, ..
         return _assemble(blocks, out_rebuild, [rb for _, _, rb in run.arg_structs], single), aux
 
 
-def _backward_from(fname, ctx, run, n, v, e, one):
+def _backward_from(fname: str, ctx: Any, run: Any, n: int, v: Any, e: int, one: complex) -> Any:
     """The argument cotangents of a backward pass seeded with ``one`` at element ``e`` of
     the output ``v`` (node ``n``); a NaN where the run was finite is refused, as in
     ``gradient``."""
