@@ -204,13 +204,13 @@ class ForwardCtx(ADContext):
         return None
 
     # -- results ----------------------------------------------------------------------------
-    def output_tangent(self, y, fname="jvp", finite=True):
-        """The tangent of an output (zeros where it does not depend on the input).  Where
-        the point and the direction were ``finite``, a NaN tangent of a finite value is
-        refused (``losses.undefined_in_forward``)."""
+    def output_tangent(self, y, fname="jvp", inputs=()):
+        """The tangent of an output (zeros where it does not depend on the input).  A NaN
+        tangent of a finite value is refused (``losses.undefined_in_forward``) where the
+        ``inputs`` (the point and the direction) are finite, which is asked only then."""
         if type(y) is Tagged and tag_of(y) is self._tagkey and type(value_of(y)) is float:
             t = metadata_of(y)  # (the commonest output: a float carrying its tangent)
-            if t is not None and (type(t) is not float or t == t or not finite):
+            if t is not None and (type(t) is not float or t == t):
                 return t
         y = without_finished_tags(y)
         leaves, rebuild = structure.flatten(y)
@@ -224,7 +224,7 @@ class ForwardCtx(ADContext):
                 t = self._zero(leaf)
             elif np.iscomplexobj(raw(leaf)) and not np.iscomplexobj(raw(t)):
                 t = route(enclosing(t), as_complex, t)  # a complex output's tangent is complex
-            if finite and t is not None and _nan_of_finite(t, leaf):
+            if t is not None and _nan_of_finite(t, leaf) and structure.all_finite(inputs):
                 raise losses.undefined_in_forward(fname)
             out.append(t)
         return rebuild(out)
@@ -333,7 +333,7 @@ def _nan_of_finite(t, value):
     of a tangent in front)."""
     t, v = raw(t), raw(value)
     if type(t) is float or type(t) is complex:
-        return t != t and _finite(v)
+        return t != t and structure.all_finite(v)
     if not isinstance(t, (np.ndarray, np.generic)) or t.dtype.kind not in "fc":
         return False
     total = _SUM(t, axis=None)  # (NaN when one is, or for inf - inf: then look closer)
@@ -344,23 +344,6 @@ def _nan_of_finite(t, value):
         return bool(np.any(nan & np.isfinite(v)))
     except TypeError:  # (a value that is no number: nothing to say)
         return False
-
-
-def _finite(v):
-    """Whether every number of ``v`` (a point, a direction: numbers, arrays, structures)
-    is finite."""
-    for leaf in structure.flatten(v)[0]:
-        leaf = raw(leaf)
-        if type(leaf) is float:
-            if leaf - leaf != 0:
-                return False
-        elif isinstance(leaf, (complex, np.ndarray, np.generic)):
-            try:
-                if not np.all(np.isfinite(leaf)):
-                    return False
-            except TypeError:
-                pass
-    return True
 
 
 def _has_nan(t):
@@ -433,7 +416,7 @@ def D(f: Callable[..., Any], x: Any) -> Any:
             t = metadata_of(y)  # (output_tangent's commonest case, inline: a float carrying its tangent)
             if t is not None and (type(t) is not float or t == t):
                 return t
-        return ctx.output_tangent(y, "D", _finite(x))
+        return ctx.output_tangent(y, "D", (x,))
 
 
 if capstan_native is not None:
@@ -501,7 +484,7 @@ def _jvp_at_float(f, p, t, fname):
             ty = metadata_of(y)
             if ty is not None and (type(ty) is not float or ty == ty):
                 return value_of(y), ty
-        return ctx.primal(y), ctx.output_tangent(y, fname, p - p == 0 and t - t == 0)
+        return ctx.primal(y), ctx.output_tangent(y, fname, (p, t))
 
 
 def _seed_leaf(ctx, i, p, t):
@@ -531,7 +514,7 @@ def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):
         seeded = [_seed_leaf(ctx, i, p, t) for i, (p, t) in enumerate(zip(leaves, tleaves))]
     y = overdub(ctx, f, *rebuild(seeded))
     losses.check_finished(ctx)
-    return ctx.primal(y), ctx.output_tangent(y, fname, _finite(leaves) and _finite(tleaves))
+    return ctx.primal(y), ctx.output_tangent(y, fname, (leaves, tleaves))
 
 
 def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) -> Any:
@@ -550,11 +533,10 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             checks.check_single_output(y)
-            t = ctx.output_tangent(y, "jacobian", _finite(x))
+            t = ctx.output_tangent(y, "jacobian", (x,))
         return route(enclosing(t), as_array, t)  # (t may carry an enclosing derivative: closures)
     blocks = []
     out_shape = None
-    finite = _finite(xa)
     for start in range(0, max(n, 1), chunk):  # (an empty x: one run with no direction, for the shape)
         width = min(chunk, n - start)
         seed = np.zeros((width, n), dtype=raw(xa).dtype)
@@ -563,7 +545,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             ctx.chunk = width
             y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)
-            t = ctx.output_tangent(y, "jacobian", finite)
+            t = ctx.output_tangent(y, "jacobian", (xa,))
         checks.check_single_output(y)
         out_shape = np.shape(t)[1:]
         blocks.append(t)

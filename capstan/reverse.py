@@ -972,7 +972,7 @@ def _gradient_at_array(f, x):
         if not ctx.equalities and type(y) is Tagged and tag_of(y) is ctx._tagkey and (
                 type(value_of(y)) is float or type(value_of(y)) is _F64) and type(metadata_of(y)) is int:
             c = backward(ctx.tape, {metadata_of(y): 1.0})[node]
-            if c is not None and _has_nan((c,)) and _all_finite(value_of(y)) and _all_finite(x):
+            if c is not None and _has_nan((c,)) and structure.all_finite(value_of(y)) and structure.all_finite(x):
                 raise losses.undefined_in_reverse("gradient")  # (NaN where f and x are finite)
             return (None if c is None else _like(c, x),)
         return _gradient_rest(ctx, x, node, y)
@@ -1030,8 +1030,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
     if n is None:
         return tuple(None for _ in args)
     grads: tuple[Any, ...] = run.back({n: 1.0})
-    if _has_nan(grads) and _all_finite(value) and all(_all_finite(leaf) for leaves, _, _ in run.arg_structs
-                                                       for leaf in leaves):
+    if _has_nan(grads) and structure.all_finite((value, [leaves for leaves, _, _ in run.arg_structs])):
         raise losses.undefined_in_reverse(fname)
     return grads
 
@@ -1050,16 +1049,6 @@ def _has_nan(tree: Any) -> bool:
             if np.isnan(v).any():  # (the sum is NaN for inf - inf too)
                 return True
     return False
-
-
-def _all_finite(v: Any) -> bool:
-    v = untagged(v)
-    if type(v) is float:
-        return v - v == 0
-    try:
-        return bool(np.all(np.isfinite(v)))
-    except TypeError:  # (not numeric: nothing to say)
-        return True
 
 
 if capstan_native is not None:
@@ -1136,8 +1125,7 @@ def pullback_named(fname: str, f: Callable[..., Any], args: tuple[Any, ...],
 def _finite_run(run: "_Run", extra: Any = ()) -> bool:
     """Whether ``run``'s output values, its arguments and the leaves ``extra`` (the
     output cotangents) are all finite."""
-    return all(_all_finite(leaf) for leaf in run.out_leaves) and all(_all_finite(leaf) for leaves, _, _ in run.arg_structs for leaf in leaves) and all(
-        _all_finite(d) for d in extra)
+    return structure.all_finite((run.out_leaves, [leaves for leaves, _, _ in run.arg_structs], list(extra)))
 
 
 def reverse_jacobian(f: Callable[..., Any], x: Any, recorded: Any = None) -> Any:

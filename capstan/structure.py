@@ -33,6 +33,7 @@ _NUMBERS = (float, np.float64)
 _NUMBER_SET = frozenset(_NUMBERS)
 _NUMBER_SET_TAGGED = frozenset(_NUMBERS + (Tagged,))
 _FLOAT_SET = frozenset((float,))
+_PLAIN_LEAVES = frozenset((float, int, complex, np.float64))
 
 
 def all_floats(xs: Any) -> bool:
@@ -90,6 +91,25 @@ def _flatten(x: Any, leaves: list[Any]) -> Build:
     return next
 
 
+def all_finite(tree: Any) -> bool:
+    """Whether every number of ``tree`` (a point, a direction, an output: numbers, arrays,
+    structures of them, values of any differentiation) is finite; what is no number has
+    nothing to say."""
+    for leaf in flatten(tree)[0]:
+        while type(leaf) is Tagged:
+            leaf = value_of(leaf)
+        if type(leaf) is float:
+            if leaf - leaf != 0:
+                return False
+        elif isinstance(leaf, (complex, np.ndarray, np.generic)):
+            try:
+                if not np.all(np.isfinite(leaf)):
+                    return False
+            except TypeError:  # (not numeric)
+                pass
+    return True
+
+
 def aligned(like: Any, x: Any, fname: str, what: str, of: str) -> Any:
     """The leaves of ``x`` (tangents, cotangents), nested in lists, in the order in which
     :func:`flatten` walks ``like`` (the points, the outputs) for the entry point ``fname``: a
@@ -106,6 +126,8 @@ def aligned(like: Any, x: Any, fname: str, what: str, of: str) -> Any:
         if not isinstance(x, (list, tuple)) or len(x) != len(like):
             raise ValueError("capstan.%s: %s must have the structure of %s: a sequence of %d, got %s"
                              % (fname, what, of, len(like), _described(x)))
+        if set(map(type, x)) <= _PLAIN_LEAVES and set(map(type, like)) <= _PLAIN_LEAVES:
+            return x  # (numbers against numbers: nothing to pair by key)
         return [aligned(a, b, fname, what, of) for a, b in zip(like, x)]
     if dataclasses.is_dataclass(like) and not isinstance(like, type):
         if type(x) is not tl:
