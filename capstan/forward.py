@@ -21,7 +21,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, tag
 from overdub._native import NOT_RUN, capstan_native
-from overdub.tagging import context_of, metadata_of, tag_of, value_of
+from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import without_finished_tags
@@ -456,6 +456,13 @@ def jvp_as(fname: str, f: Callable[..., Any], primals: tuple[Any, ...],
             and type(primals[0]) is float and type(tangents[0]) is float and callable(f)):
         pair: tuple[Any, Any] = _jvp_at_float(f, primals[0], tangents[0], fname)  # (every check passes)
         return pair
+    if (type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) == 1
+            and callable(f)):
+        p, t = primals[0], tangents[0]
+        if ((type(p) is list or type(p) is tuple) and type(t) is type(p) and 1 < len(p) == len(t)
+                and structure.all_floats(p) and structure.all_floats(t)):
+            pair = _jvp_at_floats(f, p, t, fname)  # (every check passes)
+            return pair
     if not callable(f):
         raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
@@ -487,6 +494,17 @@ def _jvp_at_float(f, p, t, fname):
         return ctx.primal(y), ctx.output_tangent(y, fname, (p, t))
 
 
+def _jvp_at_floats(f, p, t, fname):
+    """``jvp(f, (p,), (t,))`` for a list or tuple of floats and a direction of floats: the
+    point seeded in one step (a list of 100 floats is a common point)."""
+    with differentiating(ForwardCtx) as ctx:
+        seeded = [_seeded(p[0], ctx, t[0])]  # (tag's checks, once: the context then has tags)
+        seeded += tag_each(list(p[1:]), list(t[1:]), ctx)
+        y = overdub(ctx, f, seeded if type(p) is list else tuple(seeded))
+        losses.check_finished(ctx)
+        return ctx.primal(y), ctx.output_tangent(y, fname, (p, t))
+
+
 def _seed_leaf(ctx, i, p, t):
     """Leaf ``i`` of a ``jvp`` point, ``p``, tagged by ``ctx`` with its direction ``t`` (a
     constant where ``t`` is None or ``p`` cannot carry a derivative)."""
@@ -507,11 +525,7 @@ def _seed_leaf(ctx, i, p, t):
 
 
 def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):
-    if (len(leaves) > 1 and ctx.__dict__.get("_has_tags") and structure.all_floats(leaves)
-            and len(tleaves) == len(leaves) and structure.all_floats(tleaves)):  # (floats, float directions)
-        seeded = [Tagged(p, t, ctx) for p, t in zip(leaves, tleaves)]
-    else:
-        seeded = [_seed_leaf(ctx, i, p, t) for i, (p, t) in enumerate(zip(leaves, tleaves))]
+    seeded = [_seed_leaf(ctx, i, p, t) for i, (p, t) in enumerate(zip(leaves, tleaves))]
     y = overdub(ctx, f, *rebuild(seeded))
     losses.check_finished(ctx)
     return ctx.primal(y), ctx.output_tangent(y, fname, (leaves, tleaves))

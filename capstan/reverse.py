@@ -22,7 +22,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
-from overdub.tagging import context_of, metadata_of, tag_of, value_of
+from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import out_position, without_finished_tags
@@ -210,14 +210,15 @@ class ReverseCtx(ADContext):
                 rec.ans = snap(rec.ans, rec.foreign)
 
     def float_inputs(self, values):
-        """``[self.input(v) for v in values]`` for a list of plain floats, in one step (a
-        list of 100 floats is a common point)."""
-        tape = self.tape
-        if not self.__dict__.get("_has_tags"):
+        """``[self.input(v) for v in values]`` for a list or tuple of plain floats, in one
+        step (a list of 100 floats is a common point)."""
+        if len(values) < 2:
             return [self.input(v) for v in values]
+        first = self.input(values[0])  # (tag's checks, once: the context then has tags)
+        tape = self.tape
         start = len(tape)
-        tape.extend([_INPUT] * len(values))
-        return [Tagged(v, start + k, self) for k, v in enumerate(values)]
+        tape.extend([_INPUT] * (len(values) - 1))
+        return [first] + tag_each(list(values[1:]), list(range(start, len(tape))), self)
 
     def input(self, value):
         tape = self.tape
@@ -833,8 +834,9 @@ class _Run:
                 continue
             leaves, rebuild = structure.flatten(a)
             if structure.is_flat(rebuild) and structure.all_floats(leaves):
-                new = ctx.float_inputs(leaves)  # (a list or tuple of floats)
-                self.arg_structs.append((leaves, [metadata_of(t) for t in new], rebuild))
+                start = len(ctx.tape)
+                new = ctx.float_inputs(leaves)  # (a list or tuple of floats: nodes start, start + 1...)
+                self.arg_structs.append((leaves, list(range(start, len(ctx.tape))), rebuild))
                 tagged_args.append(rebuild(new))
                 continue
             nodes = []
@@ -883,10 +885,14 @@ class _Run:
                 out.append(None if c is None else _like(c, leaves[0]))
                 continue
             got = [None if n is None else cts[n] for n in nodes]
-            if structure.is_flat(rebuild) and structure.all_floats(got) and structure.all_floats(leaves):
-                # (a list or tuple of floats)
-                out.append(rebuild(got))
-                continue
+            if structure.is_flat(rebuild) and structure.all_floats(leaves):  # (a list or tuple of floats)
+                kinds = set(map(type, got))
+                if kinds == _FLOAT_KIND:
+                    out.append(rebuild(got))
+                    continue
+                if kinds == _FLOAT_OR_NONE:  # (0.0 where nothing flowed, as for any float leaf)
+                    out.append(rebuild([0.0 if c is None else c for c in got]))
+                    continue
             if all(c is None for c in got):
                 out.append(None)
                 continue
@@ -900,6 +906,10 @@ class _Run:
                     fixed.append(_like(c, leaf))
             out.append(rebuild(fixed))
         return tuple(out)
+
+
+_FLOAT_KIND = frozenset((float,))
+_FLOAT_OR_NONE = frozenset((float, type(None)))
 
 
 def _like(c, leaf):

@@ -14,12 +14,12 @@ from typing import Any
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
            "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached", "adopt_tagged",
-           "value_of", "metadata_of", "tag_of", "context_of"]
+           "value_of", "metadata_of", "tag_of", "context_of", "tag_each"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 8  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 9  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -177,6 +177,8 @@ if PURE_PYTHON:
     # (the slots' own getters: C, and a TypeError for anything but a tagged value)
     value_of, metadata_of = _PyTaggedBase._value.__get__, _PyTaggedBase._meta.__get__  # type: ignore[attr-defined]
     tag_of, context_of = _PyTaggedBase._tagkey.__get__, _PyTaggedBase._ctx.__get__  # type: ignore[attr-defined]
+    #: (pure Python: overdub.tagging's list comprehension)
+    tag_each = None
 else:
     _overdub_native = _load("_overdub_native")
     TaggedBase = _overdub_native.TaggedBase
@@ -213,3 +215,5 @@ else:
     #: a tagged value's fields (overdub.tagging's public accessors), one C call each
     value_of, metadata_of = _overdub_native.value_of, _overdub_native.metadata_of
     tag_of, context_of = _overdub_native.tag_of, _overdub_native.context_of
+    #: tag_each(values, metas, ctx): a list of tagged values made in one C loop
+    tag_each = _overdub_native.tag_each

@@ -307,3 +307,58 @@ def test_thread_state_fields_match_the_reference():
         assert state.level == 0
         with pytest.raises(AttributeError):
             state.nonexistent
+
+
+class SubList(list):
+    """A list the shortcuts for a list of floats do not recognise: the general walk."""
+
+
+LIST_FUNCTIONS = {
+    "first": lambda xs: xs[0],
+    "sum of squares": lambda xs: sum(x * x for x in xs),
+    "rosenbrock": lambda xs: sum(100.0 * (xs[i + 1] - xs[i] ** 2) ** 2 + (1 - xs[i]) ** 2
+                                 for i in range(len(xs) - 1)),
+    "nan slope": lambda xs: math.sqrt(xs[0]) - math.sqrt(xs[0]) + xs[1],
+    "list out": lambda xs: [x * 2.0 for x in xs],
+    "kind": lambda xs: float(type(xs) is tuple) * xs[-1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIST_FUNCTIONS))
+@pytest.mark.parametrize("kind", [list, tuple])
+def test_jvp_and_gradient_of_a_list_of_floats_are_the_general_paths_answers(name, kind):
+    f = LIST_FUNCTIONS[name]
+    xs, ts = kind([0.0, 1.5, -2.0, 0.25]), kind([1.0, -0.5, 2.0, 0.0])
+
+    def general(entry, *args):  # (a one-element list around the point: the general walk)
+        try:
+            return entry(*args)
+        except capstan.NoRuleError as exc:
+            return type(exc)
+
+    def unwrapped(g):
+        return lambda outer: g(outer[0])
+
+    got = general(capstan.jvp, f, (xs,), (ts,))
+    want = general(capstan.jvp, unwrapped(f), ([xs],), ([ts],))
+    assert got == want
+    if name != "list out":
+        got = general(capstan.gradient, f, xs)
+        want = general(capstan.gradient, unwrapped(f), [xs])
+        assert got == (want if isinstance(want, type) else (want[0][0],))
+        assert isinstance(got, type) or type(got[0]) is kind
+
+
+def test_tag_each_makes_what_tagged_makes_and_checks_its_lists():
+    from overdub import Tagged, tagging
+    from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
+    ctx = ReverseCtx()
+    tagging.tag(0.5, ctx, 0)
+    made = tag_each([1.0, 2.0, 3.0], [7, None, "m"], ctx)
+    assert [type(t) for t in made] == [Tagged] * 3
+    assert [value_of(t) for t in made] == [1.0, 2.0, 3.0]
+    assert [metadata_of(t) for t in made] == [7, None, "m"]
+    assert all(tag_of(t) is ctx._tagkey and context_of(t) is ctx for t in made)
+    assert tag_each([], [], ctx) == []
+    with pytest.raises(TypeError, match="two lists of one length"):
+        tag_each([1.0], [], ctx)
