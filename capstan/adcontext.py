@@ -1340,17 +1340,19 @@ DIRECT: set[type] = set()
 _SPECIAL = {operator.getitem, operator.setitem, setattr, getattr, iter, stop_gradient}
 
 
-def product(run, a, b):
-    """``registry.strong_mul(a, b)`` run by ``run``: one routed ``a * b``, and only when
-    that has a non-finite element, strong_mul itself (its mask of exact zeros)."""
+def product(run, a, b, exact=registry.strong_mul):
+    """``exact(a, b)`` run by ``run`` (``registry.strong_mul``, or forward mode's
+    ``registry.tangent_product`` for a partial taken at the point): one routed ``a * b``,
+    and only when that has a non-finite element, ``exact`` itself (its mask of exact
+    zeros)."""
     if run is plain_call:
-        return registry.strong_mul(a, b)
+        return exact(a, b)
     r = run(operator.mul, a, b)
     v = raw(r)
     tv = type(v)
     if ((tv is np.ndarray and v.dtype.kind in "fc" and not np.isfinite(v).all())
             or (tv in _SCALARS and v - v != 0)):  # (v - v: NaN for an infinite or NaN scalar)
-        return run(registry.strong_mul, a, b)
+        return run(exact, a, b)
     return r
 
 

@@ -51,7 +51,8 @@ IN_PLACE = {ops.INPLACE["INPLACE_" + name][0]: ops.BINARY[name][0]
 
 # Each template is written once; the mode decides what a differentiated operand must carry
 # (CHECK: a float tangent in forward mode, any tape node in reverse) and what a result is
-# (EMIT: a tangent from the partials, or a tape record of (parent, partial) pairs).
+# (EMIT: a tangent from the partials, or a tape record of (parent, partial) pairs; EMITC:
+# the same where the lone partial is a constant operand's, see _emit).
 _BINARY = """
 def method(self, x, y):
     key = self._tagkey
@@ -63,7 +64,7 @@ def method(self, x, y):
             if ty is float or ty is int or ty is F64:
                 b = y
                 r = {r}
-                EMIT(x: {da})
+                EMITC(x: {da})
             if ty is Tagged and tag_of(y) is key:
                 b = value_of(y)
                 tb = type(b)
@@ -78,7 +79,7 @@ def method(self, x, y):
             tb = type(b)
             if (tb is float or tb is F64) and CHECK(y):
                 r = {r}
-                EMIT(y: {db})
+                EMITC(y: {db})
     return self.apply(f, (x, y), {{}})
 """
 
@@ -120,7 +121,7 @@ def method(self, x, y):
             tb = type(b)
             if (tb is float or tb is F64) and CHECK(y):
                 r = {r}
-                EMIT(y: {db})
+                EMITC(y: {db})
     return self.apply(f, (x, y), {{}})
 """
 
@@ -143,13 +144,16 @@ def method(self, /, *args, **kwargs):
 _CHECK = {"forward": " and (type(metadata_of({0})) is float or type(metadata_of({0})) is F64)", "reverse": ""}
 
 
-def _emit(mode, pairs, hand_over=False):
+def _emit(mode, pairs, hand_over=False, constant_partial=False):
     """The statement ending a fast path: ``pairs`` are ``(operand, partial expression)``.
     ``hand_over``: a tangent still NaN goes to the generic path (whose rule for the
-    operator may combine the terms before they leave the float range)."""
-    if mode == "forward":  # (NaN only from an infinite partial: then an exact zero tangent wins)
+    operator may combine the terms before they leave the float range).
+    ``constant_partial``: a lone partial is the other, constant operand's doing (``x * c``,
+    ``x / c``, ``c ** x``), so its exact zero is one whatever the point."""
+    if mode == "forward":  # (NaN from an infinite factor: see _strong and _zero_tangent_wins)
         tangent = " + ".join("({1}) * metadata_of({0})".format(v, d) for v, d in pairs)
-        strong = " + ".join("strong({1}, metadata_of({0}))".format(v, d) for v, d in pairs)
+        term = "strong" if constant_partial and len(pairs) == 1 else "weak"
+        strong = " + ".join("%s({1}, metadata_of({0}))".format(v, d) % term for v, d in pairs)
         if hand_over and len(pairs) > 1:
             return "if (t := (t if (t := %s) == t else %s)) == t: return Tagged(r, t, self)" % (tangent, strong)
         return "return Tagged(r, t if (t := %s) == t else %s, self)" % (tangent, strong)
@@ -166,10 +170,13 @@ def _guarded(match):
 
 
 def _source(template, mode, hand_over=False):
-    template = re.sub(r"^( *)r = (.*)\n\1(EMIT\(.*\))$", _guarded, template, flags=re.M)
+    """The template's code for ``mode``: ``EMITC`` marks a result whose lone partial is the
+    constant operand's doing (``x * c``, ``c ** x``), ``EMIT`` one taken at the point."""
+    template = re.sub(r"^( *)r = (.*)\n\1(EMITC?\(.*\))$", _guarded, template, flags=re.M)
     source = re.sub(r" and CHECK\((\w)\)", lambda m: _CHECK[mode].format(m.group(1)), template)
-    return re.sub(r"EMIT\(([^)]*)\)", lambda m: _emit(mode, [part.split(": ", 1) for part in
-                                                           m.group(1).split(", ")], hand_over), source)
+    return re.sub(r"EMIT(C?)\(([^)]*)\)", lambda m: _emit(mode, [part.split(": ", 1) for part in
+                                                                m.group(2).split(", ")], hand_over,
+                                                          m.group(1) == "C"), source)
 
 
 #: operators whose NaN forward tangents (inf - inf of partials past the float range) the
@@ -196,7 +203,8 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
     (the formulas as strings), also taking an enclosing differentiation's floats; in
     reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
-    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, "value_of": value_of,
+    ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, "weak": _zero_tangent_wins,
+          "value_of": value_of,
           "metadata_of": metadata_of, "tag_of": tag_of, **env}
     source = _source(template, mode, f in _HAND_OVER_NAN)
     if mode == "reverse" and f in _ARRAY_OPERATORS:
@@ -218,9 +226,17 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
 
 
 def _strong(p, t):
-    """Partial ``p`` times tangent ``t``, 0 where either is exactly 0 (``registry.strong_mul``
-    for floats: sqrt of an exact 0 whose tangent is 0 contributes nothing, not NaN)."""
+    """Constant partial ``p`` times tangent ``t``, 0 where either is exactly 0
+    (``registry.strong_mul`` for floats: ``0.0 * sqrt(x)`` at 0 does not move)."""
     return 0.0 if p == 0 or t == 0 else p * t
+
+
+def _zero_tangent_wins(p, t):
+    """Partial ``p`` taken at the point times tangent ``t``, 0 where ``t`` is exactly 0
+    (``registry.tangent_product`` for floats: ``sqrt(x - x)`` has an infinite partial and
+    does not move); a zero ``p`` against an infinite ``t`` stays NaN, undefined (``cos``
+    of ``sqrt(x)`` at 0: its slope is -1/2, not 0 * inf)."""
+    return 0.0 if t == 0 else p * t
 
 
 if capstan_native is not None:  # the kernels build Tagged results; NumPy scalars are left to Python

@@ -90,7 +90,8 @@ class ForwardCtx(ADContext):
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans, run)
                 p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
-                d = ti if type(p) is float and p == 1.0 else product(run, p, ti)
+                exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
+                d = ti if type(p) is float and p == 1.0 else product(run, p, ti, exact)
                 t = d if t is None else run(operator.add, t, d)
             if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
                 t = run(COMBINED[f], t, tans, ans, *vals)
@@ -210,7 +211,7 @@ class ForwardCtx(ADContext):
         ``inputs`` (the point and the direction) are finite, which is asked only then."""
         if type(y) is Tagged and tag_of(y) is self._tagkey and type(value_of(y)) is float:
             t = metadata_of(y)  # (the commonest output: a float carrying its tangent)
-            if t is not None and (type(t) is not float or t == t):
+            if type(t) is float and t == t:
                 return t
         y = without_finished_tags(y)
         leaves, rebuild = structure.flatten(y)
@@ -358,7 +359,7 @@ def _quotient_tangent(t, ts, ans, a, b):
     ``a/b^2`` past the float range (a subnormal ``b``: ``x / x`` at 5e-324) give inf - inf;
     ``(ta - ans tb) / b`` combines the terms first."""
     with np.errstate(all="ignore"):
-        combined = (ts[0] - registry.strong_mul(ans, ts[1])) / b
+        combined = (ts[0] - registry.tangent_product(ans, ts[1])) / b
     return np.where(np.isnan(t), combined, t) if np.ndim(t) or np.ndim(combined) else (
         combined if t != t else t)
 
@@ -414,7 +415,7 @@ def D(f: Callable[..., Any], x: Any) -> Any:
         y = run_at(ctx, f, x)
         if type(y) is Tagged and tag_of(y) is ctx._tagkey and type(value_of(y)) is float:
             t = metadata_of(y)  # (output_tangent's commonest case, inline: a float carrying its tangent)
-            if t is not None and (type(t) is not float or t == t):
+            if type(t) is float and t == t:
                 return t
         return ctx.output_tangent(y, "D", (x,))
 
@@ -489,7 +490,7 @@ def _jvp_at_float(f, p, t, fname):
         y = run_at(ctx, f, x)
         if type(y) is Tagged and tag_of(y) is ctx._tagkey and type(value_of(y)) is float:
             ty = metadata_of(y)
-            if ty is not None and (type(ty) is not float or ty == ty):
+            if type(ty) is float and ty == ty:
                 return value_of(y), ty
         return ctx.primal(y), ctx.output_tangent(y, fname, (p, t))
 

@@ -266,11 +266,20 @@ record_partial(PyObject *o, double d, double *out)
     return PyLong_CheckExact(o) && exact_int(o, out);
 }
 
-/* partial p times tangent t, 0 where either is exactly 0 (fastpaths._strong) */
+/* partial p times tangent t, 0 where either is exactly 0 (fastpaths._strong): p is a
+   constant operand's doing (x * c, c ** x), or a cotangent meets a partial */
 static inline double
 strong(double p, double t)
 {
     return (p == 0.0 || t == 0.0) ? 0.0 : p * t;
+}
+
+/* partial p taken at the point times tangent t, 0 where t is exactly 0; a zero p against
+   an infinite t stays NaN, undefined (fastpaths._zero_tangent_wins: cos(sqrt(x)) at 0) */
+static inline double
+zero_tangent_wins(double p, double t)
+{
+    return t == 0.0 ? 0.0 : p * t;
 }
 
 /* the result: forward, its tangent from the partials; reverse, a tape record.
@@ -282,22 +291,25 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
 {
     if (!k->reverse) {
         double t;
+        /* a lone partial of * / ** is the constant operand's doing (fastpaths' EMITC) */
+        double (*term)(double, double) = (k->op == K_MUL || k->op == K_DIV || k->op == K_POW)
+                                         ? strong : zero_tangent_wins;
         if (mx != NULL && my != NULL) {
             t = da * PyFloat_AS_DOUBLE(mx) + db * PyFloat_AS_DOUBLE(my);
-            if (isnan(t)) {  /* an exact zero wins over an infinite factor (fastpaths._strong) */
-                t = strong(da, PyFloat_AS_DOUBLE(mx)) + strong(db, PyFloat_AS_DOUBLE(my));
+            if (isnan(t)) {  /* an exact zero tangent wins over an infinite partial */
+                t = zero_tangent_wins(da, PyFloat_AS_DOUBLE(mx)) + zero_tangent_wins(db, PyFloat_AS_DOUBLE(my));
             }
         }
         else if (mx != NULL) {
             t = da * PyFloat_AS_DOUBLE(mx);
             if (isnan(t)) {
-                t = strong(da, PyFloat_AS_DOUBLE(mx));
+                t = (k->op == K_POW ? zero_tangent_wins : term)(da, PyFloat_AS_DOUBLE(mx));
             }
         }
         else {
             t = db * PyFloat_AS_DOUBLE(my);
             if (isnan(t)) {
-                t = strong(db, PyFloat_AS_DOUBLE(my));
+                t = term(db, PyFloat_AS_DOUBLE(my));
             }
         }
         PyObject *tangent = PyFloat_FromDouble(t);
@@ -434,7 +446,7 @@ binary(KernelObject *k, PyObject *ctx, PyObject *key, PyObject *x, PyObject *y, 
         if (!k->reverse && mx != NULL && my != NULL) {
             double ta = PyFloat_AS_DOUBLE(mx), tb = PyFloat_AS_DOUBLE(my);
             double t = da * ta + db * tb;
-            if (isnan(t) && isnan(strong(da, ta) + strong(db, tb))) {
+            if (isnan(t) && isnan(zero_tangent_wins(da, ta) + zero_tangent_wins(db, tb))) {
                 /* 1/b and r/b past the float range (x / x at a subnormal x): inf - inf; the
                    Python path hands this to the generic rule, which combines the terms first */
                 return NULL;
@@ -2113,12 +2125,13 @@ forward_run(PyObject *ctx, PyObject *f, PyObject *x)
         Py_CLEAR(y);
         goto done;
     }
-    /* output_tangent's commonest case, inline: a float carrying its tangent (a NaN one goes
-       to output_tangent, which refuses it where the value is finite; x is finite here) */
+    /* output_tangent's commonest case, inline: a float carrying a float tangent (a NaN one,
+       or one of another type, goes to output_tangent, which refuses a NaN where the value
+       is finite; x is finite here) */
     PyObject *meta = Py_TYPE(y) == Tagged_Type ? ((TaggedObject *)y)->meta : NULL;
     if (Py_TYPE(y) == Tagged_Type && ((TaggedObject *)y)->tagkey == key
-        && PyFloat_CheckExact(((TaggedObject *)y)->value) && meta != Py_None
-        && !(PyFloat_CheckExact(meta) && isnan(PyFloat_AS_DOUBLE(meta)))) {
+        && PyFloat_CheckExact(((TaggedObject *)y)->value) && meta != NULL
+        && PyFloat_CheckExact(meta) && !isnan(PyFloat_AS_DOUBLE(meta))) {
         Py_SETREF(y, Py_NewRef(((TaggedObject *)y)->meta));
     }
     else {

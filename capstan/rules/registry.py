@@ -1,5 +1,7 @@
 """The rule tables and the functions that fill them (see ``capstan.rules``)."""
 import inspect
+import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -276,6 +278,46 @@ def strong_mul(a, b):
             r = np.where((a == 0) | (b == 0), 0, r)
     elif (tr is float or tr is np.float64 or tr is complex or tr is np.complex128) and r - r != 0:
         if _zero(a) or _zero(b):  # (r - r: 0 for a finite scalar, NaN for an infinite or NaN one)
+            r = tr(0)
+    return r
+
+
+#: functions whose partials are piecewise constant (a selection's 0 or 1, a remainder's
+#: quotient): an exact zero of theirs holds near the point too
+PIECEWISE_LINEAR = {np.maximum, np.minimum, np.fmax, np.fmin, np.clip, np.where, np.heaviside,
+                    np.copysign, math.copysign, np.remainder, np.fmod, math.fmod, math.remainder,
+                    operator.mod, operator.imod}
+#: f -> the arguments whose partial is the other arguments' doing alone (``x * c``,
+#: ``x / c``, ``c / x``, ``c ** x``): constant when only that argument is differentiated
+CONSTANT_OTHERS: dict[Any, tuple[int, ...]] = {f: (0, 1) for f in (operator.mul, operator.imul, np.multiply, operator.truediv,
+                                       operator.itruediv, np.divide)}
+CONSTANT_OTHERS.update({f: (1,) for f in (operator.pow, operator.ipow, np.power, math.pow, np.float_power)})
+
+
+def zeros_hold(f, i, tangents):
+    """Whether an exact zero of ``f``'s partial in argument ``i`` holds near the point, so
+    that it wins over an infinite tangent (:func:`strong_mul`), where ``tangents`` (None
+    for a constant) are those of ``f``'s arguments; otherwise the zero is the point's
+    (:func:`tangent_product`)."""
+    if f in PIECEWISE_LINEAR:
+        return True
+    args = CONSTANT_OTHERS.get(f)
+    return args is not None and i in args and all(t is None for j, t in enumerate(tangents) if j != i)
+
+
+def tangent_product(p, t):
+    """Partial ``p``, taken at the point, times tangent ``t`` in forward mode: 0 where ``t``
+    is exactly 0 (that element does not move: ``np.sqrt(x - x)``), but a zero ``p`` against
+    an infinite ``t`` stays NaN: the limit is undefined at first order (``np.cos(np.sqrt(x))``
+    at 0, whose slope is -1/2, not 0), and forward mode refuses it.  A partial whose zeros
+    do not depend on the point (a constant factor, a selection) uses :func:`strong_mul`."""
+    r = p * t
+    tr = type(r)
+    if tr is np.ndarray:
+        if r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
+            r = np.where(t == 0, 0, r)
+    elif (tr is float or tr is np.float64 or tr is complex or tr is np.complex128) and r - r != 0:
+        if _zero(t):
             r = tr(0)
     return r
 
