@@ -506,7 +506,22 @@ _INPUT = Record(INPUT, None, None, (), None, ())  # (shared: inputs carry nothin
 
 
 def backward(tape, seeds):
-    """Cotangents of every node of ``tape``, from ``{node: cotangent}`` of the outputs."""
+    """Cotangents of every node of ``tape``, from ``{node: cotangent}`` of the outputs.
+
+    A float seed of exactly 0 (a Jacobian's other rows, ``pullback``'s ``dy`` of 0) follows
+    nothing; the scalar sweep lets a zero cotangent against an infinite partial stay NaN
+    (see ``_sweep``), so where such seeds leave a NaN, the pass runs again without them and
+    the nodes they alone reached get zeros."""
+    cts = _swept(tape, seeds)
+    zero = [n for n, g in seeds.items() if type(g) is float and g == 0.0]
+    if zero and any(c != c for c in cts if type(c) is float):
+        again = _swept(tape, {n: g for n, g in seeds.items() if n not in zero})
+        cts = [structure.zeros_like(c) if a is None and c is not None else a for a, c in zip(again, cts)]
+    return cts
+
+
+def _swept(tape, seeds):
+    """:func:`backward`'s pass."""
     cts = [None] * len(tape)
     for n, g in seeds.items():
         cts[n] = g if cts[n] is None else cts[n] + g
@@ -529,15 +544,18 @@ def backward(tape, seeds):
         if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation:
             # (parent, partial[, parent, partial])
             p = rec[0]
+            element = type(g) is _F64  # (an array cotangent's element: its zero follows nothing)
+            if element:
+                g = float(g)  # (as a float: no NumPy warning for 0 * inf)
             c = g * rec[1]
-            if c != c and type(c) is float and (g == 0 or rec[1] == 0):
-                c = 0.0  # (an exact zero wins over an infinite partial: strong_mul)
+            if c != c and type(c) is float and (rec[1] == 0 or (element and g == 0)):
+                c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
             old = cts[p]
             cts[p] = c if old is None else old + c
             if len(rec) == 4:
                 p = rec[2]
                 c = g * rec[3]
-                if c != c and type(c) is float and (g == 0 or rec[3] == 0):
+                if c != c and type(c) is float and (rec[3] == 0 or (element and g == 0)):
                     c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c

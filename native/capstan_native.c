@@ -1399,7 +1399,13 @@ accumulate(PyObject *cts, Py_ssize_t p, PyObject *c)
    `tape` from node i down, exactly as reverse.backward's Python loop does it, adding into
    `cts`; skips the records `skip` (the shared input record; NULL: none).  Returns the first
    node it leaves to that loop (another kind of record, or a node whose element reads are
-   pending in `reads`, a dict or NULL), -1 at the end, -2 with an error set. */
+   pending in `reads`, a dict or NULL), -1 at the end, -2 with an error set.
+   A cotangent times a partial: IEEE's product, except that a zero partial wins over an
+   infinite cotangent (the factor nearer the input decides, as forward mode's zero tangent
+   does); a zero cotangent against an infinite partial stays NaN, undefined: cos(sqrt(x))
+   at 0 has slope -1/2, where 0 * inf gave 0 (reverse.backward drops zero seeds first).
+   A NumPy float's zero cotangent, an element of an array's cotangent (an index, an untaken
+   np.where branch, a stacked row), follows nothing and wins, as strong_mul's zeros do. */
 static Py_ssize_t
 sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObject *skip)
 {
@@ -1429,10 +1435,10 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
             for (Py_ssize_t j = 0; j < sr->n; j++) {
                 double pv = sr->partial[j];
                 PyObject *c;
-                if (PyFloat_CheckExact(g)) {
+                if (PyFloat_Check(g)) {  /* (a float, or a NumPy float: no NumPy warning) */
                     double gv = PyFloat_AS_DOUBLE(g), cv = gv * pv;
-                    if (isnan(cv) && (gv == 0.0 || pv == 0.0)) {
-                        cv = 0.0;  /* an exact zero wins over an infinite partial (strong_mul) */
+                    if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
+                        cv = 0.0;  /* a zero partial wins over an infinite cotangent (see above) */
                     }
                     c = PyFloat_FromDouble(cv);
                 }
@@ -1440,16 +1446,10 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                     PyObject *po = PyFloat_FromDouble(pv);
                     c = po == NULL ? NULL : PyNumber_Multiply(g, po);
                     Py_XDECREF(po);
-                    if (c != NULL && PyFloat_CheckExact(c) && isnan(PyFloat_AS_DOUBLE(c))) {
-                        int gz = PyObject_Not(g);  /* (1: an exact zero) */
-                        if (gz < 0) {
-                            Py_DECREF(c);
-                            Py_DECREF(g);
-                            return -2;
-                        }
-                        if (gz || pv == 0.0) {
-                            Py_SETREF(c, PyFloat_FromDouble(0.0));
-                        }
+                    if (c != NULL && PyFloat_Check(c) && isnan(PyFloat_AS_DOUBLE(c))
+                        && (pv == 0.0 || (PyFloat_Check(g) && PyFloat_AS_DOUBLE(g) == 0.0))) {
+                        /* (a NumPy float's zero is an array cotangent's element: it wins) */
+                        Py_SETREF(c, PyFloat_FromDouble(0.0));
                     }
                 }
                 if (c == NULL || accumulate(cts, sr->parent[j], c) < 0) {
@@ -1472,22 +1472,22 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                 goto fail;
             }
             PyObject *c;
-            if (PyFloat_CheckExact(g) && PyFloat_CheckExact(partial)) {
+            if (PyFloat_Check(g) && PyFloat_CheckExact(partial)) {
                 double gv = PyFloat_AS_DOUBLE(g), pv = PyFloat_AS_DOUBLE(partial), cv = gv * pv;
-                if (isnan(cv) && (gv == 0.0 || pv == 0.0)) {
-                    cv = 0.0;  /* an exact zero wins over an infinite partial (strong_mul) */
+                if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
+                    cv = 0.0;  /* a zero partial wins over an infinite cotangent */
                 }
                 c = PyFloat_FromDouble(cv);
             }
             else {
                 c = PyNumber_Multiply(g, partial);
-                if (c != NULL && PyFloat_CheckExact(c) && isnan(PyFloat_AS_DOUBLE(c))) {
-                    int gz = PyObject_Not(g), pz = PyObject_Not(partial);  /* (1: an exact zero) */
-                    if (gz < 0 || pz < 0) {
+                if (c != NULL && PyFloat_Check(c) && isnan(PyFloat_AS_DOUBLE(c))) {
+                    int pz = PyObject_Not(partial);  /* (1: an exact zero) */
+                    if (pz < 0) {
                         Py_DECREF(c);
                         goto fail;
                     }
-                    if (gz || pz) {
+                    if (pz || (PyFloat_Check(g) && !PyFloat_CheckExact(g) && PyFloat_AS_DOUBLE(g) == 0.0)) {
                         Py_SETREF(c, PyFloat_FromDouble(0.0));
                     }
                 }

@@ -83,3 +83,48 @@ def test_a_float64_tangent_that_is_nan_is_refused_like_a_float_one():
         warnings.simplefilter("ignore", RuntimeWarning)
         with pytest.raises(capstan.NoRuleError):
             capstan.D(f, 0.0)
+
+
+# Reverse mode multiplies each cotangent by a partial: a zero partial wins over an infinite
+# cotangent (the factor nearer the input decides, as forward mode's zero tangent does), but
+# a zero cotangent against an infinite partial is undefined.  On scalar records: arrays'
+# cotangents hold zeros that follow nothing (an index, an untaken np.where branch), where
+# the exact zero still wins.
+REVERSE_UNDEFINED_BEFORE = ["cos(sqrt(x))", "sqrt(x) ** 2", "sqrt(x) * sqrt(x)", "exp(-sqrt(x) ** 2)",
+                            "1 - cos(asin(x) ...)"]
+REVERSE_GUARDS = {
+    "sqrt(x) at 0": (lambda x: math.sqrt(x), math.inf),
+    "np.where(x > 0, np.sqrt(x), 0) + x": (lambda x: float(np.where(x > 0, np.sqrt(x), 0.0)) + x, 1.0),
+    "np.maximum(np.sqrt(x), 0.5) + x": (lambda x: float(np.maximum(np.sqrt(x), 0.5)) + x, 1.0),
+    "sqrt(x * x) (a norm at 0)": (lambda x: math.sqrt(x * x), 0.0),
+    "sqrt(x * x + y) at a kink": (lambda x: math.sqrt(x * x + 0.0 * x) + x, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", REVERSE_UNDEFINED_BEFORE)
+def test_reverse_mode_refuses_a_zero_cotangent_against_an_infinite_partial(name):
+    f, slope = UNDEFINED_BEFORE[name]
+    for entry in (lambda: capstan.gradient(f, 0.0), lambda: capstan.pullback(f, 0.0)[1](1.0)):
+        with pytest.raises(capstan.NoRuleError, match="NaN"):
+            entry()
+    assert abs(capstan.gradient(f, 1e-7)[0] - slope) < 1e-3 * max(1.0, abs(slope))
+
+
+@pytest.mark.parametrize("name", sorted(REVERSE_GUARDS))
+def test_reverse_mode_keeps_a_zero_partial_and_an_index_or_selection_zero(name):
+    f, slope = REVERSE_GUARDS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert capstan.gradient(f, 0.0) == (slope,)
+
+
+def test_a_zero_seed_follows_nothing():
+    """A Jacobian's other rows and pullback's dy of 0 are seeds of exact zeros: an output at
+    an infinite slope that they seed gives 0, not an undefined derivative."""
+    f = lambda x: (math.sqrt(x), 2.0 * x)
+    _, back = capstan.pullback(f, 0.0)
+    assert back((0.0, 1.0)) == (2.0,)
+    assert back((1.0, 0.0)) == (math.inf,)
+    assert capstan.pullback(lambda x: math.sqrt(x) + 0.0, 0.0)[1](0.0) == (0.0,)
+    jac = capstan.jacobian(lambda x: np.array([math.sqrt(x), 2.0 * x]), 0.0, mode="reverse")
+    assert list(jac) == [math.inf, 2.0]
