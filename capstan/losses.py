@@ -467,6 +467,9 @@ def equal_where(f, out):
 
 
 _MACHINERY = ("capstan.adcontext", "capstan.forward", "capstan.reverse", "capstan.tape", "capstan.fastpaths")
+#: code of capstan's functions that call the user's function for the user (``np.vectorize``'s
+#: kernel, a builtin such as ``bool`` included): a test made there is the user's
+ON_USERS_BEHALF: set[Any] = set()
 
 
 def compared_by_capstan(frame):
@@ -476,7 +479,7 @@ def compared_by_capstan(frame):
     while frame is not None:
         module = frame.f_globals.get("__name__") or "overdub"  # (generated code: the machinery's)
         if not (module.startswith("overdub") or module.startswith(_MACHINERY)):
-            return module.startswith("capstan.")
+            return module.startswith("capstan.") and frame.f_code not in ON_USERS_BEHALF
         frame = frame.f_back
     return False
 

@@ -135,3 +135,52 @@ def test_pullback_none_for_an_output_without_derivative_is_fine():
     assert back((1.0, None)) == (2.0,)
     y, back = capstan.pullback(lambda x: 3, 1.0)  # (an int: a constant, as gradient says)
     assert back(1.0) == (None,)
+
+
+# ------------------------------------------------------------------ np.vectorize of a builtin
+@pytest.mark.parametrize("kernel, otypes", [(bool, None), (bool, [bool]), (math.isfinite, None),
+                                            (bool, [int])])
+def test_vectorize_of_a_builtin_returning_truth_values(kernel, otypes):
+    """``np.vectorize(bool)`` was refused ("the kernel bool must return one real number per
+    element"), though a Python kernel returning bools worked: its result has no
+    derivative, plain truth values as NumPy gives them."""
+    v = np.vectorize(kernel, otypes=otypes)
+    x = np.array([0.5, -1.5, 2.0])
+    seen = []
+
+    def f(x):
+        b = v(x)
+        seen.append(b)
+        return np.sum(b * x ** 2)
+
+    expected = v(x)
+    g, = capstan.gradient(f, x)
+    np.testing.assert_allclose(g, 2 * x)
+    assert seen[-1].dtype == expected.dtype and not isinstance(seen[-1], overdub.Tagged)
+    np.testing.assert_array_equal(seen[-1], expected)
+    assert capstan.D(lambda s: f(s * x), 1.0) == pytest.approx(2 * np.sum(x ** 2))
+    np.testing.assert_allclose(capstan.hessian(f, x), 2 * np.eye(3))
+
+
+def test_vectorize_of_int_gives_ints_as_numpy_does():
+    """``np.vectorize(int)`` gave floats under differentiation (ints without)."""
+    x = np.array([0.5, 1.5, -2.5])
+    seen = []
+
+    def f(x):
+        seen.append(np.vectorize(int)(x))
+        return np.sum(seen[-1] * x)
+
+    np.testing.assert_allclose(capstan.gradient(f, x)[0], [0.0, 1.0, -2.0])
+    assert seen[-1].dtype == np.vectorize(int)(x).dtype
+
+
+@pytest.mark.parametrize("point", [np.array([0.0, 1.5]), 0.0])
+def test_vectorize_of_bool_at_a_differentiated_zero_is_refused(point):
+    """``bool`` of a differentiated 0 is a test that held (``sum(bool(x) * x)`` is ``x``,
+    whose slope 1 the branch misses), as for a Python kernel or ``bool(x)`` in the program."""
+    v = np.vectorize(bool)
+    with pytest.raises(capstan.NoRuleError, match="truth test"):
+        capstan.gradient(lambda x: np.sum(v(x) * x), point)
+    with pytest.raises(capstan.NoRuleError, match="truth test"):
+        capstan.jvp(lambda x: np.sum(v(x) * x), (np.array([0.0, 1.5]),), (np.ones(2),))
