@@ -184,3 +184,66 @@ def test_vectorize_of_bool_at_a_differentiated_zero_is_refused(point):
         capstan.gradient(lambda x: np.sum(v(x) * x), point)
     with pytest.raises(capstan.NoRuleError, match="truth test"):
         capstan.jvp(lambda x: np.sum(v(x) * x), (np.array([0.0, 1.5]),), (np.ones(2),))
+
+
+# ------------------------------------------------------------------ rules that were missing
+def _fd(f, x, h=1e-6):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+sc = pytest.importorskip("scipy.special")
+stats = pytest.importorskip("scipy.stats")
+
+
+@pytest.mark.parametrize("f, x, expected", [
+    (lambda z: sc.hyp0f1(1.5, z), 0.7, 0.8729993718497425),  # (mpmath's, 30 digits)
+    (lambda z: sc.hyperu(0.5, 1.5, z), 0.7, -0.8537347209531384),
+    (lambda x: sc.zetac(x), 2.5, -0.38734195032621),
+    (lambda m: sc.ellipkinc(0.7, m), 0.3, 0.0585699547087012),
+    (lambda m: sc.ellipeinc(0.7, m), 0.3, -0.05396184696448806),
+    (lambda a: sc.agm(a, 2.0), 1.0, 0.6052092391381492),
+    (lambda p: stats.binom.pmf(3, 10, p), 0.45, -1.00895935078125),
+    (lambda p: stats.nbinom.pmf(3, 5.5, p), 0.45, 0.6228486987992445),
+    (lambda n: stats.nbinom.pmf(3, n, 0.45), 5.5, -0.03032575265349122),
+])
+def test_functions_that_had_no_rule(f, x, expected):
+    """Each raised NoRuleError ("has no derivative rule"); the expected slopes are mpmath's."""
+    assert capstan.D(f, x) == pytest.approx(expected, rel=1e-12)
+    assert capstan.gradient(f, x)[0] == pytest.approx(expected, rel=1e-12)
+    assert capstan.D(lambda t: capstan.D(f, t), x) == pytest.approx(_fd(lambda t: capstan.D(f, t), x), rel=1e-5)
+
+
+@pytest.mark.parametrize("k, n, p, expected", [(0, 10, 0.0, -10.0), (10, 10, 1.0, 10.0), (9, 10, 1.0, -10.0)])
+def test_binomial_pmf_slope_at_the_ends_of_p(k, n, p, expected):
+    """The ends, where ``pmf (k/p - (n-k)/(1-p))`` would be 0/0: ``d/dp p^10`` at 1 is 10."""
+    assert capstan.gradient(lambda p: stats.binom.pmf(k, n, p), p)[0] == pytest.approx(expected)
+
+
+def test_elliptic_integrals_in_m_at_and_near_zero():
+    """(The closed forms are 0/0 at m = 0: the series takes over.)  dF/dm at 0 is
+    (phi/2 - sin(2 phi)/4)/2, dE/dm minus that."""
+    phi = 0.7
+    half = (phi / 2 - math.sin(2 * phi) / 4) / 2
+    assert capstan.D(lambda m: sc.ellipkinc(phi, m), 0.0) == pytest.approx(half, rel=1e-14)
+    assert capstan.D(lambda m: sc.ellipeinc(phi, m), 0.0) == pytest.approx(-half, rel=1e-14)
+    for m in (5e-4, 2e-3):
+        assert capstan.D(lambda m: sc.ellipkinc(phi, m), m) == pytest.approx(
+            _fd(lambda t: sc.ellipkinc(phi, t), m, 1e-7), rel=1e-7)
+
+
+def test_math_nextafter_and_ulp():
+    """nextafter moves x by an ulp: slope 1 in x, none in y; ulp is a step function."""
+    assert capstan.gradient(lambda x, y: math.nextafter(x, y) * 2.0, 1.3, 2.0) == (2.0, None)
+    assert capstan.D(lambda x: math.nextafter(x * x, 0.0), 3.0) == 6.0
+    assert capstan.D(lambda x: x * math.ulp(x), 1.5) == math.ulp(1.5)
+
+
+@pytest.mark.parametrize("f", [lambda x: float(__import__("fractions").Fraction(x)),
+                               lambda x: float.fromhex(x.hex())])
+def test_exact_exports_stay_refused_with_a_reason(f):
+    """The message suggested registering a derivative rule for float.as_integer_ratio."""
+    for mode in (capstan.D, capstan.gradient):
+        with pytest.raises(capstan.NoRuleError, match=r"exports the exact value .* cannot carry its "
+                                                      r"derivative") as info:
+            mode(f, 1.5)
+        assert "defderiv" not in str(info.value)
