@@ -893,7 +893,8 @@ class ADContext(Context):
             # x in a: NumPy's (a == x).any(), an equality checked as == is
             return bool(overdub(self, np.any, overdub(self, operator.eq, args[0], args[1])))
         if key in EXPORTING:
-            raise losses.refuse(self, no_rule(f, self.mode))
+            raise losses.refuse(self, losses.exported(f, self.mode) if key in losses.EXACT_EXPORTS
+                                else no_rule(f, self.mode))
         if key in registry.NONDIFF:
             return self._nondifferentiable(f, key, args, kwargs)
         if is_structural(f):

@@ -51,11 +51,21 @@ def bit32pass(ctx_type: type, code: Bytecode) -> Bytecode:
 
     ``overdub.replace_match`` only looks at values (constants and names), never at
     operand counts such as ``CALL 2``, so one call converts every literal that fits."""
+    _check_code("bit32pass", code)
     return overdub.replace_match(to32, _fits, code)
+
+
+def _check_code(name: str, code: Any) -> None:
+    """A TypeError naming the pass called with something other than a function body."""
+    if not isinstance(code, Bytecode):
+        raise TypeError("capstan.%s(ctx_type, code): code must be a bytecode.Bytecode, got %s; "
+                        "a pass is given to a context, which calls it: Ctx(pass_=capstan.%s)"
+                        % (name, type(code).__name__, name))
 
 
 def float32pass(ctx_type: type, code: Bytecode) -> Bytecode:
     """Like ``bit32pass`` for float literals only.  NumPy promotes ``int32`` with
     ``float32`` to ``float64`` (``x32 ** np.int32(3)`` is float64, ``x32 ** 3`` is
     float32), so code that mixes int literals into float32 arrays wants this one."""
+    _check_code("bit32.float32pass", code)
     return overdub.replace_match(np.float32, lambda c: type(c) is float and _fits(c), code)

@@ -181,6 +181,17 @@ def cotangent_leaf(fname: str, d: Any) -> None:
                     % (fname, describe(d)))
 
 
+def cotangent_target(fname: str, leaf: Any) -> None:
+    """Refuse a ``back(dy)`` cotangent given for a part of f's output that is no number or
+    array (a string, ``None``, an object): it has no derivative, and answering ``None``
+    for it would be silent (``gradient`` refuses such an output too)."""
+    if not isinstance(plain(leaf), (int, float, complex, np.number, np.bool_, np.ndarray)):
+        raise TypeError("capstan.%s: back(dy) got a cotangent for %s in f's output, which is not a "
+                        "number or an array and has no derivative (f must return numbers and arrays, "
+                        "or lists/tuples/dicts/dataclasses of them; give None as that part of dy)"
+                        % (fname, describe(leaf)))
+
+
 def check_single_output(y: Any) -> None:
     """Raise :class:`NestedOutput` unless ``y`` is a single number or array."""
     leaves, _ = flatten(y)

@@ -467,6 +467,9 @@ def equal_where(f, out):
 
 
 _MACHINERY = ("capstan.adcontext", "capstan.forward", "capstan.reverse", "capstan.tape", "capstan.fastpaths")
+#: code of capstan's functions that call the user's function for the user (``np.vectorize``'s
+#: kernel, a builtin such as ``bool`` included): a test made there is the user's
+ON_USERS_BEHALF: set[Any] = set()
 
 
 def compared_by_capstan(frame):
@@ -476,7 +479,7 @@ def compared_by_capstan(frame):
     while frame is not None:
         module = frame.f_globals.get("__name__") or "overdub"  # (generated code: the machinery's)
         if not (module.startswith("overdub") or module.startswith(_MACHINERY)):
-            return module.startswith("capstan.")
+            return module.startswith("capstan.") and frame.f_code not in ON_USERS_BEHALF
         frame = frame.f_back
     return False
 
@@ -633,6 +636,23 @@ EXPORTING = {float.as_integer_ratio, float.hex, float.__getnewargs__, float.__re
              getattr(np.ndarray, "itemset", np.put)}
 # (NumPy's float scalars have their own: Fraction(a[0]) of an array's element called it)
 EXPORTING.update(t.as_integer_ratio for t in (np.float16, np.float32, np.float64, np.longdouble))
+#: those that export a float's exact value as integers or hex text (:func:`exported`)
+EXACT_EXPORTS = frozenset({float.as_integer_ratio, float.hex}
+                          | {t.as_integer_ratio for t in (np.float16, np.float32, np.float64, np.longdouble)})
+
+
+def exported(f, mode):
+    """The error for a float's exact value exported as integers or hex text (``Fraction(x)``,
+    ``x.as_integer_ratio()``, ``x.hex()``): no rule can carry a derivative into integers or
+    text, and the code that takes them apart (decoding the digits) cannot be followed."""
+    err = NoRuleError(
+        "capstan: %s exports the exact value of a value being differentiated as integers or hex "
+        "text (fractions.Fraction(x), statistics.mean, x.as_integer_ratio(), x.hex()), which cannot "
+        "carry its derivative (%s mode).  Compute with the float itself (statistics.fmean for "
+        "statistics.mean), or pass capstan.stop_gradient(x) if dropping the derivative is what you "
+        "want." % (qualified_name(f), mode))
+    err.function = f
+    return err
 _EXPORTS = {bytes, bytearray, memoryview, array.array}
 
 

@@ -82,9 +82,17 @@ def hook(fn: Callable[[Any], Any], x: T) -> T:
         (6.0,)
 
     Raises:
-        Nothing itself; what ``fn`` raises on the backward pass propagates.
+        TypeError: ``fn`` is not callable (checked on the forward pass, in and out of a
+            differentiation); what ``fn`` raises on the backward pass propagates.
     """
+    if not callable(fn):
+        raise hook_error(fn)
     return x
+
+
+def hook_error(fn: Any) -> TypeError:
+    return TypeError("capstan.hook(fn, x): fn must be callable (it is called with the gradient "
+                     "flowing into x), got %r" % (fn,))
 
 
 def stop_gradient(x: T) -> T:

@@ -45,7 +45,7 @@ import numpy as np
 from overdub import Tagged, opaque, overdub, primitive, recurse
 from overdub.tagging import tag_of, value_of
 
-from . import nesting
+from . import losses, nesting
 from .adcontext import INPLACE, ADContext
 from .losses import NoRuleError
 from .reverse import GUARD, INPUT, RULE, adjoint, pullback
@@ -758,15 +758,16 @@ def _vectorize_call(ctx, vec, /, *args, **kwargs):
     otype = None
     if vec.otypes:
         kinds = {np.dtype(t).kind for t in vec.otypes}
-        if len(vec.otypes) == 1 and kinds <= set("biu") and type(vec.pyfunc) is types.FunctionType:
-            # (no derivative follows such results; a Python kernel's own tests are checked)
+        if len(vec.otypes) == 1 and kinds <= set("biu"):
+            # (no derivative follows such results; a Python kernel's own tests are checked,
+            # a builtin's -- bool, int, math.isfinite -- are those of its rule or protocol)
             return _each_element(ctx, vec.pyfunc, args, kwargs, np.dtype(vec.otypes[0]), vec.excluded)
         if len(vec.otypes) != 1 or kinds != {"f"}:
             raise TypeError("capstan: %s with otypes=%r on differentiated arguments: only one "
                             "floating output type carries a derivative" % (name, vec.otypes))
         otype = np.dtype(vec.otypes[0])
-    elif (not vec.excluded and not kwargs and type(vec.pyfunc) is types.FunctionType
-          and not _for_kernel(vec.pyfunc).paths):  # (a kernel with recorded paths gives floats)
+    elif not vec.excluded and not kwargs and not _for_kernel(vec.pyfunc).paths:
+        # (a kernel with recorded paths gives floats; Python's or a builtin -- bool, int)
         first = _first_result(ctx, vec.pyfunc, args)  # (NumPy, too, calls it on the first elements
         if first is not None:  # to choose the output type): a bool, int or text kernel
             return _each_element(ctx, vec.pyfunc, args, kwargs, np.asarray(first).dtype, ())
@@ -828,8 +829,12 @@ def _each_element(ctx, kernel, args, kwargs, dtype, excluded):
 
 def _call_kernel(ctx, kernel, elems, kwargs):
     """``kernel(*elems, **kwargs)`` routed: its body's tests of differentiated values are
-    checked as anywhere in the program."""
+    checked as anywhere in the program (a builtin kernel's too: ``bool`` of a differentiated
+    zero is the user's test, made from here)."""
     return overdub(ctx, kernel, *elems, **kwargs)
+
+
+losses.ON_USERS_BEHALF.add(_call_kernel.__code__)
 
 
 def _vectorize_init(ctx, vec, /, *args, **kwargs):

@@ -32,7 +32,7 @@ from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
-from .markers import checkpoint, hook, positional
+from .markers import checkpoint, hook, hook_error, positional
 from .nesting import enclosing, nestlevel, route
 from .pool import borrowed, lent, quiet_reset, run_at, running
 from .rules import registry
@@ -231,7 +231,10 @@ class ReverseCtx(ADContext):
     def compute(self, f, vals, parents, kwargs, args, run, foreign):
         adjoint = ADJOINTS.get(f)
         if adjoint is not None:
-            ans, back = run(adjoint, *vals, **kwargs)
+            pair = run(adjoint, *vals, **kwargs)
+            if type(pair) not in (tuple, list) or len(pair) != 2 or not callable(pair[1]):
+                raise _bad_adjoint(f, adjoint, pair)
+            ans, back = pair
             return self._result(ans, self.record(CUSTOM, back, ans, tuple(vals), kwargs,
                                                  parents, foreign))
         if f in INPLACE and type(untagged(vals[0])) is np.ndarray:
@@ -462,6 +465,8 @@ class ReverseCtx(ADContext):
 
     @primitive(hook)
     def hook_(self, fn, x):
+        if not callable(fn):
+            raise hook_error(fn)
         n = self.node(x)
         if n is None:
             return x
@@ -737,7 +742,10 @@ def _step(rec, g, run):
     if kind is SETITEM:
         vshape, k, vdtype = rec.kwargs
         return run(setitem_back, g, vshape, k, vdtype)
-    return run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+    out = run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+    if rec.vals and (type(out) is not tuple and type(out) is not list or len(out) != len(rec.parents)):
+        raise _bad_pullback(rec, out)  # (only an adjoint's record keeps its arguments)
+    return out
 
 
 def _plain_partials(rec, g, partials):
@@ -777,6 +785,36 @@ def _plain_partials(rec, g, partials):
             c = _summed(registry.strong_mul(g, d), x)
         out.append(c)
     return out
+
+
+def _name(f):
+    return getattr(f, "__qualname__", None) or repr(f)
+
+
+def _bad_adjoint(f, adjoint, pair):
+    """The clear error for an ``@capstan.adjoint`` rule whose result is not ``(y, pullback)``."""
+    if type(pair) in (tuple, list) and len(pair) == 2:
+        got = "(y, %s), whose pullback is not callable" % type(pair[1]).__name__
+    elif type(pair) in (tuple, list):
+        got = "a %s of %d" % (type(pair).__name__, len(pair))
+    else:
+        got = type(pair).__name__
+    return TypeError("@capstan.adjoint(%s): the rule %s returned %s; it must return a pair "
+                     "(y, pullback), pullback a function of the output's cotangent"
+                     % (_name(f), _name(adjoint), got))
+
+
+def _bad_pullback(rec, out):
+    """The clear error for a user adjoint's pullback that does not return one cotangent per
+    positional argument (a bare cotangent, too few or too many would pair cotangents with
+    the wrong arguments, or drop some, without a word)."""
+    got = ("a %s of %d" % (type(out).__name__, len(out))) if type(out) in (tuple, list) \
+        else "a bare %s" % type(out).__name__
+    n = len(rec.parents)
+    return TypeError("@capstan.adjoint: the pullback %s returned %s; it must return a tuple with one "
+                     "cotangent per positional argument (%d here, as in (%s); None for an argument "
+                     "without one)" % (_name(rec.f), got, n, ", ".join(["d%d" % i for i in range(n)])
+                                       + ("," if n == 1 else "")))
 
 
 def _summed(g, x):
@@ -1141,6 +1179,8 @@ def pullback_named(fname: str, f: Callable[..., Any], args: tuple[Any, ...],
                     raise ValueError("capstan.%s: dy has shape %s where the output has %s"
                                      % (fname, np.shape(d), np.shape(value)))
                 seeds[n] = d if n not in seeds else seeds[n] + d
+            elif n is None and d is not None and type(leaf) is not float:
+                checks.cotangent_target(fname, leaf)
         grads = run.back(seeds)
         if seeds and _has_nan(grads) and _finite_run(run, dleaves):
             raise losses.undefined_in_reverse(fname)  # (NaN where f, its arguments and dy are finite)

@@ -114,6 +114,14 @@ def _all_subclasses(cls: type) -> list[type]:
     return out
 
 
+def _check_pass(ctx_type: type, pass_: Any, call: str = "") -> None:
+    """A TypeError naming the call (``Ctx(pass_=...)``) given a pass that is not callable."""
+    if pass_ is not None and not callable(pass_):
+        raise TypeError("%s(metadata=None, pass_=None): pass_ must be a callable (ctx_type, "
+                        "bytecode.Bytecode) -> bytecode.Bytecode, got %r"
+                        % (call or ctx_type.__name__, pass_))
+
+
 class Context(metaclass=_ContextType):
     """Base class of every context.  ``Ctx(metadata=None, pass_=None)``.
 
@@ -123,9 +131,7 @@ class Context(metaclass=_ContextType):
     """
 
     def __init__(self, metadata: Any = None, pass_: Pass | None = None) -> None:
-        if pass_ is not None and not callable(pass_):
-            raise TypeError("pass_ must be a callable (ctx_type, bytecode.Bytecode) -> "
-                            "bytecode.Bytecode, got %r" % (pass_,))
+        _check_pass(type(self), pass_)
         self.metadata = metadata
         self.pass_ = pass_
         self._tagkey = object()  # tag identity: shared with similar() contexts only
@@ -138,6 +144,7 @@ class Context(metaclass=_ContextType):
         new.__dict__.update(self.__dict__)
         new.__dict__.pop("_overdub_nested", None)  # (a runtime is made per instance)
         new.metadata = metadata
+        _check_pass(type(self), pass_, "ctx.similar")
         new.pass_ = self.pass_ if pass_ is None else pass_
         new._runtime = None
         return new

@@ -102,6 +102,8 @@ def recurse(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -
     """Run ``f``'s body with everything inside it routed through ``ctx`` (no hooks
     for ``f`` itself); ``fallback`` where ``f`` has no Python body."""
     rt = runtime_of(ctx, "recurse")
+    if not rt.depth and not callable(f):  # (called by the user; in a run, as plain Python fails)
+        _check_callable(f, "recurse")
     rt.depth += 1
     try:
         if rt.spec.canrecurse and not rt.canrecurse(f, *args, **kwargs):
@@ -118,6 +120,8 @@ def fallback(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) 
     """Call ``f`` plainly as ``ctx`` would (its ``fallback`` method)."""
     try:
         rt = runtime_of(ctx, "fallback")
+        if not rt.depth and not callable(f):  # (called by the user; in a run, as plain Python fails)
+            _check_callable(f, "fallback")
         if rt.spec.fallback:
             return rt.fallback(f, *args, **kwargs)
         return _default_fallback(rt, f, args, kwargs)

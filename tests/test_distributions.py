@@ -236,6 +236,8 @@ RULE_CASES = [
     Case(scu._binom_sf, np.array([1.0, 3.0, 5.0]), 8.5, X01, diff=[1, 2]),
     Case(scu._nbinom_cdf, np.array([1.0, 3.0, 5.0]), 4.5, X01, diff=[1, 2]),
     Case(scu._nbinom_sf, np.array([1.0, 3.0, 5.0]), 4.5, X01, diff=[1, 2]),
+    Case(scu._binom_pmf, np.array([0.0, 3.0, 8.0]), 8.5, X01, diff=[1, 2]),
+    Case(scu._nbinom_pmf, np.array([0.0, 3.0, 5.0]), 4.5, X01, diff=[1, 2]),
     Case(sc.chndtr, XP, 3.5, 1.2, diff=[0, 2]), Case(sc.chndtrix, Q, 3.5, 1.2, diff=[0, 2]),
     Case(scu._ncx2_pdf, XP, 3.5, 1.2, diff=[0, 2]), Case(scu._ncx2_sf, XP, 3.5, 1.2, diff=[0, 2]),
     Case(scu._ncx2_isf, Q, 3.5, 1.2, diff=[0, 2]),

@@ -606,11 +606,11 @@ def test_gradient_of_non_scalar_output():
 
 def test_gradient_no_rule_error():
     with pytest.raises(capstan.NoRuleError) as ei:
-        gradient(lambda x: math.nextafter(x, 10.0) * 2.0, 3.0)
+        gradient(lambda x: math.frexp(x)[0] * 2.0, 3.0)
     assert isinstance(ei.value, TypeError)
-    assert "nextafter" in str(ei.value) and "capstan.def" in str(ei.value)
+    assert "frexp" in str(ei.value) and "capstan.def" in str(ei.value)
     with pytest.raises(capstan.NoRuleError):
-        gradient(lambda x: float(np.sum(x)) + math.ulp(x[0]), np.ones(2))
+        gradient(lambda x: np.sum(x) + math.frexp(x[0])[0], np.ones(2))
 
 
 def test_gradient_not_callable():
@@ -677,11 +677,11 @@ def test_deflinear_registers_both_modes():
 
 
 def test_no_rule_error_names_the_function_and_the_mode():
-    with pytest.raises(capstan.NoRuleError, match=r"math.nextafter has no derivative rule \(for reverse"):
-        gradient(lambda x: math.nextafter(x, 2.0), 1.0)
-    forward_error = r"(?s)\(for forward mode\).*capstan.defjvp\(math.nextafter"
+    with pytest.raises(capstan.NoRuleError, match=r"math.frexp has no derivative rule \(for reverse"):
+        gradient(lambda x: math.frexp(x)[0], 1.0)
+    forward_error = r"(?s)\(for forward mode\).*capstan.defjvp\(math.frexp"
     with pytest.raises(capstan.NoRuleError, match=forward_error):
-        D(lambda x: math.nextafter(x, 2.0), 1.0)
+        D(lambda x: math.frexp(x)[0], 1.0)
 
 
 def test_hook_function_is_differentiated_inside_an_enclosing_derivative():

@@ -54,6 +54,12 @@ CASES = [
     Case(sc.spence, X), Case(sc.wrightomega, R(3)), Case(sc.lambertw, X, hessian=False),
     Case(sc.lambertw, C(2)),
     Case(sc.hyp2f1, 0.5, 1.5, 2.5, P(3) - 0.5, diff=[3]), Case(sc.hyp1f1, 0.5, 1.5, R(3), diff=[2]),
+    Case(sc.hyp0f1, np.array([0.5, 1.5, 2.5]), R(3), diff=[1]), Case(sc.hyp0f1, 1.5, C(2), diff=[1], hessian=False),
+    Case(sc.hyperu, 0.5, np.array([1.5, 0.3, 2.5]), X, diff=[2]), Case(sc.zetac, X + 1.2),
+    Case(sc.ellipkinc, 3 * R(3), P(3) - 0.5), Case(sc.ellipeinc, 3 * R(3), P(3) - 0.5),
+    Case(sc.ellipkinc, np.array([0.7, 2.5, -1.2]), np.array([0.0, 4e-4, -9e-4])),
+    Case(sc.ellipeinc, np.array([0.7, 2.5, -1.2]), np.array([0.0, 4e-4, -9e-4])),
+    Case(sc.agm, X, X + P(3)), Case(sc.agm, -X, -3 * X),
     # orthogonal polynomials
     Case(sc.eval_jacobi, np.array([0, 2, 3]), 0.5, 1.5, P(3) - 0.5, diff=[3]),
     Case(sc.eval_jacobi, 2.5, 0.5, 1.5, P(3) - 0.5, diff=[3]),
@@ -122,6 +128,8 @@ REFUSED = [  # (function of the differentiated value, function name, argument na
     (lambda k: sc.pdtr(k, 2.0), "pdtr", "k"), (lambda n: sc.yn(n, 1.5), "yn", "n"),
     (lambda v: sc.struve(v, 1.5), "struve", "v"), (lambda v: sc.lpmv(1, v, 0.3), "lpmv", "v"),
     (lambda s: sc.voigt_profile(0.3, s - 1.25, 0.5), "voigt_profile", "x, sigma, gamma"),
+    (lambda v: sc.hyp0f1(v, 0.7), "hyp0f1", "v"), (lambda a: sc.hyperu(a, 1.5, 0.7), "hyperu", "a"),
+    (lambda b: sc.hyperu(0.5, b, 0.7), "hyperu", "b"), (lambda x: sc.zetac(x - 0.5), "zetac", "x"),
 ]
 
 

@@ -19,7 +19,7 @@ incomplete gamma function) is refused with :class:`capstan.NoRuleError`, never z
 import numpy as np
 
 from .registry import defderiv, defimpl, plain_valued
-from .special_rules import betainc_a, betainc_b, gammainc_a, refused
+from .special_rules import betainc_a, betainc_b, gammainc_a, psi_difference, refused
 
 try:
     import scipy.special as sc
@@ -203,6 +203,34 @@ def _nbinom_n(k, n, p):
     return np.where(inside, betainc_a(n, np.where(inside, k, 0.0) + 1.0, p), 0.0)
 
 
+def _binom_pmf_p(ans, k, n, p, **kw):
+    """``d/dp C(n, k) p^k (1-p)^(n-k) = pmf (k/p - (n-k)/(1-p))`` inside; at ``p = 0`` and
+    ``p = 1``, ``n (pmf(k-1; n-1, p) - pmf(k; n-1, p))`` (no division by ``p`` or ``1 - p``),
+    a term outside ``0 <= k <= n - 1`` being 0 there."""
+    inside = (p > 0) & (p < 1)
+    q = np.where(inside, p, 0.5)
+    low, high = k >= 1, k <= n - 1
+    ends = n * (np.where(low, scu._binom_pmf(np.where(low, k - 1.0, 0.0), n - 1.0, p), 0.0)
+                - np.where(high, scu._binom_pmf(np.where(high, k, 0.0), n - 1.0, p), 0.0))
+    return np.where(inside, ans * (k / q - (n - k) / (1.0 - q)), ends)
+
+
+def _binom_pmf_n(ans, k, n, p, **kw):
+    """(the continuous extension in ``n``, as ``bdtr``'s: ``C(n, k) = Γ(n+1) / (Γ(k+1) Γ(n-k+1))``)"""
+    return ans * (psi_difference(n - k + 1.0, k) + np.log1p(-p))
+
+
+def _nbinom_pmf_p(ans, k, n, p, **kw):
+    """``d/dp Γ(n+k) / (Γ(n) k!) p^n (1-p)^k = (n/p) (pmf(k; n, p) - pmf(k-1; n+1, p))``
+    (no division by ``1 - p``: right at ``p = 1``)."""
+    low = k >= 1
+    return n / p * (ans - np.where(low, scu._nbinom_pmf(np.where(low, k - 1.0, 0.0), n + 1.0, p), 0.0))
+
+
+def _nbinom_pmf_n(ans, k, n, p, **kw):
+    return ans * (psi_difference(n, k) + np.log(p))
+
+
 def _register():
     # ----------------------------------------------------------------- beta
     _rule(scu._beta_pdf,
@@ -261,6 +289,10 @@ def _register():
     for f, sign in ((sc.nbdtr, 1.0), (sc.nbdtrc, -1.0), (scu._nbinom_cdf, 1.0), (scu._nbinom_sf, -1.0)):
         _rule(f, refused(f, "k", steps), lambda ans, k, n, p, _s=sign, **kw: _s * _nbinom_n(k, n, p),
               lambda ans, k, n, p, _s=sign, **kw: _s * _nbinom_p(k, n, p))
+
+    counts = "the count of successes or failures, an integer"
+    _rule(getattr(scu, "_binom_pmf", None), refused(scu._binom_pmf, "k", counts), _binom_pmf_n, _binom_pmf_p)
+    _rule(getattr(scu, "_nbinom_pmf", None), refused(scu._nbinom_pmf, "k", counts), _nbinom_pmf_n, _nbinom_pmf_p)
 
     # ----------------------------------------------------------------- noncentral chi-squared
     # F(x; k, nc) is a Poisson(nc/2) mixture of central F(x; k + 2j): dF/dnc = (F(x; k+2) - F(x; k))/2

@@ -142,6 +142,11 @@ if hasattr(math, "fma"):  # (3.13+) x * y + z, rounded once
 nondifferentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
                   math.isclose, math.factorial, math.gcd, math.comb,
                   math.perm, cmath.isnan, cmath.isinf, cmath.isfinite, cmath.isclose)
+# nextafter(x, y) is x moved by a few units in the last place: slope 1 in x (as np.nextafter's);
+# y only gives the direction.  ulp(x) is a step function of x (constant between powers of 2),
+# as np.spacing
+defderiv(math.nextafter, lambda ans, x, y, **kw: 1.0, None)
+nondifferentiable(math.ulp)
 
 
 def _phase_parts(z):

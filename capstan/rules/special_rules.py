@@ -187,6 +187,7 @@ def _register():
     defderiv(beta_tail_moment, None, None, beta_moment_a, beta_moment_b, beta_moment_x, None)
 
     # ----------------------------------------------------------------- zeta
+    defderiv(sc.zetac, _zetac_d)  # (zeta(x) - 1, whose slope is zeta's)
     # (in x: the log-moments of its integral representation, capstan.rules.log_moments)
     defderiv(sc.zeta, lambda ans, x, q=None, out=None: zeta_moment(1, x, 1.0 if q is None else q),
              lambda ans, x, q, out=None: -x * sc.zeta(x + 1.0, q))
@@ -300,6 +301,18 @@ def _register():
              lambda ans, a, b, c, z, **kw: a * b / c * sc.hyp2f1(a + 1, b + 1, c + 1, z))
     defderiv(sc.hyp1f1, _parameter(sc.hyp1f1, "a"), _parameter(sc.hyp1f1, "b"),
              lambda ans, a, b, x, **kw: a / b * sc.hyp1f1(a + 1, b + 1, x))
+    defderiv(sc.hyp0f1, _parameter(sc.hyp0f1, "v"), lambda ans, v, z, **kw: sc.hyp0f1(v + 1, z) / v)
+    defderiv(sc.hyperu, _parameter(sc.hyperu, "a"), _parameter(sc.hyperu, "b"),
+             lambda ans, a, b, x, **kw: -a * sc.hyperu(a + 1, b + 1, x))
+    # incomplete elliptic integrals F(phi|m), E(phi|m): in m, their closed forms are 0/0 at
+    # m = 0, where their series (in the integrals of sin^2n) takes over
+    defderiv(sc.ellipkinc, lambda ans, phi, m, **kw: 1.0 / np.sqrt(1.0 - m * np.sin(phi) ** 2),
+             _ellipkinc_m)
+    defderiv(sc.ellipeinc, lambda ans, phi, m, **kw: np.sqrt(1.0 - m * np.sin(phi) ** 2),
+             lambda ans, phi, m, **kw: np.where(
+                 np.abs(m) < 1e-3, _incomplete_series(phi, m, _ELLIPE_TERMS),
+                 (ans - sc.ellipkinc(phi, m)) / (2.0 * _nz(m))))
+    defderiv(sc.agm, lambda ans, a, b, **kw: _agm_slope(a, b), lambda ans, a, b, **kw: _agm_slope(b, a))
 
     # ----------------------------------------------------------------- Struve, Owen's T, Voigt, Legendre
     def struve_term(v, x):  # (x/2)^v / (sqrt(pi) Gamma(v + 3/2)), DLMF 11.4.27
@@ -588,6 +601,53 @@ _C2 = [1.0, 0.25, 9 / 64, 25 / 256, 1225 / 16384, 3969 / 65536, 53361 / 1048576]
 _ELLIPK_SLOPE = [np.pi / 2 * n * _C2[n] for n in range(1, 7)]
 _ELLIPE_SLOPE = [np.pi / 2 * n * _C2[n] / (1 - 2 * n) for n in range(1, 7)]
 _SPENCE_SLOPE = [-((-1.0) ** k) / (k + 1) for k in range(8)]
+
+
+#: the series of dF/dm and dE/dm about m = 0 (F = sum_n c_n m^n S_n, E = sum_n c_n m^n
+#: S_n / (1 - 2n), c_n = (2n)! / (4^n n!^2), S_n the integral of sin^2n from 0 to phi)
+_ELLIPF_TERMS = [n * math.comb(2 * n, n) / 4 ** n for n in range(1, 7)]
+_ELLIPE_TERMS = [n * math.comb(2 * n, n) / 4 ** n / (1 - 2 * n) for n in range(1, 7)]
+
+
+def _incomplete_series(phi, m, terms):
+    """``sum_n terms[n-1] m^(n-1) S_n(phi)`` with ``S_n = int_0^phi sin^2n``, by the
+    recurrence ``S_n = ((2n - 1) S_(n-1) - sin^(2n-1) cos) / 2n`` from ``S_0 = phi``
+    (differentiable in ``phi`` and ``m`` in turn)."""
+    s, c = np.sin(phi), np.cos(phi)
+    integral, power, out = phi, s, 0.0
+    for n in range(1, len(terms) + 1):
+        integral = ((2 * n - 1) * integral - power * c) / (2 * n)
+        power = power * s * s
+        out = out + terms[n - 1] * m ** (n - 1) * integral
+    return out
+
+
+def _ellipkinc_m(ans, phi, m, **kw):
+    """``dF(phi|m)/dm = E / (2m(1 - m)) - F / 2m - sin 2phi / (4 (1 - m) sqrt(1 - m sin^2 phi))``."""
+    closed = (sc.ellipeinc(phi, m) / (1.0 - m) - ans) / (2.0 * _nz(m)) - np.sin(2.0 * phi) / (
+        4.0 * (1.0 - m) * np.sqrt(1.0 - m * np.sin(phi) ** 2))
+    return np.where(np.abs(m) < 1e-3, _incomplete_series(phi, m, _ELLIPF_TERMS), closed)
+
+
+def _agm_slope(a, b, steps=40):
+    """``d agm(a, b) / da``: the arithmetic-geometric iteration carried with its derivative
+    (quadratic convergence: 40 steps reach the limit from any pair of floats of one sign;
+    later steps leave it as it is).  A pair of negative numbers has the slope of their
+    magnitudes (``agm(-a, -b) = -agm(a, b)``); square roots of each, not of the product,
+    which overflows."""
+    a, b = np.abs(a), np.abs(b)
+    da, db = 1.0 + 0.0 * a, 0.0 * b
+    for _ in range(steps):
+        ra, rb = np.sqrt(a), np.sqrt(b)
+        a, b, da, db = 0.5 * (a + b), ra * rb, 0.5 * (da + db), 0.5 * (rb / ra * da + ra / rb * db)
+    return 0.5 * (da + db)
+
+
+def _zetac_d(ans, x, **kw):
+    if np.any(np.asarray(x) <= 1.0):
+        return refused(sc.zetac, "x", "at x <= 1: the integral representation the rule integrates "
+                                      "holds for x > 1 only")(ans)
+    return zeta_moment(1, x, 1.0)
 
 
 def _rgamma_slope(z):
