@@ -78,3 +78,31 @@ def test_write_through_the_real_part_in_reverse_mode_is_refused_clearly():
     assert capstan.D(f, 0.5) == pytest.approx(_fd(f, 0.5), rel=1e-6)
     with pytest.raises(TypeError, match="real or imaginary part"):
         capstan.gradient(f, 0.5)
+
+
+# ------------------------------------------------------------------ sparsity through scipy.stats
+_GRID = np.linspace(-1.0, 1.0, 4)
+
+
+@pytest.mark.parametrize("f", [
+    lambda th: np.sum(st.norm.pdf(_GRID[:, None], loc=th[0], scale=th[1] * np.ones((1, 2)))),
+    lambda th: np.sum(st.norm.logpdf(_GRID, loc=th[0], scale=th[1] * np.ones(4))),
+    lambda th: np.sum(st.gamma.logpdf(_GRID + 1.5, th[1], loc=th[0])),
+])
+def test_sparse_hessian_of_a_scipy_stats_density(f):
+    """Sparsity detection treated scipy.stats' validity plan (a plain-valued helper returning
+    a tuple of masks and flags) as a rule-less call and took np.size of the tuple:
+    ValueError 'inhomogeneous shape' from hessian_sparsity, sparse_hessian and
+    jacobian_sparsity."""
+    x = np.array([0.1, 0.8])
+    H = capstan.hessian(f, x)
+    np.testing.assert_allclose(capstan.sparse_hessian(f, x).toarray(), H, rtol=1e-12)
+    assert capstan.hessian_sparsity(f, x).toarray().all()
+
+
+def test_sparsity_of_a_per_point_location_stays_diagonal():
+    f = lambda th: np.sum(st.norm.logpdf(_GRID, loc=th[:4], scale=th[4:]))
+    x = np.concatenate([np.zeros(4), np.ones(4)])
+    P = capstan.hessian_sparsity(f, x).toarray()
+    np.testing.assert_array_equal(P, np.kron(np.ones((2, 2)), np.eye(4)).astype(bool))
+    np.testing.assert_allclose(capstan.sparse_hessian(f, x).toarray(), capstan.hessian(f, x), rtol=1e-12)
