@@ -147,8 +147,13 @@ class ForwardCtx(ADContext):
         return Tagged(ans, t, self)
 
     def view_meta(self, view, root, buf, foreign):
-        """The tangent of a plain view of a shadowed array: its region of the root's buffer."""
-        return region(buf, root, view)
+        """The tangent of a plain view of a shadowed array: its region of the root's buffer
+        (refused where the view cannot be located in the root, not read as no tangent)."""
+        t = region(buf, root, view)
+        if t is None:
+            raise TypeError("capstan: cannot follow a write through this view of a differentiated "
+                            "array (dtype change or non-contiguous base); copy the array first")
+        return t
 
     # -- subscripts and attributes ------------------------------------------------------------
     @primitive(operator.getitem, Tagged)

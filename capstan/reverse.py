@@ -30,7 +30,7 @@ from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SING
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
 from .adcontext import raw as untagged
-from .aliasing import positions, returned_argument, root_of
+from .aliasing import part, positions, returned_argument, root_of
 from .assembly import as_array, copied, like_leaf, reverse_jacobian_from
 from .markers import checkpoint, hook, hook_error, positional
 from .nesting import enclosing, nestlevel, route
@@ -382,7 +382,13 @@ class ReverseCtx(ADContext):
     def view_meta(self, view, root, n, foreign):
         """The node of a plain view of a shadowed array: a read of its region of the root."""
         where = np.unravel_index(positions(view, root), root.shape)
-        return self.record(GETITEM, None, None, (), (root.shape, root.dtype, where), (n,), foreign)
+        n = self.record(GETITEM, None, None, (), (root.shape, root.dtype, where), (n,), foreign)
+        side = part(view, root)
+        if side is None:
+            return n
+        value = root[where]  # (``c.real`` or ``c.imag``: that part of the elements read)
+        f = np.real if side == "real" else np.imag
+        return self.record(RULE, f, f(value), (value,), {}, (n,), foreign)
 
     def holder(self, root):
         """``(node, tagged owner or None)`` of the memory ``root`` (node ``None``: untracked)."""
@@ -455,6 +461,10 @@ class ReverseCtx(ADContext):
             return None
         if raw.dtype.kind not in "fc":
             return None
+        if raw is not root and part(raw, root) is not None:
+            raise TypeError("capstan: cannot follow a write through the real or imaginary part of a "
+                            "differentiated complex array (c.real[...] = v); write complex values "
+                            "into the array itself")
         where = None if raw is root else positions(raw, root)[k]
         index = k if where is None else np.unravel_index(where, root.shape)
         n = self.record(SETITEM, None, None, (v if nv is None else None, base),

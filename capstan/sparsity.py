@@ -383,6 +383,8 @@ class PatternCtx(ADContext):
                 return args[same]
         if f in _PARTIALS:
             meta = self._elementwise(f, ans, vals, metas)
+        elif f in registry.PLAIN_VALUED:  # (plain values: scipy.stats' validity plans, shapes...)
+            return ans
         else:
             kind = _PATTERN.get(f)
             meta = getattr(self, "_" + kind)(f, ans, vals, metas, kwargs) if kind else None
@@ -471,7 +473,7 @@ class PatternCtx(ADContext):
     def _dense(self, f, ans, vals, metas):
         """No pattern rule: the result depends on every input of every argument."""
         key = getattr(f, "__qualname__", None) or repr(f)
-        if key not in _warned and np.size(ans) > 1:
+        if key not in _warned and (len(ans) > 1 if type(ans) is tuple or type(ans) is list else np.size(ans) > 1):
             _warned.add(key)
             warnings.warn("capstan sparsity: %s has no sparsity rule; its result is taken to depend on "
                           "all of its differentiated inputs (a dense block in the pattern)"

@@ -183,9 +183,13 @@ def nondifferentiable(*fs: Callable[..., Any]) -> None:
             _changed(key)
 
 
+PLAIN_VALUED: set[Any] = set()  # functions declared by plain_valued (sparsity detection reads it)
+
+
 def plain_valued(f):
     """Declare Python function ``f`` to give plain values (no derivative flows through
     it): it runs on its arguments' values, outside the differentiation."""
+    PLAIN_VALUED.add(f)
     defjvp(f, lambda ts, ans, *args, **kw: None)
     defvjp(f, lambda g, ans, *args, **kw: (None,) * len(args))
 
