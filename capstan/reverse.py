@@ -1095,13 +1095,7 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
                          % (fname, type(y).__name__))
     value = value_of(y) if run.ctx.owns(y) else y
     if type(value) is not float:  # (a float is a real scalar)
-        checks.numeric_output(fname, [value], bools=False)
-        if np.ndim(value) != 0:
-            raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
-                             "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
-        if np.iscomplexobj(value):
-            raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
-                             "real-valued functions (use capstan.pullback for complex outputs)" % fname)
+        real_scalar(fname, value)
     n = run.ctx.node(y)
     if n is None:
         return tuple(None for _ in args)
@@ -1109,6 +1103,18 @@ def _gradient(run: "_Run", args: tuple[Any, ...], fname: str = "gradient") -> tu
     if _has_nan(grads) and structure.all_finite((value, [leaves for leaves, _, _ in run.arg_structs])):
         raise losses.undefined_in_reverse(fname)
     return grads
+
+
+def real_scalar(fname: str, value: Any) -> None:
+    """Refuse an output ``value`` of ``f`` that is no real scalar (the gradient's, and a
+    replayed tape's, condition)."""
+    checks.numeric_output(fname, [value], bools=False)
+    if np.ndim(value) != 0:
+        raise ValueError("capstan.%s: f must return a real scalar, got an array of shape %s; use "
+                         "capstan.jacobian(f, x) or capstan.pullback(f, *args)" % (fname, np.shape(value)))
+    if np.iscomplexobj(value):
+        raise ValueError("capstan.%s: f returned a complex number; gradients are defined for "
+                         "real-valued functions (use capstan.pullback for complex outputs)" % fname)
 
 
 def _has_nan(tree: Any) -> bool:

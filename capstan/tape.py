@@ -16,6 +16,7 @@ control flow of ``f`` would differ for these inputs -- the replay raises
 :class:`TapeGuardError` (``on_mismatch="error"``, the default) or records ``f`` anew
 for the new inputs (``on_mismatch="rerecord"``): never a wrong gradient.
 """
+import dataclasses
 import math
 import operator
 import re
@@ -23,15 +24,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from overdub import Context
-from overdub.tagging import metadata_of, tag_of, value_of
+from overdub import Context, Tagged
+from overdub.tagging import PLAIN_PROTOCOLS, metadata_of, tag_of, value_of
 
-from . import fastpaths, structure
-from .reverse import CUSTOM, GETITEM, GUARD, INPUT, RULE, SETITEM, Record, ReverseCtx, _Run, backward
+from . import fastpaths, losses, structure
+from .reverse import (CUSTOM, GETITEM, GUARD, INPUT, RULE, SETITEM, Record, ReverseCtx, _has_nan, _Run, backward,
+                      real_scalar)
 from .rules import registry
 
 _UNTRIED = object()
 _DECISIONS = {"__bool__": bool, "__index__": operator.index, "__int__": int}
+#: protocols whose result says something of the value without carrying its derivative:
+#: decisions, and text (``f"{x:.2f}"``, ``"%s" % x``, ``hash(x)``)
+_OUTCOMES = frozenset(_DECISIONS) | {"__str__", "__repr__", "__format__", "__hash__"}
+_PLAIN_KINDS = frozenset("biuSUb")
 
 
 class TapeGuardError(RuntimeError):
@@ -61,6 +67,7 @@ class TapeCtx(ReverseCtx):
     """Reverse mode that records replayable steps and guards (no inline shortcuts)."""
 
     keep_bases = True
+    recording = True
 
     def apply(self, f, args, kwargs):
         try:
@@ -68,31 +75,52 @@ class TapeCtx(ReverseCtx):
                 vals, parents, found, _ = self._split(args)
                 if found:
                     return self._guard(f, vals, parents, kwargs, Context.fallback(self, f, *vals, **kwargs))
-            return ReverseCtx.apply(self, f, args, kwargs)
+            size = len(self.tape)
+            result = ReverseCtx.apply(self, f, args, kwargs)
         except Exception as exc:  # (math.sqrt(-1.0) in a try: the except branch depends on the value)
             vals, parents, found, _ = self._split(args)
             if found:
                 self._guard(f, vals, parents, kwargs, Raised(type(exc)))
             raise
+        last = self.tape[-1] if len(self.tape) > size else None
+        if _plain_outcome(result) and not (type(last) is Record and last.kind is GUARD and last.ans is result):
+            # a value without derivative made from differentiated ones (``x.astype(int)``,
+            # ``"%.2f" % x``): later steps take it as a constant, so it is a decision too
+            vals, parents, found, _ = self._split(args)
+            if found:
+                self._guard(f, vals, parents, kwargs, result)
+        return result
 
     def fallback(self, f, /, *args, **kwargs):
         result = ReverseCtx.fallback(self, f, *args, **kwargs)
-        vals, parents, found, _ = self._split(args)
-        if found:
-            self._guard(f, vals, parents, kwargs, result)
+        if not self._carries(result):  # (np.trapezoid's Python body carries the derivative: its
+            vals, parents, found, _ = self._split(args)  # steps are recorded, no decision)
+            if found:
+                self._guard(f, vals, parents, kwargs, result)
         return result
+
+    def _carries(self, result):
+        """Whether ``result`` holds a value of this run (which the replay recomputes)."""
+        for leaf in structure.flatten(result)[0]:
+            if (type(leaf) is Tagged and tag_of(leaf) is self._tagkey) or (
+                    type(leaf) is np.ndarray and self.shadows and self.shadow(leaf) is not None):
+                return True
+        return False
 
     def escape(self, protocol, x, /, *args):
         """``if x:``, ``not x``, ``x and y`` ask a differentiated value for its truth (and
         ``operator.index`` for an integer) outside any routed call: a decision on the
         value, so a guard like a comparison's."""
         result = ReverseCtx.escape(self, protocol, x, *args)
-        if protocol in _DECISIONS and tag_of(x) is self._tagkey:
-            self._guard(_DECISIONS[protocol], [value_of(x)], [metadata_of(x)], {}, result)
+        if protocol in _OUTCOMES and tag_of(x) is self._tagkey:  # (f"{x:.2f}", hash(x): text and
+            # numbers made from the value, which later steps take as constants)
+            f = _DECISIONS.get(protocol) or PLAIN_PROTOCOLS[protocol]
+            self._guard(f, [value_of(x), *args], [metadata_of(x)] + [None] * len(args), {}, result)
         return result
 
     def _guard(self, f, vals, parents, kwargs, result):
-        self.tape.append(Record(GUARD, f, result, tuple(vals), kwargs, parents))
+        if self.recording:  # (not once the run is over: printing a kept value asks its repr)
+            self.tape.append(Record(GUARD, f, result, tuple(vals), kwargs, parents))
         return result
 
 
@@ -110,7 +138,11 @@ class Tape:
         self._record(args)
 
     def _record(self, args):
-        run = _Run(self.f, args, "record_tape", ctx=TapeCtx())
+        ctx = TapeCtx()
+        try:
+            run = _Run(self.f, args, "record_tape", ctx=ctx)
+        finally:
+            ctx.recording = False
         self.records = run.ctx.tape
         for rec in self.records:
             if type(rec) is Record and rec.kind is CUSTOM:
@@ -118,6 +150,9 @@ class Tape:
                                 "which a tape cannot replay yet" % getattr(self.f, "__name__", self.f))
         self.run = run
         self.inputs = [(leaves, nodes) for leaves, nodes, _ in run.arg_structs]
+        self.layouts = [_layout(a) for a in args]
+        self.writes = any(type(rec) is Record and rec.kind is SETITEM for rec in self.records)
+        self.sharing = _sharing(args) if self.writes else None
         self.out_nodes = [run.ctx.node(leaf) for leaf in run.out_leaves]
         self.out_consts = [None if n is not None else leaf for n, leaf in zip(self.out_nodes, run.out_leaves)]
         self.value = run.primal()
@@ -125,23 +160,39 @@ class Tape:
 
     # -- replay --------------------------------------------------------------------------------
     def _bind(self, args):
+        """The new input values by node, once the arguments are known to be like the recorded
+        ones: the same structure, leaf types, shapes and dtypes, constants equal (of the same
+        type: ``True`` is no ``1``), and arrays sharing memory as they did, where ``f`` writes
+        into arrays (a write through one would change another)."""
         if len(args) != len(self.inputs):
             raise TypeError("this tape takes %d arguments, got %d" % (len(self.inputs), len(args)))
         values = {}
-        for a, (leaves, nodes) in zip(args, self.inputs):
+        for a, (leaves, nodes), layout in zip(args, self.inputs, self.layouts):
+            if type(a) is float and len(leaves) == 1 and type(leaves[0]) is float:  # (the commonest)
+                values[nodes[0]] = a
+                continue
             new, _ = structure.flatten(a)
-            if len(new) != len(leaves):
+            if len(new) != len(leaves) or _layout(a) != layout:
                 raise ValueError("argument structure differs from the recorded one")
             for old, x, n in zip(leaves, new, nodes):
                 if n is None:
-                    if x is not old and x != old:
+                    if not _same(x, old):
                         raise ValueError("non-differentiable argument %r differs from the recorded %r"
                                          % (x, old))
                     continue
+                if type(x) is not type(old):
+                    raise TypeError("argument of type %s where the tape recorded %s; record a new tape "
+                                    "for it" % (type(x).__name__, type(old).__name__))
+                if type(x) is np.ndarray and x.dtype != old.dtype:
+                    raise TypeError("argument of dtype %s where the tape recorded %s; record a new tape "
+                                    "for it" % (x.dtype, old.dtype))
                 if np.shape(x) != np.shape(old):
                     raise ValueError("argument shape %s differs from the recorded %s"
                                      % (np.shape(x), np.shape(old)))
                 values[n] = x
+        if self.writes and _sharing(args) != self.sharing:
+            raise ValueError("arrays passed share memory differently from the recorded ones, and f "
+                             "writes into arrays; record a new tape for them")
         return values
 
     def _replay(self, args):
@@ -206,23 +257,33 @@ class Tape:
         fast = self._generated(args)
         if fast is not None:
             try:
-                grads: tuple[Any, ...] = fast(*args)[1]
-                return grads
+                value, grads = fast(*args)
             except TapeGuardError:
                 if self.on_mismatch != "rerecord":
                     raise
                 self._record(args)
                 return self.gradient(*args)
+            except ArithmeticError:  # (an infinite partial, 0.5 / sqrt(0.0): the replay below
+                pass                 # takes it as the rule table says, as capstan.gradient does)
+            else:
+                if type(value) is float and all(type(g) is float and g == g for g in grads):
+                    return tuple(grads)
+                # (a complex or NaN result: the replay below checks it as capstan.gradient does)
         out = self._checked(args)
         if len(self.out_nodes) != 1 or self.out_nodes[0] is None:
             raise ValueError("tape.gradient needs a scalar output that depends on the inputs")
+        value = out[self.out_nodes[0]].ans
+        if type(value) is not float:
+            real_scalar("tape.gradient", value)
         cts = backward(out, {self.out_nodes[0]: 1.0})
         self.run.ctx.tape = out
         out_grads: tuple[Any, ...] = self.run.back_from(cts)
+        if _has_nan(out_grads) and structure.all_finite((value, args)):
+            raise losses.undefined_in_reverse("tape.gradient")
         return out_grads
 
     def _generated(self, args):
-        if not all(type(a) is float or type(a) is int for a in args):
+        if not all(type(a) is float for a in args):
             return None
         if self._fast is _UNTRIED:
             self._fast = None
@@ -260,10 +321,60 @@ def _args(rec, out):
 
 
 def _same(a, b):
+    """Whether ``a`` (a replay's) is the recorded ``b``: of the same type, arrays of the same
+    shape and dtype (never equal by broadcasting), containers element by element, NaN equal
+    to NaN."""
+    if a is b:
+        return True
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is np.ndarray:
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if ta is tuple or ta is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     try:
-        return bool(np.all(a == b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
+        same = a == b
+        if type(same) is not bool:
+            same = bool(np.all(same))
     except (TypeError, ValueError):
         return False
+    return same or (isinstance(a, (float, complex, np.inexact)) and a != a and b != b)
+
+
+def _plain_outcome(x):
+    """Whether ``x`` is a value without derivative -- a bool, int, text, an integer or text
+    array, a tuple of them -- and so, made from differentiated values, a decision."""
+    tx = type(x)
+    if tx is bool or tx is int or tx is str or tx is bytes or isinstance(x, (np.integer, np.bool_, np.str_)):
+        return True
+    if tx is np.ndarray:
+        return x.dtype.kind in _PLAIN_KINDS
+    if tx is tuple:
+        return len(x) > 0 and all(_plain_outcome(e) for e in x)
+    return False
+
+
+def _layout(x):
+    """The containers of an argument, leaves left out: types, lengths and keys."""
+    tx = type(x)
+    if tx is float or tx is np.ndarray or tx is int:
+        return None
+    if tx is list or tx is tuple or (isinstance(x, tuple) and hasattr(tx, "_fields")):
+        return (tx, tuple(_layout(e) for e in x))
+    if isinstance(x, dict):
+        return (tx, tuple((k, _layout(v)) for k, v in x.items()))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return (tx, tuple((f.name, _layout(getattr(x, f.name))) for f in dataclasses.fields(x) if f.init))
+    return None
+
+
+def _sharing(args):
+    """Which array leaves of the arguments may share memory: pairs of positions."""
+    arrays = [leaf for a in args for leaf in structure.flatten(a)[0] if isinstance(leaf, np.ndarray)]
+    return {(i, j) for i in range(len(arrays)) for j in range(i + 1, len(arrays))
+            if np.may_share_memory(arrays[i], arrays[j])}
 
 
 def record_tape(f: Callable[..., Any], *args: Any, on_mismatch: str = "error") -> Tape:
@@ -278,6 +389,7 @@ def compile_tape(tape, use_numba=None):
     env = {"TapeGuardError": TapeGuardError, "math": math}
     inputs = [n for _, nodes in tape.inputs for n in nodes]
     fwd, bwd = [], []
+    checks = {}  # (numba: after a math function or a power, whether Python's would have raised)
     for n, rec in enumerate(tape.records):
         if rec.kind is INPUT:
             continue
@@ -311,6 +423,8 @@ def compile_tape(tape, use_numba=None):
             names = dict(zip("ab", args), r="v%d" % n)
             value, *partials = [None if e is None else _subst(e, names) for e in inline]
             fwd.append("v%d = %s" % (n, value))
+            if use_numba and (rec.f in fastpaths.MATH or rec.f in (operator.pow, operator.ipow)):
+                checks[len(fwd) - 1] = _domain_check("v%d" % n, args)
         else:
             env["f%d" % n] = rec.f
             env["k%d" % n] = rec.kwargs or {}
@@ -335,20 +449,60 @@ def compile_tape(tape, use_numba=None):
     out = tape.out_nodes[0]
     if len(tape.out_nodes) != 1 or out is None:
         raise TypeError("tape.compile() needs a scalar output that depends on the inputs")
+    back, names = _backward_lines(bwd, out)
+    kinds = [leaf for leaves, _ in tape.inputs for leaf in leaves]
+    env["checked_result"] = _checked_result
+    for i, (n, leaf) in enumerate(zip(inputs, kinds)):  # (the argument types that were recorded)
+        env["T%d" % n] = type(leaf)
+    first = ["if %s: raise TypeError('capstan compiled tape: arguments of the types %s were recorded, got ' + "
+             "', '.join(type(a).__name__ for a in (%s,)))"
+             % (" or ".join("type(v%d) is not T%d" % (n, n) for n in inputs),
+                ", ".join(type(leaf).__name__ for leaf in kinds), ", ".join("v%d" % n for n in inputs))]
+    fn = _generated_function(tape, env, inputs, first + fwd, back, names, out, checked=True)
+    if use_numba:
+        checked = [line for i, line in enumerate(fwd) for line in (line, checks.get(i)) if line is not None]
+        jit_source = _generated_function(tape, dict(env), inputs, checked, back, names, out).source
+        fn = _with_numba(fn, jit_source, not any(name[0] in "fpck" and name[1:2].isdigit() for name in env))
+    return fn
+
+
+def _generated_function(tape, env, inputs, fwd, back, names, out, checked=False):
+    """The function of the generated lines (``fn.source`` its source); ``checked``: its
+    result is a real value and real gradients, or goes through :func:`_checked_result`."""
     lines = ["def compiled(%s):" % ", ".join("v%d" % n for n in inputs)]
     lines += ["    " + line for line in fwd]
     lines.append("    g%d = 1.0" % out)
-    back, names = _backward_lines(bwd, out)
     lines += ["    " + line for line in back]
-    lines.append("    return v%d, (%s,)" % (out, ", ".join(names.get(n, "0.0") for n in inputs)))
+    grads = [names.get(n, "0.0") for n in inputs]
+    if checked:
+        lines.append("    if type(v%d) is not float or %s: return checked_result(v%d, (%s,))"
+                     % (out, " or ".join("type(%s) is not float" % g for g in grads), out, ", ".join(grads)))
+    lines.append("    return v%d, (%s,)" % (out, ", ".join(grads)))
     source = "\n".join(lines[:1] + _reuse_names(lines[1:], {"v%d" % n for n in inputs}))
     exec(compile(source, "<capstan compiled tape of %s>" % getattr(tape.f, "__name__", "f"), "exec"), env)
     fn = env["compiled"]
     fn.source = source
     fn.numba = False
-    if use_numba:
-        fn = _with_numba(fn, source, not any(name[0] in "fpck" and name[1:2].isdigit() for name in env))
     return fn
+
+
+def _checked_result(value, grads):
+    """The generated code's result where the value or a gradient is no float: a complex
+    value refused as ``capstan.gradient`` refuses it; gradients as floats (their real part,
+    as ``capstan.gradient`` gives them for a real input)."""
+    real_scalar("tape.compile()", value)
+    return value, tuple(float(np.real(g)) for g in grads)
+
+
+def _domain_check(result, operands):
+    """A line for numba's code: raise ``FloatingPointError`` where a math function or a
+    power made a NaN of numbers or an infinity of finite numbers -- where Python's raises
+    (``math.sqrt(-1.0)``, ``math.exp(1000.0)``, ``0.0 ** -1``) or gives a complex number, and
+    numba's returns NaN or infinity; the caller then runs the Python code, for Python's answer."""
+    numbers = " and ".join("%s == %s" % (a, a) for a in operands)
+    finite = " and ".join("abs(%s) != math.inf" % a for a in operands)
+    return ("if (%s != %s and %s) or (abs(%s) == math.inf and %s): raise FloatingPointError"
+            % (result, result, numbers, result, finite))
 
 
 _LOCAL = re.compile(r"\b([vg]\d+)\b")
@@ -393,8 +547,10 @@ def _reuse_names(lines, params):
 
 
 def _with_numba(fn, source, pure):
-    """``fn`` compiled by numba's ``njit`` (the generated code must be pure arithmetic:
-    operators and the math functions ``fastpaths.MATH`` spells out)."""
+    """``source`` (``fn``'s, with domain checks) compiled by numba's ``njit`` (the generated
+    code must be pure arithmetic: operators and the math functions ``fastpaths.MATH`` spells
+    out).  Where a check finds that Python's math would have raised, or made a complex
+    number, ``fn`` runs instead: numba's NaN or infinity is never returned for them."""
     try:
         import numba
     except ImportError:
@@ -402,10 +558,18 @@ def _with_numba(fn, source, pure):
     if not pure:
         raise TypeError("tape.compile(numba=True): this tape calls functions numba cannot compile "
                         "(only operators and common math functions are inlined); use numba=False")
-    jitted = numba.njit(cache=False)(fn)
+    env = {"TapeGuardError": TapeGuardError, "math": math}
+    exec(compile(source, "<capstan compiled tape for numba>", "exec"), env)
+    jitted = numba.njit(cache=False)(env["compiled"])
 
     def compiled(*args):
-        return jitted(*(float(a) for a in args))
+        if not all(type(a) is float for a in args):
+            return fn(*args)  # (its TypeError: the recorded argument types)
+        floats = args
+        try:
+            return jitted(*floats)
+        except ArithmeticError:  # (FloatingPointError from a check, or numba's own error)
+            return fn(*floats)
 
     compiled.source, compiled.numba, compiled.py_func = source, True, fn
     return compiled
