@@ -153,10 +153,10 @@ def _emit(mode, pairs, hand_over=False, constant_partial=False):
     if mode == "forward":  # (NaN from an infinite factor: see _strong and _zero_tangent_wins)
         tangent = " + ".join("({1}) * metadata_of({0})".format(v, d) for v, d in pairs)
         term = "strong" if constant_partial and len(pairs) == 1 else "weak"
-        strong = " + ".join("%s({1}, metadata_of({0}))".format(v, d) % term for v, d in pairs)
+        exact = " + ".join("{2}({1}, metadata_of({0}))".format(v, d, term) for v, d in pairs)
         if hand_over and len(pairs) > 1:
-            return "if (t := (t if (t := %s) == t else %s)) == t: return Tagged(r, t, self)" % (tangent, strong)
-        return "return Tagged(r, t if (t := %s) == t else %s, self)" % (tangent, strong)
+            return "if (t := (t if (t := %s) == t else %s)) == t: return Tagged(r, t, self)" % (tangent, exact)
+        return "return Tagged(r, t if (t := %s) == t else %s, self)" % (tangent, exact)
     record = ", ".join("metadata_of({0}), {1}".format(v, d) for v, d in pairs)
     return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
 
@@ -204,8 +204,7 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
     reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
     ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, "weak": _zero_tangent_wins,
-          "value_of": value_of,
-          "metadata_of": metadata_of, "tag_of": tag_of, **env}
+          "value_of": value_of, "metadata_of": metadata_of, "tag_of": tag_of, **env}
     source = _source(template, mode, f in _HAND_OVER_NAN)
     if mode == "reverse" and f in _ARRAY_OPERATORS:
         for params in ("x, y", "x"):

@@ -458,16 +458,14 @@ def jvp_as(fname: str, f: Callable[..., Any], primals: tuple[Any, ...],
            tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     """:func:`jvp`, called by the entry point ``fname`` (``jacfwd``, ``hvp``...), whose name
     an error about ``f``'s output gives."""
-    if (type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) == 1
-            and type(primals[0]) is float and type(tangents[0]) is float and callable(f)):
-        pair: tuple[Any, Any] = _jvp_at_float(f, primals[0], tangents[0], fname)  # (every check passes)
-        return pair
-    if (type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) == 1
-            and callable(f)):
-        p, t = primals[0], tangents[0]
+    if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) == 1 and callable(f):
+        p, t = primals[0], tangents[0]  # (one float, or one list or tuple of floats: every check passes)
+        if type(p) is float and type(t) is float:
+            pair: tuple[Any, Any] = _jvp_at_float(f, p, t, fname)
+            return pair
         if ((type(p) is list or type(p) is tuple) and type(t) is type(p) and 1 < len(p) == len(t)
                 and structure.all_floats(p) and structure.all_floats(t)):
-            pair = _jvp_at_floats(f, p, t, fname)  # (every check passes)
+            pair = _jvp_at_floats(f, p, t, fname)
             return pair
     if not callable(f):
         raise TypeError("capstan.jvp(f, primals, tangents): f must be callable, got %r" % (f,))

@@ -210,15 +210,16 @@ class ReverseCtx(ADContext):
                 rec.ans = snap(rec.ans, rec.foreign)
 
     def float_inputs(self, values):
-        """``[self.input(v) for v in values]`` for a list or tuple of plain floats, in one
-        step (a list of 100 floats is a common point)."""
+        """``([self.input(v) for v in values], their nodes)`` for a list or tuple of plain
+        floats, in one step (a list of 100 floats is a common point)."""
+        start = len(self.tape)
         if len(values) < 2:
-            return [self.input(v) for v in values]
-        first = self.input(values[0])  # (tag's checks, once: the context then has tags)
-        tape = self.tape
-        start = len(tape)
-        tape.extend([_INPUT] * (len(values) - 1))
-        return [first] + tag_each(list(values[1:]), list(range(start, len(tape))), self)
+            tagged = [self.input(v) for v in values]
+        else:
+            tagged = [self.input(values[0])]  # (tag's checks, once: the context then has tags)
+            self.tape.extend([_INPUT] * (len(values) - 1))
+            tagged += tag_each(list(values[1:]), list(range(start + 1, len(self.tape))), self)
+        return tagged, list(range(start, len(self.tape)))
 
     def input(self, value):
         tape = self.tape
@@ -900,9 +901,8 @@ class _Run:
                 continue
             leaves, rebuild = structure.flatten(a)
             if structure.is_flat(rebuild) and structure.all_floats(leaves):
-                start = len(ctx.tape)
-                new = ctx.float_inputs(leaves)  # (a list or tuple of floats: nodes start, start + 1...)
-                self.arg_structs.append((leaves, list(range(start, len(ctx.tape))), rebuild))
+                new, nodes = ctx.float_inputs(leaves)  # (a list or tuple of floats)
+                self.arg_structs.append((leaves, nodes, rebuild))
                 tagged_args.append(rebuild(new))
                 continue
             nodes = []

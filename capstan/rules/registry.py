@@ -275,13 +275,20 @@ def strong_mul(a, b):
     times a tangent or cotangent): an element that does not depend on the input
     contributes nothing, even where the function's derivative is undefined
     (``np.nansum(np.where(x > 1, np.nan, x) ** 2)``)."""
-    r = a * b
+    return _zeros_win(a * b, a, b)
+
+
+def _zeros_win(r, *factors):
+    """The product ``r``, 0 where it is not finite and one of ``factors`` is exactly 0."""
     tr = type(r)
     if tr is np.ndarray:
         if r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
-            r = np.where((a == 0) | (b == 0), 0, r)
+            zero = factors[0] == 0
+            for f in factors[1:]:
+                zero = zero | (f == 0)
+            r = np.where(zero, 0, r)
     elif (tr is float or tr is np.float64 or tr is complex or tr is np.complex128) and r - r != 0:
-        if _zero(a) or _zero(b):  # (r - r: 0 for a finite scalar, NaN for an infinite or NaN one)
+        if any(_zero(f) for f in factors):  # (r - r: 0 for a finite scalar, NaN for an infinite or NaN one)
             r = tr(0)
     return r
 
@@ -293,9 +300,9 @@ PIECEWISE_LINEAR = {np.maximum, np.minimum, np.fmax, np.fmin, np.clip, np.where,
                     operator.mod, operator.imod}
 #: f -> the arguments whose partial is the other arguments' doing alone (``x * c``,
 #: ``x / c``, ``c / x``, ``c ** x``): constant when only that argument is differentiated
-CONSTANT_OTHERS: dict[Any, tuple[int, ...]] = {f: (0, 1) for f in (operator.mul, operator.imul, np.multiply, operator.truediv,
-                                       operator.itruediv, np.divide)}
-CONSTANT_OTHERS.update({f: (1,) for f in (operator.pow, operator.ipow, np.power, math.pow, np.float_power)})
+CONSTANT_OTHERS: dict[Any, tuple[int, ...]] = {
+    **{f: (0, 1) for f in (operator.mul, operator.imul, np.multiply, operator.truediv, operator.itruediv, np.divide)},
+    **{f: (1,) for f in (operator.pow, operator.ipow, np.power, math.pow, np.float_power)}}
 
 
 def zeros_hold(f, i, tangents):
@@ -315,15 +322,7 @@ def tangent_product(p, t):
     an infinite ``t`` stays NaN: the limit is undefined at first order (``np.cos(np.sqrt(x))``
     at 0, whose slope is -1/2, not 0), and forward mode refuses it.  A partial whose zeros
     do not depend on the point (a constant factor, a selection) uses :func:`strong_mul`."""
-    r = p * t
-    tr = type(r)
-    if tr is np.ndarray:
-        if r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
-            r = np.where(t == 0, 0, r)
-    elif (tr is float or tr is np.float64 or tr is complex or tr is np.complex128) and r - r != 0:
-        if _zero(t):
-            r = tr(0)
-    return r
+    return _zeros_win(p * t, t)
 
 
 def _zero(v):
