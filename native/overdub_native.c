@@ -637,6 +637,7 @@ typedef struct {
     PyObject *fn, *pre, *post;  /* the operator (getattr, operator.getitem) and the context's
                                    prehook and posthook to call around the fast branch, or NULL */
     int invert;                 /* (GuardedContains: `not in`) */
+    int modules;                /* (GuardedAttribute) plain modules are in fast_types */
     vectorcallfunc vectorcall;
 } AttributeObject;
 
@@ -686,6 +687,10 @@ static PyObject *
 attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && PyUnicode_CheckExact(args[1])) {
+        if (g->modules && PyModule_CheckExact(args[0])) {
+            /* (CPython's module type has no Python descriptors: every name is plain) */
+            return hooked(g, args[0], args[1], PyObject_GetAttr);
+        }
         PyObject *tp = (PyObject *)Py_TYPE(args[0]);
         int fast = PySet_Contains(g->fast_types, tp);
         if (fast < 0) {
@@ -804,6 +809,11 @@ attribute_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     g->pre = pre == Py_None ? NULL : Py_NewRef(pre);
     g->post = post == Py_None ? NULL : Py_NewRef(post);
     g->vectorcall = (vectorcallfunc)attribute_vectorcall;
+    g->modules = PySet_Contains(fast_types, (PyObject *)&PyModule_Type);
+    if (g->modules < 0) {
+        Py_DECREF(g);
+        return NULL;
+    }
     return (PyObject *)g;
 }
 

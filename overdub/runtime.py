@@ -223,6 +223,8 @@ class Runtime(RuntimeBase):
         self.readers = lookaside.FrameReaders(self.route_code)
         self.table = self.readers.table()
         self.ops = Table()
+        # (built before the dispatchers, which load a module's attributes through it)
+        self._getattr_slot = self.slot(("getattr",))
         self.call, self.meth = self._dispatchers(None)
         self.steps.call = self.call
         self.attr_info = self.steps.attr_info  # (emptied by leave at the end of each run)
@@ -324,7 +326,6 @@ class Runtime(RuntimeBase):
     # -- slots: what rewritten code calls --------------------------------------------------------
     def _build_ops(self):
         ops = self.ops
-        self._getattr_slot = self.slot(("getattr",))
         ops[("call",)] = self.call
         ops[("meth",)] = self.meth
         ops[("call_ex",)] = self.call_ex
@@ -411,9 +412,7 @@ class Runtime(RuntimeBase):
     def _dispatchers(self, arity):
         """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
         spec = self.spec
-        getattr_ = self.__dict__.get("_getattr_slot")
-        if getattr_ is None:  # (the first dispatchers are made before the slot)
-            getattr_ = lambda o, n: self._getattr_slot(o, n)  # noqa: E731
+        getattr_ = self._getattr_slot
         if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
             hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
             twins = (self, spec.totals, spec.primitives) if self.twins_first else None

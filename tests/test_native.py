@@ -728,12 +728,39 @@ def test_attribute_loads_do_what_the_python_slot_does(ctx_type):
         assert type not in rt._untaken_types(getattr, {type, ModuleTypeAlias})[0]
     objects = [(math, "pi"), (math, "nope"), (_Attrs, "x"), (_Attrs(), "p"), (_Attrs(), "dynamic"),
                (_Attrs(), "missing"), (len, "__name__"), ([1], "append"), (1.5, "real"),
-               (type, "mro"), (ModuleTypeAlias, "__name__"), (Tagged(2.0, 1.0, ctx), "real")]
+               (type, "mro"), (ModuleTypeAlias, "__name__"), (Tagged(2.0, 1.0, ctx), "real"),
+               (_LAZY, "lazy"), (_LAZY, "missing"), (_LAZY, "__dict__"), (math, "__class__")]
     for obj, name in objects:
         assert _repr_outcome(load, obj, name) == _repr_outcome(load.slot, obj, name), (obj, name)
 
 
 ModuleTypeAlias = type(math)
+_LAZY = ModuleTypeAlias("_lazy")  # a module with a PEP 562 __getattr__
+exec("def __getattr__(name):\n    if name == 'lazy':\n        return 42\n    raise AttributeError(name)",
+     _LAZY.__dict__)
+
+
+def test_module_attributes_have_no_python_descriptors():
+    """The C layer loads a plain module's attributes without asking the slot's tables:
+    CPython's module type must have no descriptor the slot would step into."""
+    from overdub import semantics
+    assert semantics.Steps(None, None)._plain_attrs(ModuleTypeAlias) == frozenset()
+
+
+class _CountsLoads(overdub.Context):
+    def prehook(self, f, *args):
+        if f is getattr:
+            self.metadata.append(args[1])
+
+
+@pytest.mark.parametrize("ctx_type", [_CountsLoads])
+def test_module_attribute_loads_call_the_hooks(ctx_type):
+    def f():
+        return [math.pi + _LAZY.lazy for _ in range(3)]
+
+    ctx = ctx_type(metadata=[])
+    assert overdub.overdub(ctx, f) == f()
+    assert ctx.metadata.count("pi") == 3 and ctx.metadata.count("lazy") == 3
 
 
 class _TakesIntKeys(overdub.Context):
