@@ -217,9 +217,14 @@ def qualified_name(f):
     return "%s.%s" % (module, qual)
 
 
+class UndefinedInReverse(NoRuleError):
+    """A reverse-mode derivative came out NaN at a point where forward mode may still
+    tell (``capstan.hvp`` and ``sparse_hessian`` then take forward over reverse)."""
+
+
 def undefined_in_reverse(fname: str) -> NoRuleError:
     """A gradient that came out NaN where ``f``'s value and arguments are finite."""
-    return NoRuleError(
+    return UndefinedInReverse(
         "capstan.%s: the derivative came out NaN at this point, where f's value and its arguments are "
         "finite: on the way, a partial derivative is infinite or undefined (sqrt, cbrt, arcsin, a "
         "fractional power at the end of its domain...) and reverse mode cannot tell how the terms "

@@ -19,7 +19,8 @@ from overdub.tagging import value_of
 
 from ..losses import count_nonzero_c as _count_nonzero
 from .operator_rules import _abs_jvp, _abs_vjp, zero_base_exponent
-from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
+from .kink_rules import all_zero, at_zero, tie
+from .registry import (FOLDS, JVP, defderiv, defkink, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
                        unbroadcast)
 from .registry import defvjp as _defvjp
 
@@ -275,6 +276,21 @@ def _clip_hi(ans, a, a_min=None, a_max=None, **kw):
 
 
 defderiv(np.clip, _clip_a, _clip_lo, _clip_hi)
+
+
+def _clip_kinks(i, ans, a, a_min=None, a_max=None, **kw):
+    """``KINKS`` entry of ``np.clip``: ``a`` at a bound."""
+    lo, hi = _clip_bounds(a_min, a_max, kw)
+    return np.equal(a, lo) | np.equal(a, hi)
+
+
+# (second derivatives at a kink: see kink_rules)
+for _f in (np.maximum, np.minimum, np.fmax, np.fmin):
+    defkink(_f, tie)
+defkink(np.hypot, all_zero)
+defkink(np.fabs, at_zero)
+defkink(np.copysign, at_zero)
+defkink(np.clip, _clip_kinks)
 
 # |z|, arg z, conj z, Re z, Im z are not holomorphic: explicit rules
 defjvp(np.absolute, _abs_jvp, batched=True)

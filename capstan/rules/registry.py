@@ -17,6 +17,10 @@ SOLVERS: dict[Any, Any] = {}  # f -> handler(ctx, f, args, kwargs): solvers whos
 FOLDS: dict[Any, Any] = {}
 PATTERN: dict[Any, Any] = {}  # f -> how index sets flow through f, for sparsity detection (see pattern_rules)
 SECOND: dict[Any, Any] = {}  # f -> pairs of argument positions whose second derivative may be nonzero
+#: f -> kinks(i, ans, *args, **kwargs): where ``f``'s partial in argument ``i`` is taken at
+#: a kink (a boolean mask over the result, or False), read on plain values; nested
+#: differentiation marks those products (see ``kink_rules``)
+KINKS: dict[Any, Any] = {}
 _listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
 
 
@@ -62,6 +66,16 @@ def defderiv(f: Callable[..., Any], *partials: Callable[..., Any] | None) -> Non
             raise TypeError("defderiv(%s, ...): each partial must be a callable "
                             "(ans, *args) -> derivative, or None; got %r" % (_name(f), p))
     _put(PARTIALS, f, partials)
+
+
+def defkink(f: Callable[..., Any], kinks: Callable[..., Any]) -> None:
+    """Declare where ``f``'s partials (``defderiv``) are taken at a kink of ``f`` (``|x|``
+    at 0, a tie of ``maximum``): ``kinks(i, ans, *args, **kwargs)`` gives, on plain
+    values, a boolean mask over the result (or False) for argument ``i``.  There the
+    slope is a convention, and a derivative of it in an enclosing differentiation is
+    NaN (refused), not 0 (see ``kink_rules``)."""
+    _check(f, "defkink")
+    _put(KINKS, f, kinks)
 
 
 def defjvp(f: Callable[..., Any], rule: Callable[..., Any] | None = None, *,
