@@ -17,10 +17,12 @@ from ..nesting import varies
 from .registry import KINKS, defjvp, defvjp, unbroadcast
 
 
-def kink(v, mask, *at):
+def kink(v, mask, *at, aligned=True):
     """``v``, a rule's value whose elements ``mask`` were formed from a slope at its kink,
     a kink of the arguments ``at``: differentiated by an enclosing run, those elements
-    have no derivative (NaN) where ``at`` moves."""
+    have no derivative (NaN) where ``at`` moves (element by element where ``aligned``, the
+    elements of ``at`` at the same positions as ``v``'s; anywhere otherwise: a tie of a
+    sort or a max parts where any of its elements moves)."""
     return v.copy() if type(v) is np.ndarray else v  # (a new array: not read as v passed through)
 
 
@@ -30,7 +32,7 @@ def _lead_any(m, shape):
     return np.any(m, axis=tuple(range(extra))) if extra > 0 else m
 
 
-def _kink_jvp(ts, ans, v, mask, *at):
+def _kink_jvp(ts, ans, v, mask, *at, aligned=True):
     moving = None
     lead = ()
     for t, a in zip(ts[2:], at):
@@ -38,7 +40,7 @@ def _kink_jvp(ts, ans, v, mask, *at):
             continue
         extra = np.ndim(t) - np.ndim(a)
         lead = np.shape(t)[:extra] if extra > 0 else ()
-        m = _lead_any(t != 0, np.shape(a))
+        m = _lead_any(t != 0, np.shape(a)) if aligned else np.any(t != 0)
         moving = m if moving is None else _either(moving, m)
     if moving is None:  # (the kink does not move: v's own derivative)
         return ts[0]
@@ -62,7 +64,7 @@ def _either(a, b):
         return np.any(a) | np.any(b)
 
 
-def _kink_vjp(g, ans, v, mask, *at):
+def _kink_vjp(g, ans, v, mask, *at, aligned=True):
     out = [unbroadcast(g, v), None]
     for a in at:  # (NaN whatever g is: reverse mode cannot tell a zero of g that holds near the
         # point from the point's own, 2 |x| times this slope in |x| ** 2)
@@ -76,18 +78,19 @@ defjvp(kink, _kink_jvp, batched=True)
 defvjp(kink, _kink_vjp)
 
 
-def at_kink(v, mask, g, *at):
+def at_kink(v, mask, g, *at, aligned=True):
     """``v`` (a rule's product ``g * slope``), marked by :func:`kink` where ``mask`` holds
-    (the slope taken at its kink) and ``g`` does not hold 0 near the point.  Rules call it
-    where an argument in ``at`` varies (:func:`capstan.nesting.varies`): their body then
-    runs inside an enclosing differentiation."""
+    (the slope taken at its kink) and ``g`` does not hold 0 near the point (``g=None``:
+    no such zero is known).  Rules call it where an argument in ``at`` varies
+    (:func:`capstan.nesting.varies`): their body then runs inside an enclosing
+    differentiation."""
     if not np.any(mask):
         return v
-    if not varies(g):  # (a constant 0 of g wins over the undefined derivative of the slope)
+    if g is not None and not varies(g):  # (a constant 0 of g wins over the undefined derivative of the slope)
         mask = np.logical_and(mask, np.not_equal(g, 0))
         if not np.any(mask):
             return v
-    return kink(v, mask, *at)
+    return kink(v, mask, *at, aligned=aligned)
 
 
 def at_zero(i, ans, x, *rest, **kw):
@@ -107,3 +110,18 @@ def all_zero(i, ans, *xs, **kw):
 def tie(i, ans, a, b, **kw):
     """``KINKS`` entry of ``maximum``/``minimum``: a tie, where the slope is shared."""
     return np.equal(a, b)
+
+
+def tied(x, axis):
+    """Whether each element of ``x`` equals another one along ``axis`` (a tie of a sort
+    or of a max/min, whose rearrangement changes where they part: a kink)."""
+    x = np.moveaxis(np.asarray(x), axis, -1)
+    order = np.argsort(x, axis=-1, kind="stable")
+    s = np.take_along_axis(x, order, axis=-1)
+    equal = s[..., 1:] == s[..., :-1]
+    dup = np.zeros(s.shape, dtype=bool)
+    dup[..., 1:] |= equal
+    dup[..., :-1] |= equal
+    out = np.empty_like(dup)
+    np.put_along_axis(out, order, dup, axis=-1)
+    return np.moveaxis(out, -1, axis)
