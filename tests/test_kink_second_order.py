@@ -222,3 +222,13 @@ def test_sort_and_median_without_ties_keep_their_hessian():
     np.testing.assert_array_equal(hessian(lambda v: np.median(v) ** 2, x), want)
     np.testing.assert_array_equal(hessian(lambda v: np.sort(v)[2] ** 2, x), want)
     np.testing.assert_array_equal(hessian(lambda v: np.max(v) ** 2, x), np.diag([0, 0, 0, 2.0, 0]))
+
+
+def test_a_tie_away_from_the_median_with_a_constant_cotangent():
+    """Equal values below the median: no kink of the median when the cotangents reaching
+    them are constant zeros (forward over reverse); with a varying cotangent
+    (``2 * median``), an array's zeros cannot be told apart, and it is refused."""
+    x = np.array([1.0, 1.0, 3.0, 7.0, 5.0])
+    np.testing.assert_array_equal(hessian(lambda v: np.median(v) + v @ v, x), 2.0 * np.eye(5))
+    with pytest.raises(NoRuleError):
+        hessian(lambda v: np.median(v) ** 2, x)
