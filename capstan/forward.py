@@ -91,6 +91,9 @@ class ForwardCtx(ADContext):
                     ti = _align(ti, vals[i], ans, run)
                 p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
                 exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
+                if type(ti) is Tagged and run is not plain_call:  # (a tangent of an enclosing run's
+                    # values: its zero holds at the point alone, and does not win over an infinite partial)
+                    exact = registry.zero_of_first_wins if exact is registry.strong_mul else registry.no_zero_wins
                 d = ti if type(p) is float and p == 1.0 else product(run, p, ti, exact)
                 if f in _KINKS:
                     d = kinked(run, f, i, d, ti, ans, vals, kwargs)

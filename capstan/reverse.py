@@ -740,7 +740,8 @@ def _step(rec, g, run):
             d = call_partial_at(run, partials[i], f, rec.ans, *rec.vals, **rec.kwargs)
             td = type(d)
             if f in _KINKS:  # (a slope at a kink: its product marked before the sum, see kink_rules)
-                c = run(operator.mul, g, d) if td is float or td is int else product(run, g, conjugated(run, d))
+                c = run(operator.mul, g, d) if td is float or td is int else product(
+                    run, g, conjugated(run, d), _nested_exact(g, d))
                 out.append(summed_to(run, kinked(run, f, i, c, g, rec.ans, rec.vals, rec.kwargs), rec.vals[i]))
                 continue
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
@@ -748,7 +749,7 @@ def _step(rec, g, run):
                 out.append(c if d == 1 else c * d if run is plain_call else run(operator.mul, c, d))
             else:
                 c = _scalar_dot(g, d, rec.vals[i]) if run is plain_call else None
-                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i])
+                out.append(summed_to(run, product(run, g, conjugated(run, d), _nested_exact(g, d)), rec.vals[i])
                            if c is None else c)
         return out
     if kind is GETITEM:
@@ -761,6 +762,16 @@ def _step(rec, g, run):
     if rec.vals and (type(out) is not tuple and type(out) is not list or len(out) != len(rec.parents)):
         raise _bad_pullback(rec, out)  # (only an adjoint's record keeps its arguments)
     return out
+
+
+def _nested_exact(g, d):
+    """How a cotangent ``g`` times a partial ``d`` lets an exact zero win over an infinite
+    factor inside a nested differentiation: a zero of a factor that varies with an
+    enclosing one holds at the point alone (``2 x`` at 0 against sqrt's slope at ``x * x``),
+    and does not win."""
+    if type(g) is Tagged:
+        return registry.no_zero_wins if type(d) is Tagged else registry.zero_of_second_wins
+    return registry.zero_of_first_wins if type(d) is Tagged else registry.strong_mul
 
 
 def _plain_partials(rec, g, partials):

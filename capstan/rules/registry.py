@@ -339,6 +339,23 @@ def tangent_product(p, t):
     return _zeros_win(p * t, t)
 
 
+def zero_of_first_wins(a, b):
+    """``a * b`` where only ``a``'s exact zeros win over an infinite or NaN ``b``: inside a
+    nested differentiation, ``b`` varies with the enclosing one, so its zero holds at the
+    point alone (``2 x`` at 0 times sqrt's infinite slope at ``x * x``)."""
+    return _zeros_win(a * b, a)
+
+
+def zero_of_second_wins(a, b):
+    """:func:`zero_of_first_wins` with the roles swapped."""
+    return _zeros_win(a * b, b)
+
+
+def no_zero_wins(a, b):
+    """``a * b``: both factors vary with an enclosing differentiation (NaN stays)."""
+    return a * b
+
+
 def _zero(v):
     """Whether ``v`` is an exact scalar zero (a 0-d array holding one counts: ``np.where``
     of a scalar condition makes one; a larger array never is, here)."""
