@@ -232,3 +232,24 @@ def test_a_tie_away_from_the_median_with_a_constant_cotangent():
     np.testing.assert_array_equal(hessian(lambda v: np.median(v) + v @ v, x), 2.0 * np.eye(5))
     with pytest.raises(NoRuleError):
         hessian(lambda v: np.median(v) ** 2, x)
+
+
+@pytest.mark.parametrize("route", VROUTES)
+@pytest.mark.parametrize("f", [lambda v: np.sqrt(v @ v) ** 2, lambda v: np.sqrt(np.sum(v * v)) ** 2,
+                               lambda v: np.sqrt(v[0] * v[0]) ** 2], ids=["v@v", "sum(v*v)", "v0*v0"])
+def test_numpy_sqrt_of_a_square_at_zero_is_refused(f, route):
+    """Not a kink but its cousin: sqrt's infinite slope at 0 times the slope ``2 x`` of
+    ``x * x``, 0 at the point alone.  Inside a nested differentiation that zero no longer
+    wins over the infinity (it gave the zero matrix; ``2 I`` is the answer, which only a
+    rewrite without the root gives); ``math.sqrt`` was refused already."""
+    with pytest.raises(NoRuleError):
+        VROUTES[route](f, np.zeros(2))
+    x = np.array([0.3, -0.4])
+    np.testing.assert_allclose(hessian(f, x), np.diag([2.0, 2.0 if f(np.array([0.0, 1.0])) else 0.0]), atol=1e-12)
+
+
+def test_numpy_sqrt_first_derivative_at_zero_unchanged():
+    """At first order the zero still wins (``sqrt(x * x)``, ``|x|`` at 0, has slope 0)."""
+    assert D(lambda x: np.sqrt(x * x), 0.0) == 0.0
+    np.testing.assert_array_equal(capstan.jvp(lambda v: np.sqrt(v * v), (np.zeros(2),), (np.ones(2),))[1],
+                                  np.zeros(2))
