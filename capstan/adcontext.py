@@ -41,7 +41,7 @@ from .markers import stop_gradient
 from .nesting import inner
 from .pool import quiet_reset
 from .losses import EQUALITIES, EXPORTING, NoRuleError, derivative_free, no_rule
-from .rules import registry, stdlib_rules, ufunc_rules
+from .rules import kink_rules, registry, stdlib_rules, ufunc_rules
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
            operator.mod, operator.pow, operator.matmul, operator.iadd, operator.isub,
@@ -1450,6 +1450,20 @@ def singular_partial(fn, f, args, kwargs, exc):
         if (type(d) is np.float64 or type(d) is float) and d == d:
             return float(d) if all(type(a) is not np.float64 for a in args) else d
     raise losses.singular_partial(f, exc) from exc
+
+
+def kinked(run, f, i, d, g, ans, vals, kwargs):
+    """``d``, the product of ``f``'s partial in argument ``i`` with ``g`` (a tangent or a
+    cotangent), marked where that partial is taken at a kink of ``f``
+    (``registry.KINKS``), for nested differentiation (``run`` routes): there its
+    derivative is NaN, not the 0 of a piecewise constant slope (see ``kink_rules``)."""
+    kinks = registry.KINKS.get(f)
+    if kinks is None or run is plain_call:
+        return d
+    mask = kinks(i, raw(ans), *[raw(v) for v in vals], **kwargs)
+    if mask is False or not np.any(mask):
+        return d
+    return run(kink_rules.at_kink, d, mask, g, *vals)
 
 
 def call_partial_at(run, fn, f, *args, **kwargs):

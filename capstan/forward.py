@@ -25,8 +25,8 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import without_finished_tags
-from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, out_argument,
-                        plain_call, product, raw)
+from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, kinked,
+                        out_argument, plain_call, product, raw)
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -34,7 +34,7 @@ from .nesting import enclosing, route
 from .pool import differentiating, quiet_reset, run_at
 from .rules import registry
 
-_PARTIALS, _JVP, _ONLY_FIRST = registry.PARTIALS, registry.JVP, registry.ONLY_FIRST
+_PARTIALS, _JVP, _ONLY_FIRST, _KINKS = registry.PARTIALS, registry.JVP, registry.ONLY_FIRST, registry.KINKS
 
 
 class ForwardCtx(ADContext):
@@ -91,7 +91,12 @@ class ForwardCtx(ADContext):
                     ti = _align(ti, vals[i], ans, run)
                 p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
                 exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
+                if type(ti) is Tagged and run is not plain_call:  # (a tangent of an enclosing run's
+                    # values: its zero holds at the point alone, and does not win over an infinite partial)
+                    exact = registry.zero_of_first_wins if exact is registry.strong_mul else registry.no_zero_wins
                 d = ti if type(p) is float and p == 1.0 else product(run, p, ti, exact)
+                if f in _KINKS:
+                    d = kinked(run, f, i, d, ti, ans, vals, kwargs)
                 t = d if t is None else run(operator.add, t, d)
             if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
                 t = run(COMBINED[f], t, tans, ans, *vals)

@@ -217,14 +217,21 @@ def qualified_name(f):
     return "%s.%s" % (module, qual)
 
 
+class UndefinedInReverse(NoRuleError):
+    """A reverse-mode derivative came out NaN at a point where forward mode may still
+    tell (``capstan.hvp`` and ``sparse_hessian`` then take forward over reverse)."""
+
+
 def undefined_in_reverse(fname: str) -> NoRuleError:
     """A gradient that came out NaN where ``f``'s value and arguments are finite."""
-    return NoRuleError(
+    return UndefinedInReverse(
         "capstan.%s: the derivative came out NaN at this point, where f's value and its arguments are "
         "finite: on the way, a partial derivative is infinite or undefined (sqrt, cbrt, arcsin, a "
         "fractional power at the end of its domain...) and reverse mode cannot tell how the terms "
-        "through it cancel (math.sqrt(x - x) + x).  Use forward mode here (capstan.D, capstan.jvp, "
-        "capstan.jacfwd), or differentiate at a point off that singularity." % fname)
+        "through it cancel (math.sqrt(x - x) + x), or a second derivative is taken at a kink, where "
+        "the slope jumps (abs, a norm or hypot at 0, maximum, clip, a sort or max at a tie).  Use "
+        "forward mode here (capstan.D, capstan.jvp, capstan.jacfwd), or differentiate at a point off "
+        "that singularity." % fname)
 
 
 def undefined_in_forward(fname):
@@ -235,8 +242,9 @@ def undefined_in_forward(fname):
         "finite: on the way, a partial derivative is infinite or undefined (sqrt, cbrt, arcsin, a "
         "fractional power at the end of its domain...) and the terms through it cancel as inf - inf "
         "(math.sqrt(x) - math.sqrt(x)), or a derivative is undefined here (an eigenvector of a repeated "
-        "eigenvalue).  Differentiate at a point off that singularity, or register a rule for the function "
-        "that contains it (capstan.defjvp)." % fname)
+        "eigenvalue; a second derivative at a kink, where the slope jumps: abs, a norm or hypot at 0, "
+        "maximum, clip, a sort or max at a tie).  Differentiate at a point off that singularity, or "
+        "register a rule for the function that contains it (capstan.defjvp)." % fname)
 
 
 def singular_partial(f, exc):

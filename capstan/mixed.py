@@ -50,7 +50,7 @@ from .adcontext import INPLACE, ADContext
 from .losses import NoRuleError
 from .reverse import GUARD, INPUT, RULE, adjoint, pullback
 from .threadstate import thread_state
-from .rules import operator_rules, registry
+from .rules import kink_rules, operator_rules, registry
 from .rules.registry import defimpl, defjvp, strong_mul, unbroadcast
 from .tape import Raised, record_tape
 
@@ -552,15 +552,18 @@ class Path:
         cts[self.out] = 1.0
         for n in range(self.out, -1, -1):
             g = cts[n]
-            kind, _, partials, parents, consts, _ = self.steps[n]
+            kind, form, partials, parents, consts, _ = self.steps[n]
             if g is None or kind != RULE:
                 continue
             args = [c if p is None else vals[p] for p, c in zip(parents, consts)]
+            kinks = _KINKS.get(form)
             for i, p in enumerate(parents):
                 if p is None or i >= len(partials) or partials[i] is None:
                     continue
                 d = partials[i](vals[n], *args)
                 c = d if type(g) is float and g == 1.0 else strong_mul(g, d)
+                if kinks is not None and any(nesting.varies(a) for a in args):  # (an enclosing
+                    c = kink_rules.at_kink(c, kinks(i, vals[n], *args), g, *args)  # differentiation: see kink_rules)
                 cts[p] = c if cts[p] is None else cts[p] + c
         out = [0.0] * len(inputs)
         for n, (kind, i, *_) in enumerate(self.steps):
@@ -579,6 +582,10 @@ def _log(x, base=math.e):
 
 def _abs_partial(ans, x):
     return operator_rules.sign(x)
+
+
+#: array form -> where its partials are taken at a kink (``registry.KINKS``; ``abs`` too)
+_KINKS = {**registry.KINKS, np.abs: kink_rules.at_zero}
 
 
 def _array_forms():

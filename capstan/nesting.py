@@ -111,3 +111,19 @@ def route(ctx: Any, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     if ctx is None:
         return f(*args, **kwargs)
     return overdub(ctx, f, *args, **kwargs)
+
+
+def varies(x: Any) -> bool:
+    """Whether ``x`` (a number or an array) carries a derivative of an active
+    differentiation: a tagged value, or a plain array one has written differentiated
+    values into.  Rules call it (this module is machinery: it sees the tags that routed
+    code hides) to tell a rule body run by an enclosing differentiation, and a zero that
+    holds near the point (a constant) from one that holds at it alone."""
+    if type(x) is Tagged:
+        return True
+    if type(x) is not np.ndarray:
+        return False
+    for ctx in thread_state().contexts:
+        if ctx is not None and getattr(ctx, "shadows", None) and ctx.shadow(x) is not None:
+            return True
+    return False

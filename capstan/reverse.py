@@ -26,7 +26,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import out_position, without_finished_tags
-from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
+from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at, kinked,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
 from .adcontext import raw as untagged
@@ -38,7 +38,7 @@ from .pool import borrowed, lent, quiet_reset, run_at, running
 from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 
-_PARTIALS, _VJP, _ONLY_FIRST = registry.PARTIALS, registry.VJP, registry.ONLY_FIRST
+_PARTIALS, _VJP, _ONLY_FIRST, _KINKS = registry.PARTIALS, registry.VJP, registry.ONLY_FIRST, registry.KINKS
 ADJOINTS: dict[Any, Any] = {}  # f -> user rule returning (y, pullback)
 
 
@@ -739,12 +739,17 @@ def _step(rec, g, run):
                 continue
             d = call_partial_at(run, partials[i], f, rec.ans, *rec.vals, **rec.kwargs)
             td = type(d)
+            if f in _KINKS:  # (a slope at a kink: its product marked before the sum, see kink_rules)
+                c = run(operator.mul, g, d) if td is float or td is int else product(
+                    run, g, conjugated(run, d), _nested_exact(g, d))
+                out.append(summed_to(run, kinked(run, f, i, c, g, rec.ans, rec.vals, rec.kwargs), rec.vals[i]))
+                continue
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
                 c = summed_to(run, g, rec.vals[i])
                 out.append(c if d == 1 else c * d if run is plain_call else run(operator.mul, c, d))
             else:
                 c = _scalar_dot(g, d, rec.vals[i]) if run is plain_call else None
-                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i])
+                out.append(summed_to(run, product(run, g, conjugated(run, d), _nested_exact(g, d)), rec.vals[i])
                            if c is None else c)
         return out
     if kind is GETITEM:
@@ -757,6 +762,16 @@ def _step(rec, g, run):
     if rec.vals and (type(out) is not tuple and type(out) is not list or len(out) != len(rec.parents)):
         raise _bad_pullback(rec, out)  # (only an adjoint's record keeps its arguments)
     return out
+
+
+def _nested_exact(g, d):
+    """How a cotangent ``g`` times a partial ``d`` lets an exact zero win over an infinite
+    factor inside a nested differentiation: a zero of a factor that varies with an
+    enclosing one holds at the point alone (``2 x`` at 0 against sqrt's slope at ``x * x``),
+    and does not win."""
+    if type(g) is Tagged:
+        return registry.no_zero_wins if type(d) is Tagged else registry.zero_of_second_wins
+    return registry.zero_of_first_wins if type(d) is Tagged else registry.strong_mul
 
 
 def _plain_partials(rec, g, partials):

@@ -239,6 +239,8 @@ def _reverse_over_chunk(f, x, block, decisions, fname):
                 if g is not None:
                     rows[k] = np.ravel(np.asarray(g, dtype=float))
         ctx.cleanup()
+    if np.isnan(rows).any() and np.isfinite(x).all():  # (as gradient refuses: a kink's second derivative...)
+        raise losses.undefined_in_reverse(fname)
     return rows
 
 
@@ -509,7 +511,11 @@ class SparseHessian(_Prepared):
                 mode = self.hvp_mode
             else:
                 B = self._timed("fwd_over_rev", x, decisions)
-                other = self._timed("rev_over_fwd", x, [])
+                try:
+                    other = self._timed("rev_over_fwd", x, [])
+                except losses.UndefinedInReverse:  # (reverse over forward refused where forward
+                    self.trusted = True            # over reverse has the value: kept from now on)
+                    return B
                 scale = max(float(np.abs(B).max(initial=0.0)), 1.0)
                 if not np.allclose(B, other, rtol=1e-8, atol=1e-10 * scale):
                     self.trusted = True
@@ -519,6 +525,13 @@ class SparseHessian(_Prepared):
                                   "bug); keeping forward over reverse" % self.fname, RuntimeWarning,
                                   stacklevel=3)
                 return B
+        if mode == "rev_over_fwd" and self.hvp == "auto":
+            try:
+                return self._timed(mode, x, decisions)
+            except losses.UndefinedInReverse:  # (a NaN reverse mode cannot resolve, where forward
+                self.trusted = True            # over reverse may: capstan.hessian's way from now on)
+                del decisions[:]
+                return self._timed("fwd_over_rev", x, decisions)
         return self._timed(mode, x, decisions)
 
     @property
@@ -877,9 +890,12 @@ def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") ->
     else:
         v = float(v) if not isinstance(v, complex) else v
     try:
-        if mode == "fwd_over_rev":
-            return jvp_as("hvp", lambda z: gradient(f, z)[0], (x,), (v,))[1]
-        return gradient(lambda z: _directional("hvp", f, z, v), x)[0]
+        if mode == "rev_over_fwd":
+            try:
+                return gradient(lambda z: _directional("hvp", f, z, v), x)[0]
+            except losses.UndefinedInReverse:  # (NaN where reverse mode cannot tell a zero that
+                pass  # holds near the point from the point's own: forward over reverse can)
+        return jvp_as("hvp", lambda z: gradient(f, z)[0], (x,), (v,))[1]
     except (ValueError, TypeError) as err:  # (f's output checked by the inner entry point: name ours)
         text = str(err)
         if type(err) in (ValueError, TypeError) and text.startswith(("capstan.gradient:", "capstan.jvp:")):

@@ -2414,7 +2414,7 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
             if (c == NULL) {
                 goto done;
             }
-            if (PyFloat_CheckExact(c) && isnan(PyFloat_AS_DOUBLE(c))) {
+            if (PyFloat_Check(c) && isnan(PyFloat_AS_DOUBLE(c))) {  /* (np.float64 too) */
                 /* NaN: the general steps say whether f's value and x are finite (a refusal) */
                 Py_DECREF(c);
                 PyObject *gargs[4] = {ctx, x, node, y};

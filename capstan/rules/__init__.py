@@ -18,6 +18,10 @@ Forward and reverse mode read the same tables.  Three kinds of entry:
     (``math.fsum``, which takes an iterable).
 ``nondifferentiable(*fs)``
     functions whose results carry no derivative (``np.floor``, ``math.floor``...).
+``defkink(f, kinks)``
+    where the partials of a ``defderiv`` entry are taken at a kink of ``f`` (``abs`` at 0,
+    ``maximum`` at a tie): a second derivative there is refused, not 0 (see
+    ``kink_rules``).
 ``defsolver(f, handler)``
     every call of ``f`` inside a differentiation is handed to
     ``handler(ctx, f, args, kwargs)``, differentiated arguments or not: for solvers whose
@@ -32,6 +36,7 @@ rule of its own.
 from .registry import (
                        IMPLS,
                        JVP,
+                       KINKS,
                        NONDIFF,
                        PARTIALS,
                        SOLVERS,
@@ -41,6 +46,7 @@ from .registry import (
                        defderiv,
                        defimpl,
                        defjvp,
+                       defkink,
                        defpattern,
                        deflinear,
                        defsolver,
@@ -53,4 +59,4 @@ from .registry import (
 __all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
            "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS",
            "defpattern", "PATTERN", "SECOND"]
-__all__ += ["defsolver", "SOLVERS"]
+__all__ += ["defsolver", "SOLVERS", "defkink", "KINKS"]

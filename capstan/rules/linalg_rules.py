@@ -9,6 +9,8 @@ import numpy as np
 
 from .numpy_rules import _axes, _conj, _expand, _lead, _nz, _shifted, defvjp
 from ..losses import NoRuleError
+from ..nesting import varies
+from .kink_rules import at_kink
 from .registry import defimpl, defjvp, unbroadcast
 
 _la = np.linalg
@@ -158,20 +160,32 @@ def _scaled(x, axes):
 def _l2unit(x, axes):
     """``x / ||x||`` over ``axes`` (``x``'s shape; 0 where ``x`` is 0), the gradient of the
     Euclidean norm, free of the over- and underflow of ``||x||`` itself.  The 0 at ``x = 0``
-    is a constant (the subgradient ``abs`` takes there too): differentiated again, the
-    norm's second derivative there is 0, as ``abs``'s, not the identity that ``x / 1`` gave."""
+    is the subgradient ``abs`` takes there too: a first derivative's convention, whose
+    derivative in an enclosing differentiation is undefined (see :func:`_kinked`)."""
     xs = _scaled(x, axes)
     n = np.sqrt(np.sum(np.real(_conj(xs) * xs), axis=axes, keepdims=True))
     return np.where(n > 0, xs / _nz(n), 0.0)
 
 
+def _kinked(d, g, x, axes):
+    """``d``, a norm's gradient at ``x`` times ``g``, marked where ``x`` is 0 over ``axes``
+    (the norm's kink: its Hessian there is infinite) when an enclosing differentiation
+    differentiates ``x`` (see ``kink_rules``)."""
+    if not varies(x):
+        return d
+    zero = np.broadcast_to(np.all(np.equal(x, 0), axis=axes, keepdims=True), np.shape(x))
+    return at_kink(d, zero, g, x)
+
+
 def _l2norm_jvp(ts, ans, x, axes, keepdims=False):
     lead = _lead(ts[0], x)
-    return np.sum(np.real(_conj(_l2unit(x, axes)) * ts[0]), axis=_shifted(axes, lead), keepdims=keepdims)
+    d = _kinked(np.real(_conj(_l2unit(x, axes)) * ts[0]), ts[0], x, axes)
+    return np.sum(d, axis=_shifted(axes, lead), keepdims=keepdims)
 
 
 def _l2norm_vjp(g, ans, x, axes, keepdims=False):
-    return (_expand(np.real(g), axes, keepdims) * _l2unit(x, axes), None, None)
+    g = _expand(np.real(g), axes, keepdims)
+    return (_kinked(g * _l2unit(x, axes), g, x, axes), None, None)
 
 
 defjvp(_l2norm, _l2norm_jvp, batched=True)
@@ -194,12 +208,13 @@ def _pnorm_unit(x, ord, axes):
 
 def _pnorm_jvp(ts, ans, x, axes, keepdims, ord):
     lead = _lead(ts[0], x)
-    u = _pnorm_unit(x, ord, axes)
-    return np.sum(np.real(_conj(u) * ts[0]), axis=_shifted(axes, lead), keepdims=keepdims)
+    d = _kinked(np.real(_conj(_pnorm_unit(x, ord, axes)) * ts[0]), ts[0], x, axes)
+    return np.sum(d, axis=_shifted(axes, lead), keepdims=keepdims)
 
 
 def _pnorm_vjp(g, ans, x, axes, keepdims, ord):
-    return (_expand(np.real(g), axes, keepdims) * _pnorm_unit(x, ord, axes), None, None, None)
+    g = _expand(np.real(g), axes, keepdims)
+    return (_kinked(g * _pnorm_unit(x, ord, axes), g, x, axes), None, None, None)
 
 
 defjvp(_pnorm, _pnorm_jvp, batched=True)

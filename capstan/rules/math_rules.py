@@ -3,7 +3,8 @@ import cmath
 import math
 
 from .operator_rules import infinite_slope, log, mod_divisor, one, sign, zero_base_exponent, zero_power_slope
-from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
+from .kink_rules import all_zero, at_zero
+from .registry import defderiv, defkink, defimpl, defjvp, defvjp, nondifferentiable
 
 _SQRT_PI = math.sqrt(math.pi)
 
@@ -112,6 +113,9 @@ def _hypot_slope(i, xs):
 defderiv(math.hypot, *[lambda ans, *xs, i=i: _hypot_slope(i, xs) for i in range(8)])
 defderiv(math.fabs, lambda ans, x: sign(x))
 defderiv(math.copysign, lambda ans, x, y: sign(x) * (-1.0 if math.copysign(1.0, ans) < 0 else 1.0), None)
+defkink(math.hypot, all_zero)  # (a second derivative at a kink: see kink_rules)
+defkink(math.fabs, at_zero)
+defkink(math.copysign, at_zero)
 defderiv(math.fmod, one, mod_divisor)  # (the quotient truncated, not floored: the same recovery)
 defderiv(math.degrees, lambda ans, x: 180.0 / math.pi)
 defderiv(math.radians, lambda ans, x: math.pi / 180.0)

@@ -624,7 +624,11 @@ def _ranked(input, rank, footprint, mode, cval, origins, function):
     one-sided derivatives differ, and no derivative exists.  Copies of one element made by
     the boundary mode are that element (its derivative either way)."""
     neighbours = _neighbours(input, footprint, mode, cval, origins)
-    selected = np.sort(neighbours, axis=0)[rank]
+    # (np.sort's order, read through an index: copies of one element that the boundary mode
+    # made tie, and move together -- no kink, as np.sort's rule would take it for one;
+    # ties of different elements are refused below)
+    order = np.argsort(neighbours, axis=0, kind="stable")[rank:rank + 1]
+    selected = np.take_along_axis(neighbours, order, axis=0)[0]
     tied = neighbours == selected[None]  # (a comparison: plain booleans)
     source = _neighbours(np.arange(np.size(input)).reshape(np.shape(input)), footprint, mode, -1, origins)
     first = np.min(np.where(tied, source, np.size(input)), axis=0)

@@ -19,7 +19,9 @@ from overdub.tagging import value_of
 
 from ..losses import count_nonzero_c as _count_nonzero
 from .operator_rules import _abs_jvp, _abs_vjp, zero_base_exponent
-from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
+from ..nesting import varies
+from .kink_rules import all_zero, at_kink, at_zero, tie, tied
+from .registry import (FOLDS, JVP, defderiv, defkink, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
                        unbroadcast)
 from .registry import defvjp as _defvjp
 
@@ -276,6 +278,21 @@ def _clip_hi(ans, a, a_min=None, a_max=None, **kw):
 
 defderiv(np.clip, _clip_a, _clip_lo, _clip_hi)
 
+
+def _clip_kinks(i, ans, a, a_min=None, a_max=None, **kw):
+    """``KINKS`` entry of ``np.clip``: ``a`` at a bound."""
+    lo, hi = _clip_bounds(a_min, a_max, kw)
+    return np.equal(a, lo) | np.equal(a, hi)
+
+
+# (second derivatives at a kink: see kink_rules)
+for _f in (np.maximum, np.minimum, np.fmax, np.fmin):
+    defkink(_f, tie)
+defkink(np.hypot, all_zero)
+defkink(np.fabs, at_zero)
+defkink(np.copysign, at_zero)
+defkink(np.clip, _clip_kinks)
+
 # |z|, arg z, conj z, Re z, Im z are not holomorphic: explicit rules
 defjvp(np.absolute, _abs_jvp, batched=True)
 defvjp(np.absolute, _abs_vjp)
@@ -481,13 +498,26 @@ def _extreme_weights(ans, a, axes, keepdims):
     return mask / np.maximum(np.sum(mask, axis=axes, keepdims=True), 1)
 
 
+def _extreme_ties(ans, a, axes, keepdims):
+    """The elements where ``a`` attains its max/min with another one: a kink."""
+    mask = np.asarray(a) == _expand(ans, axes, keepdims)
+    return mask & (np.sum(mask, axis=axes, keepdims=True) > 1)
+
+
 def _extreme_jvp(t, ans, a, axes, lead, p):
     keep = p.get("keepdims", False)
-    return np.sum(t * _extreme_weights(ans, a, axes, keep), axis=_shifted(axes, lead), keepdims=keep)
+    d = t * _extreme_weights(ans, a, axes, keep)
+    if varies(a):  # (ties: a kink, see kink_rules)
+        d = at_kink(d, _extreme_ties(ans, a, axes, keep), None, a, aligned=False)
+    return np.sum(d, axis=_shifted(axes, lead), keepdims=keep)
 
 
 def _extreme_vjp(g, ans, a, axes, p):
     keep = p.get("keepdims", False)
+    if varies(a):  # (ties: a kink, see kink_rules)
+        g = _expand(g, axes, keep)
+        return at_kink(g * _extreme_weights(ans, a, axes, keep), _extreme_ties(ans, a, axes, keep), g, a,
+                       aligned=False)
     if len(axes) == np.ndim(a) and np.ndim(g) == 0:  # the whole array: write the few maxima only
         where = np.flatnonzero(np.asarray(a) == ans)
         out = np.zeros(np.size(a), dtype=np.result_type(a, np.float64))
@@ -1071,13 +1101,17 @@ def _sort_jvp(ts, ans, a, axis=-1, *args, **kw):
     if axis is None:
         a, t = np.ravel(a), _flat(t, lead)
         axis = 0
-    return t[(slice(None),) * lead + _sort_index(a, axis % np.ndim(a))]
+    axis = axis % np.ndim(a)
+    d = t[(slice(None),) * lead + _sort_index(a, axis)]
+    return at_kink(d, tied(ans, axis), None, a, aligned=False) if varies(a) else d  # (ties: a kink, see kink_rules)
 
 
 def _sort_vjp(g, ans, a, axis=-1, *args, **kw):
     arr = np.ravel(a) if axis is None else np.asarray(a)
-    index = _sort_index(arr, 0 if axis is None else axis % arr.ndim)
-    z = _scatter(g, arr.shape, arr.dtype, index)
+    axis = 0 if axis is None else axis % arr.ndim
+    z = _scatter(g, arr.shape, arr.dtype, _sort_index(arr, axis))
+    if varies(a):  # (ties: a kink, see kink_rules)
+        z = at_kink(z, tied(arr, axis), z, arr, aligned=False)
     return (unbroadcast(np.reshape(z, np.shape(a)), a),) + (None,) * (1 + len(args))
 
 

@@ -10,8 +10,9 @@ import operator
 import numpy as np
 
 from ..losses import NoRuleError
-from ..nesting import nestlevel
+from ..nesting import nestlevel, varies
 
+from .kink_rules import at_kink
 from .registry import FOLDS, defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
 
 
@@ -160,15 +161,22 @@ def complex_unit(z):
 
 
 def _abs_jvp(ts, ans, x, **kw):
+    t = ts[0]
     if np.iscomplexobj(x):  # |z| is not holomorphic: d|z| = Re(conj(z) dz) / |z|
-        return np.real(np.conj(complex_unit(x)) * ts[0])
-    return sign(x) * ts[0]
+        d = np.real(np.conj(complex_unit(x)) * t)
+    else:
+        d = sign(x) * t
+    return at_kink(d, x == 0, t, x) if varies(x) else d
 
 
 def _abs_vjp(g, ans, x, **kw):
     if np.iscomplexobj(x):  # gradient of |z| is z / |z|
-        return (g * complex_unit(x),)
-    return (unbroadcast(g * sign(x), x) if type(x) is np.ndarray else g * sign(x),)
+        d = g * complex_unit(x)
+        return (at_kink(d, x == 0, g, x) if varies(x) else d,)
+    d = g * sign(x)
+    if varies(x):  # (differentiated by an enclosing run: see kink_rules)
+        d = at_kink(d, x == 0, g, x)
+    return (unbroadcast(d, x) if type(x) is np.ndarray else d,)
 
 
 for absolute in (abs, operator.abs):

@@ -17,6 +17,10 @@ SOLVERS: dict[Any, Any] = {}  # f -> handler(ctx, f, args, kwargs): solvers whos
 FOLDS: dict[Any, Any] = {}
 PATTERN: dict[Any, Any] = {}  # f -> how index sets flow through f, for sparsity detection (see pattern_rules)
 SECOND: dict[Any, Any] = {}  # f -> pairs of argument positions whose second derivative may be nonzero
+#: f -> kinks(i, ans, *args, **kwargs): where ``f``'s partial in argument ``i`` is taken at
+#: a kink (a boolean mask over the result, or False), read on plain values; nested
+#: differentiation marks those products (see ``kink_rules``)
+KINKS: dict[Any, Any] = {}
 _listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
 
 
@@ -62,6 +66,16 @@ def defderiv(f: Callable[..., Any], *partials: Callable[..., Any] | None) -> Non
             raise TypeError("defderiv(%s, ...): each partial must be a callable "
                             "(ans, *args) -> derivative, or None; got %r" % (_name(f), p))
     _put(PARTIALS, f, partials)
+
+
+def defkink(f: Callable[..., Any], kinks: Callable[..., Any]) -> None:
+    """Declare where ``f``'s partials (``defderiv``) are taken at a kink of ``f`` (``|x|``
+    at 0, a tie of ``maximum``): ``kinks(i, ans, *args, **kwargs)`` gives, on plain
+    values, a boolean mask over the result (or False) for argument ``i``.  There the
+    slope is a convention, and a derivative of it in an enclosing differentiation is
+    NaN (refused), not 0 (see ``kink_rules``)."""
+    _check(f, "defkink")
+    _put(KINKS, f, kinks)
 
 
 def defjvp(f: Callable[..., Any], rule: Callable[..., Any] | None = None, *,
@@ -323,6 +337,23 @@ def tangent_product(p, t):
     at 0, whose slope is -1/2, not 0), and forward mode refuses it.  A partial whose zeros
     do not depend on the point (a constant factor, a selection) uses :func:`strong_mul`."""
     return _zeros_win(p * t, t)
+
+
+def zero_of_first_wins(a, b):
+    """``a * b`` where only ``a``'s exact zeros win over an infinite or NaN ``b``: inside a
+    nested differentiation, ``b`` varies with the enclosing one, so its zero holds at the
+    point alone (``2 x`` at 0 times sqrt's infinite slope at ``x * x``)."""
+    return _zeros_win(a * b, a)
+
+
+def zero_of_second_wins(a, b):
+    """:func:`zero_of_first_wins` with the roles swapped."""
+    return _zeros_win(a * b, b)
+
+
+def no_zero_wins(a, b):
+    """``a * b``: both factors vary with an enclosing differentiation (NaN stays)."""
+    return a * b
 
 
 def _zero(v):

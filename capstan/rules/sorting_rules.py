@@ -14,6 +14,8 @@ import types
 
 import numpy as np
 
+from ..nesting import varies
+from .kink_rules import at_kink, tied
 from .numpy_rules import _flat, _lead, _scatter
 from .registry import defimpl, defjvp, defvjp, nondifferentiable, unbroadcast
 
@@ -46,13 +48,17 @@ def _partition_jvp(ts, ans, a, kth, axis=-1, *args, **kw):
     t, lead = ts[0], _lead(ts[0], a)
     if axis is None:
         a, t, axis = np.ravel(a), _flat(t, lead), 0
-    return t[(slice(None),) * lead + _rearrangement(a, ans, operator.index(axis) % np.ndim(a))]
+    axis = operator.index(axis) % np.ndim(a)
+    d = t[(slice(None),) * lead + _rearrangement(a, ans, axis)]
+    return at_kink(d, tied(ans, axis), None, a, aligned=False) if varies(a) else d  # (ties: a kink, see kink_rules)
 
 
 def _partition_vjp(g, ans, a, kth, axis=-1, *args, **kw):
     arr = np.ravel(a) if axis is None else np.asarray(a)
-    index = _rearrangement(arr, ans, 0 if axis is None else operator.index(axis) % arr.ndim)
-    z = _scatter(g, arr.shape, arr.dtype, index)
+    axis = 0 if axis is None else operator.index(axis) % arr.ndim
+    z = _scatter(g, arr.shape, arr.dtype, _rearrangement(arr, ans, axis))
+    if varies(a):  # (ties: a kink, see kink_rules)
+        z = at_kink(z, tied(arr, axis), z, arr, aligned=False)
     return (unbroadcast(np.reshape(z, np.shape(a)), a),) + (None,) * (1 + len(args))
 
 

@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from .log_moments import beta_tail_moment, gamma_tail_moment, zeta_moment
-from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
+from .kink_rules import at_zero
+from .registry import defderiv, defimpl, defjvp, defkink, defvjp, nondifferentiable
 
 try:
     import scipy.special as sc
@@ -213,6 +214,9 @@ def _register():
     defderiv(sc.i0e, lambda ans, x, **kw: _scaled_bessel_slope(0, x, "i", sc.i1e(x) - np.sign(x) * ans))
     defderiv(sc.i1e, lambda ans, x, **kw: _scaled_bessel_slope(
         1, x, "i", 0.5 * (sc.i0e(x) + sc.ive(2, x)) - np.sign(x) * ans))
+    defkink(sc.i0e, at_zero)  # (exp(-|x|) I(x): a kink at 0, see kink_rules)
+    defkink(sc.i1e, at_zero)
+    defkink(sc.ive, lambda i, ans, v, x, **kw: np.equal(x, 0) if i == 1 else False)
     defderiv(sc.k0e, lambda ans, x, **kw: _scaled_bessel_slope(0, x, "k", ans - sc.k1e(x)))
     defderiv(sc.k1e, lambda ans, x, **kw: _scaled_bessel_slope(1, x, "k", ans - 0.5 * (sc.k0e(x) + sc.kve(2, x))))
     for f, rule in ((sc.jv, lambda ans, v, z, **kw: 0.5 * (sc.jv(v - 1, z) - sc.jv(v + 1, z))),
@@ -424,6 +428,8 @@ def _register():
     defderiv(sc.kl_div, lambda ans, x, y, **kw: np.log(x / y), lambda ans, x, y, **kw: 1.0 - x / y)
     defderiv(sc.huber, lambda ans, d, r, **kw: np.where(np.abs(r) <= d, 0.0, np.abs(r) - d),
              lambda ans, d, r, **kw: np.where(np.abs(r) <= d, r, d * np.sign(r)))
+    # (the slope r, d sign(r) turns at |r| = d: there the second derivative jumps)
+    defkink(sc.huber, lambda i, ans, d, r, **kw: np.equal(np.abs(r), d))
     defderiv(sc.pseudo_huber,
              lambda ans, d, r, **kw: 2.0 * ans / d - r * r / (d * np.sqrt(1.0 + (r / d) ** 2)),
              lambda ans, d, r, **kw: r / np.sqrt(1.0 + (r / d) ** 2))
