@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from overdub import Context, Tagged, is_structural, ops, overdub, primitive, recurse
+from overdub._native import capstan_native
 from overdub.semantics import PROTOCOLS, is_py, lookup
 from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
@@ -101,6 +102,8 @@ def _register(f):
         return self.apply(f, args, kwargs)
 
     rule.__name__ = rule.__qualname__ = "rule_for_" + getattr(f, "__name__", "f")
+    if capstan_native is not None:  # (reverse mode's calls on float64 arrays in C; the rest: rule)
+        rule.__overdub_native__ = capstan_native.RuleTwin(f, rule)
     for argtypes in _conditions(f):
         primitive(f, *argtypes)(rule)
     _registered[f] = rule

@@ -22,6 +22,7 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
+from overdub.tracebacks import drop_own_frames
 from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
@@ -252,6 +253,12 @@ class ReverseCtx(ADContext):
         if out is not None:
             self.before_write(out)
         ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
+        return self._computed(f, ans, vals, parents, kwargs, args, out, foreign)
+
+    def _computed(self, f, ans, vals, parents, kwargs, args, out, foreign):
+        """The rest of ``compute`` once ``ans = f(*vals, **kwargs)`` is known: its record and
+        its result (the C layer's ``reverse_call`` hands results other than floats and float
+        arrays here)."""
         ta = type(ans)
         if ta is not float and ta is not np.ndarray and isinstance(untagged(ans), np.ma.MaskedArray):
             raise losses.refuse(self, losses.masked_array(f, self.mode))  # (x * masked)
@@ -660,6 +667,11 @@ _SCALAR_RECORD = capstan_native.ScalarRecord if capstan_native is not None else 
 if capstan_native is not None:
     capstan_native.setup_records(Record, np.ndarray, RULE)
     _record, _record_array = capstan_native.record, capstan_native.record_array
+    # what the C twins of apply/compute and arrays (reverse_call) ask and call
+    capstan_native.setup_calls(ReverseCtx, _PARTIALS, _VJP, _ONLY_FIRST,
+                               (registry.SOLVERS, registry.IMPLS, registry.NONDIFF, losses.ZERO_TESTS,
+                                ADJOINTS, INPLACE), operator.getitem, _DOUBLE, np.ufunc,
+                               ReverseCtx._computed, drop_own_frames)
 else:
     _record = _record_array = None
 

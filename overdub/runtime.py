@@ -729,7 +729,15 @@ class Runtime(RuntimeBase):
         return self._target(f)
 
     def _primitive_dispatch(self, rules, target):
-        """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
+        """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn.  A primitive
+        with a native twin (``__overdub_native__``, see ``bound_total``) is called as its twin
+        outside a nested run; a lone one without conditions is the answer itself, bound to the
+        context (no frame of the dispatcher's: the twin drops overdub's frames from an error's
+        traceback as the dispatcher does)."""
+        natives = [getattr(fn, "__overdub_native__", None) if self.outer_call is None else None
+                   for _, fn in rules]
+        if len(rules) == 1 and not rules[0][0] and natives[0] is not None:
+            return MethodType(natives[0], self.ctx)
         names = ["args[%d]" % i for i in range(codegen.max_arity(rules))]
         conds, env = codegen.rule_conditions(rules, names)
         lines = ["def dispatch(*args, **kwargs):", "    try:", "        n = len(args)"]
@@ -740,7 +748,7 @@ class Runtime(RuntimeBase):
         lines += ["        return target(*args, **kwargs)",
                   "    except BaseException as exc:", "        drop_own_frames(exc)", "        raise"]
         env.update(ctx=self.ctx, target=target, drop_own_frames=drop_own_frames)
-        env.update(("m%d" % i, self.user(r[1])) for i, r in enumerate(rules))
+        env.update(("m%d" % i, self.user(r[1]) if natives[i] is None else natives[i]) for i, r in enumerate(rules))
         return codegen.compile_function("\n".join(lines), "dispatch", env, "primitive dispatch")
 
     def _target(self, f):
