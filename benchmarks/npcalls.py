@@ -14,9 +14,10 @@ which includes the backward sweep over the iteration's records).
 Table 2, whole gradients against hand-written NumPy: the MLP (64→128→10, batch 256), logsumexp of
 10^6 values and ``gradient(scipy.optimize.rosen)`` at n = 1000 against ``rosen_der``.
 
-Timing: interleaved rounds (the order rotating), each a batch of back-to-back calls; the best
-(minimum) round of each is reported, and the median of the per-round differences or ratios
-beside it (the machine is shared: the minimum is the least disturbed).
+Timing: CPU time of this process (``time.process_time``), in interleaved rounds (the order
+rotating), each a batch of back-to-back calls; the best (minimum) round of each is reported, and
+the median of the per-round differences or ratios beside it (on a shared machine the minimum is
+the least disturbed).
 """
 import json
 import os
@@ -103,14 +104,15 @@ def rounds(fns, n_rounds, batch_s):
         t0 = time.perf_counter()
         fn()
         reps.append(max(1, int(batch_s / max(time.perf_counter() - t0, 1e-7))))
+    clock = time.process_time
     times = [[] for _ in fns]
     for r in range(n_rounds):
         for k in range(len(fns)):
             i = (k + r) % len(fns)
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(reps[i]):
                 fns[i]()
-            times[i].append((time.perf_counter() - t0) / reps[i])
+            times[i].append((clock() - t0) / reps[i])
     return times
 
 
