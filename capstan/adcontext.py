@@ -1091,6 +1091,12 @@ def out_position(f):
     return pos
 
 
+def takes_out(f, n):
+    """Whether ``n`` positional arguments of ``f`` reach its ``out`` parameter."""
+    pos = out_position(f)
+    return pos is not None and n > pos[0]
+
+
 def _out_by_keyword(f, args, kwargs):
     """``(args, kwargs)`` of a call of ``f`` with an ``out`` parameter given by position
     moved to the keywords (with the positional arguments after it): the implementations

@@ -26,7 +26,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 from . import checks, fastpaths, losses, structure
 from .adcontext import without_finished_tags
 from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, out_argument,
-                        plain_call, product, raw)
+                        plain_call, product, raw, takes_out)
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -35,6 +35,8 @@ from .pool import differentiating, quiet_reset, run_at
 from .rules import registry
 
 _PARTIALS, _JVP, _ONLY_FIRST = registry.PARTIALS, registry.JVP, registry.ONLY_FIRST
+_F64 = np.float64
+_DOUBLE = np.dtype(np.float64)
 
 
 class ForwardCtx(ADContext):
@@ -60,6 +62,43 @@ class ForwardCtx(ADContext):
         if losses.tangents_differ(where, vals, tans, self.chunk):
             raise losses.refuse(self, losses.point_branch(f, self.mode))
 
+    def apply(self, f, args, kwargs):
+        """``ADContext.apply``; a call of a function with a rule on this run's values (floats
+        and float64 arrays, their tangents not an enclosing differentiation's) and plain
+        numbers and arrays, without keywords, goes straight to ``compute``: ``apply``'s
+        questions are answered alike for all such calls (as ``ReverseCtx.apply``)."""
+        if (kwargs or (f not in _PARTIALS and f not in _JVP) or f in registry.SOLVERS or f in registry.IMPLS
+                or f in registry.NONDIFF or f is operator.getitem or f in losses.ZERO_TESTS
+                or (type(f) is np.ufunc and len(args) != f.nin)
+                or (len(args) > 2 and type(f) is not np.ufunc and takes_out(f, len(args)))):
+            return ADContext.apply(self, f, args, kwargs)
+        key = self._tagkey
+        vals = []
+        tans = []
+        found = False
+        for a in args:
+            ta = type(a)
+            if ta is Tagged:
+                v = value_of(a)
+                tv = type(v)
+                t = metadata_of(a)
+                tt = type(t)
+                if (tag_of(a) is not key
+                        or not (tv is float or tv is _F64 or (tv is np.ndarray and v.dtype is _DOUBLE))
+                        or not (tt is float or tt is _F64 or tt is np.ndarray)):
+                    return ADContext.apply(self, f, args, kwargs)
+                vals.append(v)
+                tans.append(t)
+                found = True
+            elif ta is float or ta is int or ta is _F64 or (ta is np.ndarray and not self.shadows and not self.outside):
+                vals.append(a)
+                tans.append(None)
+            else:
+                return ADContext.apply(self, f, args, kwargs)
+        if not found:
+            return ADContext.apply(self, f, args, kwargs)
+        return self.compute(f, vals, tans, kwargs, args, plain_call, None)
+
     def compute(self, f, vals, tans, kwargs, args, run, foreign):
         """The result of ``f`` and its tangent from the rule table."""
         if f in INPLACE and type(raw(vals[0])) is np.ndarray:  # a += b: computed aside, then written
@@ -67,14 +106,15 @@ class ForwardCtx(ADContext):
             if not np.can_cast(np.result_type(raw(ans)), raw(vals[0]).dtype, "same_kind"):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
-            ans = run(f, *vals, **kwargs)
-            if type(ans) is not float and type(ans) is not np.ndarray and isinstance(raw(ans), np.ma.MaskedArray):
+            ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
+            ta = type(ans)
+            if ta is not float and ta is not np.ndarray and isinstance(raw(ans), np.ma.MaskedArray):
                 raise losses.refuse(self, losses.masked_array(f, self.mode))  # (x * masked)
-            if (type(ans) is np.ndarray or type(ans) is Tagged) and out_argument(kwargs) is None:
+            if (ta is np.ndarray or ta is Tagged) and out_argument(kwargs) is None:
                 same = returned_argument(ans, vals, tans)  # (Tagged: an enclosing one returned it)
                 if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                     return args[same]
-        if _takes_arrays(f) and any(type(ti) is list for ti in tans):
+        if any(type(ti) is list for ti in tans) and _takes_arrays(f):
             vals, tans = list(vals), list(tans)
             for i, ti in enumerate(tans):
                 if type(ti) is list:
@@ -109,9 +149,18 @@ class ForwardCtx(ADContext):
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
-        if t is not None and _integral(ans):  # np.sum(a, dtype=int), np.cumprod(a, dtype=int)...:
+        ta = type(ans)
+        if t is None or ta is float:
+            pass
+        elif ta is np.ndarray and ans.dtype is _DOUBLE:  # (the commonest result: its tangent fits
+            if not (type(t) is np.ndarray and t.dtype is _DOUBLE and t.shape == ans.shape  # already)
+                    and self.chunk is None):
+                t = self._fitted(t, ans, run)
+            if type(t) is np.ndarray and any(t is ti for ti in tans) and not any(ans is raw(v) for v in vals):
+                t = t.copy()  # (as below)
+        elif _integral(ans):  # np.sum(a, dtype=int), np.cumprod(a, dtype=int)...:
             t = None  # an integer result is a step function of the input (reverse mode agrees)
-        if t is not None:
+        else:
             t = self._fitted(t, ans, run)
             if type(t) is np.ndarray and type(ans) is np.ndarray and any(t is ti for ti in tans) and not any(
                     ans is raw(v) for v in vals):  # a new array (astype(copy=True)...): its own tangent,

@@ -26,7 +26,7 @@ from overdub.tracebacks import drop_own_frames
 from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import out_position, without_finished_tags
+from .adcontext import takes_out as _takes_out, without_finished_tags
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -114,12 +114,6 @@ def _short(value, limit=60):
     text = getattr(value, "__name__", None) if callable(value) else None
     text = text or repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _takes_out(f, n):
-    """Whether ``n`` positional arguments of ``f`` reach its ``out`` parameter."""
-    pos = out_position(f)
-    return pos is not None and n > pos[0]
 
 
 class ReverseCtx(ADContext):
@@ -441,6 +435,12 @@ class ReverseCtx(ADContext):
                 tape = self.tape
                 tape.append(Record(GETITEM, None, None, (), (value.shape, value.dtype, k), (metadata_of(c),)))
                 return Tagged(ans, len(tape) - 1, self)
+        if (type(c) is Tagged and type(k) is not Tagged and tag_of(c) is self._tagkey and not self.shadows
+                and not self.outside):  # a[1:], a[:, 0]: subscript's steps for this run's array
+            value, n = value_of(c), metadata_of(c)
+            if type(value) is np.ndarray and n is not None:
+                ans = value[k]
+                return self._result(ans, self.record(GETITEM, None, None, (), (value.shape, value.dtype, k), (n,)))
         ans, n, value, k, foreign = self.subscript(c, k)
         if n is None:
             return ans
