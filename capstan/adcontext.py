@@ -42,7 +42,7 @@ from .markers import stop_gradient
 from .nesting import inner
 from .pool import quiet_reset
 from .losses import EQUALITIES, EXPORTING, NoRuleError, derivative_free, no_rule
-from .rules import registry, stdlib_rules, ufunc_rules
+from .rules import numpy_rules, registry, stdlib_rules, ufunc_rules
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
            operator.mod, operator.pow, operator.matmul, operator.iadd, operator.isub,
@@ -694,6 +694,8 @@ class ADContext(Context):
             return self.apply(rule, (o,), {})
         attr = getattr(type(raw(value)), name, None)
         if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
+            if type(raw(value)) is np.ndarray:  # (a.sum: np.sum bound to a, as its impl calls it)
+                attr = numpy_rules.METHOD_FUNCTIONS.get(attr, attr)
             return partial(attr, o)
         out = getattr(value, name, *default)
         if self.meta(o) is not None and (name in losses.RAW_MEMORY or not derivative_free(out)):

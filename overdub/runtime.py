@@ -650,6 +650,10 @@ class Runtime(RuntimeBase):
             g = self.known_callee(f, lasting)
             if g is not None:
                 return g
+        if type(f) is partial and self.weak_keys and not lasting:  # (made per call: a bound
+            spec = self.spec                                           # method of a tagged value)
+            if not (spec.totals and f in spec.totals) and not (spec.primitives and f in spec.primitives):
+                return partial(self.call, f.func, *f.args, **f.keywords)  # (_stepped's answer, uncached)
         calls = self.instance_calls.get(type(f)) if self.plain_resolve else None
         if calls is not None and not lasting and type(f).__call__ is calls[0]:  # (still its __call__)
             return partial(calls[1], f)

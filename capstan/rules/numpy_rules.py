@@ -1400,10 +1400,14 @@ def _method(fn):
     return lambda a, *args, **kw: fn(a, *args, **kw)
 
 
+#: ndarray method -> the NumPy function it is (``a.sum(...)`` is ``np.sum(a, ...)``): what
+#: ``getattr`` on a differentiated array binds, so that the call reaches the function's rule
+METHOD_FUNCTIONS = {}
 for _name in ("sum", "mean", "prod", "max", "min", "cumsum", "cumprod", "var", "std", "ravel", "swapaxes",
               "squeeze", "clip", "repeat", "take", "diagonal", "trace", "conj", "conjugate", "sort"):
     if _name != "sort":
         defimpl(getattr(np.ndarray, _name), _method(getattr(np, _name)))
+        METHOD_FUNCTIONS[getattr(np.ndarray, _name)] = getattr(np, _name)
 defimpl(np.ndarray.reshape,
         lambda a, *shape, **kw: np.reshape(a, shape[0] if len(shape) == 1 else shape, **kw))
 defimpl(np.ndarray.transpose, lambda a, *axes: np.transpose(a, axes[0] if len(axes) == 1 else (axes or None)))
