@@ -25,8 +25,8 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import without_finished_tags
-from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, out_argument,
-                        plain_call, product, raw, takes_out)
+from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, SINGULAR, ADContext, call_partial, call_partial_at,
+                        out_argument, plain_call, product, raw, singular_partial, takes_out)
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -129,9 +129,18 @@ class ForwardCtx(ADContext):
                     continue
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans, run)
-                p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
+                if run is plain_call:  # (call_partial_at's and product's steps for a plain run)
+                    try:
+                        p = partials[i](ans, *vals, **kwargs)
+                    except SINGULAR as exc:
+                        p = singular_partial(partials[i], f, (ans, *vals), kwargs, exc)
+                else:
+                    p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
                 exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
-                d = ti if type(p) is float and p == 1.0 else product(run, p, ti, exact)
+                if type(p) is float and p == 1.0:
+                    d = ti
+                else:
+                    d = exact(p, ti) if run is plain_call else product(run, p, ti, exact)
                 t = d if t is None else run(operator.add, t, d)
             if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
                 t = run(COMBINED[f], t, tans, ans, *vals)
