@@ -11,6 +11,8 @@ Jacobians use *chunks*: a tagged value carries a block of N tangents (a leading
 axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 ``ceil(n / N)`` runs of ``f``.
 """
+import cmath
+import math
 import numbers
 from functools import partial
 import operator
@@ -120,7 +122,11 @@ class ForwardCtx(ADContext):
                 if type(ti) is list:
                     vals[i], tans[i] = _as_array_argument(vals[i], ti, self.chunk, run)
         partials = _PARTIALS.get(f)
-        if partials is not None:
+        if partials is not None and run is plain_call and self.chunk is None:
+            t = self._plain_tangent(f, partials, ans, vals, tans, kwargs)
+            if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
+                t = COMBINED[f](t, tans, ans, *vals)
+        elif partials is not None:
             t = None
             for i, ti in enumerate(tans):
                 if ti is None or i >= len(partials) or partials[i] is None:
@@ -175,6 +181,45 @@ class ForwardCtx(ADContext):
                     ans is raw(v) for v in vals):  # a new array (astype(copy=True)...): its own tangent,
                 t = t.copy()  # which a later write into it must not write into its argument's
         return self._result(f, ans, t, args, out_argument(kwargs))
+
+    def _plain_tangent(self, f, partials, ans, vals, tans, kwargs):
+        """``compute``'s tangent from the partials for plain values: the sum of each partial
+        times its tangent.  Where that sum is finite, so is every product in it, and the
+        exact products (``registry.strong_mul`` / ``tangent_product``, whose zeros win only
+        over a non-finite factor) are those same products: they are made one by one, and
+        summed again, only where the sum is not finite."""
+        terms = []
+        for i, ti in enumerate(tans):
+            if ti is None or i >= len(partials) or partials[i] is None:
+                if ti is not None and i >= len(partials):  # (an argument the rule does not cover)
+                    raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
+                continue
+            try:
+                p = partials[i](ans, *vals, **kwargs)
+            except SINGULAR as exc:
+                p = singular_partial(partials[i], f, (ans, *vals), kwargs, exc)
+            terms.append((i, p, ti))
+        t = None
+        for i, p, ti in terms:
+            d = ti if type(p) is float and p == 1.0 else p * ti
+            t = d if t is None else t + d
+        tt = type(t)
+        if t is None:
+            return t
+        if tt is float or tt is _F64:
+            if math.isfinite(t):
+                return t
+        elif tt is complex or tt is np.complex128:
+            if cmath.isfinite(t):
+                return t
+        elif tt is np.ndarray and t.dtype.kind in "fc" and registry._all_finite(t):
+            return t
+        t = None
+        for i, p, ti in terms:
+            exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
+            d = ti if type(p) is float and p == 1.0 else exact(p, ti)
+            t = d if t is None else t + d
+        return t
 
     def _fitted(self, t, ans, run):
         """Tangent ``t`` made to match the array ``ans`` it belongs to: broadcast to its

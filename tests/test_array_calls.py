@@ -120,14 +120,46 @@ def _record(rec):
     return [rec.kind.name, f, _describe(rec.ans), [_describe(v) for v in rec.vals], repr(rec.parents)]
 
 
+# forward mode where a product of a partial and a tangent is not finite (an exact zero wins,
+# or not: registry.strong_mul and tangent_product), and sums of such products
+def _flat_sqrt(x):
+    a = x * A
+    return np.sum(np.sqrt(a - a) + a * a)  # (an infinite partial times a zero tangent)
+
+
+def _constant_infinity(x):
+    a = x * A
+    c = np.where(A > 1.0, np.inf, 2.0)
+    return np.sum(c * (a - a) + np.maximum(a, 1.2) * np.hypot(a, 1e-300 * a))
+
+
+def _overflowing(x):
+    a = x * A
+    return np.sum(np.exp(700.0 * a) * a) + np.sum(a / (a - a + 1e-310))
+
+
+SINGULAR = [_flat_sqrt, _constant_infinity, _overflowing]
+
+
+def _forward(f, x):
+    try:
+        with np.errstate(all="ignore"):
+            return _describe(capstan.D(f, x))
+    except Exception as exc:  # noqa: BLE001 -- compared as it is
+        return [type(exc).__name__, str(exc)[:80]]
+
+
 def _tapes():
-    """For each program: its gradient and its tape (records described), in this process."""
+    """For each program: its gradient, its derivative and its tape (records described), in
+    this process; then forward mode's answers for the singular programs."""
     out = []
     for name, f, x in PROGRAMS:
         ctx = ReverseCtx()
         y = overdub.overdub(ctx, f, ctx.input(x))
         tape = [_record(r) for r in ctx.tape]
-        out.append([name, _describe(capstan.gradient(f, x)[0]), tape, _describe(overdub.untag(y, ctx))])
+        out.append([name, _describe(capstan.gradient(f, x)[0]), _forward(f, x), tape,
+                    _describe(overdub.untag(y, ctx))])
+    out.extend([f.__name__, _forward(f, x)] for f in SINGULAR for x in (0.7, 1.0))
     return out
 
 
