@@ -435,6 +435,8 @@ def _count(a, axes):
 
 
 def _sum_jvp(t, ans, a, axes, lead, p):
+    if type(t) is np.ndarray:  # (what np.sum calls for an array, without its Python wrapper)
+        return np.add.reduce(t, axis=_shifted(axes, lead), dtype=p.get("dtype"), keepdims=p.get("keepdims", False))
     return np.sum(t, axis=_shifted(axes, lead), dtype=p.get("dtype"), keepdims=p.get("keepdims", False))
 
 
