@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from overdub import Context, Tagged, is_structural, ops, overdub, primitive, recurse
+from overdub._native import capstan_native
 from overdub.semantics import PROTOCOLS, is_py, lookup
 from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
@@ -41,7 +42,7 @@ from .markers import stop_gradient
 from .nesting import inner
 from .pool import quiet_reset
 from .losses import EQUALITIES, EXPORTING, NoRuleError, derivative_free, no_rule
-from .rules import kink_rules, registry, stdlib_rules, ufunc_rules
+from .rules import kink_rules, numpy_rules, registry, stdlib_rules, ufunc_rules
 
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
            operator.mod, operator.pow, operator.matmul, operator.iadd, operator.isub,
@@ -101,6 +102,8 @@ def _register(f):
         return self.apply(f, args, kwargs)
 
     rule.__name__ = rule.__qualname__ = "rule_for_" + getattr(f, "__name__", "f")
+    if capstan_native is not None:  # (reverse mode's calls on float64 arrays in C; the rest: rule)
+        rule.__overdub_native__ = capstan_native.RuleTwin(f, rule)
     for argtypes in _conditions(f):
         primitive(f, *argtypes)(rule)
     _registered[f] = rule
@@ -691,6 +694,8 @@ class ADContext(Context):
             return self.apply(rule, (o,), {})
         attr = getattr(type(raw(value)), name, None)
         if callable(attr) and not isinstance(attr, type) and hasattr(attr, "__get__"):
+            if type(raw(value)) is np.ndarray:  # (a.sum: np.sum bound to a, as its impl calls it)
+                attr = numpy_rules.METHOD_FUNCTIONS.get(attr, attr)
             return partial(attr, o)
         out = getattr(value, name, *default)
         if self.meta(o) is not None and (name in losses.RAW_MEMORY or not derivative_free(out)):
@@ -1086,6 +1091,12 @@ def out_position(f):
     except TypeError:
         pass
     return pos
+
+
+def takes_out(f, n):
+    """Whether ``n`` positional arguments of ``f`` reach its ``out`` parameter."""
+    pos = out_position(f)
+    return pos is not None and n > pos[0]
 
 
 def _out_by_keyword(f, args, kwargs):

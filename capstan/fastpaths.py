@@ -257,9 +257,11 @@ def _twin(method, mode, f):
     if capstan_native is None:
         return method
     reverse = mode == "reverse"
-    if f in _KERNEL_OPS:  # (forward + - * / and -: also nested in a forward run, as the Python path)
+    if f in _KERNEL_OPS:  # (forward + - * / and -: also nested in a forward run, as the Python path;
+        # reverse: the operators whose float64 arrays go to ReverseCtx.arrays, in C too)
         kernel = capstan_native.Kernel(getattr(capstan_native, _KERNEL_OPS[f]), reverse, method,
-                                       nested=not reverse and _KERNEL_OPS[f] != "POW")
+                                       nested=not reverse and _KERNEL_OPS[f] != "POW",
+                                       arrays=f if reverse and f in _ARRAY_OPERATORS else None)
     elif getattr(f, "__module__", None) == "math" and f.__name__ in capstan_native.MATH_FUNCTIONS:
         kernel = capstan_native.Kernel(capstan_native.MATH, reverse, method, f,
                                        capstan_native.MATH_FUNCTIONS[f.__name__])

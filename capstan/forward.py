@@ -11,6 +11,8 @@ Jacobians use *chunks*: a tagged value carries a block of N tangents (a leading
 axis of size N, like ForwardDiff's ``Dual{N}``), so an n-input Jacobian costs
 ``ceil(n / N)`` runs of ``f``.
 """
+import cmath
+import math
 import numbers
 from functools import partial
 import operator
@@ -25,8 +27,8 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import without_finished_tags
-from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, ADContext, call_partial, call_partial_at, kinked,
-                        out_argument, plain_call, product, raw)
+from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, SINGULAR, ADContext, call_partial, call_partial_at,
+                        kinked, out_argument, plain_call, product, raw, singular_partial, takes_out)
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -35,6 +37,8 @@ from .pool import differentiating, quiet_reset, run_at
 from .rules import registry
 
 _PARTIALS, _JVP, _ONLY_FIRST, _KINKS = registry.PARTIALS, registry.JVP, registry.ONLY_FIRST, registry.KINKS
+_F64 = np.float64
+_DOUBLE = np.dtype(np.float64)
 
 
 class ForwardCtx(ADContext):
@@ -60,6 +64,43 @@ class ForwardCtx(ADContext):
         if losses.tangents_differ(where, vals, tans, self.chunk):
             raise losses.refuse(self, losses.point_branch(f, self.mode))
 
+    def apply(self, f, args, kwargs):
+        """``ADContext.apply``; a call of a function with a rule on this run's values (floats
+        and float64 arrays, their tangents not an enclosing differentiation's) and plain
+        numbers and arrays, without keywords, goes straight to ``compute``: ``apply``'s
+        questions are answered alike for all such calls (as ``ReverseCtx.apply``)."""
+        if (kwargs or (f not in _PARTIALS and f not in _JVP) or f in registry.SOLVERS or f in registry.IMPLS
+                or f in registry.NONDIFF or f is operator.getitem or f in losses.ZERO_TESTS
+                or (type(f) is np.ufunc and len(args) != f.nin)
+                or (len(args) > 2 and type(f) is not np.ufunc and takes_out(f, len(args)))):
+            return ADContext.apply(self, f, args, kwargs)
+        key = self._tagkey
+        vals = []
+        tans = []
+        found = False
+        for a in args:
+            ta = type(a)
+            if ta is Tagged:
+                v = value_of(a)
+                tv = type(v)
+                t = metadata_of(a)
+                tt = type(t)
+                if (tag_of(a) is not key
+                        or not (tv is float or tv is _F64 or (tv is np.ndarray and v.dtype is _DOUBLE))
+                        or not (tt is float or tt is _F64 or tt is np.ndarray)):
+                    return ADContext.apply(self, f, args, kwargs)
+                vals.append(v)
+                tans.append(t)
+                found = True
+            elif ta is float or ta is int or ta is _F64 or (ta is np.ndarray and not self.shadows and not self.outside):
+                vals.append(a)
+                tans.append(None)
+            else:
+                return ADContext.apply(self, f, args, kwargs)
+        if not found:
+            return ADContext.apply(self, f, args, kwargs)
+        return self.compute(f, vals, tans, kwargs, args, plain_call, None)
+
     def compute(self, f, vals, tans, kwargs, args, run, foreign):
         """The result of ``f`` and its tangent from the rule table."""
         if f in INPLACE and type(raw(vals[0])) is np.ndarray:  # a += b: computed aside, then written
@@ -67,20 +108,25 @@ class ForwardCtx(ADContext):
             if not np.can_cast(np.result_type(raw(ans)), raw(vals[0]).dtype, "same_kind"):
                 run(f, vals[0].copy(), *vals[1:])  # NumPy's own casting error
         else:
-            ans = run(f, *vals, **kwargs)
-            if type(ans) is not float and type(ans) is not np.ndarray and isinstance(raw(ans), np.ma.MaskedArray):
+            ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
+            ta = type(ans)
+            if ta is not float and ta is not np.ndarray and isinstance(raw(ans), np.ma.MaskedArray):
                 raise losses.refuse(self, losses.masked_array(f, self.mode))  # (x * masked)
-            if (type(ans) is np.ndarray or type(ans) is Tagged) and out_argument(kwargs) is None:
+            if (ta is np.ndarray or ta is Tagged) and out_argument(kwargs) is None:
                 same = returned_argument(ans, vals, tans)  # (Tagged: an enclosing one returned it)
                 if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                     return args[same]
-        if _takes_arrays(f) and any(type(ti) is list for ti in tans):
+        if any(type(ti) is list for ti in tans) and _takes_arrays(f):
             vals, tans = list(vals), list(tans)
             for i, ti in enumerate(tans):
                 if type(ti) is list:
                     vals[i], tans[i] = _as_array_argument(vals[i], ti, self.chunk, run)
         partials = _PARTIALS.get(f)
-        if partials is not None:
+        if partials is not None and run is plain_call and self.chunk is None:
+            t = self._plain_tangent(f, partials, ans, vals, tans, kwargs)
+            if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
+                t = COMBINED[f](t, tans, ans, *vals)
+        elif partials is not None:
             t = None
             for i, ti in enumerate(tans):
                 if ti is None or i >= len(partials) or partials[i] is None:
@@ -89,12 +135,21 @@ class ForwardCtx(ADContext):
                     continue
                 if self.chunk is not None:
                     ti = _align(ti, vals[i], ans, run)
-                p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
+                if run is plain_call:  # (call_partial_at's and product's steps for a plain run)
+                    try:
+                        p = partials[i](ans, *vals, **kwargs)
+                    except SINGULAR as exc:
+                        p = singular_partial(partials[i], f, (ans, *vals), kwargs, exc)
+                else:
+                    p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
                 exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
                 if type(ti) is Tagged and run is not plain_call:  # (a tangent of an enclosing run's
                     # values: its zero holds at the point alone, and does not win over an infinite partial)
                     exact = registry.zero_of_first_wins if exact is registry.strong_mul else registry.no_zero_wins
-                d = ti if type(p) is float and p == 1.0 else product(run, p, ti, exact)
+                if type(p) is float and p == 1.0:
+                    d = ti
+                else:
+                    d = exact(p, ti) if run is plain_call else product(run, p, ti, exact)
                 if f in _KINKS:
                     d = kinked(run, f, i, d, ti, ans, vals, kwargs)
                 t = d if t is None else run(operator.add, t, d)
@@ -114,14 +169,62 @@ class ForwardCtx(ADContext):
             else:
                 t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
                             for k in range(self.chunk)], ans)
-        if t is not None and _integral(ans):  # np.sum(a, dtype=int), np.cumprod(a, dtype=int)...:
+        ta = type(ans)
+        if t is None or ta is float:
+            pass
+        elif ta is np.ndarray and ans.dtype is _DOUBLE:  # (the commonest result: its tangent fits
+            if not (type(t) is np.ndarray and t.dtype is _DOUBLE and t.shape == ans.shape  # already)
+                    and self.chunk is None):
+                t = self._fitted(t, ans, run)
+            if type(t) is np.ndarray and any(t is ti for ti in tans) and not any(ans is raw(v) for v in vals):
+                t = t.copy()  # (as below)
+        elif _integral(ans):  # np.sum(a, dtype=int), np.cumprod(a, dtype=int)...:
             t = None  # an integer result is a step function of the input (reverse mode agrees)
-        if t is not None:
+        else:
             t = self._fitted(t, ans, run)
             if type(t) is np.ndarray and type(ans) is np.ndarray and any(t is ti for ti in tans) and not any(
                     ans is raw(v) for v in vals):  # a new array (astype(copy=True)...): its own tangent,
                 t = t.copy()  # which a later write into it must not write into its argument's
         return self._result(f, ans, t, args, out_argument(kwargs))
+
+    def _plain_tangent(self, f, partials, ans, vals, tans, kwargs):
+        """``compute``'s tangent from the partials for plain values: the sum of each partial
+        times its tangent.  Where that sum is finite, so is every product in it, and the
+        exact products (``registry.strong_mul`` / ``tangent_product``, whose zeros win only
+        over a non-finite factor) are those same products: they are made one by one, and
+        summed again, only where the sum is not finite."""
+        terms = []
+        for i, ti in enumerate(tans):
+            if ti is None or i >= len(partials) or partials[i] is None:
+                if ti is not None and i >= len(partials):  # (an argument the rule does not cover)
+                    raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
+                continue
+            try:
+                p = partials[i](ans, *vals, **kwargs)
+            except SINGULAR as exc:
+                p = singular_partial(partials[i], f, (ans, *vals), kwargs, exc)
+            terms.append((i, p, ti))
+        t = None
+        for i, p, ti in terms:
+            d = ti if type(p) is float and p == 1.0 else p * ti
+            t = d if t is None else t + d
+        tt = type(t)
+        if t is None:
+            return t
+        if tt is float or tt is _F64:
+            if math.isfinite(t):
+                return t
+        elif tt is complex or tt is np.complex128:
+            if cmath.isfinite(t):
+                return t
+        elif tt is np.ndarray and t.dtype.kind in "fc" and registry._all_finite(t):
+            return t
+        t = None
+        for i, p, ti in terms:
+            exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
+            d = ti if type(p) is float and p == 1.0 else exact(p, ti)
+            t = d if t is None else t + d
+        return t
 
     def _fitted(self, t, ans, run):
         """Tangent ``t`` made to match the array ``ans`` it belongs to: broadcast to its

@@ -22,10 +22,11 @@ import numpy as np
 
 from overdub import Tagged, overdub, primitive, retag, tag
 from overdub._native import capstan_native
+from overdub.tracebacks import drop_own_frames
 from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import out_position, without_finished_tags
+from .adcontext import takes_out as _takes_out, without_finished_tags
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at, kinked,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -113,12 +114,6 @@ def _short(value, limit=60):
     text = getattr(value, "__name__", None) if callable(value) else None
     text = text or repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _takes_out(f, n):
-    """Whether ``n`` positional arguments of ``f`` reach its ``out`` parameter."""
-    pos = out_position(f)
-    return pos is not None and n > pos[0]
 
 
 class ReverseCtx(ADContext):
@@ -252,6 +247,12 @@ class ReverseCtx(ADContext):
         if out is not None:
             self.before_write(out)
         ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
+        return self._computed(f, ans, vals, parents, kwargs, args, out, foreign)
+
+    def _computed(self, f, ans, vals, parents, kwargs, args, out, foreign):
+        """The rest of ``compute`` once ``ans = f(*vals, **kwargs)`` is known: its record and
+        its result (the C layer's ``reverse_call`` hands results other than floats and float
+        arrays here)."""
         ta = type(ans)
         if ta is not float and ta is not np.ndarray and isinstance(untagged(ans), np.ma.MaskedArray):
             raise losses.refuse(self, losses.masked_array(f, self.mode))  # (x * masked)
@@ -434,6 +435,12 @@ class ReverseCtx(ADContext):
                 tape = self.tape
                 tape.append(Record(GETITEM, None, None, (), (value.shape, value.dtype, k), (metadata_of(c),)))
                 return Tagged(ans, len(tape) - 1, self)
+        if (type(c) is Tagged and type(k) is not Tagged and tag_of(c) is self._tagkey and not self.shadows
+                and not self.outside):  # a[1:], a[:, 0]: subscript's steps for this run's array
+            value, n = value_of(c), metadata_of(c)
+            if type(value) is np.ndarray and n is not None:
+                ans = value[k]
+                return self._result(ans, self.record(GETITEM, None, None, (), (value.shape, value.dtype, k), (n,)))
         ans, n, value, k, foreign = self.subscript(c, k)
         if n is None:
             return ans
@@ -660,6 +667,11 @@ _SCALAR_RECORD = capstan_native.ScalarRecord if capstan_native is not None else 
 if capstan_native is not None:
     capstan_native.setup_records(Record, np.ndarray, RULE)
     _record, _record_array = capstan_native.record, capstan_native.record_array
+    # what the C twins of apply/compute and arrays (reverse_call) ask and call
+    capstan_native.setup_calls(ReverseCtx, _PARTIALS, _VJP, _ONLY_FIRST,
+                               (registry.SOLVERS, registry.IMPLS, registry.NONDIFF, losses.ZERO_TESTS,
+                                ADJOINTS, INPLACE), operator.getitem, _DOUBLE, np.ufunc,
+                               ReverseCtx._computed, drop_own_frames)
 else:
     _record = _record_array = None
 

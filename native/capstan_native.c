@@ -41,8 +41,13 @@ typedef struct {
     int nested;         /* forward: also take floats of an enclosing context of ctx's class */
     PyObject *fallback; /* the Python method this kernel twins: fallback(ctx, *args) */
     PyObject *func;     /* K_MATH: the math function (plain arguments are simply passed to it) */
+    PyObject *arrays;   /* reverse + - * / ** and unary -: the operator, whose float64 arrays
+                           reverse_call takes (ReverseCtx.arrays), else NULL */
     vectorcallfunc vectorcall;
 } KernelObject;
+
+static PyObject *reverse_call(PyObject *ctx, PyObject *f, PyObject *const *args, Py_ssize_t n, int op,
+                              int *taken);
 
 /* ---------------------------------------------------------------- operands */
 
@@ -813,17 +818,23 @@ kernel_vectorcall(KernelObject *k, PyObject *const *args, size_t nargsf, PyObjec
     if (handled) {
         return result;
     }
+    if (k->arrays != NULL) {
+        result = reverse_call(ctx, k->arrays, args + 1, nargs - 1, 1, &handled);
+        if (handled) {
+            return result;
+        }
+    }
     return call_fallback(k, args, nargsf, kwnames);
 }
 
 static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"op", "reverse", "fallback", "func", "fn", "nested", NULL};
+    static char *kwlist[] = {"op", "reverse", "fallback", "func", "fn", "nested", "arrays", NULL};
     int op, reverse, fn = -1, nested_ok = 0;
-    PyObject *fallback, *func = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipO|Oip:Kernel", kwlist,
-                                     &op, &reverse, &fallback, &func, &fn, &nested_ok)) {
+    PyObject *fallback, *func = Py_None, *arrays = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipO|OipO:Kernel", kwlist,
+                                     &op, &reverse, &fallback, &func, &fn, &nested_ok, &arrays)) {
         return NULL;
     }
     if (op < K_ADD || op > K_MATH || (op == K_MATH && (fn < M_SIN || fn > M_EXPM1))) {
@@ -846,6 +857,7 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     k->fallback = fallback;
     Py_INCREF(func);
     k->func = func;
+    k->arrays = reverse && arrays != Py_None ? Py_NewRef(arrays) : NULL;
     k->vectorcall = (vectorcallfunc)kernel_vectorcall;
     return (PyObject *)k;
 }
@@ -861,6 +873,7 @@ kernel_traverse(KernelObject *k, visitproc visit, void *arg)
 {
     Py_VISIT(k->fallback);
     Py_VISIT(k->func);
+    Py_VISIT(k->arrays);
     return 0;
 }
 
@@ -869,6 +882,7 @@ kernel_clear(KernelObject *k)
 {
     Py_CLEAR(k->fallback);
     Py_CLEAR(k->func);
+    Py_CLEAR(k->arrays);
     return 0;
 }
 
@@ -895,9 +909,11 @@ static PyGetSetDef kernel_getset[] = {
 static PyTypeObject Kernel_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_capstan_native.Kernel",
-    .tp_doc = "Kernel(op, reverse, fallback, func=None, fn=-1, nested=False): the native twin "
-              "of one of capstan's scalar fast paths, called as kernel(ctx, x[, y]); nested: "
-              "forward mode also takes floats of an enclosing context of ctx's class.",
+    .tp_doc = "Kernel(op, reverse, fallback, func=None, fn=-1, nested=False, arrays=None): the "
+              "native twin of one of capstan's scalar fast paths, called as kernel(ctx, x[, y]); "
+              "nested: forward mode also takes floats of an enclosing context of ctx's class; "
+              "arrays: reverse mode also takes float64 arrays of the run (ReverseCtx.arrays) "
+              "for this operator.",
     .tp_basicsize = sizeof(KernelObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(KernelObject, vectorcall),
@@ -2729,6 +2745,8 @@ record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return append_record(args[0], args + 1);
 }
 
+static PyObject *array_result(PyObject *ctx, PyObject *const *args);
+
 static PyObject *
 record_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2740,8 +2758,15 @@ record_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "record_array: setup() was not called");
         return NULL;
     }
-    PyObject *ctx = args[0], *ans = args[2];
-    PyObject *fields[7] = {rec_rule, args[1], ans, args[3], args[4], args[5], args[6]};
+    return array_result(args[0], args + 1);
+}
+
+/* record_array's steps; args: f, ans, vals, kwargs, parents, foreign */
+static PyObject *
+array_result(PyObject *ctx, PyObject *const *args)
+{
+    PyObject *ans = args[1];
+    PyObject *fields[7] = {rec_rule, args[0], ans, args[2], args[3], args[4], args[5]};
     PyObject *n = append_record(ctx, fields);
     if (n == NULL) {
         return NULL;
@@ -2809,6 +2834,422 @@ setup_records(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * Routed NumPy calls in reverse mode.  A call of a function with a rule, or an operator its
+ * float kernel did not take, whose operands are this run's float64 arrays and floats (tape
+ * nodes as metadata) and plain numbers -- and, for a function, plain arrays where the run
+ * shadows none -- is computed and recorded here as capstan/reverse.py's ReverseCtx.apply
+ * and ReverseCtx.compute (a function), resp. ReverseCtx.arrays (an operator), do it: the
+ * same questions, the same record, the same result.  Every other call is handed back to
+ * the Python method (`taken` stays 0 and nothing was called).  Only a ReverseCtx itself
+ * (not a subclass, which may override those methods) is served.
+ */
+static struct {
+    PyTypeObject *ctx_type;  /* capstan.reverse.ReverseCtx */
+    PyObject *partials, *vjp, *only_first;  /* the rule tables (registry) */
+    PyObject *refused;  /* functions apply takes the general way: SOLVERS, IMPLS, NONDIFF, ZERO_TESTS,
+                           ADJOINTS, INPLACE (a tuple of containers), and operator.getitem */
+    PyObject *getitem;
+    PyObject *double_dtype;  /* numpy.dtype(float64) */
+    PyObject *ufunc_type;  /* numpy.ufunc */
+    PyObject *computed;  /* ReverseCtx._computed: the rest of compute, for other results */
+    PyObject *strip;  /* overdub's drop_own_frames */
+} rev_calls;
+
+static PyObject *str_shadows, *str_nin, *str_dtype, *str_kind, *str_result;
+
+/* whether container (a dict or set) holds f: 1, 0, -1 on an error (unhashable: 0) */
+static int
+holds(PyObject *container, PyObject *f)
+{
+    int r = PySequence_Contains(container, f);
+    if (r < 0 && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        return -2;
+    }
+    return r;
+}
+
+/* the truth of ctx.name (shadows, outside): 1, 0, -1 on an error */
+static int
+ctx_truth(PyObject *ctx, PyObject *name)
+{
+    PyObject *v = ctx_attr(ctx, name);
+    if (v == NULL) {
+        return -1;
+    }
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+#define RC_MAX 4
+
+static PyObject *
+reverse_call(PyObject *ctx, PyObject *f, PyObject *const *args, Py_ssize_t n, int op, int *taken)
+{
+    *taken = 0;
+    if (rev_calls.ctx_type == NULL || Py_TYPE(ctx) != rev_calls.ctx_type || n < 1 || n > RC_MAX
+        || Tagged_Type == NULL || rec_type == NULL) {
+        return NULL;
+    }
+    int r;
+    if (!op) {  /* (ReverseCtx.apply's questions of f) */
+        if ((r = holds(rev_calls.vjp, f)) == 0) {
+            r = holds(rev_calls.partials, f);
+            if (r == 0) {
+                return NULL;
+            }
+        }
+        if (r < 0) {
+            goto not_taken;
+        }
+        if (f == rev_calls.getitem) {
+            return NULL;
+        }
+        if ((PyObject *)Py_TYPE(f) == rev_calls.ufunc_type) {
+            PyObject *nin = PyObject_GetAttr(f, str_nin);
+            if (nin == NULL) {
+                goto not_taken;
+            }
+            Py_ssize_t k = PyLong_AsSsize_t(nin);
+            Py_DECREF(nin);
+            if (k != n) {
+                goto not_taken;
+            }
+        }
+        else if (n > 2) {  /* (where positional arguments may reach an out parameter) */
+            return NULL;
+        }
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(rev_calls.refused);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if ((r = holds(PyTuple_GET_ITEM(rev_calls.refused, i), f)) != 0) {
+            goto not_taken;
+        }
+    }
+    PyObject *key = ctx_attr(ctx, str_tagkey);
+    if (key == NULL) {
+        goto not_taken;
+    }
+    PyObject *vals[RC_MAX], *metas[RC_MAX];
+    int found = 0, arrays = 0, plain_arrays = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = args[i];
+        PyTypeObject *ta = Py_TYPE(a);
+        if (ta == Tagged_Type) {
+            TaggedObject *t = (TaggedObject *)a;
+            if (t->tagkey != key || t->value == NULL || t->meta == NULL || !PyLong_CheckExact(t->meta)) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            PyObject *v = t->value;
+            PyTypeObject *tv = Py_TYPE(v);
+            if ((PyObject *)tv == rec_ndarray) {
+                PyObject *dtype = PyObject_GetAttr(v, str_dtype);
+                if (dtype == NULL) {
+                    Py_DECREF(key);
+                    goto not_taken;
+                }
+                Py_DECREF(dtype);  /* (only its identity is compared) */
+                if (dtype != rev_calls.double_dtype) {
+                    Py_DECREF(key);
+                    return NULL;
+                }
+                arrays = 1;
+            }
+            else if (tv != &PyFloat_Type && tv != F64_Type) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            vals[i] = v;
+            metas[i] = t->meta;
+            found = 1;
+        }
+        else if (ta == &PyFloat_Type || ta == &PyLong_Type || ta == F64_Type) {
+            vals[i] = a;
+            metas[i] = Py_None;
+        }
+        else if (!op && (PyObject *)ta == rec_ndarray) {
+            vals[i] = a;
+            metas[i] = Py_None;
+            plain_arrays = 1;
+        }
+        else {
+            Py_DECREF(key);
+            return NULL;
+        }
+    }
+    Py_DECREF(key);
+    if (!found || (op && !arrays)) {
+        return NULL;
+    }
+    if (plain_arrays) {  /* (a plain array may hold differentiated values: shadowed) */
+        if ((r = ctx_truth(ctx, str_shadows)) != 0 || (r = ctx_truth(ctx, str_outside)) != 0) {
+            goto not_taken;
+        }
+    }
+    if (!op) {  /* an argument the rule does not cover: compute refuses it */
+        PyObject *rules = PyDict_GetItemWithError(rev_calls.vjp, f);
+        if (rules == NULL && !PyErr_Occurred()) {
+            rules = PyDict_GetItemWithError(rev_calls.partials, f);
+        }
+        if (rules == NULL) {
+            goto not_taken;
+        }
+        Py_ssize_t covered = n;
+        if (PyTuple_Check(rules)) {
+            covered = PyTuple_GET_SIZE(rules);
+        }
+        else if ((r = holds(rev_calls.only_first, f)) != 0) {
+            if (r < 0) {
+                goto not_taken;
+            }
+            covered = 1;
+        }
+        for (Py_ssize_t i = covered; i < n; i++) {
+            if (metas[i] != Py_None) {
+                return NULL;
+            }
+        }
+    }
+    /* from here on the call is taken: f is called once, and its error is the caller's */
+    *taken = 1;
+    PyObject *ans = PyObject_Vectorcall(f, vals, n, NULL);
+    if (ans == NULL) {
+        return NULL;
+    }
+    PyObject *tvals = PyTuple_New(n);
+    PyObject *parents = PyList_New(n);
+    PyObject *kwargs = PyDict_New();
+    PyObject *result = NULL;
+    if (tvals == NULL || parents == NULL || kwargs == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(tvals, i, Py_NewRef(vals[i]));
+        PyList_SET_ITEM(parents, i, Py_NewRef(metas[i]));
+    }
+    PyTypeObject *tans = Py_TYPE(ans);
+    if ((PyObject *)tans == rec_ndarray) {
+        int floating = op;
+        if (!op) {
+            for (Py_ssize_t i = 0; i < n; i++) {  /* returned_argument: a itself */
+                if (vals[i] == ans && metas[i] != Py_None) {
+                    result = Py_NewRef(args[i]);
+                    goto done;
+                }
+            }
+            PyObject *dtype = PyObject_GetAttr(ans, str_dtype);
+            PyObject *kind = dtype == NULL ? NULL : PyObject_GetAttr(dtype, str_kind);
+            Py_XDECREF(dtype);
+            if (kind == NULL) {
+                goto done;
+            }
+            floating = PyUnicode_Check(kind) && PyUnicode_GET_LENGTH(kind) == 1
+                       && PyUnicode_READ_CHAR(kind, 0) == 'f';
+            Py_DECREF(kind);
+        }
+        if (floating) {
+            PyObject *fields[6] = {f, ans, tvals, kwargs, parents, Py_None};
+            result = array_result(ctx, fields);
+            goto done;
+        }
+    }
+    else if (tans == &PyFloat_Type || tans == F64_Type) {  /* a float: Tagged(ans, node, ctx) */
+        PyObject *fields[7] = {rec_rule, f, ans, tvals, kwargs, parents, Py_None};
+        PyObject *node = append_record(ctx, fields);
+        if (node != NULL) {
+            PyObject *targs[3] = {ans, node, ctx};
+            result = PyObject_Vectorcall((PyObject *)Tagged_Type, targs, 3, NULL);
+            Py_DECREF(node);
+        }
+        goto done;
+    }
+    if (op) {  /* ReverseCtx.arrays: ctx._result(ans, ctx.record(RULE, ...)) */
+        PyObject *fields[7] = {rec_rule, f, ans, tvals, kwargs, parents, Py_None};
+        PyObject *node = append_record(ctx, fields);
+        if (node != NULL) {
+            result = PyObject_CallMethodObjArgs(ctx, str_result, ans, node, NULL);
+            Py_DECREF(node);
+        }
+    }
+    else {  /* the rest of ReverseCtx.compute: ctx._computed(f, ans, vals, parents, kwargs, args, out, foreign) */
+        PyObject *targs = PyTuple_New(n);
+        if (targs != NULL) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+            }
+            PyObject *cargs[9] = {ctx, f, ans, tvals, parents, kwargs, targs, Py_None, Py_None};
+            result = PyObject_Vectorcall(rev_calls.computed, cargs, 9, NULL);
+            Py_DECREF(targs);
+        }
+    }
+done:
+    Py_DECREF(ans);
+    Py_XDECREF(tvals);
+    Py_XDECREF(parents);
+    Py_XDECREF(kwargs);
+    return result;
+not_taken:  /* (an error while asking: the Python method asks again, and raises it) */
+    PyErr_Clear();
+    return NULL;
+}
+
+/* the exception being raised leaves with overdub's frames dropped from its traceback, as
+   the generated primitive dispatch (which the twin stands in for) leaves it */
+static void
+strip_frames(void)
+{
+    if (rev_calls.strip == NULL || rev_calls.strip == Py_None) {
+        return;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value == NULL) {
+        PyErr_Restore(type, value, tb);
+        return;
+    }
+    if (tb != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    PyObject *r = PyObject_CallOneArg(rev_calls.strip, value);
+    if (r == NULL) {  /* (keep the original) */
+        PyErr_Clear();
+    }
+    else {
+        Py_DECREF(r);
+        Py_XSETREF(tb, PyException_GetTraceback(value));
+    }
+    PyErr_Restore(type, value, tb);
+}
+
+/* A rule twin stands in for capstan's primitive for one function with a rule
+ * (adcontext._register's `rule`), called as twin(ctx, *args, **kwargs): reverse_call, else
+ * the Python primitive itself. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;      /* the function the rule is for */
+    PyObject *fallback;  /* the Python primitive: fallback(ctx, *args, **kwargs) */
+    vectorcallfunc vectorcall;
+} RuleTwinObject;
+
+static PyObject *
+rule_twin_vectorcall(RuleTwinObject *k, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs >= 2 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
+        int taken;
+        PyObject *r = reverse_call(args[0], k->func, args + 1, nargs - 1, 0, &taken);
+        if (taken) {
+            return r;
+        }
+    }
+    PyObject *r = PyObject_Vectorcall(k->fallback, args, nargsf, kwnames);
+    if (r == NULL) {
+        strip_frames();
+    }
+    return r;
+}
+
+static PyObject *
+rule_twin_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"func", "fallback", NULL};
+    PyObject *func, *fallback;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:RuleTwin", kwlist, &func, &fallback)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "RuleTwin: fallback must be callable");
+        return NULL;
+    }
+    RuleTwinObject *k = (RuleTwinObject *)type->tp_alloc(type, 0);
+    if (k == NULL) {
+        return NULL;
+    }
+    k->func = Py_NewRef(func);
+    k->fallback = Py_NewRef(fallback);
+    k->vectorcall = (vectorcallfunc)rule_twin_vectorcall;
+    return (PyObject *)k;
+}
+
+static PyObject *
+rule_twin_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return PyVectorcall_Call(self, args, kwargs);
+}
+
+static int
+rule_twin_traverse(RuleTwinObject *k, visitproc visit, void *arg)
+{
+    Py_VISIT(k->func);
+    Py_VISIT(k->fallback);
+    return 0;
+}
+
+static int
+rule_twin_clear(RuleTwinObject *k)
+{
+    Py_CLEAR(k->func);
+    Py_CLEAR(k->fallback);
+    return 0;
+}
+
+static void
+rule_twin_dealloc(RuleTwinObject *k)
+{
+    PyObject_GC_UnTrack(k);
+    rule_twin_clear(k);
+    Py_TYPE(k)->tp_free((PyObject *)k);
+}
+
+static PyMemberDef rule_twin_members[] = {
+    {"func", T_OBJECT, offsetof(RuleTwinObject, func), READONLY, "the function the rule is for"},
+    {"fallback", T_OBJECT, offsetof(RuleTwinObject, fallback), READONLY, "the Python primitive this twins"},
+    {NULL}
+};
+
+static PyTypeObject RuleTwin_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_capstan_native.RuleTwin",
+    .tp_doc = "RuleTwin(func, fallback): the native twin of capstan's primitive for a function "
+              "with a rule, called as twin(ctx, *args, **kwargs): a reverse-mode call on float64 "
+              "arrays and floats computed and recorded in C, every other call by fallback.",
+    .tp_basicsize = sizeof(RuleTwinObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(RuleTwinObject, vectorcall),
+    .tp_call = rule_twin_call,
+    .tp_new = rule_twin_new,
+    .tp_dealloc = (destructor)rule_twin_dealloc,
+    .tp_traverse = (traverseproc)rule_twin_traverse,
+    .tp_clear = (inquiry)rule_twin_clear,
+    .tp_members = rule_twin_members,
+};
+
+static PyObject *
+setup_calls(PyObject *module, PyObject *args)
+{
+    PyObject *cls, *partials, *vjp, *only_first, *refused, *getitem, *dtype, *ufunc, *computed, *strip;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!OOOOO:setup_calls", &PyType_Type, &cls, &PyDict_Type, &partials,
+                          &PyDict_Type, &vjp, &only_first, &PyTuple_Type, &refused, &getitem, &dtype, &ufunc,
+                          &computed, &strip)) {
+        return NULL;
+    }
+    Py_XSETREF(rev_calls.ctx_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_XSETREF(rev_calls.partials, Py_NewRef(partials));
+    Py_XSETREF(rev_calls.vjp, Py_NewRef(vjp));
+    Py_XSETREF(rev_calls.only_first, Py_NewRef(only_first));
+    Py_XSETREF(rev_calls.refused, Py_NewRef(refused));
+    Py_XSETREF(rev_calls.getitem, Py_NewRef(getitem));
+    Py_XSETREF(rev_calls.double_dtype, Py_NewRef(dtype));
+    Py_XSETREF(rev_calls.ufunc_type, Py_NewRef(ufunc));
+    Py_XSETREF(rev_calls.computed, Py_NewRef(computed));
+    Py_XSETREF(rev_calls.strip, Py_NewRef(strip));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"reverse_entry", (PyCFunction)(void (*)(void))reverse_entry, METH_FASTCALL,
      "reverse_entry(cls, f, x): capstan.gradient(f, x) for a float x and a Python function f "
@@ -2829,6 +3270,9 @@ static PyMethodDef module_methods[] = {
     {"record_array", (PyCFunction)(void (*)(void))record_array, METH_FASTCALL,
      "record_array(ctx, f, ans, vals, kwargs, parents, foreign): the RULE record of a float64 "
      "array result, its Tagged result (returned) and ReverseCtx._track's note of it."},
+    {"setup_calls", setup_calls, METH_VARARGS,
+     "setup_calls(ReverseCtx, PARTIALS, VJP, ONLY_FIRST, refused, operator.getitem, "
+     "dtype(float64), ufunc, ReverseCtx._computed, drop_own_frames): what reverse_call reads."},
     {"setup_records", setup_records, METH_VARARGS,
      "setup_records(Record, ndarray, RULE): the record class (a subclass of RecordBase), "
      "numpy.ndarray and Kind.RULE."},
@@ -2862,6 +3306,15 @@ PyInit__capstan_native(void)
     str_holders = PyUnicode_InternFromString("holders");
     str_views = PyUnicode_InternFromString("views");
     str_base = PyUnicode_InternFromString("base");
+    str_shadows = PyUnicode_InternFromString("shadows");
+    str_nin = PyUnicode_InternFromString("nin");
+    str_dtype = PyUnicode_InternFromString("dtype");
+    str_kind = PyUnicode_InternFromString("kind");
+    str_result = PyUnicode_InternFromString("_result");
+    if (str_shadows == NULL || str_nin == NULL || str_dtype == NULL || str_kind == NULL || str_result == NULL
+        || PyType_Ready(&RuleTwin_Type) < 0) {
+        return NULL;
+    }
     if (str_readers == NULL || str_holders == NULL || str_views == NULL || str_base == NULL
         || PyType_Ready(&RecordBase_Type) < 0) {
         return NULL;
@@ -2924,6 +3377,12 @@ PyInit__capstan_native(void)
     Py_INCREF(&PatternKernel_Type);
     if (PyModule_AddObject(m, "PatternKernel", (PyObject *)&PatternKernel_Type) < 0) {
         Py_DECREF(&PatternKernel_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&RuleTwin_Type);
+    if (PyModule_AddObject(m, "RuleTwin", (PyObject *)&RuleTwin_Type) < 0) {
+        Py_DECREF(&RuleTwin_Type);
         Py_DECREF(m);
         return NULL;
     }

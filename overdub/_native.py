@@ -19,7 +19,7 @@ __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_poin
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 9  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 10  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:

@@ -260,6 +260,12 @@ class Runtime(RuntimeBase):
         routed = self.user(fn)
         return method if routed is fn else MethodType(routed, self.ctx)
 
+    def _primitive(self, fn):
+        """How this runtime calls the primitive ``fn`` (context first): its native twin
+        (``__overdub_native__``, see ``bound_total``) outside a nested run, else ``user(fn)``."""
+        native = getattr(fn, "__overdub_native__", None)
+        return native if native is not None and self.outer_call is None else self.user(fn)
+
     def bound_total(self, fn):
         """The total primitive ``fn`` bound to the context.  A primitive may carry a native
         twin, ``fn.__overdub_native__``: a C callable with the same signature that behaves
@@ -438,7 +444,7 @@ class Runtime(RuntimeBase):
         rules = spec.primitives.get(fn, ())
         if (len(rules) == 1 and not rules[0][0] and params == args and not spec.prehook
                 and not spec.posthook and spec.wildcard is None):
-            return MethodType(self.user(rules[0][1]), ctx)  # the primitive itself: no frame between
+            return MethodType(self._primitive(rules[0][1]), ctx)  # the primitive itself: no frame between
         if spec.wildcard is not None and params == args and not spec.prehook and not spec.posthook:
             return partial(self.user(spec.wildcard), ctx, fn)  # the wildcard itself: no frame between
         if spec.wildcard is not None:
@@ -452,7 +458,7 @@ class Runtime(RuntimeBase):
             env.update(cenv)
             chain = []
             for i, cond in enumerate(conds):
-                env["m%d" % i] = self.user(rules[i][1])
+                env["m%d" % i] = self._primitive(rules[i][1])
                 chain.append("%s %s:\n{i}    r = m%d(ctx, %s)"
                              % ("if" if i == 0 else "elif", cond, i, args))
             plain = "\n{i}".join(chain) + "\n{i}else:\n{i}    " + plain.replace("{i}", "{i}    ")
@@ -643,6 +649,10 @@ class Runtime(RuntimeBase):
             g = self.known_callee(f, lasting)
             if g is not None:
                 return g
+        if type(f) is partial and self.weak_keys and not lasting:  # (made per call: a bound
+            spec = self.spec                                           # method of a tagged value)
+            if not (spec.totals and f in spec.totals) and not (spec.primitives and f in spec.primitives):
+                return partial(self.call, f.func, *f.args, **f.keywords)  # (_stepped's answer, uncached)
         calls = self.instance_calls.get(type(f)) if self.plain_resolve else None
         if calls is not None and not lasting and type(f).__call__ is calls[0]:  # (still its __call__)
             return partial(calls[1], f)
@@ -728,7 +738,15 @@ class Runtime(RuntimeBase):
         return self._target(f)
 
     def _primitive_dispatch(self, rules, target):
-        """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn."""
+        """``f(*args, **kwargs)`` trying each ``@primitive`` registration in turn.  A primitive
+        with a native twin (``__overdub_native__``, see ``bound_total``) is called as its twin
+        outside a nested run; a lone one without conditions is the answer itself, bound to the
+        context (no frame of the dispatcher's: the twin drops overdub's frames from an error's
+        traceback as the dispatcher does)."""
+        natives = [self._primitive(fn) for _, fn in rules]
+        if (len(rules) == 1 and not rules[0][0] and self.outer_call is None
+                and getattr(rules[0][1], "__overdub_native__", None) is not None):
+            return MethodType(natives[0], self.ctx)
         names = ["args[%d]" % i for i in range(codegen.max_arity(rules))]
         conds, env = codegen.rule_conditions(rules, names)
         lines = ["def dispatch(*args, **kwargs):", "    try:", "        n = len(args)"]
@@ -739,7 +757,7 @@ class Runtime(RuntimeBase):
         lines += ["        return target(*args, **kwargs)",
                   "    except BaseException as exc:", "        drop_own_frames(exc)", "        raise"]
         env.update(ctx=self.ctx, target=target, drop_own_frames=drop_own_frames)
-        env.update(("m%d" % i, self.user(r[1])) for i, r in enumerate(rules))
+        env.update(("m%d" % i, natives[i]) for i in range(len(rules)))
         return codegen.compile_function("\n".join(lines), "dispatch", env, "primitive dispatch")
 
     def _target(self, f):

@@ -452,6 +452,8 @@ def _count(a, axes):
 
 
 def _sum_jvp(t, ans, a, axes, lead, p):
+    if type(t) is np.ndarray:  # (what np.sum calls for an array, without its Python wrapper)
+        return np.add.reduce(t, axis=_shifted(axes, lead), dtype=p.get("dtype"), keepdims=p.get("keepdims", False))
     return np.sum(t, axis=_shifted(axes, lead), dtype=p.get("dtype"), keepdims=p.get("keepdims", False))
 
 
@@ -1434,10 +1436,14 @@ def _method(fn):
     return lambda a, *args, **kw: fn(a, *args, **kw)
 
 
+#: ndarray method -> the NumPy function it is (``a.sum(...)`` is ``np.sum(a, ...)``): what
+#: ``getattr`` on a differentiated array binds, so that the call reaches the function's rule
+METHOD_FUNCTIONS = {}
 for _name in ("sum", "mean", "prod", "max", "min", "cumsum", "cumprod", "var", "std", "ravel", "swapaxes",
               "squeeze", "clip", "repeat", "take", "diagonal", "trace", "conj", "conjugate", "sort"):
     if _name != "sort":
         defimpl(getattr(np.ndarray, _name), _method(getattr(np, _name)))
+        METHOD_FUNCTIONS[getattr(np.ndarray, _name)] = getattr(np, _name)
 defimpl(np.ndarray.reshape,
         lambda a, *shape, **kw: np.reshape(a, shape[0] if len(shape) == 1 else shape, **kw))
 defimpl(np.ndarray.transpose, lambda a, *axes: np.transpose(a, axes[0] if len(axes) == 1 else (axes or None)))

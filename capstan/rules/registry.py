@@ -292,11 +292,23 @@ def strong_mul(a, b):
     return _zeros_win(a * b, a, b)
 
 
+def _all_finite(r):
+    """Whether every element of the float or complex array ``r`` is finite.  A large one is
+    summed first (one pass, no temporary): a finite sum has no infinite or NaN term; only
+    where the sum is not finite (such a term, or an overflow) are the elements tested."""
+    if r.size >= 4096:
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = _SUM(r, axis=None)
+        if np.isfinite(s):
+            return True
+    return bool(_ALL(np.isfinite(r), axis=None))
+
+
 def _zeros_win(r, *factors):
     """The product ``r``, 0 where it is not finite and one of ``factors`` is exactly 0."""
     tr = type(r)
     if tr is np.ndarray:
-        if r.dtype.kind in "fc" and not _ALL(np.isfinite(r), axis=None):
+        if r.dtype.kind in "fc" and not _all_finite(r):
             zero = factors[0] == 0
             for f in factors[1:]:
                 zero = zero | (f == 0)
