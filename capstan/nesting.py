@@ -1,5 +1,6 @@
 """How many differentiations are active around the current call (per thread), and
 which one a value handed to an entry point belongs to."""
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -15,6 +16,23 @@ def nestlevel() -> int:
     this call: 0 outside any, 2 inside a Hessian's inner gradient, and so on."""
     level: int = thread_state().level
     return level
+
+
+class _Routed(threading.local):
+    """How deep rule code runs routed into an enclosing differentiation, in this thread."""
+    depth = 0
+
+
+#: counted by ``adcontext._route``
+ROUTED = _Routed()
+
+
+def rules_routed() -> bool:
+    """Whether a rule's own code runs routed into an enclosing differentiation (its
+    arguments may then be that differentiation's values, which ``type()`` does not tell
+    from plain ones there).  Not ``nestlevel() > 1``: a gradient's backward pass inside
+    ``D`` runs its rules routed at level 1."""
+    return ROUTED.depth > 0
 
 
 class level:

@@ -2,6 +2,7 @@
 import cmath
 import math
 
+from ..nesting import rules_routed
 from .operator_rules import infinite_slope, log, mod_divisor, one, sign, zero_base_exponent, zero_power_slope
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
@@ -90,8 +91,8 @@ def _pow_exponent(ans, a, b):
 
 
 def _pow_base(ans, a, b):
-    if b == 0 and (type(b) is int or a == 0):
-        return 0.0  # (b * a ** -1 otherwise: 0, with the slope 1 / a in b)
+    if b == 0 and (type(b) is int or (a == 0 and not rules_routed())):
+        return 0.0  # (b * a ** -1 otherwise: 0, with the slope 1 / a in b, which a Hessian needs)
     if b < 1 and type(a) is float and a == 0:
         return zero_power_slope(a, b)  # (not 0.0 ** (b - 1), which raises)
     return b * a ** (b - 1)

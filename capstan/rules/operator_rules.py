@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from ..losses import NoRuleError
-from ..nesting import nestlevel
+from ..nesting import nestlevel, rules_routed
 
 from .registry import FOLDS, defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
 
@@ -34,11 +34,16 @@ def log(x):
 
 
 def pow_base(ans, base, exp, mod=None):
+    """``exp * base ** (exp - 1)``.  Its shortcuts at ``exp == 2`` and ``exp == 0`` hold
+    the value only: run routed into an enclosing differentiation (a Hessian, ``D`` of
+    ``D``), which may move ``exp``, they would lose its slope (``2 * base`` has slope
+    ``base`` in ``exp``, not ``base * (1 + 2 log(base))``), so the formula is used there
+    (the fold still takes a constant square)."""
     te = type(exp)
-    if (te is int or te is float) and exp == 2:  # a square: 2 * base, exactly base ** 1 times 2
+    if (te is int or te is float) and exp == 2 and not rules_routed():  # a square: base ** 1 times 2
         return exp * base
-    if te is not np.ndarray and exp == 0 and (te is int or base == 0):
-        return 0.0 * base  # (exp * base ** -1 otherwise: 0, with the slope 1 / base in exp)
+    if te is not np.ndarray and exp == 0 and (te is int or not rules_routed()):
+        return 0.0 * base  # (x ** 0 is constant; routed, exp * base ** -1: the slope 1 / base in exp)
     if (te is float or te is int) and exp < 1 and type(base) is float and base == 0:
         return zero_power_slope(base, exp)  # (0.0 ** -0.5 raises in Python: NumPy's infinity)
     return exp * base ** (exp - 1)
@@ -60,7 +65,7 @@ def infinite_slope(sign):
     zero tangent or cotangent beside it then contributes nothing (``strong_mul``), as
     with NumPy's functions.  Inside an enclosing differentiation (a Hessian) the
     derivative of that slope is undefined: refused."""
-    if nestlevel() > 1:
+    if nestlevel() > 1 or rules_routed():
         raise NoRuleError("capstan: a function's slope is infinite at this point (sqrt, cbrt, arcsin, "
                           "arccos or a fractional power at the end of its domain), so a higher derivative "
                           "through it is undefined here; differentiate at a point off that singularity, "
@@ -102,7 +107,7 @@ def zero_base_exponent(base, exp):
         return
     e = np.asarray(exp)
     mask = zero & (e == 0)
-    if nestlevel() > 1:  # (a rule runs routed in the enclosing run: type() cannot tell its values)
+    if nestlevel() > 1 or rules_routed():  # (a rule runs routed: type() cannot tell its values)
         mask = mask | (zero & (e > 0) & (e <= 1))
     if mask.any():
         raise NoRuleError("capstan: a ** b has no derivative in b at a = 0 with b = 0 (the power jumps "
