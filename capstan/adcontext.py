@@ -38,7 +38,7 @@ from . import losses, structure
 from .aliasing import root_of
 from .fastpaths import FAST
 from .markers import stop_gradient
-from .nesting import ROUTED, inner
+from .nesting import inner
 from .pool import quiet_reset
 from .losses import EQUALITIES, EXPORTING, NoRuleError, derivative_free, no_rule
 from .rules import registry, stdlib_rules, ufunc_rules
@@ -1329,12 +1329,10 @@ def _route(ctx, f, /, *args, **kwargs):
     if not isinstance(ctx, ADContext):  # (a user's own context)
         return overdub(ctx, f, *args, **kwargs)
     ctx.in_rules += 1  # (a rule's body: its exact comparisons are capstan's, not the program's)
-    ROUTED.depth += 1  # (and its arguments may be ctx's values: nesting.rules_routed)
     try:
         return overdub(ctx, f, *args, **kwargs)
     finally:
         ctx.in_rules -= 1
-        ROUTED.depth -= 1
 
 
 #: context classes whose primitive for a function with a rule is ``apply`` (forward and

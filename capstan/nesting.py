@@ -1,6 +1,5 @@
 """How many differentiations are active around the current call (per thread), and
 which one a value handed to an entry point belongs to."""
-import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -18,21 +17,12 @@ def nestlevel() -> int:
     return level
 
 
-class _Routed(threading.local):
-    """How deep rule code runs routed into an enclosing differentiation, in this thread."""
-    depth = 0
-
-
-#: counted by ``adcontext._route``
-ROUTED = _Routed()
-
-
-def rules_routed() -> bool:
-    """Whether a rule's own code runs routed into an enclosing differentiation (its
-    arguments may then be that differentiation's values, which ``type()`` does not tell
-    from plain ones there).  Not ``nestlevel() > 1``: a gradient's backward pass inside
-    ``D`` runs its rules routed at level 1."""
-    return ROUTED.depth > 0
+def moving(x: Any) -> bool:
+    """Whether ``x`` is a value being differentiated.  For rules: a rule whose arithmetic is
+    run routed into an enclosing differentiation (a Hessian, ``D`` of ``D``, a gradient's
+    backward pass inside ``D``) gets that differentiation's values, which ``type()`` there
+    does not tell from plain ones; this module is machinery, so ``x`` arrives untouched."""
+    return type(x) is Tagged
 
 
 class level:
