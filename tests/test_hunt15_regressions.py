@@ -61,3 +61,77 @@ def test_power_mixed_partial_at_zero_base_and_exponent_is_refused(f):
     """d2/dxdy of ``x ** y`` at (0, 0) is infinite; ``gradient`` of ``D`` returned None."""
     with pytest.raises(capstan.NoRuleError):
         capstan.gradient(lambda y: capstan.D(lambda x: f(x, y), 0.0), 0.0)
+
+
+# ------------------------------------------------------------------ digamma differences at an integral shift
+@pytest.mark.parametrize("name, a, b, want", [
+    ("binom", 0.5, 3.0, 0.6092429581362602),
+    ("binom", 0.0, 1.5, -1.9828455019366076),
+    ("beta", -0.5, 2.0, 3.7392088021787173),
+    ("beta", 2.0, -0.5, 3.7392088021787173),
+    ("betaln", -0.5, 3.0, -0.49035775610023485),
+    ("poch", -0.5, 2.0, -0.23370055013616983),
+])
+@pytest.mark.parametrize("route", ["D(D)", "D(gradient)", "gradient(D)", "hessian"])
+def test_mixed_partials_through_a_digamma_difference_at_an_integral_shift(name, a, b, want, route):
+    """``psi_difference(a, d)`` (``digamma(a + d) - digamma(a)``, in the slopes of ``beta``,
+    ``betaln``, ``binom``, ``poch``) sums ``1 / (a + j)`` for an integral ``d`` across 0: the
+    value there, without the slope in ``d``, so a mixed second derivative was 0 (``beta``
+    at (-0.5, 2)) or wrong (``binom`` at (0.5, 3): 0.551) where ``d`` moves (references: mpmath)."""
+    import scipy.special as sc
+    f = getattr(sc, name)
+    routes = {
+        "D(D)": lambda: capstan.D(lambda y: capstan.D(lambda x: f(x, y), a), b),
+        "D(gradient)": lambda: capstan.D(lambda y: capstan.gradient(lambda x: f(x, y), a)[0], b),
+        "gradient(D)": lambda: capstan.gradient(lambda x: capstan.D(lambda y: f(x, y), b), a)[0],
+        "hessian": lambda: capstan.hessian(lambda v: f(v[0], v[1]), np.array([a, b]))[0, 1],
+    }
+    assert routes[route]() == pytest.approx(want, rel=1e-9)
+
+
+# ------------------------------------------------------------------ Tukey-lambda cdf past its support
+@pytest.mark.parametrize("route", [
+    lambda f, x: capstan.D(f, x),
+    lambda f, x: capstan.gradient(f, x)[0],
+    lambda f, x: capstan.jvp(f, (x,), (1.0,))[1],
+])
+@pytest.mark.parametrize("x, lm, which", [(2.0, 1.7, 0), (-2.0, 1.7, 0), (2.0, 1.7, 1)])
+def test_tukeylambda_cdf_is_flat_past_its_support(route, x, lm, which):
+    """``scipy.special.tklmbda(x, lm)`` is 1 (or 0) for ``|x| > 1/lm``; its rule read
+    ``F(Q(p)) = p`` there and gave the slope at the end of the support (1.0 in ``x`` at
+    ``tklmbda(2.0, 1.7)``)."""
+    import scipy.special as sc
+    f = (lambda t: sc.tklmbda(t, lm)) if which == 0 else (lambda t: sc.tklmbda(x, t))
+    assert route(f, x if which == 0 else lm) == 0.0
+
+
+# ------------------------------------------------------------------ eigenvalues of a general matrix, repeated
+@pytest.mark.parametrize("f, x", [
+    (lambda c: np.polynomial.polynomial.polyroots(c).real, np.array([1.0, -2.0, 1.0])),  # (x - 1)^2
+    (lambda c: np.sort(np.roots(c).real), np.array([1.0, -2.0, 1.0])),
+    (lambda a: np.sort(np.linalg.eigvals(a.reshape(2, 2)).real), np.array([1.0, 1.0, 0.0, 1.0])),  # a Jordan block
+])
+@pytest.mark.parametrize("route", [
+    lambda f, x: capstan.jacobian(f, x, mode="forward"),
+    lambda f, x: capstan.jacfwd(f)(x),
+    lambda f, x: capstan.jvp(f, (x,), (np.linspace(0.3, 1.1, x.size),))[1],
+])
+def test_forward_eigenvalues_of_a_defective_matrix_are_refused(f, x, route):
+    """At a repeated root (a defective companion matrix) the eigenvalues have no derivative
+    (it is infinite); forward mode gave numbers like 3e15 (``la.solve`` with a singular
+    eigenvector matrix) where reverse mode refused."""
+    with pytest.raises(capstan.NoRuleError):
+        route(f, x)
+
+
+def test_forward_eigenvalues_repeated_along_a_coupling_direction_are_refused():
+    """``eigvals(I + t E)`` for ``E = [[0, 1], [1, 0]]`` is ``1 - t, 1 + t``; forward mode took
+    the diagonal of ``V^-1 E V`` (0, 0)."""
+    with pytest.raises(capstan.NoRuleError):
+        capstan.jvp(lambda a: np.linalg.eigvals(a), (np.eye(2),), (np.array([[0.0, 1.0], [1.0, 0.0]]),))
+
+
+def test_forward_eigenvalues_repeated_along_a_direction_that_keeps_them_apart_are_kept():
+    """Along a tangent diagonal in the eigenbasis the slopes are its diagonal (as before)."""
+    y, t = capstan.jvp(lambda a: np.linalg.eigvals(a), (np.eye(2),), (np.diag([1.0, 2.0]),))
+    np.testing.assert_allclose(t, [1.0, 2.0])

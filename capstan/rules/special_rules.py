@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ..nesting import moving
 from .log_moments import beta_tail_moment, gamma_tail_moment, zeta_moment
 from .registry import defderiv, defimpl, defjvp, defvjp, nondifferentiable
 
@@ -570,6 +571,8 @@ def psi_difference(a, d):
                      + np.pi * _sinpi(yd) / (_sinpi(yx) * _sinpi(np.where(neg, a, 0.5))))
         out = np.where(neg, reflected, out)
     across = ~pos & ~neg & (d == np.rint(d)) & (np.abs(d) <= 32) & (d != 0)
+    if moving(d):  # (the sum holds at integral d only, without its slope in d: the plain
+        across = across & (a == np.rint(a)) & (a <= 0)  # difference, but at a pole of digamma(a))
     if np.any(across):  # d > 0: sum_{j<d} 1/(a + j); d < 0: -sum_{j<-d} 1/(x + j)
         base = np.where(d > 0, a, x)
         n = np.abs(d)
