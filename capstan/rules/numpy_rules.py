@@ -1494,6 +1494,24 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
 defimpl(np.linspace, _linspace)
 
 
+def _arange(start, stop=None, step=None, dtype=None, **kw):
+    """``np.arange`` of differentiated bounds: ``start + i * step``, as NumPy fills it (its
+    length, a step function of the bounds, is taken plainly: ``stop``'s slope is 0).
+    ``np.kaiser`` packs its window length with ``beta`` into one array and passes it on."""
+    if stop is None:
+        start, stop = 0, start
+    if step is None:
+        step = 1
+    n = max(math.ceil((stop - start) / step), 0)  # (NumPy's length; an int, constant)
+    kind = np.arange(*[np.full((), v, np.asarray(b).dtype)[()]  # (NumPy's dtype for these types)
+                       for v, b in ((0, start), (1, stop), (1, step))]).dtype
+    out = np.arange(n, dtype=kind) * step + start
+    return out if dtype is None else out.astype(dtype)
+
+
+defimpl(np.arange, _arange)
+
+
 def _interp_parts(x, xp, fp, left=None, right=None, period=None):
     """For each point of ``x``: segment index, the weights of ``fp`` at its two ends, and
     the slope (0 outside ``xp``, where the value is ``fp``'s end -- or the constant

@@ -208,6 +208,9 @@ def _register():
     defderiv(sc.y0, lambda ans, x, **kw: -sc.y1(x))
     defderiv(sc.y1, lambda ans, x, **kw: 0.5 * (sc.y0(x) - sc.yv(2, x)))
     defderiv(sc.i0, lambda ans, x, **kw: sc.i1(x))
+    # NumPy's own i0 (and np.kaiser through it) evaluates a series in abs(x): differentiated
+    # through, its second derivative at 0 was abs's (0), not 1/2
+    defderiv(np.i0, lambda ans, x: sc.i1(x))
     defderiv(sc.i1, lambda ans, x, **kw: 0.5 * (sc.i0(x) + sc.iv(2, x)))
     defderiv(sc.k0, lambda ans, x, **kw: -sc.k1(x))
     defderiv(sc.k1, lambda ans, x, **kw: -0.5 * (sc.k0(x) + sc.kv(2, x)))
