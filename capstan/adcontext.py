@@ -755,17 +755,19 @@ class ADContext(Context):
 
     def _outer_values(self, args, kwargs):
         """The innermost enclosing differentiation whose values -- tagged, or plain arrays
-        it shadows -- are among ``args`` and ``kwargs`` (one level into lists and tuples),
-        else ``None``: a call of them without this one's values is that one's call (its
-        tag must stay inside this one's on every value carrying both)."""
+        it shadows -- are among ``args`` and ``kwargs`` (into nested lists and tuples, as
+        ``_differentiated`` looks: ``np.array([[y]])`` of an enclosing ``y`` was made plain,
+        its derivative lost), else ``None``: a call of them without this one's values is
+        that one's call (its tag must stay inside this one's on every value carrying both)."""
         foreign = None
         for a in (*args, *kwargs.values()):
-            for e in (a if type(a) is list or type(a) is tuple else (a,)):
-                te = type(e)
-                if te is Tagged and context_of(e)._tagkey is tag_of(e):  # (a finished run's: plain)
-                    foreign = inner(foreign, context_of(e))
-                elif te is np.ndarray:
-                    foreign = inner(foreign, self.outer_shadow(e))
+            te = type(a)
+            if te is Tagged and context_of(a)._tagkey is tag_of(a):  # (a finished run's: plain)
+                foreign = inner(foreign, context_of(a))
+            elif te is np.ndarray:
+                foreign = inner(foreign, self.outer_shadow(a))
+            elif (te is list or te is tuple) and a:
+                foreign = inner(foreign, self._outer_values(a, {}))
         return foreign
 
     def write(self, value, k, v, foreign):

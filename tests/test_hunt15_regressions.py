@@ -181,3 +181,28 @@ def test_arange_of_differentiated_bounds(args, i, slope):
     np.testing.assert_array_equal(y, ref)
     np.testing.assert_array_equal(t, slope)
     np.testing.assert_array_equal(capstan.jacobian(f, args[i], mode="reverse"), slope)
+
+
+# ------------------------------------------------------------------ nested lists of an enclosing run's values
+NESTED_LISTS = {
+    "[[a b]] * [[b]]": (lambda a, b: (np.array([[a * b]]) * np.array([[b]]))[0, 0], 4.0),
+    "[[a b]] @ [[b]]": (lambda a, b: (np.array([[a * b]]) @ np.array([[b]]))[0, 0], 4.0),
+    "chain of three": (lambda a, b: (np.array([[a, b]]) @ np.array([[b, 1.0], [a, a]]) @ np.array([[1.0], [b]]))[0, 0], 7.0),
+    "multi_dot": (lambda a, b: np.linalg.multi_dot([np.array([[a, b]]), np.array([[b, 1.0], [a, a]]),
+                                                    np.array([[1.0], [b]])])[0, 0], 7.0),
+    "np.asarray 3 deep": (lambda a, b: np.sum(np.asarray([[[b]]]) * a * b), 4.0),
+}
+
+
+@pytest.mark.parametrize("name", NESTED_LISTS)
+@pytest.mark.parametrize("route", [
+    lambda f: capstan.D(lambda y: capstan.D(lambda x: f(x, y), 1.0), 2.0),
+    lambda f: capstan.gradient(lambda y: capstan.D(lambda x: f(x, y), 1.0), 2.0)[0],
+    lambda f: capstan.D(lambda y: capstan.gradient(lambda x: f(x, y), 1.0)[0], 2.0),
+])
+def test_arrays_from_nested_lists_of_an_enclosing_runs_values(name, route):
+    """Inside ``D`` of ``D``, ``np.array([[y]])`` of the outer run's ``y`` (no inner value
+    in it) was looked for one list level deep only: called plainly, it lost ``y``'s
+    derivative, so d2/dydx of ``(A * [[y]])`` came out 2 where it is 4."""
+    f, want = NESTED_LISTS[name]
+    assert route(f) == pytest.approx(want, rel=1e-9)
