@@ -519,6 +519,10 @@ class ADContext(Context):
             converted = self._array_protocol(args)
             if converted is not args:
                 return overdub(self, f, *converted, **kwargs)
+        if not found and foreign is not None:
+            # only an enclosing differentiation's values (plain arrays it wrote into: v * v of
+            # np.vander's result inside D of D): its call, or the operator ran plainly and lost them
+            return overdub(foreign, f, *args, **kwargs)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
             op = INPLACE.get(f, f)
             if op in _OPERATOR_UFUNCS and len(args) == 2 and _overridden_operator(*args):
@@ -940,8 +944,11 @@ class ADContext(Context):
         """A function without derivative called with differentiated values: computed on
         their numbers (lists holding them too), noted as a decision, and an exact equality
         that held is checked."""
-        vals, metas, _, _ = self._split(args)
-        out = self._plain(f, vals, kwargs)
+        vals, metas, _, foreign = self._split(args)
+        if foreign is not None:  # (an enclosing run's values, in lists too: its call, np.isnan([x]))
+            out = overdub(foreign, f, *vals, **kwargs)
+        else:
+            out = self._plain(f, vals, kwargs)
         self._tests_held(key, args, vals, metas, kwargs, out, decided_as=f)
         return out
 

@@ -206,3 +206,63 @@ def test_arrays_from_nested_lists_of_an_enclosing_runs_values(name, route):
     derivative, so d2/dydx of ``(A * [[y]])`` came out 2 where it is 4."""
     f, want = NESTED_LISTS[name]
     assert route(f) == pytest.approx(want, rel=1e-9)
+
+
+# ------------------------------------------------------------------ an enclosing run's arrays inside the inner one
+def _written(a):
+    v = np.empty(2)  # (a plain array the enclosing run wrote its value into: np.vander's way)
+    v[0] = a
+    v[1] = 1.0
+    return v
+
+
+ENCLOSING_ARRAYS = {
+    "v * v": (lambda a, b: (_written(a) * _written(a))[0] * b, 2.6),
+    "v + 1": (lambda a, b: (_written(a) + 1.0)[0] * b, 1.0),
+    "2.0 * v": (lambda a, b: (2.0 * _written(a))[0] * b, 2.0),
+    "np.polyfit": (lambda a, b: np.polyfit([0.0, 1.0, 2.0, a + 3.0], [a, b, 1.0, 2.0], 1)[0], 0.014914913748),
+}
+
+
+@pytest.mark.parametrize("name", ENCLOSING_ARRAYS)
+@pytest.mark.parametrize("route", [
+    lambda f: capstan.D(lambda x: capstan.D(lambda y: f(x, y), 2.0), 1.3),
+    lambda f: capstan.gradient(lambda x: capstan.D(lambda y: f(x, y), 2.0), 1.3)[0],
+    lambda f: capstan.D(lambda x: capstan.gradient(lambda y: f(x, y), 2.0)[0], 1.3),
+])
+def test_operators_on_an_enclosing_runs_arrays(name, route):
+    """An operator on plain arrays holding only an enclosing differentiation's values (it
+    wrote them in) ran plainly inside the inner run: ``v * v`` lost the outer derivative
+    (0.0), so ``np.polyfit``'s mixed second derivative was 0.072 instead of 0.0149 (its
+    ``vander`` fills an empty array), and reverse mode outside raised TypeError."""
+    f, want = ENCLOSING_ARRAYS[name]
+    assert route(f) == pytest.approx(want, rel=1e-6)
+
+
+LIST_ARGUMENTS = {
+    "np.clip(list)": (lambda a, b: np.clip([a * b, b], 0.0, 10.0)[0], None),
+    "np.nanmean(list)": (lambda a, b: np.nanmean([a, np.nan, b * a]), None),
+    "np.isnan(list)": (lambda a, b: np.sum(np.where(np.isnan([a, b]), 0.0, [a, b * a])), None),
+    "np.einsum(lists)": (lambda a, b: np.einsum("ij,ji", [[a, b], [1.0, a]], [[b, 1.0], [a, a]]), None),
+}
+
+
+@pytest.mark.parametrize("name", LIST_ARGUMENTS)
+@pytest.mark.parametrize("route", ["gradient", "D(D)", "gradient(D)", "D(gradient)", "gradient(gradient)"])
+def test_numpy_functions_of_lists_of_differentiated_values(name, route):
+    """Lists holding differentiated values handed to NumPy: reverse mode's partials got the
+    list (``np.clip``: "'>=' not supported between 'list' and 'float'"); nested, a test
+    function (``np.isnan``) got the enclosing run's values as objects ("ufunc 'isnan' not
+    supported"), and ``np.einsum``'s rule a list of a list and an array."""
+    f = LIST_ARGUMENTS[name][0]
+    a, b, h = 1.3, 2.0, 1e-5
+    if route == "gradient":
+        got = capstan.gradient(lambda x: f(x, b), a)[0]
+        want = (f(a + h, b) - f(a - h, b)) / (2 * h)
+    else:
+        outer, inner = route.split("(")
+        inner = inner.rstrip(")")
+        run = {"D": lambda g, x: capstan.D(g, x), "gradient": lambda g, x: capstan.gradient(g, x)[0]}
+        got = run[outer](lambda y: run[inner](lambda x: f(x, y), a), b)
+        want = _fd2_mixed(f, a, b)
+    assert got == pytest.approx(want, rel=1e-5)
