@@ -17,7 +17,6 @@ import numpy as np
 from overdub import Tagged
 from overdub.tagging import value_of
 
-from ..markers import stop_gradient
 from ..losses import count_nonzero_c as _count_nonzero
 from .operator_rules import _abs_jvp, _abs_vjp, zero_base_exponent
 from .registry import (FOLDS, JVP, defderiv, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
@@ -1493,23 +1492,6 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
 
 
 defimpl(np.linspace, _linspace)
-
-
-def _arange(start, stop=None, step=None, dtype=None, **kw):
-    """``np.arange`` of differentiated bounds: ``start + i * step``, as NumPy fills it (its
-    length and dtype, step functions of the bounds, are NumPy's for the plain values:
-    ``stop``'s slope is 0).  ``np.kaiser`` packs its window length with ``beta`` into one
-    array and passes it on."""
-    if stop is None:
-        start, stop = 0, start
-    if step is None:
-        step = 1
-    like = np.arange(stop_gradient(start), stop_gradient(stop), stop_gradient(step), **kw)
-    out = np.arange(len(like), dtype=like.dtype) * step + start
-    return out if dtype is None else out.astype(dtype)
-
-
-defimpl(np.arange, _arange)
 
 
 def _interp_parts(x, xp, fp, left=None, right=None, period=None):
