@@ -21,7 +21,8 @@ Conventions (docs/capstan-scipy.md has the table):
   vectors: ``v^H dv`` imaginary-free, so only phase-invariant functions of them are
   meaningful).  Repeated eigenvalues (singular values) leave the vectors without a
   derivative: reverse mode raises ``ValueError`` unless the cotangent is a multiple of
-  the identity on the repeated space; forward mode gives NaN there.
+  the identity on the repeated space; forward mode gives NaN there (for ``eig``, in the
+  eigenvalues too where the tangent couples their eigenvectors or the matrix is defective).
 """
 import numpy as np
 

@@ -573,7 +573,7 @@ def psi_difference(a, d):
         reflected = (-_psi_shifted_difference(ya, yd)
                      + np.pi * _sinpi(yd) / (_sinpi(yx) * _sinpi(np.where(neg, a, 0.5))))
         out = np.where(neg, reflected, out)
-    across = ~pos & ~neg & (d == np.rint(d)) & (np.abs(d) <= 32) & (d != 0)
+    across = np.logical_not(pos) & np.logical_not(neg) & (d == np.rint(d)) & (np.abs(d) <= 32) & (d != 0)
     if moving(d):  # (the sum holds at integral d only, without its slope in d: the plain
         across = across & (a == np.rint(a)) & (a <= 0)  # difference, but at a pole of digamma(a))
     if np.any(across):  # d > 0: sum_{j<d} 1/(a + j); d < 0: -sum_{j<-d} 1/(x + j)
