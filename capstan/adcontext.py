@@ -522,6 +522,10 @@ class ADContext(Context):
             converted = self._array_protocol(args)
             if converted is not args:
                 return overdub(self, f, *converted, **kwargs)
+        if not found and foreign is not None:
+            # only an enclosing differentiation's values (plain arrays it wrote into: v * v of
+            # np.vander's result inside D of D): its call, or the operator ran plainly and lost them
+            return overdub(foreign, f, *args, **kwargs)
         if not found:  # (an operator on user objects runs their methods routed, as usual)
             op = INPLACE.get(f, f)
             if op in _OPERATOR_UFUNCS and len(args) == 2 and _overridden_operator(*args):
@@ -760,17 +764,19 @@ class ADContext(Context):
 
     def _outer_values(self, args, kwargs):
         """The innermost enclosing differentiation whose values -- tagged, or plain arrays
-        it shadows -- are among ``args`` and ``kwargs`` (one level into lists and tuples),
-        else ``None``: a call of them without this one's values is that one's call (its
-        tag must stay inside this one's on every value carrying both)."""
+        it shadows -- are among ``args`` and ``kwargs`` (into nested lists and tuples, as
+        ``_differentiated`` looks: ``np.array([[y]])`` of an enclosing ``y`` was made plain,
+        its derivative lost), else ``None``: a call of them without this one's values is
+        that one's call (its tag must stay inside this one's on every value carrying both)."""
         foreign = None
         for a in (*args, *kwargs.values()):
-            for e in (a if type(a) is list or type(a) is tuple else (a,)):
-                te = type(e)
-                if te is Tagged and context_of(e)._tagkey is tag_of(e):  # (a finished run's: plain)
-                    foreign = inner(foreign, context_of(e))
-                elif te is np.ndarray:
-                    foreign = inner(foreign, self.outer_shadow(e))
+            te = type(a)
+            if te is Tagged and context_of(a)._tagkey is tag_of(a):  # (a finished run's: plain)
+                foreign = inner(foreign, context_of(a))
+            elif te is np.ndarray:
+                foreign = inner(foreign, self.outer_shadow(a))
+            elif (te is list or te is tuple) and a:
+                foreign = inner(foreign, self._outer_values(a, {}))
         return foreign
 
     def write(self, value, k, v, foreign):
@@ -943,8 +949,11 @@ class ADContext(Context):
         """A function without derivative called with differentiated values: computed on
         their numbers (lists holding them too), noted as a decision, and an exact equality
         that held is checked."""
-        vals, metas, _, _ = self._split(args)
-        out = self._plain(f, vals, kwargs)
+        vals, metas, _, foreign = self._split(args)
+        if foreign is not None:  # (an enclosing run's values, in lists too: its call, np.isnan([x]))
+            out = overdub(foreign, f, *vals, **kwargs)
+        else:
+            out = self._plain(f, vals, kwargs)
         self._tests_held(key, args, vals, metas, kwargs, out, decided_as=f)
         return out
 

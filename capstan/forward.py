@@ -26,7 +26,7 @@ from overdub._native import NOT_RUN, capstan_native
 from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import without_finished_tags
+from .adcontext import _plain_tree, without_finished_tags
 from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, SINGULAR, ADContext, call_partial, call_partial_at,
                         kinked, out_argument, plain_call, product, raw, singular_partial, takes_out)
 from .losses import no_rule
@@ -389,7 +389,7 @@ def _as_array_argument(value, tangents, chunk, run):
     the chunk axis.  Left as they are when the elements do not form a regular numeric
     array (``np.concatenate`` of parts of different lengths)."""
     try:
-        plain = np.asarray([raw(v) for v in value])
+        plain = np.asarray(_plain_tree(value))  # (elements may be lists: np.einsum's [[y, 1.0], row])
     except (ValueError, TypeError):
         return value, tangents
     if plain.dtype.kind not in "biufc" or plain.shape[:1] != (len(tangents),):
@@ -397,11 +397,16 @@ def _as_array_argument(value, tangents, chunk, run):
     dtype = np.result_type(plain.dtype, np.float64)
     lead = () if chunk is None else (chunk,)
     parts = [np.zeros(lead + plain.shape[1:], dtype) if t is None else t for t in tangents]
-    if any(type(v) is Tagged for v in value):  # (values an enclosing differentiation carries)
+    if _holds_tagged(value):  # (values an enclosing differentiation carries)
         array = run(np.array, list(value))
     else:
         array = plain
     return array, run(np.stack, parts, axis=len(lead))
+
+
+def _holds_tagged(seq):
+    """Whether a list or tuple holds tagged values, in nested lists and tuples too."""
+    return any(type(v) is Tagged or ((type(v) is list or type(v) is tuple) and _holds_tagged(v)) for v in seq)
 
 
 def _lead(t, value):

@@ -247,6 +247,8 @@ class ReverseCtx(ADContext):
         if out is not None:
             self.before_write(out)
         ans = f(*vals, **kwargs) if run is plain_call else run(f, *vals, **kwargs)
+        if any(type(p) is list for p in parents) and _takes_arrays(f):
+            vals = _array_arguments(vals, parents, run)
         return self._computed(f, ans, vals, parents, kwargs, args, out, foreign)
 
     def _computed(self, f, ans, vals, parents, kwargs, args, out, foreign):
@@ -624,6 +626,8 @@ def _swept(tape, seeds):
             if p is None or c is None:
                 continue
             if type(p) is list:
+                if type(c) is not list and type(c) is not tuple:  # (an array, maybe the enclosing
+                    c = [run(operator.getitem, c, k) for k in range(len(p))]  # run's: read in it)
                 for pe, ce in zip(p, c):
                     if pe is not None and ce is not None:
                         cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
@@ -723,6 +727,36 @@ def _bad_vjp_result(f, out, parents):
     return TypeError("capstan: the reverse rule of %s returned %s; it must return a tuple with one "
                      "cotangent per positional argument (%d here; None for an argument without one)"
                      % (getattr(f, "__qualname__", repr(f)), got, len(parents)))
+
+
+def _takes_arrays(f):
+    """Whether ``f`` reads a list or tuple argument as an array (NumPy's functions and
+    ufuncs: ``np.clip([x, 2 * x], 0.0, 1.0)``)."""
+    if type(f) is np.ufunc:
+        return True
+    module = getattr(f, "__module__", None)
+    return type(module) is str and (module == "numpy" or module.startswith("numpy."))
+
+
+def _array_arguments(vals, parents, run):
+    """``vals`` with each list or tuple argument of differentiated elements as the array
+    NumPy reads it as, for the rule's partials (which compare and broadcast arrays:
+    ``np.clip``'s raised "'>=' not supported between 'list' and 'float'"); its cotangent
+    is then split over the elements, as before.  Left as it is where the elements do not
+    form a regular numeric array (``np.concatenate`` of parts of different lengths)."""
+    vals = list(vals)
+    for i, p in enumerate(parents):
+        v = vals[i]
+        if type(p) is not list or (type(v) is not list and type(v) is not tuple):
+            continue
+        try:
+            plain = np.asarray([untagged(e) for e in v])
+        except (ValueError, TypeError):
+            continue
+        if plain.dtype.kind not in "biufc" or plain.shape[:1] != (len(p),):
+            continue
+        vals[i] = run(np.array, list(v)) if any(type(e) is Tagged for e in v) else plain
+    return vals
 
 
 def _step(rec, g, run):

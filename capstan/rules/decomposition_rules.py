@@ -21,7 +21,8 @@ Conventions (docs/capstan-scipy.md has the table):
   vectors: ``v^H dv`` imaginary-free, so only phase-invariant functions of them are
   meaningful).  Repeated eigenvalues (singular values) leave the vectors without a
   derivative: reverse mode raises ``ValueError`` unless the cotangent is a multiple of
-  the identity on the repeated space; forward mode gives NaN there.
+  the identity on the repeated space; forward mode gives NaN there (for ``eig``, in the
+  eigenvalues too where the tangent couples their eigenvectors or the matrix is defective).
 """
 import numpy as np
 
@@ -204,10 +205,23 @@ def _take_rows(x, k):
 
 def _eig_jvp(ts, ans, a, library="numpy"):
     w, v = ans[..., 0, :], ans[..., 1:, :]
-    m = la.solve(v, ts[0] @ v)
     f, repeated = _inverse_gaps(w)
     if np.any(repeated):
-        f = np.where(repeated, np.nan, f)
+        with np.errstate(all="ignore"):
+            try:
+                m = la.solve(v, ts[0] @ v)
+            except la.LinAlgError:  # (no basis of eigenvectors: a defective matrix)
+                m = np.full(np.shape(v), np.nan, dtype=np.result_type(v, ts[0]))
+        # a repeated eigenvalue's derivative is the diagonal of m only where the tangent does
+        # not couple its eigenvectors (m's block there is diagonal); else the eigenvalues of
+        # that block, in an order LAPACK decides, or none at all (a defective matrix, whose
+        # eigenvector matrix is singular: m was 1e15 where the slope is infinite): NaN
+        couples = repeated & ~(np.abs(m) <= 1e-12 * (1.0 + np.max(np.abs(np.nan_to_num(m, nan=np.inf)))))
+        dw = np.where(np.any(couples, axis=-1), np.nan, _diag(m))
+        f = _forward_gaps(f, repeated, m, dw)
+    else:
+        m = la.solve(v, ts[0] @ v)
+        dw = _diag(m)
     r = v @ (f * m)
     # LAPACK's normalization: unit norm, the largest component real
     k = _eig_gauge_index(v)
@@ -217,7 +231,7 @@ def _eig_jvp(ts, ans, a, library="numpy"):
         dv = r - v * (re + 1j * im)[..., None, :]
     else:
         dv = r - v * re[..., None, :]
-    return np.concatenate([_diag(m)[..., None, :], dv], axis=-2)
+    return np.concatenate([dw[..., None, :], dv], axis=-2)
 
 
 def _eig_vjp(g, ans, a, library="numpy"):

@@ -347,8 +347,22 @@ def _register():
           lambda ans, q, loc, scale, a, **kw: -_skewnorm_cdf_a(ans, a) / skewnorm_density(ans, a))
 
     # ----------------------------------------------------------------- Tukey lambda: F(Q(p)) = p
-    _rule(sc.tklmbda, lambda ans, x, lm, **kw: 1.0 / tukeylambda_quantile_p(ans, lm),
-          lambda ans, x, lm, **kw: -_tukeylambda_quantile_lm(ans, lm) / tukeylambda_quantile_p(ans, lm))
+    def tukeylambda_outside(x, lm):
+        """Past the ends of the support, ``|x| > 1/lm`` for ``lm > 0``, where the cdf is the
+        constant 0 or 1 (``F(Q(p)) = p`` read there gave the slope at the end: 1 for
+        ``tklmbda(2.0, 1.7)``)."""
+        return (lm > 0) & (np.abs(x) * lm > 1.0)
+
+    def tukeylambda_x(ans, x, lm, **kw):
+        with np.errstate(all="ignore"):
+            return np.where(tukeylambda_outside(x, lm), 0.0, 1.0 / tukeylambda_quantile_p(ans, lm))
+
+    def tukeylambda_lm(ans, x, lm, **kw):
+        with np.errstate(all="ignore"):
+            return np.where(tukeylambda_outside(x, lm), 0.0,
+                            -_tukeylambda_quantile_lm(ans, lm) / tukeylambda_quantile_p(ans, lm))
+
+    _rule(sc.tklmbda, tukeylambda_x, tukeylambda_lm)
 
     # ----------------------------------------------------------------- location-scale families (x only)
     def cauchy_density(x, loc, scale):

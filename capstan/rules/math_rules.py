@@ -2,6 +2,7 @@
 import cmath
 import math
 
+from ..nesting import varies
 from .operator_rules import infinite_slope, log, mod_divisor, one, sign, zero_base_exponent, zero_power_slope
 from .kink_rules import all_zero, at_zero
 from .registry import defderiv, defkink, defimpl, defjvp, defvjp, nondifferentiable
@@ -91,8 +92,8 @@ def _pow_exponent(ans, a, b):
 
 
 def _pow_base(ans, a, b):
-    if b == 0 and (type(b) is int or a == 0):
-        return 0.0  # (b * a ** -1 otherwise: 0, with the slope 1 / a in b)
+    if b == 0 and (type(b) is int or (a == 0 and not varies(b))):
+        return 0.0  # (b * a ** -1 otherwise: 0, with the slope 1 / a in b, which a Hessian needs)
     if b < 1 and type(a) is float and a == 0:
         return zero_power_slope(a, b)  # (not 0.0 ** (b - 1), which raises)
     return b * a ** (b - 1)
@@ -133,12 +134,12 @@ def _at_end(v, end):
     return type(v) is float and (abs(v) if end else v) == end
 
 
-defderiv(math.sqrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 0.5 / ans)
-defderiv(math.asin, lambda ans, x: infinite_slope(1.0) if _at_end(x, 1) else 1.0 / math.sqrt(1.0 - x * x))
-defderiv(math.acosh, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 1.0 / (math.sqrt(x - 1.0) * math.sqrt(x + 1.0)))
-defderiv(math.acos, lambda ans, x: infinite_slope(-1.0) if _at_end(x, 1) else -1.0 / math.sqrt(1.0 - x * x))
+defderiv(math.sqrt, lambda ans, x: infinite_slope(1.0, x) if _at_end(ans, 0) else 0.5 / ans)
+defderiv(math.asin, lambda ans, x: infinite_slope(1.0, x) if _at_end(x, 1) else 1.0 / math.sqrt(1.0 - x * x))
+defderiv(math.acosh, lambda ans, x: infinite_slope(1.0, x) if _at_end(ans, 0) else 1.0 / (math.sqrt(x - 1.0) * math.sqrt(x + 1.0)))
+defderiv(math.acos, lambda ans, x: infinite_slope(-1.0, x) if _at_end(x, 1) else -1.0 / math.sqrt(1.0 - x * x))
 if hasattr(math, "cbrt"):
-    defderiv(math.cbrt, lambda ans, x: infinite_slope(1.0) if _at_end(ans, 0) else 1.0 / (3.0 * ans * ans))
+    defderiv(math.cbrt, lambda ans, x: infinite_slope(1.0, x) if _at_end(ans, 0) else 1.0 / (3.0 * ans * ans))
 if hasattr(math, "exp2"):
     defderiv(math.exp2, lambda ans, x: ans * math.log(2.0))
 if hasattr(math, "fma"):  # (3.13+) x * y + z, rounded once

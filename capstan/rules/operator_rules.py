@@ -35,11 +35,15 @@ def log(x):
 
 
 def pow_base(ans, base, exp, mod=None):
+    """``exp * base ** (exp - 1)``.  Its shortcuts at ``exp == 2`` and ``exp == 0`` hold
+    the value only: where an enclosing differentiation (a Hessian, ``D`` of ``D``) moves
+    ``exp``, they would lose its slope (``2 * base`` has slope ``base`` in ``exp``, not
+    ``base * (1 + 2 log(base))``), so the formula is used there."""
     te = type(exp)
-    if (te is int or te is float) and exp == 2:  # a square: 2 * base, exactly base ** 1 times 2
+    if (te is int or te is float) and exp == 2 and not varies(exp):  # a square: base ** 1 times 2
         return exp * base
-    if te is not np.ndarray and exp == 0 and (te is int or base == 0):
-        return 0.0 * base  # (exp * base ** -1 otherwise: 0, with the slope 1 / base in exp)
+    if te is not np.ndarray and exp == 0 and (te is int or not varies(exp)):
+        return 0.0 * base  # (x ** 0 is constant; moving, exp * base ** -1: the slope 1 / base in exp)
     if (te is float or te is int) and exp < 1 and type(base) is float and base == 0:
         return zero_power_slope(base, exp)  # (0.0 ** -0.5 raises in Python: NumPy's infinity)
     return exp * base ** (exp - 1)
@@ -52,16 +56,16 @@ def zero_power_slope(base, exp):
     e = exp - 1
     odd = e == int(e) and int(e) % 2 == 1
     sign = math.copysign(1.0, base) if odd else 1.0
-    return infinite_slope(exp * sign)
+    return infinite_slope(exp * sign, base, exp)
 
 
-def infinite_slope(sign):
+def infinite_slope(sign, *values):
     """The infinite slope (signed as ``sign``) of a real function at the end of its domain
     (sqrt at 0...), where Python's float arithmetic raises ZeroDivisionError: an exact
     zero tangent or cotangent beside it then contributes nothing (``strong_mul``), as
-    with NumPy's functions.  Inside an enclosing differentiation (a Hessian) the
-    derivative of that slope is undefined: refused."""
-    if nestlevel() > 1:
+    with NumPy's functions.  Inside an enclosing differentiation (a Hessian; ``values``,
+    the rule's arguments, varying) the derivative of that slope is undefined: refused."""
+    if nestlevel() > 1 or any(varies(v) for v in values):
         raise NoRuleError("capstan: a function's slope is infinite at this point (sqrt, cbrt, arcsin, "
                           "arccos or a fractional power at the end of its domain), so a higher derivative "
                           "through it is undefined here; differentiate at a point off that singularity, "
@@ -103,7 +107,7 @@ def zero_base_exponent(base, exp):
         return
     e = np.asarray(exp)
     mask = zero & (e == 0)
-    if nestlevel() > 1:  # (a rule runs routed in the enclosing run: type() cannot tell its values)
+    if nestlevel() > 1 or varies(base) or varies(exp):  # (routed, type() cannot tell them)
         mask = mask | (zero & (e > 0) & (e <= 1))
     if mask.any():
         raise NoRuleError("capstan: a ** b has no derivative in b at a = 0 with b = 0 (the power jumps "

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ..nesting import varies
 from .log_moments import beta_tail_moment, gamma_tail_moment, zeta_moment
 from .kink_rules import at_zero
 from .registry import defderiv, defimpl, defjvp, defkink, defvjp, nondifferentiable
@@ -208,6 +209,9 @@ def _register():
     defderiv(sc.y0, lambda ans, x, **kw: -sc.y1(x))
     defderiv(sc.y1, lambda ans, x, **kw: 0.5 * (sc.y0(x) - sc.yv(2, x)))
     defderiv(sc.i0, lambda ans, x, **kw: sc.i1(x))
+    # NumPy's own i0 (and np.kaiser through it) evaluates a series in abs(x): differentiated
+    # through, its second derivative at 0 was abs's (0), not 1/2
+    defderiv(np.i0, lambda ans, x: sc.i1(x))
     defderiv(sc.i1, lambda ans, x, **kw: 0.5 * (sc.i0(x) + sc.iv(2, x)))
     defderiv(sc.k0, lambda ans, x, **kw: -sc.k1(x))
     defderiv(sc.k1, lambda ans, x, **kw: -0.5 * (sc.k0(x) + sc.kv(2, x)))
@@ -575,7 +579,9 @@ def psi_difference(a, d):
         reflected = (-_psi_shifted_difference(ya, yd)
                      + np.pi * _sinpi(yd) / (_sinpi(yx) * _sinpi(np.where(neg, a, 0.5))))
         out = np.where(neg, reflected, out)
-    across = ~pos & ~neg & (d == np.rint(d)) & (np.abs(d) <= 32) & (d != 0)
+    across = np.logical_not(pos) & np.logical_not(neg) & (d == np.rint(d)) & (np.abs(d) <= 32) & (d != 0)
+    if varies(d):  # (the sum holds at integral d only, without its slope in d: the plain
+        across = across & (a == np.rint(a)) & (a <= 0)  # difference, but at a pole of digamma(a))
     if np.any(across):  # d > 0: sum_{j<d} 1/(a + j); d < 0: -sum_{j<-d} 1/(x + j)
         base = np.where(d > 0, a, x)
         n = np.abs(d)
