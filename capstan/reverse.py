@@ -524,20 +524,25 @@ _INPUT = Record(INPUT, None, None, (), None, ())  # (shared: inputs carry nothin
 def backward(tape, seeds):
     """Cotangents of every node of ``tape``, from ``{node: cotangent}`` of the outputs.
 
-    A float seed of exactly 0 (a Jacobian's other rows, ``pullback``'s ``dy`` of 0) follows
-    nothing; the scalar sweep lets a zero cotangent against an infinite partial stay NaN
-    (see ``_sweep``), so where such seeds leave a NaN, the pass runs again without them and
-    the nodes they alone reached get zeros."""
-    cts = _swept(tape, seeds)
-    zero = [n for n, g in seeds.items() if type(g) is float and g == 0.0]
-    if zero and any(c != c for c in cts if type(c) is float):
-        again = _swept(tape, {n: g for n, g in seeds.items() if n not in zero})
-        cts = [structure.zeros_like(c) if a is None and c is not None else a for a, c in zip(again, cts)]
+    An exact zero cotangent against an infinite partial: a zero that holds near the point
+    (*structural*: a seed of 0, as a Jacobian's other rows; an index not read; an untaken
+    ``np.where`` branch; a constant factor) wins, a zero that is a value's (``cos``'s slope
+    at 0) does not -- the product is NaN, refused, as forward mode refuses a zero partial
+    against an infinite tangent.  The first pass cannot tell an array cotangent's zeros
+    apart, and lets them win; where one won over a non-finite partial (``met``), or a float
+    zero seed met one (NaN), the pass runs again following which zeros are structural
+    (:func:`_tracked`).  Neither happens away from such points, which cost nothing more."""
+    met = []
+    cts = _swept(tape, seeds, met)
+    if met or (any(type(g) is float and g == 0.0 for g in seeds.values())
+               and any(c != c for c in cts if type(c) is float)):
+        cts = _tracked(tape, seeds)
     return cts
 
 
-def _swept(tape, seeds):
-    """:func:`backward`'s pass."""
+def _swept(tape, seeds, met):
+    """:func:`backward`'s first pass; appends to the list ``met`` where an exact zero of an
+    array's cotangent won over a non-finite partial."""
     cts = [None] * len(tape)
     for n, g in seeds.items():
         cts[n] = g if cts[n] is None else cts[n] + g
@@ -548,7 +553,7 @@ def _swept(tape, seeds):
     while i > 0:
         i -= 1
         if _sweep is not None:  # runs of inline float records, in C (the loop below, exactly)
-            i = _sweep(tape, cts, i, reads)
+            i = _sweep(tape, cts, i, reads, met)
             if i < 0:
                 break
         if reads and i in reads:  # every read of node i comes after it on the tape: all seen
@@ -565,6 +570,8 @@ def _swept(tape, seeds):
                 g = float(g)  # (as a float: no NumPy warning for 0 * inf)
             c = g * rec[1]
             if c != c and type(c) is float and (rec[1] == 0 or (element and g == 0)):
+                if rec[1] != 0:
+                    met.append(True)
                 c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
             old = cts[p]
             cts[p] = c if old is None else old + c
@@ -572,6 +579,8 @@ def _swept(tape, seeds):
                 p = rec[2]
                 c = g * rec[3]
                 if c != c and type(c) is float and (rec[3] == 0 or (element and g == 0)):
+                    if rec[3] != 0:
+                        met.append(True)
                     c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c
@@ -597,9 +606,9 @@ def _swept(tape, seeds):
             continue
         if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
             if rec.kind is RULE and rec.f not in _VJP:
-                out = _plain_partials(rec, g, _PARTIALS[rec.f])
+                out = _plain_partials(rec, g, _PARTIALS[rec.f], met)
             else:
-                out = _step(rec, g, plain_call)
+                out = _step(rec, g, plain_call, met)
             for p, c in zip(rec.parents, out):
                 if p is None or c is None:
                     continue
@@ -613,7 +622,7 @@ def _swept(tape, seeds):
                     cts[p] = c if old is None else old + c
             continue
         run = routed(foreign)
-        for p, c in zip(rec.parents, _step(rec, g, run)):
+        for p, c in zip(rec.parents, _step(rec, g, run, met)):
             if p is None or c is None:
                 continue
             if type(p) is list:
@@ -623,6 +632,149 @@ def _swept(tape, seeds):
             else:
                 cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
     return cts
+
+
+def _tracked(tape, seeds):
+    """:func:`backward`'s pass that tells an exact zero cotangent that holds near the point
+    (*structural*) from a value's zero, the slow way (in Python, every step): beside each
+    node's cotangent, a nonnegative *weight* of the same shape, positive where some step
+    sent a contribution that is not a structural zero.  A weight is
+
+    * the seed's: 0 where the seed is 0, else positive;
+    * an elementwise step's (a rule given by its partials): the cotangent's, but 0 where the
+      partial is exactly 0 and that zero holds near the point (:func:`registry.zeros_hold`:
+      a constant factor, a selection); a partial that is 0 at the point only (``cos`` at 0)
+      keeps the weight, so its zero is a value's;
+    * any other step's (an index, ``np.where``'s own rule, a sum): the step's rule run on
+      the weights (it is linear; random positive weights make a cancellation unlikely),
+      positive where the cotangent it sends is not 0;
+    * a user pullback's (``adjoint``, ``hook``, ``checkpoint``): positive where its result is
+      not 0, and everywhere when a value's zero went in (it is not run again).
+
+    Where a zero of positive weight meets a non-finite partial, the product is NaN."""
+    cts = [None] * len(tape)
+    weights = [None] * len(tape)
+    rng = np.random.default_rng(20261128)
+    for n, g in seeds.items():
+        w = _fresh(rng, untagged(g) != 0)
+        cts[n] = g if cts[n] is None else cts[n] + g
+        weights[n] = w if weights[n] is None else weights[n] + w
+    owned, wowned = set(), set()
+    i = len(tape)
+    while i > 0:
+        i -= 1
+        g = cts[i]
+        if g is None:
+            continue
+        w = weights[i]
+        if w is None:  # (not expected: every cotangent comes with its weight)
+            w = _fresh(rng, np.ones(np.shape(untagged(g)), dtype=bool))
+        rec = tape[i]
+        if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation
+            element = type(g) is _F64
+            if element:
+                g = float(g)
+            for j in range(0, len(rec), 2):
+                p, d = rec[j], rec[j + 1]
+                c = g * d
+                if c != c and type(c) is float and (d == 0 or (g == 0 and not w > 0)):
+                    c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
+                cts[p] = c if cts[p] is None else cts[p] + c
+                wc = float(w > 0 or c != 0)
+                weights[p] = wc if weights[p] is None else weights[p] + wc
+            continue
+        if rec.kind is INPUT:
+            continue
+        foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
+        if foreign is None and type(g) is np.ndarray and nestlevel():
+            foreign = enclosing(g)
+        run = plain_call if foreign is None else routed(foreign)
+        if rec.kind is GETITEM and foreign is None:
+            _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
+            _scatter_into(weights, wowned, rec.parents[0], rec.kwargs, w)
+            continue
+        if rec.kind is RULE and rec.f not in _VJP:
+            out, wout = _tracked_partials(rec, g, w, run)
+        elif rec.kind is CUSTOM:
+            out = _step(rec, g, run)
+            value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
+            wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
+        else:
+            out = _step(rec, g, run)
+            plain = Record(rec.kind, rec.f, untagged(rec.ans), tuple(untagged(v) for v in rec.vals), rec.kwargs,
+                           rec.parents)
+            tg = untagged(g)
+            wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
+            wout = _step(plain, wg, plain_call)
+            wout = [None if c is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wout)]
+        for p, c, wc in zip(rec.parents, out, wout):
+            if p is None or c is None:
+                continue
+            if type(p) is not list:
+                p, c, wc = [p], [c], [wc]
+            for pe, ce, we in zip(p, c, wc):
+                if pe is None or ce is None:
+                    continue
+                cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+                if we is None:
+                    we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
+                weights[pe] = we if weights[pe] is None else weights[pe] + we
+    return cts
+
+
+def _fresh(rng, live):
+    """Weights for the boolean mask ``live``: random in [0.5, 1.5) where it holds, else 0."""
+    if np.ndim(live) == 0:
+        return 1.0 if live else 0.0
+    return np.where(live, rng.uniform(0.5, 1.5, np.shape(live)), 0.0)
+
+
+def _weights_like(c, live_of, rng, w=None):
+    """The weights of a step's cotangent ``c`` (an element, a list of them, or ``None``):
+    fresh ones where ``live_of(c)`` holds, or, given the step run on the weights ``w``,
+    where that or ``c`` is not 0."""
+    if c is None:
+        return None
+    if type(c) is list or type(c) is tuple:
+        ws = w if w is not None else [None] * len(c)
+        return [_weights_like(ce, live_of, rng, we) for ce, we in zip(c, ws)]
+    v = untagged(c)
+    with np.errstate(invalid="ignore"):
+        if w is None:
+            return _fresh(rng, live_of(v))
+        return _fresh(rng, (np.abs(untagged(w)) != 0) | (v != 0))
+
+
+def _tracked_partials(rec, g, w, run):
+    """:func:`_step`'s partials branch for :func:`_tracked`: the parents' cotangents and
+    weights; NaN where a zero of ``g`` with positive weight meets a non-finite partial."""
+    f, ans, vals, kwargs = rec.f, rec.ans, rec.vals, rec.kwargs
+    partials = _PARTIALS[f]
+    out, wout = [], []
+    rg = untagged(g)
+    for i, p in enumerate(rec.parents):
+        if p is None or i >= len(partials) or partials[i] is None:
+            out.append(None)
+            wout.append(None)
+            continue
+        d = conjugated(run, call_partial_at(run, partials[i], f, ans, *vals, **kwargs))
+        rd = untagged(d)
+        with np.errstate(invalid="ignore", over="ignore"):
+            c = run(operator.mul, g, d)
+            if not _finite(untagged(c)):
+                c = run(registry.strong_mul, g, d)
+                undefined = (np.asarray(rg) == 0) & (np.asarray(w) > 0) & ~np.isfinite(rd)
+                if np.any(undefined):
+                    c = run(np.where, undefined, np.nan, c)
+                    if np.ndim(untagged(c)) == 0 and np.ndim(rg) == 0 and np.ndim(rd) == 0:
+                        c = run(operator.getitem, c, ())  # (np.where's 0-d array: a number again)
+        wc = w * (rd != 0) if registry.zeros_hold(f, i, rec.parents) else w
+        wc = np.broadcast_to(wc, np.shape(untagged(c))) if np.ndim(wc) < np.ndim(untagged(c)) or (
+            np.shape(wc) != np.shape(untagged(c))) else wc
+        x = vals[i]
+        out.append(summed_to(run, c, x))
+        wout.append(registry.unbroadcast(np.asarray(wc, dtype=float) if np.ndim(wc) else float(wc), untagged(x)))
+    return out, wout
 
 
 def check_equalities(ctx):
@@ -652,6 +804,7 @@ def check_equalities(ctx):
 
 
 _F64 = np.float64
+_ALL = np.logical_and.reduce
 _isnan = math.isnan
 _DOUBLE = np.dtype(np.float64)
 _sweep = capstan_native.sweep if capstan_native is not None else None
@@ -713,8 +866,9 @@ def _bad_vjp_result(f, out, parents):
                      % (getattr(f, "__qualname__", repr(f)), got, len(parents)))
 
 
-def _step(rec, g, run):
-    """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result."""
+def _step(rec, g, run, met=None):
+    """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result (``met``:
+    as :func:`_swept`'s)."""
     kind = rec.kind
     if kind is RULE:
         f = rec.f
@@ -731,7 +885,7 @@ def _step(rec, g, run):
             return out
         partials = _PARTIALS[f]
         if run is plain_call:
-            return _plain_partials(rec, g, partials)
+            return _plain_partials(rec, g, partials, met)
         out = []
         for i, p in enumerate(rec.parents):
             if p is None or i >= len(partials) or partials[i] is None:
@@ -743,9 +897,13 @@ def _step(rec, g, run):
                 c = summed_to(run, g, rec.vals[i])
                 out.append(c if d == 1 else c * d if run is plain_call else run(operator.mul, c, d))
             else:
-                c = _scalar_dot(g, d, rec.vals[i]) if run is plain_call else None
-                out.append(summed_to(run, product(run, g, conjugated(run, d)), rec.vals[i])
-                           if c is None else c)
+                d = conjugated(run, d)
+                c = run(operator.mul, g, d)
+                if not _finite(untagged(c)):
+                    if met is not None and _zero_meets_infinite(untagged(g), untagged(d)):
+                        met.append(True)
+                    c = run(registry.strong_mul, g, d)
+                out.append(summed_to(run, c, rec.vals[i]))
         return out
     if kind is GETITEM:
         shape, dtype, k = rec.kwargs
@@ -759,10 +917,10 @@ def _step(rec, g, run):
     return out
 
 
-def _plain_partials(rec, g, partials):
+def _plain_partials(rec, g, partials, met=None):
     """``_step``'s partials branch for plain values (no enclosing differentiation): what
     ``call_partial``, ``summed_to``, ``product`` and ``conjugated`` do with ``plain_call``,
-    in one frame."""
+    in one frame (``met``: as :func:`_swept`'s)."""
     ans, vals, kwargs = rec.ans, rec.vals, rec.kwargs
     n = len(partials)
     out = []
@@ -793,9 +951,31 @@ def _plain_partials(rec, g, partials):
         if c is None:
             if not (td is float or (td is np.ndarray and d.dtype.kind in "fi")):
                 d = registry.conj(d)
-            c = _summed(registry.strong_mul(g, d), x)
+            c = g * d
+            if not _finite(c):
+                if met is not None and _zero_meets_infinite(g, d):
+                    met.append(True)
+                c = registry.strong_mul(g, d)
+            c = _summed(c, x)
         out.append(c)
     return out
+
+
+def _finite(v):
+    """Whether a product ``v`` (a number or an array) is finite throughout; ``True`` for what
+    is neither (an integer, an object array)."""
+    tv = type(v)
+    if tv is np.ndarray:
+        return v.dtype.kind not in "fc" or bool(_ALL(np.isfinite(v), axis=None))
+    if tv is float or tv is _F64 or tv is complex or tv is np.complex128 or tv is np.float32 or tv is np.complex64:
+        return v - v == 0  # (NaN for an infinite or NaN number)
+    return True
+
+
+def _zero_meets_infinite(g, d):
+    """Whether an exact zero of cotangent ``g`` meets a non-finite element of partial ``d``."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.any((np.asarray(g) == 0) & ~np.isfinite(d)))
 
 
 def _name(f):

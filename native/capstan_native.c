@@ -1405,9 +1405,11 @@ accumulate(PyObject *cts, Py_ssize_t p, PyObject *c)
    does); a zero cotangent against an infinite partial stays NaN, undefined: cos(sqrt(x))
    at 0 has slope -1/2, where 0 * inf gave 0 (reverse.backward drops zero seeds first).
    A NumPy float's zero cotangent, an element of an array's cotangent (an index, an untaken
-   np.where branch, a stacked row), follows nothing and wins, as strong_mul's zeros do. */
+   np.where branch, a stacked row), wins, as strong_mul's zeros do; but such a zero may be a
+   value's (cos's slope at 0), so each time it wins over a non-finite partial, `*met` is
+   set (NULL: not asked), and reverse.backward sweeps again telling the two apart. */
 static Py_ssize_t
-sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObject *skip)
+sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObject *skip, int *met)
 {
     for (; i >= 0; i--) {
         if (reads != NULL && PyDict_GET_SIZE(reads) != 0) {
@@ -1438,6 +1440,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                 if (PyFloat_Check(g)) {  /* (a float, or a NumPy float: no NumPy warning) */
                     double gv = PyFloat_AS_DOUBLE(g), cv = gv * pv;
                     if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
+                        if (pv != 0.0 && met != NULL) {
+                            *met = 1;
+                        }
                         cv = 0.0;  /* a zero partial wins over an infinite cotangent (see above) */
                     }
                     c = PyFloat_FromDouble(cv);
@@ -1449,6 +1454,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                     if (c != NULL && PyFloat_Check(c) && isnan(PyFloat_AS_DOUBLE(c))
                         && (pv == 0.0 || (PyFloat_Check(g) && PyFloat_AS_DOUBLE(g) == 0.0))) {
                         /* (a NumPy float's zero is an array cotangent's element: it wins) */
+                        if (pv != 0.0 && met != NULL) {
+                            *met = 1;
+                        }
                         Py_SETREF(c, PyFloat_FromDouble(0.0));
                     }
                 }
@@ -1475,6 +1483,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
             if (PyFloat_Check(g) && PyFloat_CheckExact(partial)) {
                 double gv = PyFloat_AS_DOUBLE(g), pv = PyFloat_AS_DOUBLE(partial), cv = gv * pv;
                 if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
+                    if (pv != 0.0 && met != NULL) {
+                        *met = 1;
+                    }
                     cv = 0.0;  /* a zero partial wins over an infinite cotangent */
                 }
                 c = PyFloat_FromDouble(cv);
@@ -1488,6 +1499,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                         goto fail;
                     }
                     if (pz || (PyFloat_Check(g) && !PyFloat_CheckExact(g) && PyFloat_AS_DOUBLE(g) == 0.0)) {
+                        if (!pz && met != NULL) {
+                            *met = 1;
+                        }
                         Py_SETREF(c, PyFloat_FromDouble(0.0));
                     }
                 }
@@ -1509,14 +1523,15 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
 
 static PyObject *rev_backward, *rev_rest, *rev_like, *rev_input_record;
 
-/* sweep(tape, cts, i, reads): sweep_from for reverse.backward's loop (which handles the
-   input records itself) */
+/* sweep(tape, cts, i, reads[, met]): sweep_from for reverse.backward's loop (which handles
+   the input records itself); appends True to the list `met` where an element's zero
+   cotangent won over a non-finite partial */
 static PyObject *
 sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
-        || !PyDict_CheckExact(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "sweep(tape: list, cts: list, i: int, reads: dict)");
+    if ((nargs != 4 && nargs != 5) || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
+        || !PyDict_CheckExact(args[3]) || (nargs == 5 && !PyList_CheckExact(args[4]))) {
+        PyErr_SetString(PyExc_TypeError, "sweep(tape: list, cts: list, i: int, reads: dict[, met: list])");
         return NULL;
     }
     PyObject *tape = args[0], *cts = args[1];
@@ -1529,8 +1544,12 @@ sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     /* (reverse.backward steps over the shared input record, as it is skipped here) */
-    Py_ssize_t left = sweep_from(tape, cts, i, args[3], rev_input_record);
-    return left == -2 ? NULL : PyLong_FromSsize_t(left);
+    int met = 0;
+    Py_ssize_t left = sweep_from(tape, cts, i, args[3], rev_input_record, nargs == 5 ? &met : NULL);
+    if (left == -2 || (met && PyList_Append(args[4], Py_True) < 0)) {
+        return NULL;
+    }
+    return PyLong_FromSsize_t(left);
 }
 
 static PyObject *
@@ -2247,8 +2266,9 @@ backward_from(PyObject *tape, PyObject *n)
         for (Py_ssize_t k = 0; k < size; k++) {
             PyList_SET_ITEM(cts, k, Py_NewRef(k == seed ? one : Py_None));
         }
-        Py_ssize_t left = sweep_from(tape, cts, seed, NULL, rev_input_record);
-        if (left == -1) {
+        int met = 0;
+        Py_ssize_t left = sweep_from(tape, cts, seed, NULL, rev_input_record, &met);
+        if (left == -1 && !met) {  /* (met: reverse.backward tells an element's zeros apart) */
             return cts;
         }
         Py_DECREF(cts);
@@ -2414,7 +2434,7 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
             if (c == NULL) {
                 goto done;
             }
-            if (PyFloat_CheckExact(c) && isnan(PyFloat_AS_DOUBLE(c))) {
+            if (PyFloat_Check(c) && isnan(PyFloat_AS_DOUBLE(c))) {  /* (a NumPy float too) */
                 /* NaN: the general steps say whether f's value and x are finite (a refusal) */
                 Py_DECREF(c);
                 PyObject *gargs[4] = {ctx, x, node, y};
@@ -2833,8 +2853,9 @@ static PyMethodDef module_methods[] = {
      "setup_records(Record, ndarray, RULE): the record class (a subclass of RecordBase), "
      "numpy.ndarray and Kind.RULE."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
-     "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "
-     "down; returns the first node left to the Python loop, or -1."},
+     "sweep(tape, cts, i, reads[, met]): the backward pass over inline float records from node i "
+     "down; returns the first node left to the Python loop, or -1 (True appended to the list met "
+     "where an element's zero cotangent won over a non-finite partial)."},
     {"mask_table", mask_table, METH_O,
      "mask_table(masks): the distinct masks (by identity) of a list of non-negative ints or "
      "tuples of them, as CSR (indptr, indices), and each int's distinct mask (ids); "
