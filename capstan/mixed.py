@@ -550,9 +550,14 @@ class Path:
             return float(self.out_const), [0.0] * len(inputs)
         cts = [None] * len(self.steps)
         cts[self.out] = 1.0
+        # per element, whether the cotangent is not a zero that holds near the point (a
+        # constant factor's): such a zero wins over an infinite partial, a value's zero
+        # (cos's slope at 0) does not -- NaN, as a scalar run's reverse sweep gives
+        live = [None] * len(self.steps)
+        live[self.out] = True
         for n in range(self.out, -1, -1):
             g = cts[n]
-            kind, _, partials, parents, consts, _ = self.steps[n]
+            kind, f, partials, parents, consts, _ = self.steps[n]
             if g is None or kind != RULE:
                 continue
             args = [c if p is None else vals[p] for p, c in zip(parents, consts)]
@@ -560,8 +565,16 @@ class Path:
                 if p is None or i >= len(partials) or partials[i] is None:
                     continue
                 d = partials[i](vals[n], *args)
-                c = d if type(g) is float and g == 1.0 else strong_mul(g, d)
+                if type(g) is float and g == 1.0:
+                    c = d
+                else:
+                    c = strong_mul(g, d)
+                    undefined = (np.equal(g, 0) & live[n]) & ~np.isfinite(d)
+                    if np.any(undefined):
+                        c = np.where(undefined, np.nan, c)
+                held = live[n] & ~np.equal(d, 0) if registry.zeros_hold(f, i, parents) else live[n]
                 cts[p] = c if cts[p] is None else cts[p] + c
+                live[p] = held if live[p] is None else live[p] | held
         out = [0.0] * len(inputs)
         for n, (kind, i, *_) in enumerate(self.steps):
             if kind == INPUT:

@@ -706,6 +706,7 @@ def _tracked(tape, seeds):
             tg = untagged(g)
             wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
             wout = _step(plain, wg, plain_call)
+            out = [_undefined_where(c, wc, run) for c, wc in zip(out, wout)]
             wout = [None if c is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wout)]
         for p, c, wc in zip(rec.parents, out, wout):
             if p is None or c is None:
@@ -720,6 +721,24 @@ def _tracked(tape, seeds):
                     we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
                 weights[pe] = we if weights[pe] is None else weights[pe] + we
     return cts
+
+
+def _undefined_where(c, w, run):
+    """A step's cotangent ``c`` with NaN where it is 0 but the step run on the weights gave
+    a non-finite weight ``w``: a zero of positive weight met an infinite factor inside the
+    rule (one that lets a zero win: ``elementwise``'s partials)."""
+    if c is None or w is None:
+        return c
+    if type(c) is list or type(c) is tuple:
+        return type(c)(_undefined_where(ce, we, run) for ce, we in zip(c, w))
+    v, wv = untagged(c), untagged(w)
+    with np.errstate(invalid="ignore"):
+        undefined = (np.asarray(v) == 0) & ~np.isfinite(wv)
+    if not np.any(undefined):
+        return c
+    if np.ndim(v) == 0:
+        return run(operator.mul, c, math.nan)  # (a number stays one)
+    return run(np.where, undefined, np.nan, c)
 
 
 def _fresh(rng, live):
