@@ -224,9 +224,9 @@ def undefined_in_reverse(fname: str) -> NoRuleError:
         "finite: on the way, a partial derivative is infinite or undefined (sqrt, cbrt, arcsin, a "
         "fractional power at the end of its domain...) and reverse mode cannot tell how the terms "
         "through it cancel (math.sqrt(x - x) + x), or it meets a slope that is exactly 0 there, "
-        "where the limit depends on higher orders (math.cos(math.sqrt(x)) at 0).  Forward mode "
-        "(capstan.D, capstan.jvp, capstan.jacfwd) takes the first kind; for either, differentiate "
-        "at a point off that singularity." % fname)
+        "where the limit depends on higher orders (math.cos(math.sqrt(x)) at 0).  Use forward "
+        "mode for the first kind (capstan.D, capstan.jvp, capstan.jacfwd); for either, "
+        "differentiate at a point off that singularity." % fname)
 
 
 def undefined_in_forward(fname):
