@@ -27,7 +27,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 from . import checks, fastpaths, losses, structure
 from .adcontext import out_position, without_finished_tags
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
-                        conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
+                        conjugated, out_argument, plain_call, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
 from .adcontext import raw as untagged
 from .aliasing import part, positions, returned_argument, root_of
@@ -701,8 +701,8 @@ def _tracked(tape, seeds):
             wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
         else:
             out = _step(rec, g, run)
-            plain = Record(rec.kind, rec.f, untagged(rec.ans), tuple(untagged(v) for v in rec.vals), rec.kwargs,
-                           rec.parents)
+            plain = Record(rec.kind, rec.f, untagged(rec.ans), tuple(untagged(v) for v in rec.vals),
+                           rec.kwargs, rec.parents)
             tg = untagged(g)
             wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
             wout = _step(plain, wg, plain_call)
@@ -986,9 +986,12 @@ def _finite(v):
     tv = type(v)
     if tv is np.ndarray:
         return v.dtype.kind not in "fc" or bool(_ALL(np.isfinite(v), axis=None))
-    if tv is float or tv is _F64 or tv is complex or tv is np.complex128 or tv is np.float32 or tv is np.complex64:
+    if tv in _INEXACT:
         return v - v == 0  # (NaN for an infinite or NaN number)
     return True
+
+
+_INEXACT = frozenset({float, complex, np.float64, np.complex128, np.float32, np.complex64})
 
 
 def _zero_meets_infinite(g, d):
