@@ -26,6 +26,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import out_position, without_finished_tags
+from .fastpaths import HELD_ZERO
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
                         conjugated, out_argument, plain_call, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -528,21 +529,20 @@ def backward(tape, seeds):
     (*structural*: a seed of 0, as a Jacobian's other rows; an index not read; an untaken
     ``np.where`` branch; a constant factor) wins, a zero that is a value's (``cos``'s slope
     at 0) does not -- the product is NaN, refused, as forward mode refuses a zero partial
-    against an infinite tangent.  The first pass cannot tell an array cotangent's zeros
-    apart, and lets them win; where one won over a non-finite partial (``met``), or a float
-    zero seed met one (NaN), the pass runs again following which zeros are structural
-    (:func:`_tracked`).  Neither happens away from such points, which cost nothing more."""
+    against an infinite tangent.  The first pass cannot tell the zeros apart: it lets an
+    array cotangent's win, and a float's lose; where a zero met a non-finite partial
+    (``met``), the pass runs again following which zeros are structural (:func:`_tracked`).
+    That does not happen away from such points, which cost nothing more."""
     met = []
     cts = _swept(tape, seeds, met)
-    if met or (any(type(g) is float and g == 0.0 for g in seeds.values())
-               and any(c != c for c in cts if type(c) is float)):
+    if met:
         cts = _tracked(tape, seeds)
     return cts
 
 
 def _swept(tape, seeds, met):
-    """:func:`backward`'s first pass; appends to the list ``met`` where an exact zero of an
-    array's cotangent won over a non-finite partial."""
+    """:func:`backward`'s first pass; appends to the list ``met`` where an exact zero
+    cotangent met a non-finite partial."""
     cts = [None] * len(tape)
     for n, g in seeds.items():
         cts[n] = g if cts[n] is None else cts[n] + g
@@ -569,19 +569,25 @@ def _swept(tape, seeds, met):
             if element:
                 g = float(g)  # (as a float: no NumPy warning for 0 * inf)
             c = g * rec[1]
-            if c != c and type(c) is float and (rec[1] == 0 or (element and g == 0)):
-                if rec[1] != 0:
+            if c != c and type(c) is float:
+                if rec[1] == 0:
+                    c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
+                elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
                     met.append(True)
-                c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
+                    if element:
+                        c = 0.0
             old = cts[p]
             cts[p] = c if old is None else old + c
             if len(rec) == 4:
                 p = rec[2]
                 c = g * rec[3]
-                if c != c and type(c) is float and (rec[3] == 0 or (element and g == 0)):
-                    if rec[3] != 0:
+                if c != c and type(c) is float:
+                    if rec[3] == 0:
+                        c = 0.0
+                    elif g == 0:
                         met.append(True)
-                    c = 0.0
+                        if element:
+                            c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c
             continue
@@ -680,7 +686,7 @@ def _tracked(tape, seeds):
                 if c != c and type(c) is float and (d == 0 or (g == 0 and not w > 0)):
                     c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
                 cts[p] = c if cts[p] is None else cts[p] + c
-                wc = float(w > 0 or c != 0)
+                wc = 0.0 if d is HELD_ZERO else float(w > 0 or c != 0)  # (a constant's 0: see HELD_ZERO)
                 weights[p] = wc if weights[p] is None else weights[p] + wc
             continue
         if rec.kind is INPUT:
@@ -830,7 +836,7 @@ _sweep = capstan_native.sweep if capstan_native is not None else None
 #: the C kernels' scalar tape record, which reads as the tuple the Python fast paths append
 _SCALAR_RECORD = capstan_native.ScalarRecord if capstan_native is not None else tuple
 if capstan_native is not None:
-    capstan_native.setup_records(Record, np.ndarray, RULE)
+    capstan_native.setup_records(Record, np.ndarray, RULE, HELD_ZERO)
     _record, _record_array = capstan_native.record, capstan_native.record_array
 else:
     _record = _record_array = None

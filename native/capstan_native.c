@@ -282,6 +282,8 @@ zero_tangent_wins(double p, double t)
     return t == 0.0 ? 0.0 : p * t;
 }
 
+static PyObject *rec_held_zero;  /* fastpaths.HELD_ZERO (setup_records), or NULL */
+
 /* the result: forward, its tangent from the partials; reverse, a tape record.
    mx/my are NULL for a constant operand; oa/ob, when not NULL, are the partials as the
    Python objects the template records (x * 3 records the int 3 itself, not 3.0). */
@@ -327,7 +329,19 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
     Py_ssize_t n = (mx != NULL) + (my != NULL);
     Py_ssize_t pa = 0, pb = 0;
     double qa = 0.0, qb = 0.0;
-    if ((mx == NULL || (record_parent(mx, &pa) && record_partial(oa, da, &qa)))
+    /* a lone partial of * / ** that is the constant operand's doing, exactly 0 (0.0 * x,
+       1.0 ** x): recorded as fastpaths.HELD_ZERO, a zero that holds near the point */
+    int held = n == 1 && rec_held_zero != NULL && (mx != NULL ? da : db) == 0.0
+               && (k->op == K_MUL || k->op == K_DIV || (k->op == K_POW && mx == NULL));
+    if (held) {
+        if (mx != NULL) {
+            oa = rec_held_zero;
+        }
+        else {
+            ob = rec_held_zero;
+        }
+    }
+    if (!held && (mx == NULL || (record_parent(mx, &pa) && record_partial(oa, da, &qa)))
         && (my == NULL || (record_parent(my, &pb) && record_partial(ob, db, &qb)))) {
         ScalarRecordObject *rec = PyObject_New(ScalarRecordObject, &ScalarRecord_Type);
         if (rec == NULL) {
@@ -1405,9 +1419,10 @@ accumulate(PyObject *cts, Py_ssize_t p, PyObject *c)
    does); a zero cotangent against an infinite partial stays NaN, undefined: cos(sqrt(x))
    at 0 has slope -1/2, where 0 * inf gave 0 (reverse.backward drops zero seeds first).
    A NumPy float's zero cotangent, an element of an array's cotangent (an index, an untaken
-   np.where branch, a stacked row), wins, as strong_mul's zeros do; but such a zero may be a
-   value's (cos's slope at 0), so each time it wins over a non-finite partial, `*met` is
-   set (NULL: not asked), and reverse.backward sweeps again telling the two apart. */
+   np.where branch, a stacked row), wins, as strong_mul's zeros do.  Either kind of zero
+   may hold near the point (an index; a constant's 0, HELD_ZERO) or be a value's (cos's
+   slope at 0): where a zero cotangent meets a non-finite partial, `*met` is set (NULL: not
+   asked), and reverse.backward sweeps again telling them apart. */
 static Py_ssize_t
 sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObject *skip, int *met)
 {
@@ -1439,10 +1454,10 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                 PyObject *c;
                 if (PyFloat_Check(g)) {  /* (a float, or a NumPy float: no NumPy warning) */
                     double gv = PyFloat_AS_DOUBLE(g), cv = gv * pv;
+                    if (isnan(cv) && pv != 0.0 && gv == 0.0 && met != NULL) {
+                        *met = 1;  /* (a zero cotangent against a non-finite partial) */
+                    }
                     if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
-                        if (pv != 0.0 && met != NULL) {
-                            *met = 1;
-                        }
                         cv = 0.0;  /* a zero partial wins over an infinite cotangent (see above) */
                     }
                     c = PyFloat_FromDouble(cv);
@@ -1482,10 +1497,10 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
             PyObject *c;
             if (PyFloat_Check(g) && PyFloat_CheckExact(partial)) {
                 double gv = PyFloat_AS_DOUBLE(g), pv = PyFloat_AS_DOUBLE(partial), cv = gv * pv;
+                if (isnan(cv) && pv != 0.0 && gv == 0.0 && met != NULL) {
+                    *met = 1;
+                }
                 if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
-                    if (pv != 0.0 && met != NULL) {
-                        *met = 1;
-                    }
                     cv = 0.0;  /* a zero partial wins over an infinite cotangent */
                 }
                 c = PyFloat_FromDouble(cv);
@@ -1498,10 +1513,10 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                         Py_DECREF(c);
                         goto fail;
                     }
+                    if (!pz && PyFloat_Check(g) && PyFloat_AS_DOUBLE(g) == 0.0 && met != NULL) {
+                        *met = 1;
+                    }
                     if (pz || (PyFloat_Check(g) && !PyFloat_CheckExact(g) && PyFloat_AS_DOUBLE(g) == 0.0)) {
-                        if (!pz && met != NULL) {
-                            *met = 1;
-                        }
                         Py_SETREF(c, PyFloat_FromDouble(0.0));
                     }
                 }
@@ -2813,8 +2828,9 @@ record_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 setup_records(PyObject *module, PyObject *args)
 {
-    PyObject *cls, *ndarray, *rule;
-    if (!PyArg_ParseTuple(args, "O!O!O:setup_records", &PyType_Type, &cls, &PyType_Type, &ndarray, &rule)) {
+    PyObject *cls, *ndarray, *rule, *held = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O|O:setup_records", &PyType_Type, &cls, &PyType_Type, &ndarray, &rule,
+                          &held)) {
         return NULL;
     }
     if (!PyType_IsSubtype((PyTypeObject *)cls, &RecordBase_Type)
@@ -2826,6 +2842,7 @@ setup_records(PyObject *module, PyObject *args)
     Py_XSETREF(rec_type, (PyTypeObject *)cls);
     Py_XSETREF(rec_ndarray, Py_NewRef(ndarray));
     Py_XSETREF(rec_rule, Py_NewRef(rule));
+    Py_XSETREF(rec_held_zero, held == NULL ? NULL : Py_NewRef(held));
     Py_RETURN_NONE;
 }
 
@@ -2850,8 +2867,8 @@ static PyMethodDef module_methods[] = {
      "record_array(ctx, f, ans, vals, kwargs, parents, foreign): the RULE record of a float64 "
      "array result, its Tagged result (returned) and ReverseCtx._track's note of it."},
     {"setup_records", setup_records, METH_VARARGS,
-     "setup_records(Record, ndarray, RULE): the record class (a subclass of RecordBase), "
-     "numpy.ndarray and Kind.RULE."},
+     "setup_records(Record, ndarray, RULE[, HELD_ZERO]): the record class (a subclass of RecordBase), "
+     "numpy.ndarray, Kind.RULE and fastpaths.HELD_ZERO."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
      "sweep(tape, cts, i, reads[, met]): the backward pass over inline float records from node i "
      "down; returns the first node left to the Python loop, or -1 (True appended to the list met "
