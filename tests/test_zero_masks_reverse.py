@@ -169,3 +169,36 @@ def test_a_nan_partial_against_an_untaken_branch_still_gives_its_gradient():
     """(strong_mul's own case: an element that does not depend on the input.)"""
     f = lambda x: np.nansum(np.where(x > 1, np.nan, x) ** 2)
     np.testing.assert_array_equal(_quiet(lambda: capstan.gradient(f, np.array([0.5, 2.0])))[0], [1.0, 0.0])
+
+
+# Scalar records: a constant operand's exact 0 partial (0.0 * x, 1.0 ** x, 0.0 / x) holds
+# near the point, so the zero cotangent it sends wins over sqrt's infinite slope at 0; these
+# were refused (NaN) before, where forward mode gives them.
+SCALAR_GUARDS = {
+    "0.0 * sqrt(x) + x": lambda x: 0.0 * math.sqrt(x) + x,
+    "sqrt(x) * 0 + x": lambda x: math.sqrt(x) * 0 + x,
+    "1.0 ** sqrt(x) + x": lambda x: 1.0 ** math.sqrt(x) + x,
+    "0.0 / (1 + sqrt(x)) + x": lambda x: 0.0 / (1.0 + math.sqrt(x)) + x,
+    "0.0 * cos(sqrt(x)) + x": lambda x: 0.0 * math.cos(math.sqrt(x)) + x,
+    "np.float64(0) * sqrt(x) + x": lambda x: np.float64(0.0) * math.sqrt(x) + x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_GUARDS))
+def test_a_constants_zero_on_a_scalar_record_wins(name):
+    f = SCALAR_GUARDS[name]
+    assert _quiet(lambda: capstan.D(f, 0.0)) == 1.0  # (forward mode agrees)
+    for entry, thunk in _entries(f, 0.0):
+        got = _quiet(thunk)
+        got = got[1] if entry == "value_and_grad" else got
+        got = got[0] if type(got) is tuple else got
+        assert float(got) == 1.0, entry
+
+
+@pytest.mark.parametrize("f", [lambda x: x * math.sqrt(x), lambda x: math.cos(math.sqrt(x)),
+                               lambda x: (0.0 + x) * math.sqrt(x), lambda x: math.sqrt(x) * math.sin(x)],
+                         ids=["x * sqrt(x)", "cos(sqrt(x))", "(0.0 + x) * sqrt(x)", "sqrt(x) * sin(x)"])
+def test_a_zero_taken_at_the_point_on_a_scalar_record_is_still_refused(f):
+    for entry, thunk in _entries(f, 0.0):
+        with pytest.raises(capstan.NoRuleError, match="NaN"):
+            _quiet(thunk)
