@@ -160,7 +160,7 @@ def _emit(mode, pairs, hand_over=False, constant_partial=False):
     if constant_partial and len(pairs) == 1:
         # (a constant's exact 0, 0.0 * x: recorded as HELD_ZERO, a zero that holds near the
         # point; _make leaves out the test where the partial is a number, as x + c's 1.0)
-        pairs = [(pairs[0][0], "d if (d := %s) != 0 else HELD_ZERO" % pairs[0][1])]
+        pairs = [(pairs[0][0], "d if (d := %s) != 0 else held(d)" % pairs[0][1])]
     record = ", ".join("metadata_of({0}), {1}".format(v, d) for v, d in pairs)
     return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
 
@@ -171,16 +171,23 @@ class _HeldZero(float):
     __slots__ = ()
 
     def __repr__(self):
-        return "HELD_ZERO"
+        return "HELD_ZERO" if math.copysign(1.0, self) > 0 else "HELD_NEG_ZERO"
 
 
 #: a reverse-mode scalar record's partial that is exactly 0 because a constant operand
-#: makes it so (``0.0 * x``, ``1.0 ** x``, ``0.0 / x``): a float 0.0 to every reader, but
-#: the backward pass knows the zero holds near the point, so the cotangent it sends wins
-#: over an infinite partial further on (``0.0 * math.sqrt(x)`` at 0), where a zero taken
-#: at the point (``math.cos``'s at 0) does not
-HELD_ZERO = _HeldZero(0.0)
-_HELD_LITERAL = re.compile(r"d if \(d := (-?[0-9.]+)\) != 0 else HELD_ZERO")
+#: makes it so (``0.0 * x``, ``1.0 ** x``, ``0.0 / x``): a float 0.0 (or -0.0) to every
+#: reader, but the backward pass knows the zero holds near the point, so the cotangent it
+#: sends wins over an infinite partial further on (``0.0 * math.sqrt(x)`` at 0), where a
+#: zero taken at the point (``math.cos``'s at 0) does not
+HELD_ZERO, HELD_NEG_ZERO = _HeldZero(0.0), _HeldZero(-0.0)
+
+
+def _held(d):
+    """The held zero of zero ``d``'s sign."""
+    return HELD_NEG_ZERO if math.copysign(1.0, d) < 0 else HELD_ZERO
+
+
+_HELD_LITERAL = re.compile(r"d if \(d := (-?[0-9.]+)\) != 0 else held\(d\)")
 
 
 def _guarded(match):
@@ -226,7 +233,7 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
     reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
     ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, "weak": _zero_tangent_wins,
-          "value_of": value_of, "metadata_of": metadata_of, "tag_of": tag_of, "HELD_ZERO": HELD_ZERO, **env}
+          "value_of": value_of, "metadata_of": metadata_of, "tag_of": tag_of, "held": _held, **env}
     source = _source(template, mode, f in _HAND_OVER_NAN)
     if mode == "reverse" and f in _ARRAY_OPERATORS:
         for params in ("x, y", "x"):

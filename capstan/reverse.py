@@ -26,7 +26,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import out_position, without_finished_tags
-from .fastpaths import HELD_ZERO
+from .fastpaths import HELD_NEG_ZERO, HELD_ZERO
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at,
                         conjugated, out_argument, plain_call, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -686,7 +686,8 @@ def _tracked(tape, seeds):
                 if c != c and type(c) is float and (d == 0 or (g == 0 and not w > 0)):
                     c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
                 cts[p] = c if cts[p] is None else cts[p] + c
-                wc = 0.0 if d is HELD_ZERO else float(w > 0 or c != 0)  # (a constant's 0: see HELD_ZERO)
+                held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
+                wc = 0.0 if held else float(w > 0 or c != 0)
                 weights[p] = wc if weights[p] is None else weights[p] + wc
             continue
         if rec.kind is INPUT:
@@ -836,7 +837,7 @@ _sweep = capstan_native.sweep if capstan_native is not None else None
 #: the C kernels' scalar tape record, which reads as the tuple the Python fast paths append
 _SCALAR_RECORD = capstan_native.ScalarRecord if capstan_native is not None else tuple
 if capstan_native is not None:
-    capstan_native.setup_records(Record, np.ndarray, RULE, HELD_ZERO)
+    capstan_native.setup_records(Record, np.ndarray, RULE, HELD_ZERO, HELD_NEG_ZERO)
     _record, _record_array = capstan_native.record, capstan_native.record_array
 else:
     _record = _record_array = None
@@ -920,6 +921,8 @@ def _step(rec, g, run, met=None):
             td = type(d)
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
                 c = summed_to(run, g, rec.vals[i])
+                if d != 1 and d - d != 0 and met is not None and _zero_meets_infinite(untagged(c), d):
+                    met.append(True)
                 out.append(c if d == 1 else c * d if run is plain_call else run(operator.mul, c, d))
             else:
                 d = conjugated(run, d)
@@ -970,6 +973,8 @@ def _plain_partials(rec, g, partials, met=None):
         td = type(d)
         if td is float or td is int:  # a constant partial: sum over broadcast axes first
             c = _summed(g, x)
+            if d != 1 and d - d != 0 and met is not None and _zero_meets_infinite(c, d):
+                met.append(True)  # (an infinite partial, 0.5 / sqrt(0.0): see _swept)
             out.append(c if d == 1 else c * d)
             continue
         c = _scalar_dot(g, d, x)

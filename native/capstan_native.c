@@ -282,7 +282,7 @@ zero_tangent_wins(double p, double t)
     return t == 0.0 ? 0.0 : p * t;
 }
 
-static PyObject *rec_held_zero;  /* fastpaths.HELD_ZERO (setup_records), or NULL */
+static PyObject *rec_held_zero, *rec_held_neg_zero;  /* fastpaths.HELD_ZERO, HELD_NEG_ZERO, or NULL */
 
 /* the result: forward, its tangent from the partials; reverse, a tape record.
    mx/my are NULL for a constant operand; oa/ob, when not NULL, are the partials as the
@@ -331,14 +331,15 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
     double qa = 0.0, qb = 0.0;
     /* a lone partial of * / ** that is the constant operand's doing, exactly 0 (0.0 * x,
        1.0 ** x): recorded as fastpaths.HELD_ZERO, a zero that holds near the point */
-    int held = n == 1 && rec_held_zero != NULL && (mx != NULL ? da : db) == 0.0
+    int held = n == 1 && rec_held_zero != NULL && rec_held_neg_zero != NULL && (mx != NULL ? da : db) == 0.0
                && (k->op == K_MUL || k->op == K_DIV || (k->op == K_POW && mx == NULL));
     if (held) {
+        PyObject *zero = signbit(mx != NULL ? da : db) ? rec_held_neg_zero : rec_held_zero;
         if (mx != NULL) {
-            oa = rec_held_zero;
+            oa = zero;
         }
         else {
-            ob = rec_held_zero;
+            ob = zero;
         }
     }
     if (!held && (mx == NULL || (record_parent(mx, &pa) && record_partial(oa, da, &qa)))
@@ -2828,9 +2829,9 @@ record_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 setup_records(PyObject *module, PyObject *args)
 {
-    PyObject *cls, *ndarray, *rule, *held = NULL;
-    if (!PyArg_ParseTuple(args, "O!O!O|O:setup_records", &PyType_Type, &cls, &PyType_Type, &ndarray, &rule,
-                          &held)) {
+    PyObject *cls, *ndarray, *rule, *held = NULL, *held_neg = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O|OO:setup_records", &PyType_Type, &cls, &PyType_Type, &ndarray, &rule,
+                          &held, &held_neg)) {
         return NULL;
     }
     if (!PyType_IsSubtype((PyTypeObject *)cls, &RecordBase_Type)
@@ -2843,6 +2844,7 @@ setup_records(PyObject *module, PyObject *args)
     Py_XSETREF(rec_ndarray, Py_NewRef(ndarray));
     Py_XSETREF(rec_rule, Py_NewRef(rule));
     Py_XSETREF(rec_held_zero, held == NULL ? NULL : Py_NewRef(held));
+    Py_XSETREF(rec_held_neg_zero, held_neg == NULL ? NULL : Py_NewRef(held_neg));
     Py_RETURN_NONE;
 }
 
@@ -2867,8 +2869,8 @@ static PyMethodDef module_methods[] = {
      "record_array(ctx, f, ans, vals, kwargs, parents, foreign): the RULE record of a float64 "
      "array result, its Tagged result (returned) and ReverseCtx._track's note of it."},
     {"setup_records", setup_records, METH_VARARGS,
-     "setup_records(Record, ndarray, RULE[, HELD_ZERO]): the record class (a subclass of RecordBase), "
-     "numpy.ndarray, Kind.RULE and fastpaths.HELD_ZERO."},
+     "setup_records(Record, ndarray, RULE[, HELD_ZERO, HELD_NEG_ZERO]): the record class (a subclass "
+     "of RecordBase), numpy.ndarray, Kind.RULE and fastpaths' held zeros."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
      "sweep(tape, cts, i, reads[, met]): the backward pass over inline float records from node i "
      "down; returns the first node left to the Python loop, or -1 (True appended to the list met "

@@ -202,3 +202,18 @@ def test_a_zero_taken_at_the_point_on_a_scalar_record_is_still_refused(f):
     for entry, thunk in _entries(f, 0.0):
         with pytest.raises(capstan.NoRuleError, match="NaN"):
             _quiet(thunk)
+
+
+def test_kept_and_compiled_tapes_tell_the_zeros_apart():
+    """``record_tape``'s replay and generated code skipped every zero cotangent (``if g:``):
+    ``cos(sqrt(x))`` at 0 gave 0.  The replay now refuses it and keeps a constant's zero;
+    the generated code hands a zero that may be a value's to Python's arithmetic error
+    (``tape.gradient`` then replays), and still skips a constant's."""
+    undefined = capstan.record_tape(lambda x: math.cos(math.sqrt(x)), 1.0)
+    with pytest.raises(capstan.NoRuleError, match="tape.gradient"):
+        _quiet(lambda: undefined.gradient(0.0))
+    with pytest.raises(ArithmeticError):
+        undefined.compile()(0.0)
+    held = capstan.record_tape(lambda x: 0.0 * math.sqrt(1.0 * x) + x, 1.0)
+    assert held.gradient(0.0) == (1.0,)
+    assert held.compile()(0.0) == (0.0, (1.0,))
