@@ -157,8 +157,37 @@ def _emit(mode, pairs, hand_over=False, constant_partial=False):
         if hand_over and len(pairs) > 1:
             return "if (t := (t if (t := %s) == t else %s)) == t: return Tagged(r, t, self)" % (tangent, exact)
         return "return Tagged(r, t if (t := %s) == t else %s, self)" % (tangent, exact)
+    if constant_partial and len(pairs) == 1:
+        # (a constant's exact 0, 0.0 * x: recorded as HELD_ZERO, a zero that holds near the
+        # point; _make leaves out the test where the partial is a number, as x + c's 1.0)
+        pairs = [(pairs[0][0], "d if (d := %s) != 0 else held(d)" % pairs[0][1])]
     record = ", ".join("metadata_of({0}), {1}".format(v, d) for v, d in pairs)
     return "tape = self.tape; tape.append((%s)); return Tagged(r, len(tape) - 1, self)" % record
+
+
+class _HeldZero(float):
+    """The type of :data:`HELD_ZERO`."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "HELD_ZERO" if math.copysign(1.0, self) > 0 else "HELD_NEG_ZERO"
+
+
+#: a reverse-mode scalar record's partial that is exactly 0 because a constant operand
+#: makes it so (``0.0 * x``, ``1.0 ** x``, ``0.0 / x``): a float 0.0 (or -0.0) to every
+#: reader, but the backward pass knows the zero holds near the point, so the cotangent it
+#: sends wins over an infinite partial further on (``0.0 * math.sqrt(x)`` at 0), where a
+#: zero taken at the point (``math.cos``'s at 0) does not
+HELD_ZERO, HELD_NEG_ZERO = _HeldZero(0.0), _HeldZero(-0.0)
+
+
+def _held(d):
+    """The held zero of zero ``d``'s sign."""
+    return HELD_NEG_ZERO if math.copysign(1.0, d) < 0 else HELD_ZERO
+
+
+_HELD_LITERAL = re.compile(r"d if \(d := (-?[0-9.]+)\) != 0 else held\(d\)")
 
 
 def _guarded(match):
@@ -204,7 +233,7 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
     reverse mode, an operator's arrays go to the context's ``arrays`` first."""
     names = dict(zip(("r", "da", "db"), forms))
     ns = {"Tagged": Tagged, "f": f, "F64": np.float64, "math": math, "strong": _strong, "weak": _zero_tangent_wins,
-          "value_of": value_of, "metadata_of": metadata_of, "tag_of": tag_of, **env}
+          "value_of": value_of, "metadata_of": metadata_of, "tag_of": tag_of, "held": _held, **env}
     source = _source(template, mode, f in _HAND_OVER_NAN)
     if mode == "reverse" and f in _ARRAY_OPERATORS:
         for params in ("x, y", "x"):
@@ -220,7 +249,8 @@ def _make(template, mode, f, forms, nested_forms=None, **env):
                 if ns["nested"] is not None:
                     source = source.replace(generic, nested)
                 break
-    exec(compile(source.format(**names), "<capstan fast path for %s>" % f.__name__, "exec"), ns)
+    source = _HELD_LITERAL.sub(r"\1", source.format(**names))
+    exec(compile(source, "<capstan fast path for %s>" % f.__name__, "exec"), ns)
     return ns["method"]
 
 

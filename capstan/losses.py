@@ -228,10 +228,11 @@ def undefined_in_reverse(fname: str) -> NoRuleError:
         "capstan.%s: the derivative came out NaN at this point, where f's value and its arguments are "
         "finite: on the way, a partial derivative is infinite or undefined (sqrt, cbrt, arcsin, a "
         "fractional power at the end of its domain...) and reverse mode cannot tell how the terms "
-        "through it cancel (math.sqrt(x - x) + x), or a second derivative is taken at a kink, where "
-        "the slope jumps (abs, a norm or hypot at 0, maximum, clip, a sort or max at a tie).  Use "
-        "forward mode here (capstan.D, capstan.jvp, capstan.jacfwd), or differentiate at a point off "
-        "that singularity." % fname)
+        "through it cancel (math.sqrt(x - x) + x), or it meets a slope that is exactly 0 there, "
+        "where the limit depends on higher orders (math.cos(math.sqrt(x)) at 0), or a second "
+        "derivative is taken at a kink, where the slope jumps (abs, a norm or hypot at 0, maximum, "
+        "clip, a sort or max at a tie).  Use forward mode for the first kind (capstan.D, "
+        "capstan.jvp, capstan.jacfwd); for any, differentiate at a point off that singularity." % fname)
 
 
 def undefined_in_forward(fname):

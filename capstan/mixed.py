@@ -550,6 +550,11 @@ class Path:
             return float(self.out_const), [0.0] * len(inputs)
         cts = [None] * len(self.steps)
         cts[self.out] = 1.0
+        # per element, whether the cotangent is not a zero that holds near the point (a
+        # constant factor's): such a zero wins over an infinite partial, a value's zero
+        # (cos's slope at 0) does not -- NaN, as a scalar run's reverse sweep gives
+        live = [None] * len(self.steps)
+        live[self.out] = True
         for n in range(self.out, -1, -1):
             g = cts[n]
             kind, form, partials, parents, consts, _ = self.steps[n]
@@ -561,10 +566,18 @@ class Path:
                 if p is None or i >= len(partials) or partials[i] is None:
                     continue
                 d = partials[i](vals[n], *args)
-                c = d if type(g) is float and g == 1.0 else strong_mul(g, d)
+                if type(g) is float and g == 1.0:
+                    c = d
+                else:
+                    c = strong_mul(g, d)
+                    undefined = (np.equal(g, 0) & live[n]) & ~np.isfinite(d)
+                    if np.any(undefined):
+                        c = np.where(undefined, np.nan, c)
                 if kinks is not None and any(nesting.varies(a) for a in args):  # (an enclosing
                     c = kink_rules.at_kink(c, kinks(i, vals[n], *args), g, *args)  # differentiation: see kink_rules)
+                held = live[n] & ~np.equal(d, 0) if registry.zeros_hold(form, i, parents) else live[n]
                 cts[p] = c if cts[p] is None else cts[p] + c
+                live[p] = held if live[p] is None else live[p] | held
         out = [0.0] * len(inputs)
         for n, (kind, i, *_) in enumerate(self.steps):
             if kind == INPUT:

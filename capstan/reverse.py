@@ -27,6 +27,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
 from .adcontext import takes_out as _takes_out, without_finished_tags
+from .fastpaths import HELD_NEG_ZERO, HELD_ZERO
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at, kinked,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -533,20 +534,24 @@ _INPUT = Record(INPUT, None, None, (), None, ())  # (shared: inputs carry nothin
 def backward(tape, seeds):
     """Cotangents of every node of ``tape``, from ``{node: cotangent}`` of the outputs.
 
-    A float seed of exactly 0 (a Jacobian's other rows, ``pullback``'s ``dy`` of 0) follows
-    nothing; the scalar sweep lets a zero cotangent against an infinite partial stay NaN
-    (see ``_sweep``), so where such seeds leave a NaN, the pass runs again without them and
-    the nodes they alone reached get zeros."""
-    cts = _swept(tape, seeds)
-    zero = [n for n, g in seeds.items() if type(g) is float and g == 0.0]
-    if zero and any(c != c for c in cts if type(c) is float):
-        again = _swept(tape, {n: g for n, g in seeds.items() if n not in zero})
-        cts = [structure.zeros_like(c) if a is None and c is not None else a for a, c in zip(again, cts)]
+    An exact zero cotangent against an infinite partial: a zero that holds near the point
+    (*structural*: a seed of 0, as a Jacobian's other rows; an index not read; an untaken
+    ``np.where`` branch; a constant factor) wins, a zero that is a value's (``cos``'s slope
+    at 0) does not -- the product is NaN, refused, as forward mode refuses a zero partial
+    against an infinite tangent.  The first pass cannot tell the zeros apart: it lets an
+    array cotangent's win, and a float's lose; where a zero met a non-finite partial
+    (``met``), the pass runs again following which zeros are structural (:func:`_tracked`).
+    That does not happen away from such points, which cost nothing more."""
+    met = []
+    cts = _swept(tape, seeds, met)
+    if met:
+        cts = _tracked(tape, seeds)
     return cts
 
 
-def _swept(tape, seeds):
-    """:func:`backward`'s pass."""
+def _swept(tape, seeds, met):
+    """:func:`backward`'s first pass; appends to the list ``met`` where an exact zero
+    cotangent met a non-finite partial."""
     cts = [None] * len(tape)
     for n, g in seeds.items():
         cts[n] = g if cts[n] is None else cts[n] + g
@@ -557,7 +562,7 @@ def _swept(tape, seeds):
     while i > 0:
         i -= 1
         if _sweep is not None:  # runs of inline float records, in C (the loop below, exactly)
-            i = _sweep(tape, cts, i, reads)
+            i = _sweep(tape, cts, i, reads, met)
             if i < 0:
                 break
         if reads and i in reads:  # every read of node i comes after it on the tape: all seen
@@ -573,15 +578,25 @@ def _swept(tape, seeds):
             if element:
                 g = float(g)  # (as a float: no NumPy warning for 0 * inf)
             c = g * rec[1]
-            if c != c and type(c) is float and (rec[1] == 0 or (element and g == 0)):
-                c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
+            if c != c and type(c) is float:
+                if rec[1] == 0:
+                    c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
+                elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
+                    met.append(True)
+                    if element:
+                        c = 0.0
             old = cts[p]
             cts[p] = c if old is None else old + c
             if len(rec) == 4:
                 p = rec[2]
                 c = g * rec[3]
-                if c != c and type(c) is float and (rec[3] == 0 or (element and g == 0)):
-                    c = 0.0
+                if c != c and type(c) is float:
+                    if rec[3] == 0:
+                        c = 0.0
+                    elif g == 0:
+                        met.append(True)
+                        if element:
+                            c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c
             continue
@@ -606,9 +621,9 @@ def _swept(tape, seeds):
             continue
         if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
             if rec.kind is RULE and rec.f not in _VJP:
-                out = _plain_partials(rec, g, _PARTIALS[rec.f])
+                out = _plain_partials(rec, g, _PARTIALS[rec.f], met)
             else:
-                out = _step(rec, g, plain_call)
+                out = _step(rec, g, plain_call, met)
             for p, c in zip(rec.parents, out):
                 if p is None or c is None:
                     continue
@@ -622,7 +637,7 @@ def _swept(tape, seeds):
                     cts[p] = c if old is None else old + c
             continue
         run = routed(foreign)
-        for p, c in zip(rec.parents, _step(rec, g, run)):
+        for p, c in zip(rec.parents, _step(rec, g, run, met)):
             if p is None or c is None:
                 continue
             if type(p) is list:
@@ -634,6 +649,171 @@ def _swept(tape, seeds):
             else:
                 cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
     return cts
+
+
+def _tracked(tape, seeds):
+    """:func:`backward`'s pass that tells an exact zero cotangent that holds near the point
+    (*structural*) from a value's zero, the slow way (in Python, every step): beside each
+    node's cotangent, a nonnegative *weight* of the same shape, positive where some step
+    sent a contribution that is not a structural zero.  A weight is
+
+    * the seed's: 0 where the seed is 0, else positive;
+    * an elementwise step's (a rule given by its partials): the cotangent's, but 0 where the
+      partial is exactly 0 and that zero holds near the point (:func:`registry.zeros_hold`:
+      a constant factor, a selection); a partial that is 0 at the point only (``cos`` at 0)
+      keeps the weight, so its zero is a value's;
+    * any other step's (an index, ``np.where``'s own rule, a sum): the step's rule run on
+      the weights (it is linear; random positive weights make a cancellation unlikely),
+      positive where the cotangent it sends is not 0;
+    * a user pullback's (``adjoint``, ``hook``, ``checkpoint``): positive where its result is
+      not 0, and everywhere when a value's zero went in (it is not run again).
+
+    Where a zero of positive weight meets a non-finite partial, the product is NaN."""
+    cts = [None] * len(tape)
+    weights = [None] * len(tape)
+    rng = np.random.default_rng(20261128)
+    for n, g in seeds.items():
+        w = _fresh(rng, untagged(g) != 0)
+        cts[n] = g if cts[n] is None else cts[n] + g
+        weights[n] = w if weights[n] is None else weights[n] + w
+    owned, wowned = set(), set()
+    i = len(tape)
+    while i > 0:
+        i -= 1
+        g = cts[i]
+        if g is None:
+            continue
+        w = weights[i]
+        if w is None:  # (not expected: every cotangent comes with its weight)
+            w = _fresh(rng, np.ones(np.shape(untagged(g)), dtype=bool))
+        rec = tape[i]
+        if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation
+            element = type(g) is _F64
+            if element:
+                g = float(g)
+            for j in range(0, len(rec), 2):
+                p, d = rec[j], rec[j + 1]
+                c = g * d
+                if c != c and type(c) is float and (d == 0 or (g == 0 and not w > 0)):
+                    c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
+                cts[p] = c if cts[p] is None else cts[p] + c
+                held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
+                wc = 0.0 if held else float(w > 0 or c != 0)
+                weights[p] = wc if weights[p] is None else weights[p] + wc
+            continue
+        if rec.kind is INPUT:
+            continue
+        foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
+        if foreign is None and type(g) is np.ndarray and nestlevel():
+            foreign = enclosing(g)
+        run = plain_call if foreign is None else routed(foreign)
+        if rec.kind is GETITEM and foreign is None:
+            _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
+            _scatter_into(weights, wowned, rec.parents[0], rec.kwargs, w)
+            continue
+        if rec.kind is RULE and rec.f not in _VJP:
+            out, wout = _tracked_partials(rec, g, w, run)
+        elif rec.kind is CUSTOM:
+            out = _step(rec, g, run)
+            value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
+            wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
+        else:
+            out = _step(rec, g, run)
+            plain = Record(rec.kind, rec.f, untagged(rec.ans), tuple(untagged(v) for v in rec.vals),
+                           rec.kwargs, rec.parents)
+            tg = untagged(g)
+            wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
+            wout = _step(plain, wg, plain_call)
+            out = [_undefined_where(c, wc, run) for c, wc in zip(out, wout)]
+            wout = [None if c is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wout)]
+        for p, c, wc in zip(rec.parents, out, wout):
+            if p is None or c is None:
+                continue
+            if type(p) is not list:
+                p, c, wc = [p], [c], [wc]
+            for pe, ce, we in zip(p, c, wc):
+                if pe is None or ce is None:
+                    continue
+                cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+                if we is None:
+                    we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
+                weights[pe] = we if weights[pe] is None else weights[pe] + we
+    return cts
+
+
+def _undefined_where(c, w, run):
+    """A step's cotangent ``c`` with NaN where it is 0 but the step run on the weights gave
+    a non-finite weight ``w``: a zero of positive weight met an infinite factor inside the
+    rule (one that lets a zero win: ``elementwise``'s partials)."""
+    if c is None or w is None:
+        return c
+    if type(c) is list or type(c) is tuple:
+        return type(c)(_undefined_where(ce, we, run) for ce, we in zip(c, w))
+    v, wv = untagged(c), untagged(w)
+    with np.errstate(invalid="ignore"):
+        undefined = (np.asarray(v) == 0) & ~np.isfinite(wv)
+    if not np.any(undefined):
+        return c
+    if np.ndim(v) == 0:
+        return run(operator.mul, c, math.nan)  # (a number stays one)
+    return run(np.where, undefined, np.nan, c)
+
+
+def _fresh(rng, live):
+    """Weights for the boolean mask ``live``: random in [0.5, 1.5) where it holds, else 0."""
+    if np.ndim(live) == 0:
+        return 1.0 if live else 0.0
+    return np.where(live, rng.uniform(0.5, 1.5, np.shape(live)), 0.0)
+
+
+def _weights_like(c, live_of, rng, w=None):
+    """The weights of a step's cotangent ``c`` (an element, a list of them, or ``None``):
+    fresh ones where ``live_of(c)`` holds, or, given the step run on the weights ``w``,
+    where that or ``c`` is not 0."""
+    if c is None:
+        return None
+    if type(c) is list or type(c) is tuple:
+        ws = w if w is not None else [None] * len(c)
+        return [_weights_like(ce, live_of, rng, we) for ce, we in zip(c, ws)]
+    v = untagged(c)
+    with np.errstate(invalid="ignore"):
+        if w is None:
+            return _fresh(rng, live_of(v))
+        return _fresh(rng, (np.abs(untagged(w)) != 0) | (v != 0))
+
+
+def _tracked_partials(rec, g, w, run):
+    """:func:`_step`'s partials branch for :func:`_tracked`: the parents' cotangents and
+    weights; NaN where a zero of ``g`` with positive weight meets a non-finite partial."""
+    f, ans, vals, kwargs = rec.f, rec.ans, rec.vals, rec.kwargs
+    partials = _PARTIALS[f]
+    out, wout = [], []
+    rg = untagged(g)
+    for i, p in enumerate(rec.parents):
+        if p is None or i >= len(partials) or partials[i] is None:
+            out.append(None)
+            wout.append(None)
+            continue
+        d = conjugated(run, call_partial_at(run, partials[i], f, ans, *vals, **kwargs))
+        rd = untagged(d)
+        with np.errstate(invalid="ignore", over="ignore"):
+            c = run(operator.mul, g, d)
+            if not _finite(untagged(c)):
+                c = run(_nested_exact(g, d), g, d)
+                undefined = (np.asarray(rg) == 0) & (np.asarray(w) > 0) & ~np.isfinite(rd)
+                if np.any(undefined):
+                    c = run(np.where, undefined, np.nan, c)
+                    if np.ndim(untagged(c)) == 0 and np.ndim(rg) == 0 and np.ndim(rd) == 0:
+                        c = run(operator.getitem, c, ())  # (np.where's 0-d array: a number again)
+        if f in _KINKS:  # (as _step)
+            c = kinked(run, f, i, c, g, ans, vals, kwargs)
+        wc = w * (rd != 0) if registry.zeros_hold(f, i, rec.parents) else w
+        wc = np.broadcast_to(wc, np.shape(untagged(c))) if np.ndim(wc) < np.ndim(untagged(c)) or (
+            np.shape(wc) != np.shape(untagged(c))) else wc
+        x = vals[i]
+        out.append(summed_to(run, c, x))
+        wout.append(registry.unbroadcast(np.asarray(wc, dtype=float) if np.ndim(wc) else float(wc), untagged(x)))
+    return out, wout
 
 
 def check_equalities(ctx):
@@ -663,13 +843,14 @@ def check_equalities(ctx):
 
 
 _F64 = np.float64
+_ALL = np.logical_and.reduce
 _isnan = math.isnan
 _DOUBLE = np.dtype(np.float64)
 _sweep = capstan_native.sweep if capstan_native is not None else None
 #: the C kernels' scalar tape record, which reads as the tuple the Python fast paths append
 _SCALAR_RECORD = capstan_native.ScalarRecord if capstan_native is not None else tuple
 if capstan_native is not None:
-    capstan_native.setup_records(Record, np.ndarray, RULE)
+    capstan_native.setup_records(Record, np.ndarray, RULE, HELD_ZERO, HELD_NEG_ZERO)
     _record, _record_array = capstan_native.record, capstan_native.record_array
     # what the C twins of apply/compute and arrays (reverse_call) ask and call
     capstan_native.setup_calls(ReverseCtx, _PARTIALS, _VJP, _ONLY_FIRST,
@@ -759,8 +940,9 @@ def _array_arguments(vals, parents, run):
     return vals
 
 
-def _step(rec, g, run):
-    """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result."""
+def _step(rec, g, run, met=None):
+    """The cotangents of ``rec``'s parents, given the cotangent ``g`` of its result (``met``:
+    as :func:`_swept`'s)."""
     kind = rec.kind
     if kind is RULE:
         f = rec.f
@@ -777,7 +959,7 @@ def _step(rec, g, run):
             return out
         partials = _PARTIALS[f]
         if run is plain_call:
-            return _plain_partials(rec, g, partials)
+            return _plain_partials(rec, g, partials, met)
         out = []
         for i, p in enumerate(rec.parents):
             if p is None or i >= len(partials) or partials[i] is None:
@@ -792,11 +974,17 @@ def _step(rec, g, run):
                 continue
             if td is float or td is int:  # a constant partial: sum over broadcast axes first
                 c = summed_to(run, g, rec.vals[i])
+                if d != 1 and d - d != 0 and met is not None and _zero_meets_infinite(untagged(c), d):
+                    met.append(True)
                 out.append(c if d == 1 else c * d if run is plain_call else run(operator.mul, c, d))
             else:
-                c = _scalar_dot(g, d, rec.vals[i]) if run is plain_call else None
-                out.append(summed_to(run, product(run, g, conjugated(run, d), _nested_exact(g, d)), rec.vals[i])
-                           if c is None else c)
+                d = conjugated(run, d)
+                c = run(operator.mul, g, d)
+                if not _finite(untagged(c)):
+                    if met is not None and _zero_meets_infinite(untagged(g), untagged(d)):
+                        met.append(True)
+                    c = product(run, g, d, _nested_exact(g, d))
+                out.append(summed_to(run, c, rec.vals[i]))
         return out
     if kind is GETITEM:
         shape, dtype, k = rec.kwargs
@@ -820,10 +1008,10 @@ def _nested_exact(g, d):
     return registry.zero_of_first_wins if type(d) is Tagged else registry.strong_mul
 
 
-def _plain_partials(rec, g, partials):
+def _plain_partials(rec, g, partials, met=None):
     """``_step``'s partials branch for plain values (no enclosing differentiation): what
     ``call_partial``, ``summed_to``, ``product`` and ``conjugated`` do with ``plain_call``,
-    in one frame."""
+    in one frame (``met``: as :func:`_swept`'s)."""
     ans, vals, kwargs = rec.ans, rec.vals, rec.kwargs
     n = len(partials)
     out = []
@@ -848,15 +1036,42 @@ def _plain_partials(rec, g, partials):
         td = type(d)
         if td is float or td is int:  # a constant partial: sum over broadcast axes first
             c = _summed(g, x)
+            if d != 1 and d - d != 0 and met is not None and _zero_meets_infinite(c, d):
+                met.append(True)  # (an infinite partial, 0.5 / sqrt(0.0): see _swept)
             out.append(c if d == 1 else c * d)
             continue
         c = _scalar_dot(g, d, x)
         if c is None:
             if not (td is float or (td is np.ndarray and d.dtype.kind in "fi")):
                 d = registry.conj(d)
-            c = _summed(registry.strong_mul(g, d), x)
+            c = g * d
+            if not _finite(c):
+                if met is not None and _zero_meets_infinite(g, d):
+                    met.append(True)
+                c = registry.strong_mul(g, d)
+            c = _summed(c, x)
         out.append(c)
     return out
+
+
+def _finite(v):
+    """Whether a product ``v`` (a number or an array) is finite throughout; ``True`` for what
+    is neither (an integer, an object array)."""
+    tv = type(v)
+    if tv is np.ndarray:
+        return v.dtype.kind not in "fc" or bool(_ALL(np.isfinite(v), axis=None))
+    if tv in _INEXACT:
+        return v - v == 0  # (NaN for an infinite or NaN number)
+    return True
+
+
+_INEXACT = frozenset({float, complex, np.float64, np.complex128, np.float32, np.complex64})
+
+
+def _zero_meets_infinite(g, d):
+    """Whether an exact zero of cotangent ``g`` meets a non-finite element of partial ``d``."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.any((np.asarray(g) == 0) & ~np.isfinite(d)))
 
 
 def _name(f):

@@ -588,6 +588,7 @@ def _backward_lines(bwd, out):
     its child's when the partial is 1; records whose result got no cotangent are
     skipped; partials that may be infinite are guarded by ``if g:``."""
     name = {out: "g%d" % out}
+    live = {out: True}  # node -> whether a contribution to its cotangent is not a constant's 0
     lines = []
     for n, steps, polynomial in reversed(bwd):
         if n not in name:
@@ -595,6 +596,7 @@ def _backward_lines(bwd, out):
         g = name[n]
         body = []
         for p, partial in steps:
+            live[p] = live.get(p, False) or (live.get(n, False) and not _LITERAL_ZERO.match(partial))
             term = _term(g, partial)
             if p in name:
                 if name[p] != "g%d" % p:  # an alias about to be updated: give it its own variable
@@ -616,7 +618,18 @@ def _backward_lines(bwd, out):
         elif body:
             lines.append("if %s:" % g)
             lines += ["    " + line for line in body]
+            if live.get(n, False):
+                # a zero cotangent against an infinite partial, where the zero may be a
+                # value's (cos(sqrt(x)) at 0, undefined), not only a constant's (0.0 *
+                # sqrt(x), which skips the body): handed to the replay, which tells them apart
+                finite = " and ".join("abs(%s) < math.inf" % partial for _, partial in steps)
+                lines.append("elif not (%s): raise FloatingPointError(%r)" % (finite, _ZERO_AGAINST_INFINITE))
     return lines, name
+
+
+_LITERAL_ZERO = re.compile(r"^[(\s]*-?0(\.0*)?[)\s]*$")
+_ZERO_AGAINST_INFINITE = ("capstan compiled tape: an exact zero cotangent meets an infinite partial "
+                          "derivative; tape.gradient replays it (and refuses it where it is undefined)")
 
 
 def _inline_forms(f):

@@ -209,6 +209,8 @@ def _value_and_grad(fname: str, f: Callable[..., Any], argnums: ArgNums, has_aux
                                  "real-valued functions (use capstan.pullback for complex outputs)" % fname)
         n = ctx.node(out)
         grads = run.back({n: 1.0}) if n is not None else (None,) * len(chosen)
+        if n is not None and reverse._has_nan(grads) and reverse._finite_run(run):  # (as gradient)
+            raise losses.undefined_in_reverse(fname)
         grads = tuple(_zeros_for(a) if g is None else g for g, a in zip(grads, chosen))
         if has_aux:
             value = (value, _strip(ctx, aux))

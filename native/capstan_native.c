@@ -287,6 +287,8 @@ zero_tangent_wins(double p, double t)
     return t == 0.0 ? 0.0 : p * t;
 }
 
+static PyObject *rec_held_zero, *rec_held_neg_zero;  /* fastpaths.HELD_ZERO, HELD_NEG_ZERO, or NULL */
+
 /* the result: forward, its tangent from the partials; reverse, a tape record.
    mx/my are NULL for a constant operand; oa/ob, when not NULL, are the partials as the
    Python objects the template records (x * 3 records the int 3 itself, not 3.0). */
@@ -332,7 +334,20 @@ emit_objects(KernelObject *k, PyObject *ctx, PyObject *key, double r,
     Py_ssize_t n = (mx != NULL) + (my != NULL);
     Py_ssize_t pa = 0, pb = 0;
     double qa = 0.0, qb = 0.0;
-    if ((mx == NULL || (record_parent(mx, &pa) && record_partial(oa, da, &qa)))
+    /* a lone partial of * / ** that is the constant operand's doing, exactly 0 (0.0 * x,
+       1.0 ** x): recorded as fastpaths.HELD_ZERO, a zero that holds near the point */
+    int held = n == 1 && rec_held_zero != NULL && rec_held_neg_zero != NULL && (mx != NULL ? da : db) == 0.0
+               && (k->op == K_MUL || k->op == K_DIV || (k->op == K_POW && mx == NULL));
+    if (held) {
+        PyObject *zero = signbit(mx != NULL ? da : db) ? rec_held_neg_zero : rec_held_zero;
+        if (mx != NULL) {
+            oa = zero;
+        }
+        else {
+            ob = zero;
+        }
+    }
+    if (!held && (mx == NULL || (record_parent(mx, &pa) && record_partial(oa, da, &qa)))
         && (my == NULL || (record_parent(my, &pb) && record_partial(ob, db, &qb)))) {
         ScalarRecordObject *rec = PyObject_New(ScalarRecordObject, &ScalarRecord_Type);
         if (rec == NULL) {
@@ -1421,9 +1436,12 @@ accumulate(PyObject *cts, Py_ssize_t p, PyObject *c)
    does); a zero cotangent against an infinite partial stays NaN, undefined: cos(sqrt(x))
    at 0 has slope -1/2, where 0 * inf gave 0 (reverse.backward drops zero seeds first).
    A NumPy float's zero cotangent, an element of an array's cotangent (an index, an untaken
-   np.where branch, a stacked row), follows nothing and wins, as strong_mul's zeros do. */
+   np.where branch, a stacked row), wins, as strong_mul's zeros do.  Either kind of zero
+   may hold near the point (an index; a constant's 0, HELD_ZERO) or be a value's (cos's
+   slope at 0): where a zero cotangent meets a non-finite partial, `*met` is set (NULL: not
+   asked), and reverse.backward sweeps again telling them apart. */
 static Py_ssize_t
-sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObject *skip)
+sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObject *skip, int *met)
 {
     for (; i >= 0; i--) {
         if (reads != NULL && PyDict_GET_SIZE(reads) != 0) {
@@ -1453,6 +1471,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                 PyObject *c;
                 if (PyFloat_Check(g)) {  /* (a float, or a NumPy float: no NumPy warning) */
                     double gv = PyFloat_AS_DOUBLE(g), cv = gv * pv;
+                    if (isnan(cv) && pv != 0.0 && gv == 0.0 && met != NULL) {
+                        *met = 1;  /* (a zero cotangent against a non-finite partial) */
+                    }
                     if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
                         cv = 0.0;  /* a zero partial wins over an infinite cotangent (see above) */
                     }
@@ -1465,6 +1486,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                     if (c != NULL && PyFloat_Check(c) && isnan(PyFloat_AS_DOUBLE(c))
                         && (pv == 0.0 || (PyFloat_Check(g) && PyFloat_AS_DOUBLE(g) == 0.0))) {
                         /* (a NumPy float's zero is an array cotangent's element: it wins) */
+                        if (pv != 0.0 && met != NULL) {
+                            *met = 1;
+                        }
                         Py_SETREF(c, PyFloat_FromDouble(0.0));
                     }
                 }
@@ -1490,6 +1514,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
             PyObject *c;
             if (PyFloat_Check(g) && PyFloat_CheckExact(partial)) {
                 double gv = PyFloat_AS_DOUBLE(g), pv = PyFloat_AS_DOUBLE(partial), cv = gv * pv;
+                if (isnan(cv) && pv != 0.0 && gv == 0.0 && met != NULL) {
+                    *met = 1;
+                }
                 if (isnan(cv) && (pv == 0.0 || (gv == 0.0 && !PyFloat_CheckExact(g)))) {
                     cv = 0.0;  /* a zero partial wins over an infinite cotangent */
                 }
@@ -1502,6 +1529,9 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
                     if (pz < 0) {
                         Py_DECREF(c);
                         goto fail;
+                    }
+                    if (!pz && PyFloat_Check(g) && PyFloat_AS_DOUBLE(g) == 0.0 && met != NULL) {
+                        *met = 1;
                     }
                     if (pz || (PyFloat_Check(g) && !PyFloat_CheckExact(g) && PyFloat_AS_DOUBLE(g) == 0.0)) {
                         Py_SETREF(c, PyFloat_FromDouble(0.0));
@@ -1525,14 +1555,15 @@ sweep_from(PyObject *tape, PyObject *cts, Py_ssize_t i, PyObject *reads, PyObjec
 
 static PyObject *rev_backward, *rev_rest, *rev_like, *rev_input_record;
 
-/* sweep(tape, cts, i, reads): sweep_from for reverse.backward's loop (which handles the
-   input records itself) */
+/* sweep(tape, cts, i, reads[, met]): sweep_from for reverse.backward's loop (which handles
+   the input records itself); appends True to the list `met` where an element's zero
+   cotangent won over a non-finite partial */
 static PyObject *
 sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
-        || !PyDict_CheckExact(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "sweep(tape: list, cts: list, i: int, reads: dict)");
+    if ((nargs != 4 && nargs != 5) || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])
+        || !PyDict_CheckExact(args[3]) || (nargs == 5 && !PyList_CheckExact(args[4]))) {
+        PyErr_SetString(PyExc_TypeError, "sweep(tape: list, cts: list, i: int, reads: dict[, met: list])");
         return NULL;
     }
     PyObject *tape = args[0], *cts = args[1];
@@ -1545,8 +1576,12 @@ sweep(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     /* (reverse.backward steps over the shared input record, as it is skipped here) */
-    Py_ssize_t left = sweep_from(tape, cts, i, args[3], rev_input_record);
-    return left == -2 ? NULL : PyLong_FromSsize_t(left);
+    int met = 0;
+    Py_ssize_t left = sweep_from(tape, cts, i, args[3], rev_input_record, nargs == 5 ? &met : NULL);
+    if (left == -2 || (met && PyList_Append(args[4], Py_True) < 0)) {
+        return NULL;
+    }
+    return PyLong_FromSsize_t(left);
 }
 
 static PyObject *
@@ -2263,8 +2298,9 @@ backward_from(PyObject *tape, PyObject *n)
         for (Py_ssize_t k = 0; k < size; k++) {
             PyList_SET_ITEM(cts, k, Py_NewRef(k == seed ? one : Py_None));
         }
-        Py_ssize_t left = sweep_from(tape, cts, seed, NULL, rev_input_record);
-        if (left == -1) {
+        int met = 0;
+        Py_ssize_t left = sweep_from(tape, cts, seed, NULL, rev_input_record, &met);
+        if (left == -1 && !met) {  /* (met: reverse.backward tells an element's zeros apart) */
             return cts;
         }
         Py_DECREF(cts);
@@ -2818,8 +2854,9 @@ array_result(PyObject *ctx, PyObject *const *args)
 static PyObject *
 setup_records(PyObject *module, PyObject *args)
 {
-    PyObject *cls, *ndarray, *rule;
-    if (!PyArg_ParseTuple(args, "O!O!O:setup_records", &PyType_Type, &cls, &PyType_Type, &ndarray, &rule)) {
+    PyObject *cls, *ndarray, *rule, *held = NULL, *held_neg = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O|OO:setup_records", &PyType_Type, &cls, &PyType_Type, &ndarray, &rule,
+                          &held, &held_neg)) {
         return NULL;
     }
     if (!PyType_IsSubtype((PyTypeObject *)cls, &RecordBase_Type)
@@ -2831,6 +2868,8 @@ setup_records(PyObject *module, PyObject *args)
     Py_XSETREF(rec_type, (PyTypeObject *)cls);
     Py_XSETREF(rec_ndarray, Py_NewRef(ndarray));
     Py_XSETREF(rec_rule, Py_NewRef(rule));
+    Py_XSETREF(rec_held_zero, held == NULL ? NULL : Py_NewRef(held));
+    Py_XSETREF(rec_held_neg_zero, held_neg == NULL ? NULL : Py_NewRef(held_neg));
     Py_RETURN_NONE;
 }
 
@@ -3274,11 +3313,12 @@ static PyMethodDef module_methods[] = {
      "setup_calls(ReverseCtx, PARTIALS, VJP, ONLY_FIRST, refused, operator.getitem, "
      "dtype(float64), ufunc, ReverseCtx._computed, drop_own_frames): what reverse_call reads."},
     {"setup_records", setup_records, METH_VARARGS,
-     "setup_records(Record, ndarray, RULE): the record class (a subclass of RecordBase), "
-     "numpy.ndarray and Kind.RULE."},
+     "setup_records(Record, ndarray, RULE[, HELD_ZERO, HELD_NEG_ZERO]): the record class (a subclass "
+     "of RecordBase), numpy.ndarray, Kind.RULE and fastpaths' held zeros."},
     {"sweep", (PyCFunction)(void (*)(void))sweep, METH_FASTCALL,
-     "sweep(tape, cts, i, reads): the backward pass over inline float records from node i "
-     "down; returns the first node left to the Python loop, or -1."},
+     "sweep(tape, cts, i, reads[, met]): the backward pass over inline float records from node i "
+     "down; returns the first node left to the Python loop, or -1 (True appended to the list met "
+     "where an element's zero cotangent won over a non-finite partial)."},
     {"mask_table", mask_table, METH_O,
      "mask_table(masks): the distinct masks (by identity) of a list of non-negative ints or "
      "tuples of them, as CSR (indptr, indices), and each int's distinct mask (ids); "

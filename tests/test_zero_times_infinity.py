@@ -87,9 +87,9 @@ def test_a_float64_tangent_that_is_nan_is_refused_like_a_float_one():
 
 # Reverse mode multiplies each cotangent by a partial: a zero partial wins over an infinite
 # cotangent (the factor nearer the input decides, as forward mode's zero tangent does), but
-# a zero cotangent against an infinite partial is undefined.  On scalar records: arrays'
-# cotangents hold zeros that follow nothing (an index, an untaken np.where branch), where
-# the exact zero still wins.
+# a zero cotangent against an infinite partial is undefined.  Arrays' cotangents also hold
+# zeros that follow nothing (an index, an untaken np.where branch), which still win: see
+# tests/test_zero_masks_reverse.py.
 REVERSE_UNDEFINED_BEFORE = ["cos(sqrt(x))", "sqrt(x) ** 2", "sqrt(x) * sqrt(x)", "exp(-sqrt(x) ** 2)",
                             "1 - cos(asin(x) ...)"]
 REVERSE_GUARDS = {
