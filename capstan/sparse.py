@@ -849,6 +849,13 @@ def _directional(fname, f, z, v):
     return t
 
 
+def _zero_if_none(g, x):
+    """``g``, or zeros shaped like ``x`` where no derivative flowed (``gradient``'s ``None``)."""
+    if g is not None:
+        return g
+    return np.zeros(np.shape(x), dtype=np.result_type(x, float)) if isinstance(x, np.ndarray) else 0.0 * x
+
+
 def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") -> Any:
     """The Hessian of scalar ``f`` at ``x`` times ``v``, without forming the Hessian:
     the gradient of the directional derivative along ``v`` (``mode="rev_over_fwd"``,
@@ -890,12 +897,15 @@ def hvp(f: Callable[..., Any], x: Any, v: Any, *, mode: str = "rev_over_fwd") ->
     else:
         v = float(v) if not isinstance(v, complex) else v
     try:
+        hv = None
         if mode == "rev_over_fwd":
             try:
-                return gradient(lambda z: _directional("hvp", f, z, v), x)[0]
+                hv = gradient(lambda z: _directional("hvp", f, z, v), x)[0]
             except losses.UndefinedInReverse:  # (NaN where reverse mode cannot tell a zero that
-                pass  # holds near the point from the point's own: forward over reverse can)
-        return jvp_as("hvp", lambda z: gradient(f, z)[0], (x,), (v,))[1]
+                mode = "fwd_over_rev"  # holds near the point from the point's own: forward over reverse can)
+        if mode == "fwd_over_rev":
+            hv = jvp_as("hvp", lambda z: _zero_if_none(gradient(f, z)[0], z), (x,), (v,))[1]
+        return _zero_if_none(hv, x)  # (f linear, or constant: a Hessian of zeros, as capstan.hessian gives)
     except (ValueError, TypeError) as err:  # (f's output checked by the inner entry point: name ours)
         text = str(err)
         if type(err) in (ValueError, TypeError) and text.startswith(("capstan.gradient:", "capstan.jvp:")):

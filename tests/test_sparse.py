@@ -472,6 +472,18 @@ def test_hvp_of_squares_and_of_a_differentiated_exponent_of_two(mode):
 
 
 @pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
+def test_hvp_of_a_linear_or_constant_function_is_zeros(mode):
+    """A Hessian of zeros times v: zeros shaped like x, as capstan.hessian gives (it was None)."""
+    x, v = np.array([0.5, 2.0]), np.array([1.0, -3.0])
+    for f in (lambda w: np.sum(2.0 * w), lambda w: 3.0, lambda w: w[0] - w[1]):
+        hv = capstan.hvp(f, x, v, mode=mode)
+        assert type(hv) is np.ndarray and hv.shape == x.shape and not hv.any()
+        np.testing.assert_array_equal(hv, capstan.hessian(f, x) @ v)
+    assert capstan.hvp(lambda t: 2.0 * t, 1.5, 1.0, mode=mode) == 0.0
+    assert capstan.hvp(lambda t: t ** 3, 2.0, 1.0, mode=mode) == 12.0
+
+
+@pytest.mark.parametrize("mode", ["rev_over_fwd", "fwd_over_rev"])
 def test_hvp_through_sums_with_axes_and_masks(mode):
     """Nested sums (the sum rule's tangent folded to one routed np.sum where no mask is
     given) against the dense Hessian."""
