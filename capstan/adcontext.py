@@ -65,6 +65,7 @@ _UNARY_DUNDERS = {operator.neg: ("__neg__", "unary -"), operator.pos: ("__pos__"
 _NUMERIC = (int, float, complex, fractions.Fraction, decimal.Decimal, np.ndarray, np.generic, Tagged)
 #: comparisons within a tolerance, computed as decisions on the plain values
 _TOLERANCES = {np.isclose, np.allclose}
+_JUMPS = registry.JUMPS
 #: module-name prefixes whose functions read list arguments as matrices
 _MATRIX_MODULES = ("numpy.linalg", "scipy.linalg")
 _PLAIN_NUMERIC = {float, int, complex, bool, np.ndarray, np.float64, np.float32, np.complex128, Tagged}
@@ -556,11 +557,12 @@ class ADContext(Context):
         if f in registry.NONDIFF:
             out = Context.fallback(self, f, *vals, **kwargs)
             self._tests_held(f, args, vals, metas, kwargs, out)
-            return out
+            return out if foreign is None or f not in _JUMPS else jumped(self, foreign, f, out, vals, kwargs)
         if f in losses.ZERO_TESTS and not self.in_rules:  # np.where(a, x, y), a.astype(bool)
             losses.zero_test_held(self, f, args, vals, metas, kwargs, sys._getframe(1))
         run = plain_call if foreign is None else routed(foreign)
-        return self.compute(f, vals, metas, kwargs, args, run, foreign)
+        out = self.compute(f, vals, metas, kwargs, args, run, foreign)
+        return out if foreign is None or f not in _JUMPS else jumped(self, foreign, f, out, vals, kwargs)
 
     def _equality(self, f, vals, metas, out):
         """An exact comparison ``f`` of a differentiated value gave ``out``: where the
@@ -955,7 +957,7 @@ class ADContext(Context):
         else:
             out = self._plain(f, vals, kwargs)
         self._tests_held(key, args, vals, metas, kwargs, out, decided_as=f)
-        return out
+        return out if foreign is None or key not in _JUMPS else jumped(self, foreign, key, out, vals, kwargs)
 
     def _tests_held(self, key, args, vals, metas, kwargs, out, decided_as=None):
         """After a plain call of a comparison or test ``key``: the decision noted, and an
@@ -1470,6 +1472,24 @@ def singular_partial(fn, f, args, kwargs, exc):
         if (type(d) is np.float64 or type(d) is float) and d == d:
             return float(d) if all(type(a) is not np.float64 for a in args) else d
     raise losses.singular_partial(f, exc) from exc
+
+
+def jumped(ctx, foreign, f, out, vals, kwargs):
+    """``out``, the value of ``f`` (a step: ``registry.JUMPS``) in ``ctx``'s run at arguments
+    ``vals`` that an enclosing differentiation (``foreign``) moves, marked where ``f`` jumps
+    there: the enclosing run then finds its derivative NaN (refused), not the 0 of a step's
+    slope (see ``kink_rules``).  A first derivative is not asked: ``ctx``'s own run keeps
+    slope 0."""
+    tr = type(raw(out))
+    if not (tr is float or tr is np.float64 or (tr is np.ndarray and raw(out).dtype.kind == "f")):
+        return out  # (an int or a bool carries no derivative)
+    mask = registry.JUMPS[f](*[raw(v) for v in vals], **kwargs)
+    if mask is False or not np.any(mask):
+        return out
+    own = type(out) is Tagged and tag_of(out) is ctx._tagkey
+    value = value_of(out) if own else out
+    marked = overdub(foreign, kink_rules.at_kink, value, mask, None, *vals)
+    return Tagged(marked, metadata_of(out), ctx) if own else marked
 
 
 def kinked(run, f, i, d, g, ans, vals, kwargs):

@@ -253,3 +253,48 @@ def test_numpy_sqrt_first_derivative_at_zero_unchanged():
     assert D(lambda x: np.sqrt(x * x), 0.0) == 0.0
     np.testing.assert_array_equal(capstan.jvp(lambda v: np.sqrt(v * v), (np.zeros(2),), (np.ones(2),))[1],
                                   np.zeros(2))
+
+
+# ----------------------------------------------------------------------------- steps at a jump
+# A step (np.sign, np.heaviside, np.floor, np.round, %, //) has slope 0, at its jump too (a
+# first derivative's convention, kept).  Inside an enclosing differentiation its value at
+# the jump moves discontinuously: np.sign(x) * x ** 2 (= x * |x|) at 0 had the second
+# derivative 2 * sign(0) = 0 and heaviside(x, 0.5) * x ** 2 the average 1, where none exists.
+
+STEPS = {  # f, the jump, the first derivative there (the step's value times the rest's slope)
+    "sign(x)*x**2 at 0": (lambda x: np.sign(x) * x ** 2, 0.0, 0.0),
+    "heaviside(x,.5)*x at 0": (lambda x: np.heaviside(x, 0.5) * x, 0.0, 0.5),
+    "heaviside(x,.5)*x**2 at 0": (lambda x: np.heaviside(x, 0.5) * x ** 2, 0.0, 0.0),
+    "floor(x)*x at 1": (lambda x: np.floor(x) * x, 1.0, 1.0),
+    "ceil(x)*x at -2": (lambda x: np.ceil(x) * x, -2.0, -2.0),
+    "fix(x)*x at 2": (lambda x: np.fix(x) * x, 2.0, 2.0),
+    "round(x)*x at 0.5": (lambda x: np.round(x) * x, 0.5, 0.0),
+    "rint(x)*x at -1.5": (lambda x: np.rint(x) * x, -1.5, -2.0),
+    "(x % 1)*x at 1": (lambda x: (np.asarray(x) % 1.0) * x, 1.0, 1.0),
+    "(x // 1)*x at 1": (lambda x: np.floor_divide(x, 1.0) * x, 1.0, 1.0),
+}
+
+
+@pytest.mark.parametrize("route", ["D(D)", "hessian", "gradient(gradient)", "jacrev(jacfwd)"])
+@pytest.mark.parametrize("case", list(STEPS))
+def test_a_step_at_its_jump_is_refused_in_second_order(case, route):
+    f, x, _ = STEPS[case]
+    with pytest.raises(NoRuleError):
+        ROUTES[route](f, x)
+
+
+@pytest.mark.parametrize("case", list(STEPS))
+def test_a_step_at_its_jump_keeps_slope_zero_at_first_order(case):
+    f, x, want = STEPS[case]
+    assert D(f, x) == want
+    assert _num(gradient(f, x)[0]) == want
+
+
+@pytest.mark.parametrize("route", ["D(D)", "hessian", "gradient(gradient)"])
+@pytest.mark.parametrize("f, x, want", [
+    (lambda x: np.sign(x) * x ** 2, 0.3, 2.0), (lambda x: np.sign(x) * x ** 2, -0.3, -2.0),
+    (lambda x: np.heaviside(x, 0.5) * x ** 2, 0.2, 2.0), (lambda x: np.floor(x) * x ** 2, 1.5, 2.0),
+    (lambda x: np.trunc(x) * x ** 2, 0.0, 0.0),  # (trunc does not jump at 0)
+    (lambda x: np.rint(x) * x ** 2, 1.0, 2.0), (lambda x: (np.asarray(x) % 1.0) * x, 0.25, 2.0)])
+def test_a_step_away_from_its_jump_keeps_its_second_derivative(f, x, want, route):
+    assert _num(ROUTES[route](f, x)) == pytest.approx(want, abs=1e-12)

@@ -22,6 +22,9 @@ Forward and reverse mode read the same tables.  Three kinds of entry:
     where the partials of a ``defderiv`` entry are taken at a kink of ``f`` (``abs`` at 0,
     ``maximum`` at a tie): a second derivative there is refused, not 0 (see
     ``kink_rules``).
+``defjump(f, jumps)``
+    where the value of a step jumps (``np.sign`` at 0, ``np.floor`` at an integer): a
+    derivative of that value in an enclosing differentiation is refused, not 0.
 ``defsolver(f, handler)``
     every call of ``f`` inside a differentiation is handed to
     ``handler(ctx, f, args, kwargs)``, differentiated arguments or not: for solvers whose
@@ -35,6 +38,7 @@ rule of its own.
 """
 from .registry import (
                        IMPLS,
+                       JUMPS,
                        JVP,
                        KINKS,
                        NONDIFF,
@@ -45,6 +49,7 @@ from .registry import (
                        VJP,
                        defderiv,
                        defimpl,
+                       defjump,
                        defjvp,
                        defkink,
                        defpattern,
@@ -59,4 +64,4 @@ from .registry import (
 __all__ = ["defderiv", "defjvp", "defvjp", "deflinear", "defimpl", "nondifferentiable",
            "unbroadcast", "vjp_of", "JVP", "VJP", "PARTIALS", "NONDIFF", "IMPLS",
            "defpattern", "PATTERN", "SECOND"]
-__all__ += ["defsolver", "SOLVERS", "defkink", "KINKS"]
+__all__ += ["defsolver", "SOLVERS", "defkink", "KINKS", "defjump", "JUMPS"]

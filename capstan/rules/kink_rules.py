@@ -11,10 +11,13 @@ whose derivative is NaN there, so that the NaN checks refuse it (NoRuleError) --
 ``g`` is a constant 0 there (an untaken ``np.where`` branch: a Huber loss at a zero
 residual keeps its Hessian), whose product is 0 near the point too.
 """
+import math
+import operator
+
 import numpy as np
 
 from ..nesting import varies
-from .registry import KINKS, defjvp, defvjp, unbroadcast
+from .registry import KINKS, defjump, defjvp, defvjp, unbroadcast
 
 
 def kink(v, mask, *at, aligned=True):
@@ -125,3 +128,37 @@ def tied(x, axis):
     out = np.empty_like(dup)
     np.put_along_axis(out, order, dup, axis=-1)
     return np.moveaxis(out, -1, axis)
+
+
+# -- steps: where the value itself jumps (registry.JUMPS) ---------------------------------------
+def _integral(x, *rest, **kw):
+    x = np.asarray(x)
+    return np.isfinite(x) & np.equal(x, np.floor(x))
+
+
+def _integral_nonzero(x, *rest, **kw):
+    return _integral(x) & np.not_equal(x, 0)
+
+
+def _half_unit(x, decimals=0, *rest, **kw):
+    y = np.asarray(x) * 10.0 ** decimals
+    return np.isfinite(y) & np.equal(y - np.floor(y), 0.5)
+
+
+def _multiple(x, y, *rest, **kw):
+    x, y = np.asarray(x), np.asarray(y)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.isfinite(x) & np.not_equal(y, 0) & np.equal(np.fmod(x, y), 0)
+
+
+for _f in (np.sign,):
+    defjump(_f, lambda x, *rest, **kw: np.equal(x, 0))
+defjump(np.heaviside, lambda x1, x2, *rest, **kw: np.equal(x1, 0))
+for _f in (np.floor, np.ceil):
+    defjump(_f, _integral)
+for _f in (np.trunc, np.fix):
+    defjump(_f, _integral_nonzero)
+for _f in (np.rint, np.round, np.around, np.ndarray.round):
+    defjump(_f, _half_unit)
+for _f in (np.floor_divide, operator.floordiv, np.mod, np.remainder, operator.mod, np.fmod, math.fmod):
+    defjump(_f, _multiple)

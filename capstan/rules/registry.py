@@ -21,6 +21,7 @@ SECOND: dict[Any, Any] = {}  # f -> pairs of argument positions whose second der
 #: a kink (a boolean mask over the result, or False), read on plain values; nested
 #: differentiation marks those products (see ``kink_rules``)
 KINKS: dict[Any, Any] = {}
+JUMPS: dict[Any, Any] = {}
 _listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
 
 
@@ -66,6 +67,16 @@ def defderiv(f: Callable[..., Any], *partials: Callable[..., Any] | None) -> Non
             raise TypeError("defderiv(%s, ...): each partial must be a callable "
                             "(ans, *args) -> derivative, or None; got %r" % (_name(f), p))
     _put(PARTIALS, f, partials)
+
+
+def defjump(f: Callable[..., Any], jumps: Callable[..., Any]) -> None:
+    """Declare where ``f``'s value jumps (a step: ``np.sign`` at 0, ``np.floor`` at an
+    integer): ``jumps(*args, **kwargs)`` gives, on plain values, a boolean mask over the
+    result (or False).  Its slope there is 0 by convention, and a first derivative keeps
+    it; in an enclosing differentiation, where an argument moves, the value's derivative is
+    NaN (refused), as a kink's slope's is (see ``kink_rules``)."""
+    _check(f, "defjump")
+    _put(JUMPS, f, jumps)
 
 
 def defkink(f: Callable[..., Any], kinks: Callable[..., Any]) -> None:
