@@ -578,7 +578,7 @@ def _swept(tape, seeds, met):
             if element:
                 g = float(g)  # (as a float: no NumPy warning for 0 * inf)
             c = g * rec[1]
-            if c != c and type(c) is float:
+            if c != c and (type(c) is float or type(c) is _F64):  # (a NumPy float's partial too)
                 if rec[1] == 0:
                     c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
                 elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
@@ -590,7 +590,7 @@ def _swept(tape, seeds, met):
             if len(rec) == 4:
                 p = rec[2]
                 c = g * rec[3]
-                if c != c and type(c) is float:
+                if c != c and (type(c) is float or type(c) is _F64):
                     if rec[3] == 0:
                         c = 0.0
                     elif g == 0:
@@ -694,7 +694,7 @@ def _tracked(tape, seeds):
             for j in range(0, len(rec), 2):
                 p, d = rec[j], rec[j + 1]
                 c = g * d
-                if c != c and type(c) is float and (d == 0 or (g == 0 and not w > 0)):
+                if c != c and (type(c) is float or type(c) is _F64) and (d == 0 or (g == 0 and not w > 0)):
                     c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
                 cts[p] = c if cts[p] is None else cts[p] + c
                 held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
