@@ -492,7 +492,7 @@ class ReverseCtx(ADContext):
         if n is None:
             return x
         value = value_of(x) if type(x) is Tagged else x
-        return Tagged(value, self.record(CUSTOM, lambda g: (_call(fn, _writable(g)),), value, (), None,
+        return Tagged(value, self.record(CUSTOM, lambda g: (_call(fn, _writable(g)),), value, (), _HOOK,
                                          (n,)), self)
 
     @primitive(checkpoint)
@@ -716,11 +716,15 @@ def _tracked(tape, seeds):
         elif rec.kind is CUSTOM:
             out = _step(rec, g, run)
             value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
+            if rec.kwargs is not _HOOK and not value_zero:
+                # a user adjoint's or a checkpoint's pullback may multiply by a value's zero of
+                # its own (``2 * a`` at ``a == 0``), unseen here: where a live cotangent went
+                # in, the zeros it sends are the point's
+                value_zero = bool(np.any(w > 0))
             wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
         else:
             out = _step(rec, g, run)
-            plain = Record(rec.kind, rec.f, untagged(rec.ans), tuple(untagged(v) for v in rec.vals),
-                           rec.kwargs, rec.parents)
+            plain = _with_zeros_moved(rec, rng)
             tg = untagged(g)
             wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
             wout = _step(plain, wg, plain_call)
@@ -739,6 +743,47 @@ def _tracked(tape, seeds):
                     we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
                 weights[pe] = we if weights[pe] is None else weights[pe] + we
     return cts
+
+
+#: a CUSTOM record's ``kwargs`` for a hook (whose function maps the cotangent alone)
+_HOOK = ("hook",)
+#: where :func:`_with_zeros_moved` puts an operand's exact zero: small enough that no
+#: comparison with the operand's other values or the constants beside it changes
+_MOVED_ZERO = 2.0 ** -100
+
+
+def _with_zeros_moved(rec, rng):
+    """``rec`` on plain values, each exact zero of a differentiated float operand moved off
+    0 (the result recomputed): the rule run on the weights then sends a positive weight
+    where its cotangent was 0 only because an operand was (``np.dot(sqrt(x), sqrt(x))``,
+    ``abs``'s slope at 0, ``norm``'s ``x / norm``) -- a value's zero, which does not hold near
+    the point -- and 0 where a selection, an index or a constant made it (which moving an
+    operand's zero by so little does not change)."""
+    vals = tuple(untagged(v) for v in rec.vals)
+    parents = rec.parents
+    moved = list(vals)
+    changed = False
+    for i, v in enumerate(vals):
+        if i >= len(parents) or parents[i] is None or type(parents[i]) is list:
+            continue
+        if type(v) is np.ndarray and v.dtype.kind in "fc" and v.size and not _ALL(v != 0, axis=None):
+            moved[i] = np.where(v == 0, _MOVED_ZERO * rng.uniform(0.5, 1.5, v.shape), v).astype(v.dtype)
+            changed = True
+        elif (type(v) is float or type(v) is _F64) and v == 0:
+            moved[i] = type(v)(_MOVED_ZERO * rng.uniform(0.5, 1.5))
+            changed = True
+    ans = untagged(rec.ans)
+    if changed and rec.kind is RULE:
+        try:
+            with np.errstate(all="ignore"):
+                new = rec.f(*moved, **rec.kwargs)
+            if np.shape(new) == np.shape(ans):
+                ans = new
+            else:
+                changed = False
+        except Exception:  # (a rule that does not take the moved values: as they were)
+            changed = False
+    return Record(rec.kind, rec.f, ans, tuple(moved) if changed else vals, rec.kwargs, rec.parents)
 
 
 def _undefined_where(c, w, run):
