@@ -716,12 +716,16 @@ def _tracked(tape, seeds):
         elif rec.kind is CUSTOM:
             out = _step(rec, g, run)
             value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
-            if rec.kwargs is not _HOOK and not value_zero:
-                # a user adjoint's or a checkpoint's pullback may multiply by a value's zero of
-                # its own (``2 * a`` at ``a == 0``), unseen here: where a live cotangent went
-                # in, the zeros it sends are the point's
-                value_zero = bool(np.any(w > 0))
-            wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
+            own = getattr(rec.f, "weights", None)  # (a pullback that tells its own zeros:
+            if own is not None and not value_zero:   # capstan.elementwise's)
+                wout = _weights_like(out, None, rng, own(w))
+            else:
+                if rec.kwargs is not _HOOK and not value_zero:
+                    # a user adjoint's or a checkpoint's pullback may multiply by a value's
+                    # zero of its own (``2 * a`` at ``a == 0``), unseen here: where a live
+                    # cotangent went in, the zeros it sends are the point's
+                    value_zero = bool(np.any(w > 0))
+                wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
         else:
             out = _step(rec, g, run)
             plain = _with_zeros_moved(rec, rng)

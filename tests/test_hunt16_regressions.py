@@ -143,3 +143,43 @@ def test_selections_keep_their_structural_zeros():
         warnings.simplefilter("ignore", RuntimeWarning)
         for f in cases:
             np.testing.assert_allclose(capstan.gradient(f, X01)[0], [0.0, 0.5])
+
+
+# -- capstan.elementwise kernels fed an infinite tangent -----------------------------------
+# Forward mode multiplied a kernel's per-element partial by the tangent letting every zero
+# partial win, so ``elementwise(t * t)(sqrt(x))`` at 0 had slope 0 (it is x: 1) and
+# ``elementwise(abs)(sqrt(x))`` 0 (+inf).  Such elements are now differentiated again by
+# forward mode through the kernel itself (refused where undefined); reverse mode's kernel
+# node tells its own structural zeros (a constant path, ``0 * b``) from a value's.
+
+E = capstan.elementwise
+KERNELS_REFUSED = {
+    "t * t": lambda x: np.sum(E(lambda t: t * t)(np.sqrt(x))),
+    "abs": lambda x: np.sum(E(abs)(np.sqrt(x))),
+    "a * b of (sqrt(x), x)": lambda x: np.sum(E(lambda a, b: a * b)(np.sqrt(x), x)),
+}
+KERNELS_KEPT = {  # f, its gradient at (0, 1)
+    "max(t, .5)": (lambda x: np.sum(E(lambda t: max(t, 0.5))(np.sqrt(x))), [0.0, 0.5]),
+    "0 * t + 1": (lambda x: np.sum(E(lambda t: 0.0 * t + 1.0)(np.sqrt(x))), [0.0, 0.0]),
+    "t": (lambda x: np.sum(E(lambda t: t)(np.sqrt(x))), [math.inf, 0.5]),
+    "a + 0 * b": (lambda x: np.sum(E(lambda a, b: a + 0.0 * b)(np.sqrt(x), np.sqrt(x))), [math.inf, 0.5]),
+    "max(t, .5) * t": (lambda x: np.sum(E(lambda t: max(t, 0.5) * t)(np.sqrt(x))), [math.inf, 1.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS_REFUSED))
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_elementwise_value_zero_against_an_infinite_tangent_refused(name, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(capstan.NoRuleError, match="NaN"):
+            capstan.jacobian(KERNELS_REFUSED[name], X01, mode=mode)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS_KEPT))
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_elementwise_structural_zero_kept(name, mode):
+    f, want = KERNELS_KEPT[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(capstan.jacobian(f, X01, mode=mode), want)
