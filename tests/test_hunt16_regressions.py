@@ -183,3 +183,16 @@ def test_elementwise_structural_zero_kept(name, mode):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         np.testing.assert_array_equal(capstan.jacobian(f, X01, mode=mode), want)
+
+
+def test_hessian_refusal_names_hessian():
+    """A Hessian refused (a second derivative at a kink) named ``capstan.jacobian``, the
+    helper it runs, not the user's entry point; ``chunk``'s error too."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(capstan.NoRuleError, match=r"^capstan\.hessian: "):
+            capstan.hessian(lambda v: np.max(v) ** 2, np.zeros(2))
+    with pytest.raises(ValueError, match=r"^capstan\.hessian: chunk"):
+        capstan.hessian(lambda v: v @ v, np.zeros(2), chunk=0)
+    with pytest.raises(ValueError, match=r"^capstan\.jacobian: chunk"):
+        capstan.jacobian(lambda v: v, np.zeros(2), chunk=0)
