@@ -196,3 +196,44 @@ def test_hessian_refusal_names_hessian():
         capstan.hessian(lambda v: v @ v, np.zeros(2), chunk=0)
     with pytest.raises(ValueError, match=r"^capstan\.jacobian: chunk"):
         capstan.jacobian(lambda v: v, np.zeros(2), chunk=0)
+
+
+# -- a checkpoint's segment in the pass that tells zeros apart ------------------------------
+# A value's zero entering a checkpoint met the infinite partial inside it unseen: the
+# segment's own backward pass took its seed's zero for structural, and the enclosing pass
+# never learnt that a zero met an infinite partial (``np.cos(checkpoint(np.sqrt, x))`` at 0
+# gave 0; the slope is -1/2).  The segment's passes now report to the enclosing one and take
+# its weights; its structural zeros (an index, a selection) are kept.
+
+CP = capstan.checkpoint
+CHECKPOINT_REFUSED = {
+    "cos(checkpoint(sqrt))": lambda x: np.sum(np.cos(CP(np.sqrt, x))),
+    "cos(checkpoint(math.sqrt)) at a float": lambda x: math.cos(CP(math.sqrt, x[0])) + x[1],
+    "checkpoint(y * y)(sqrt)": lambda x: np.sum(CP(lambda y: y * y, np.sqrt(x))),
+}
+CHECKPOINT_KEPT = {
+    "checkpoint(sqrt)[1]": (lambda x: CP(np.sqrt, x)[1], [0.0, 0.5]),
+    "where(x > 0, checkpoint(sqrt), 0)": (lambda x: np.sum(np.where(x > 0, CP(np.sqrt, x), 0.0)), [0.0, 0.5]),
+    "checkpoint(maximum(sqrt, .5))": (lambda x: np.sum(CP(lambda y: np.maximum(np.sqrt(y), 0.5), x)), [0.0, 0.5]),
+    "checkpoint(y[1:])(sqrt)": (lambda x: np.sum(CP(lambda y: y[1:], np.sqrt(x))), [0.0, 0.5]),
+    "checkpoint(sqrt)": (lambda x: np.sum(CP(np.sqrt, x)), [math.inf, 0.5]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_REFUSED))
+def test_a_value_zero_through_a_checkpoint_refused(name):
+    f = CHECKPOINT_REFUSED[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for mode in ("reverse", "forward"):
+            with pytest.raises(capstan.NoRuleError, match="NaN"):
+                capstan.jacobian(f, X01, mode=mode)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_KEPT))
+def test_a_structural_zero_through_a_checkpoint_kept(name):
+    f, want = CHECKPOINT_KEPT[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(capstan.gradient(f, X01)[0], want)
+        np.testing.assert_array_equal(capstan.jacobian(f, X01, mode="forward"), want)
