@@ -104,7 +104,7 @@ def hessian(f: Callable[..., Any], /, *args: Any, argnums: int | tuple[int, ...]
         from .transforms import hessian_at
         return hessian_at("hessian", f, args, argnums)
     x, = args
-    H = np.asarray(forward_jacobian(lambda v: _grad0(f, v), x, chunk))
+    H = np.asarray(forward_jacobian(lambda v: _grad0(f, v), x, chunk, "hessian"))
     return checks.match_dtype(H, np.asarray(checks.plain(x)))
 
 

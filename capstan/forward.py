@@ -648,9 +648,10 @@ def _jvp(ctx, f, leaves, tleaves, rebuild, fname="jvp"):
     return ctx.primal(y), ctx.output_tangent(y, fname, (leaves, tleaves))
 
 
-def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) -> Any:
-    """Jacobian by forward mode, ``chunk`` input directions per run of ``f``."""
-    x = _seed(x, "jacobian")
+def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None, fname: str = "jacobian") -> Any:
+    """Jacobian by forward mode, ``chunk`` input directions per run of ``f`` (``fname``: the
+    user's entry point, which errors name)."""
+    x = _seed(x, fname)
     outer = enclosing(x)
     xa = route(outer, as_array, x)
     shape = np.shape(xa)
@@ -658,13 +659,13 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
     if chunk is None:
         chunk = max(n, 1) if n <= 128 else 64
     if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
-        raise ValueError("capstan.jacobian: chunk must be a positive int, got %r" % (chunk,))
+        raise ValueError("capstan.%s: chunk must be a positive int, got %r" % (fname, chunk))
     if not shape:
         with differentiating(ForwardCtx) as ctx:
             y = overdub(ctx, f, tag(x, ctx, 1.0))
             losses.check_finished(ctx)
             checks.check_single_output(y)
-            t = ctx.output_tangent(y, "jacobian", (x,))
+            t = ctx.output_tangent(y, fname, (x,))
         return route(enclosing(t), as_array, t)  # (t may carry an enclosing derivative: closures)
     blocks = []
     out_shape = None
@@ -676,7 +677,7 @@ def forward_jacobian(f: Callable[..., Any], x: Any, chunk: int | None = None) ->
             ctx.chunk = width
             y = overdub(ctx, f, tag(route(outer, copied, xa), ctx, seed.reshape((width,) + shape)))
             losses.check_finished(ctx)
-            t = ctx.output_tangent(y, "jacobian", (xa,))
+            t = ctx.output_tangent(y, fname, (xa,))
         checks.check_single_output(y)
         out_shape = np.shape(t)[1:]
         blocks.append(t)

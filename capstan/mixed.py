@@ -123,12 +123,21 @@ def _apply(op, kwargs, *args):
 
 def _apply_adjoint(op, kwargs, *args):
     """Reverse rule: the value, and a pullback from the per-element partials."""
-    value, partials = _value_and_partials(op, kwargs, args)
+    lives = []
+    value, partials = _value_and_partials(op, kwargs, args, lives)
 
     def back(g):
         return (None, None) + tuple(None if p is None else unbroadcast(strong_mul(g, p), a)
                                     for p, a in zip(partials, args))
 
+    def weights(w):  # (reverse mode's pass that tells zeros apart: a partial's zero that
+        # holds near the point, a constant's or a selection's, sends a zero weight)
+        return (None, None) + tuple(
+            None if p is None else unbroadcast(np.where(live, w, 0.0), _plain(a))
+            for p, a, live in zip(partials, args, lives))
+
+    if len(lives) == len(partials):
+        back.weights = weights
     return value, back
 
 
@@ -136,11 +145,50 @@ def _apply_jvp(tangents, ans, op, kwargs, *args):
     """Forward rule: the per-element partials times the tangents."""
     _, partials = _value_and_partials(op, kwargs, args)
     out = None
+    undefined = None
     for p, t in zip(partials, tangents[2:]):
         if p is None or t is None:
             continue
         term = strong_mul(p, t)
         out = term if out is None else out + term
+        if type(p) is np.ndarray and (type(t) is np.ndarray or type(t) is float or type(t) is np.float64):
+            with np.errstate(invalid="ignore"):
+                m = np.equal(p, 0) & ~np.isfinite(t)
+            if np.any(m):
+                undefined = m if undefined is None else undefined | m
+    if undefined is not None and type(out) is np.ndarray:
+        out = _at_infinite_tangents(op, kwargs, args, tangents[2:], partials, out, undefined)
+    return out
+
+
+def _at_infinite_tangents(op, kwargs, args, tangents, partials, out, undefined):
+    """``out`` where a kernel's partial 0 met an infinite tangent (``sqrt(x)`` at 0 into
+    ``t * t``): the partial cannot tell a zero that holds near the point (``max(t, .5)``'s)
+    from a value's (``2 t`` at 0), so those elements are differentiated again, the kernel
+    itself by forward mode along their tangents -- NaN where that is undefined (refused)."""
+    if np.shape(undefined) != np.shape(out):
+        return out
+    from .forward import jvp  # (forward mode imports this module's rules)
+    kernel = _bound(op, kwargs)
+    floats = [i for i, p in enumerate(partials) if p is not None and tangents[i] is not None]
+    out = np.array(out, dtype=float)
+    for k in zip(*np.nonzero(undefined)):
+        elems = [a if i in op.excluded else _element(np.broadcast_to(_plain(a), out.shape)[k] if np.ndim(a) else a)
+                 for i, a in enumerate(args)]
+
+        def at_element(*xs, elems=elems):
+            full = list(elems)
+            for i, x in zip(floats, xs):
+                full[i] = x
+            return kernel(*full)
+
+        ts = tuple(float(np.broadcast_to(tangents[i], out.shape)[k]) for i in floats)
+        try:
+            with np.errstate(all="ignore"):
+                d = float(jvp(at_element, tuple(elems[i] for i in floats), ts)[1])
+        except NoRuleError:
+            d = math.nan
+        out[k] = d
     return out
 
 
@@ -148,9 +196,11 @@ adjoint(_apply)(_apply_adjoint)
 defjvp(_apply, _apply_jvp)
 
 
-def _value_and_partials(op, kwargs, args):
+def _value_and_partials(op, kwargs, args, lives=None):
     """Values and per-element partials wrt each argument (``None`` for arguments that
-    are not real floats) -- plain NumPy code that enclosing differentiations route."""
+    are not real floats) -- plain NumPy code that enclosing differentiations route.
+    ``lives``, a list: filled with one boolean array per argument, false where the
+    partial is a zero that holds near the point (a constant's, a selection's)."""
     plan = _plan(op, kwargs, args)
     shape = plan.shape
     inputs = []
@@ -160,16 +210,19 @@ def _value_and_partials(op, kwargs, args):
         else:
             inputs.append(np.reshape(np.broadcast_to(a, shape), (-1,)))
     size = plan.values.size
-    value_parts, partial_parts, order = [], [], []
+    value_parts, partial_parts, live_parts, order = [], [], [], []
     for path, idx in plan.groups:
         sub = inputs if idx is None else [a if a is None or np.ndim(a) == 0 else a[idx] for a in inputs]
         count = size if idx is None else len(idx)
+        live = []
         if path is None:
             value, partials = _one_by_one(op, kwargs, sub, plan, count)
         else:
-            value, partials = path.sweep(sub)
+            value, partials = path.sweep(sub, live)
         value_parts.append(_spread(value, count))
         partial_parts.append([_spread(p, count) for p in partials])
+        live_parts.append([np.broadcast_to(live[j] if j < len(live) and live[j] is not None else True,
+                                           (count,)) for j in range(len(partials))])
         order.append(idx)
     if not order:  # no elements at all (a kernel applied to empty arrays)
         value, partials = np.zeros(0), [np.zeros(0) for _ in args]
@@ -182,6 +235,13 @@ def _value_and_partials(op, kwargs, args):
         value = np.concatenate(value_parts)[inverse]
         partials = [np.concatenate([part[j] for part in partial_parts])[inverse]
                     for j in range(len(args))]
+    if lives is not None and order and len(order) == len(live_parts):
+        if len(order) == 1 and order[0] is None:
+            lives.extend(live_parts[0])
+        else:
+            lives.extend(np.concatenate([part[j] for part in live_parts])[inverse]
+                         for j in range(len(args)))
+        lives[:] = [np.reshape(v, shape) for v in lives]
     wanted = [plain is not None and i not in plan.ints for i, plain in enumerate(plan.flat)]
     return (np.reshape(value, shape),
             [np.reshape(p, shape) if w else None for p, w in zip(partials, wanted)])
@@ -537,16 +597,18 @@ class Path:
         finite = np.broadcast_to(finite, (count,))
         return follows, finite, value
 
-    def sweep(self, inputs):
+    def sweep(self, inputs, lives=None):
         """The value and the partials wrt each input: the replay, then a reverse sweep
-        with the rule table's partial derivatives."""
+        with the rule table's partial derivatives (``lives``: as ``_value_and_partials``')."""
         with np.errstate(divide="ignore", invalid="ignore"):  # (as the kernel's scalar rules:
-            return self._sweep(inputs)                       # an infinite partial, no warning)
+            return self._sweep(inputs, lives)                # an infinite partial, no warning)
 
-    def _sweep(self, inputs):
+    def _sweep(self, inputs, lives=None):
         """(The body of :meth:`sweep`.)"""
         vals, _, _ = self._forward(inputs, False)
-        if self.out is None:
+        if self.out is None:  # (a constant along this path: its zero partials hold)
+            if lives is not None:
+                lives.extend([False] * len(inputs))
             return float(self.out_const), [0.0] * len(inputs)
         cts = [None] * len(self.steps)
         cts[self.out] = 1.0
@@ -579,9 +641,16 @@ class Path:
                 cts[p] = c if cts[p] is None else cts[p] + c
                 live[p] = held if live[p] is None else live[p] | held
         out = [0.0] * len(inputs)
+        found = [None] * len(inputs)
         for n, (kind, i, *_) in enumerate(self.steps):
             if kind == INPUT:
                 out[i] = 0.0 if cts[n] is None else cts[n]
+                if cts[n] is not None and live[n] is not None:
+                    found[i] = live[n] if found[i] is None else found[i] | live[n]
+                elif cts[n] is None:
+                    found[i] = False
+        if lives is not None:
+            lives.extend(found)
         value = vals[self.out]
         if self.steps[self.out][0] == INPUT:  # (the kernel returns its argument: a new array,
             value = value * 1.0               # not a view of the caller's)

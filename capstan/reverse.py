@@ -492,7 +492,7 @@ class ReverseCtx(ADContext):
         if n is None:
             return x
         value = value_of(x) if type(x) is Tagged else x
-        return Tagged(value, self.record(CUSTOM, lambda g: (_call(fn, _writable(g)),), value, (), None,
+        return Tagged(value, self.record(CUSTOM, lambda g: (_call(fn, _writable(g)),), value, (), _HOOK,
                                          (n,)), self)
 
     @primitive(checkpoint)
@@ -506,16 +506,42 @@ class ReverseCtx(ADContext):
             return overdub(self, f, *args)
         ans = overdub(foreign, f, *vals) if foreign is not None else f(*vals)
 
+        def rerun(ctx, g, w=None):
+            run = _Run(f, vals, "checkpoint", ctx)
+            seeds, weights = {}, {}
+            ws = structure.flatten(w)[0] if w is not None else None
+            gs = structure.flatten(g)[0]
+            if ws is not None and len(ws) != len(gs):
+                ws = None
+            for k, (leaf, d) in enumerate(zip(run.out_leaves, gs)):
+                n = ctx.node(leaf)
+                if n is not None and d is not None:
+                    seeds[n] = d
+                    weights[n] = ws[k] if ws is not None else _fresh_all(d)
+            return run, seeds, weights
+
         def back(g):  # the segment is run again, its tape kept only for this backward pass
             with borrowed(ReverseCtx) as ctx:
-                run = _Run(f, vals, "checkpoint", ctx)
-                seeds = {}
-                for leaf, d in zip(run.out_leaves, structure.flatten(g)[0]):
-                    n = ctx.node(leaf)
-                    if n is not None and d is not None:
-                        seeds[n] = d
+                run, seeds, _ = rerun(ctx, g)
                 return run.back(seeds)
 
+        def meets(g, met):  # (backward's first pass: a zero that met an infinite partial
+            with borrowed(ReverseCtx) as ctx:  # inside the segment is noted in ``met`` too)
+                run, seeds, _ = rerun(ctx, g)
+                inner = []
+                cts = _swept(ctx.tape, seeds, inner)
+                if inner:
+                    met.append(True)
+                    cts = _tracked(ctx.tape, seeds)[0]
+                return run.back_from(cts)
+
+        def tracked(g, w):  # (the pass that tells zeros apart, through the segment: the
+            with borrowed(ReverseCtx) as ctx:  # gradients, and the weights of the arguments)
+                run, seeds, weights = rerun(ctx, g, w)
+                cts, ws = _tracked(ctx.tape, seeds, weights)
+                return run.back_from(cts), run.back_from(ws)
+
+        back.meets, back.tracked = meets, tracked
         return self._result(ans, self.record(CUSTOM, back, ans, (), None, tuple(parents), foreign))
 
     # -- the backward pass -----------------------------------------------------------------------
@@ -545,8 +571,13 @@ def backward(tape, seeds):
     met = []
     cts = _swept(tape, seeds, met)
     if met:
-        cts = _tracked(tape, seeds)
+        cts = _tracked(tape, seeds)[0]
     return cts
+
+
+def _fresh_all(g):
+    """Weights that count every element of ``g`` as live (a value's zero where it is 0)."""
+    return 1.0 if np.ndim(untagged(g)) == 0 else np.ones(np.shape(untagged(g)))
 
 
 def _swept(tape, seeds, met):
@@ -578,7 +609,7 @@ def _swept(tape, seeds, met):
             if element:
                 g = float(g)  # (as a float: no NumPy warning for 0 * inf)
             c = g * rec[1]
-            if c != c and type(c) is float:
+            if c != c and (type(c) is float or type(c) is _F64):  # (a NumPy float's partial too)
                 if rec[1] == 0:
                     c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
                 elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
@@ -590,7 +621,7 @@ def _swept(tape, seeds, met):
             if len(rec) == 4:
                 p = rec[2]
                 c = g * rec[3]
-                if c != c and type(c) is float:
+                if c != c and (type(c) is float or type(c) is _F64):
                     if rec[3] == 0:
                         c = 0.0
                     elif g == 0:
@@ -651,7 +682,7 @@ def _swept(tape, seeds, met):
     return cts
 
 
-def _tracked(tape, seeds):
+def _tracked(tape, seeds, seed_weights=None):
     """:func:`backward`'s pass that tells an exact zero cotangent that holds near the point
     (*structural*) from a value's zero, the slow way (in Python, every step): beside each
     node's cotangent, a nonnegative *weight* of the same shape, positive where some step
@@ -668,12 +699,14 @@ def _tracked(tape, seeds):
     * a user pullback's (``adjoint``, ``hook``, ``checkpoint``): positive where its result is
       not 0, and everywhere when a value's zero went in (it is not run again).
 
-    Where a zero of positive weight meets a non-finite partial, the product is NaN."""
+    Where a zero of positive weight meets a non-finite partial, the product is NaN.
+    ``seed_weights``: the seeds' weights where they are given (a checkpoint's segment, run
+    from the enclosing pass).  Returns the cotangents and the weights of every node."""
     cts = [None] * len(tape)
     weights = [None] * len(tape)
     rng = np.random.default_rng(20261128)
     for n, g in seeds.items():
-        w = _fresh(rng, untagged(g) != 0)
+        w = _fresh(rng, untagged(g) != 0) if seed_weights is None or n not in seed_weights else seed_weights[n]
         cts[n] = g if cts[n] is None else cts[n] + g
         weights[n] = w if weights[n] is None else weights[n] + w
     owned, wowned = set(), set()
@@ -694,7 +727,7 @@ def _tracked(tape, seeds):
             for j in range(0, len(rec), 2):
                 p, d = rec[j], rec[j + 1]
                 c = g * d
-                if c != c and type(c) is float and (d == 0 or (g == 0 and not w > 0)):
+                if c != c and (type(c) is float or type(c) is _F64) and (d == 0 or (g == 0 and not w > 0)):
                     c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
                 cts[p] = c if cts[p] is None else cts[p] + c
                 held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
@@ -713,14 +746,26 @@ def _tracked(tape, seeds):
             continue
         if rec.kind is RULE and rec.f not in _VJP:
             out, wout = _tracked_partials(rec, g, w, run)
+        elif rec.kind is CUSTOM and run is plain_call and getattr(rec.f, "tracked", None) is not None:
+            out, wraw = rec.f.tracked(g, w)  # (a checkpoint: its segment tells its own zeros)
+            wout = [None if c is None else _weights_like(c, lambda v: np.ones(np.shape(v), dtype=bool), rng)
+                    if wc is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wraw)]
         elif rec.kind is CUSTOM:
             out = _step(rec, g, run)
             value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
-            wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
+            own = getattr(rec.f, "weights", None)  # (a pullback that tells its own zeros:
+            if own is not None and not value_zero:   # capstan.elementwise's)
+                wout = _weights_like(out, None, rng, own(w))
+            else:
+                if rec.kwargs is not _HOOK and not value_zero:
+                    # a user adjoint's or a checkpoint's pullback may multiply by a value's
+                    # zero of its own (``2 * a`` at ``a == 0``), unseen here: where a live
+                    # cotangent went in, the zeros it sends are the point's
+                    value_zero = bool(np.any(w > 0))
+                wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
         else:
             out = _step(rec, g, run)
-            plain = Record(rec.kind, rec.f, untagged(rec.ans), tuple(untagged(v) for v in rec.vals),
-                           rec.kwargs, rec.parents)
+            plain = _with_zeros_moved(rec, rng)
             tg = untagged(g)
             wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
             wout = _step(plain, wg, plain_call)
@@ -738,7 +783,48 @@ def _tracked(tape, seeds):
                 if we is None:
                     we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
                 weights[pe] = we if weights[pe] is None else weights[pe] + we
-    return cts
+    return cts, weights
+
+
+#: a CUSTOM record's ``kwargs`` for a hook (whose function maps the cotangent alone)
+_HOOK = ("hook",)
+#: where :func:`_with_zeros_moved` puts an operand's exact zero: small enough that no
+#: comparison with the operand's other values or the constants beside it changes
+_MOVED_ZERO = 2.0 ** -100
+
+
+def _with_zeros_moved(rec, rng):
+    """``rec`` on plain values, each exact zero of a differentiated float operand moved off
+    0 (the result recomputed): the rule run on the weights then sends a positive weight
+    where its cotangent was 0 only because an operand was (``np.dot(sqrt(x), sqrt(x))``,
+    ``abs``'s slope at 0, ``norm``'s ``x / norm``) -- a value's zero, which does not hold near
+    the point -- and 0 where a selection, an index or a constant made it (which moving an
+    operand's zero by so little does not change)."""
+    vals = tuple(untagged(v) for v in rec.vals)
+    parents = rec.parents
+    moved = list(vals)
+    changed = False
+    for i, v in enumerate(vals):
+        if i >= len(parents) or parents[i] is None or type(parents[i]) is list:
+            continue
+        if type(v) is np.ndarray and v.dtype.kind in "fc" and v.size and not _ALL(v != 0, axis=None):
+            moved[i] = np.where(v == 0, _MOVED_ZERO * rng.uniform(0.5, 1.5, v.shape), v).astype(v.dtype)
+            changed = True
+        elif (type(v) is float or type(v) is _F64) and v == 0:
+            moved[i] = type(v)(_MOVED_ZERO * rng.uniform(0.5, 1.5))
+            changed = True
+    ans = untagged(rec.ans)
+    if changed and rec.kind is RULE:
+        try:
+            with np.errstate(all="ignore"):
+                new = rec.f(*moved, **rec.kwargs)
+            if np.shape(new) == np.shape(ans):
+                ans = new
+            else:
+                changed = False
+        except Exception:  # (a rule that does not take the moved values: as they were)
+            changed = False
+    return Record(rec.kind, rec.f, ans, tuple(moved) if changed else vals, rec.kwargs, rec.parents)
 
 
 def _undefined_where(c, w, run):
@@ -992,7 +1078,9 @@ def _step(rec, g, run, met=None):
     if kind is SETITEM:
         vshape, k, vdtype = rec.kwargs
         return run(setitem_back, g, vshape, k, vdtype)
-    out = run(rec.f, g)  # CUSTOM: a user adjoint's pullback, a hook, a checkpoint
+    meets = getattr(rec.f, "meets", None) if met is not None and run is plain_call else None
+    # CUSTOM: a user adjoint's pullback, a hook, a checkpoint (``meets``: its segment's pass)
+    out = run(rec.f, g) if meets is None else meets(g, met)
     if rec.vals and (type(out) is not tuple and type(out) is not list or len(out) != len(rec.parents)):
         raise _bad_pullback(rec, out)  # (only an adjoint's record keeps its arguments)
     return out
