@@ -1110,6 +1110,18 @@ def takes_out(f, n):
     return pos is not None and n > pos[0]
 
 
+def general_call(f, args, kwargs, rules):
+    """Whether a call of ``f`` needs ``ADContext.apply``'s questions whatever its arguments:
+    keywords, no rule in ``PARTIALS`` or the mode's ``rules`` table, a solver, an
+    implementation, a function without derivative, a subscript, a zero test, a ufunc not
+    given its operands alone, ``out`` given by position.  The modes' ``apply`` take the
+    other calls on their own run's plain values straight to ``compute``."""
+    return bool(kwargs or (f not in registry.PARTIALS and f not in rules) or f in registry.SOLVERS
+                or f in registry.IMPLS or f in registry.NONDIFF or f is operator.getitem
+                or f in losses.ZERO_TESTS or (type(f) is np.ufunc and len(args) != f.nin)
+                or (len(args) > 2 and type(f) is not np.ufunc and takes_out(f, len(args))))
+
+
 def _out_by_keyword(f, args, kwargs):
     """``(args, kwargs)`` of a call of ``f`` with an ``out`` parameter given by position
     moved to the keywords (with the positional arguments after it): the implementations

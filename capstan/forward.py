@@ -28,7 +28,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 from . import checks, fastpaths, losses, structure
 from .adcontext import _plain_tree, without_finished_tags
 from .adcontext import (_QUIET_EMPTY, DIRECT, INPLACE, SINGULAR, ADContext, call_partial, call_partial_at,
-                        kinked, out_argument, plain_call, product, raw, singular_partial, takes_out)
+                        general_call, kinked, out_argument, plain_call, product, raw, singular_partial)
 from .losses import no_rule
 from .aliasing import region, returned_argument, root_of
 from .assembly import as_array, as_complex, copied, forward_jacobian_from, seed_tangent, spread_tangent
@@ -69,10 +69,7 @@ class ForwardCtx(ADContext):
         and float64 arrays, their tangents not an enclosing differentiation's) and plain
         numbers and arrays, without keywords, goes straight to ``compute``: ``apply``'s
         questions are answered alike for all such calls (as ``ReverseCtx.apply``)."""
-        if (kwargs or (f not in _PARTIALS and f not in _JVP) or f in registry.SOLVERS or f in registry.IMPLS
-                or f in registry.NONDIFF or f is operator.getitem or f in losses.ZERO_TESTS
-                or (type(f) is np.ufunc and len(args) != f.nin)
-                or (len(args) > 2 and type(f) is not np.ufunc and takes_out(f, len(args)))):
+        if general_call(f, args, kwargs, _JVP):
             return ADContext.apply(self, f, args, kwargs)
         key = self._tagkey
         vals = []

@@ -26,7 +26,7 @@ from overdub.tracebacks import drop_own_frames
 from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 
 from . import checks, fastpaths, losses, structure
-from .adcontext import takes_out as _takes_out, without_finished_tags
+from .adcontext import general_call, without_finished_tags
 from .fastpaths import HELD_NEG_ZERO, HELD_ZERO
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at, kinked,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
@@ -279,10 +279,7 @@ class ReverseCtx(ADContext):
         """``ADContext.apply``; a call of a function with a rule on this run's values (float64
         arrays and floats) and plain numbers and arrays, without keywords, goes straight to
         ``compute``: ``apply``'s questions are answered alike for all such calls."""
-        if (kwargs or (f not in _PARTIALS and f not in _VJP) or f in registry.SOLVERS or f in registry.IMPLS
-                or f in registry.NONDIFF or f is operator.getitem or f in losses.ZERO_TESTS
-                or (type(f) is np.ufunc and len(args) != f.nin)
-                or (len(args) > 2 and type(f) is not np.ufunc and _takes_out(f, len(args)))):
+        if general_call(f, args, kwargs, _VJP):
             return ADContext.apply(self, f, args, kwargs)
         key = self._tagkey
         vals = []
