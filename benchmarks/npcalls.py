@@ -134,37 +134,8 @@ def per_call(n_rounds, batch_s):
 
 
 # ----------------------------------------------------------------------------- whole gradients
-_rng = np.random.default_rng(13)
-MX = _rng.standard_normal((256, 64))
-MY = _rng.standard_normal((256, 10))
-MLP = (_rng.standard_normal((64, 128)) / 8.0, 0.1 * _rng.standard_normal(128),
-       _rng.standard_normal((128, 10)) / np.sqrt(128), 0.1 * _rng.standard_normal(10))
-XL = _rng.standard_normal(10**6)
-XR = _rng.uniform(-1.0, 1.5, 1000)
-
-
-def mlp_loss(W1, b1, W2, b2):
-    h = np.tanh(MX @ W1 + b1)
-    d = h @ W2 + b2 - MY
-    return np.mean(d * d)
-
-
-def mlp_grad(W1, b1, W2, b2):
-    h = np.tanh(MX @ W1 + b1)
-    d = h @ W2 + b2 - MY
-    g_out = d * (2.0 / d.size)
-    g_hid = (g_out @ W2.T) * (1.0 - h * h)
-    return MX.T @ g_hid, g_hid.sum(axis=0), h.T @ g_out, g_out.sum(axis=0)
-
-
-def logsumexp(x):
-    m = np.max(x)
-    return m + np.log(np.sum(np.exp(x - m)))
-
-
-def logsumexp_grad(x):
-    e = np.exp(x - np.max(x))
-    return e / e.sum()
+# (the workloads and hand-written gradients of hotpath.py's table (e))
+from hotpath import MLP_PARAMS as MLP, XL, XR, logsumexp, logsumexp_grad, mlp_grad, mlp_loss  # noqa: E402
 
 
 WHOLE = [
