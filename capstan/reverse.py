@@ -120,6 +120,7 @@ def _short(value, limit=60):
 class ReverseCtx(ADContext):
     """Reverse-mode differentiation context; ``ctx.tape`` is its list of records."""
 
+    __slots__ = ("tape",)  # (a slot: the C kernels append to it once per operation)
     mode = "reverse"
     keep_bases = False  # tapes that are replayed keep what arrays held before a write
 

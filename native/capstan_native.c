@@ -91,12 +91,59 @@ constant(PyObject *y, double *value)
     return 0;
 }
 
-/* ctx.name for a context's own instance attribute (_tagkey, tape): read from its __dict__
-   when it is there (a new reference), else by getattr.  capstan's contexts define no
-   descriptor of these names, and this runs once per differentiated operation. */
+/* Where ctx keeps `name` when its class declares it a slot (overdub's Context declares
+   _tagkey, capstan's ReverseCtx tape): the member descriptor found in the class, checked as
+   its __get__ checks it; NULL otherwise.  What the class says is remembered per (name,
+   class) under the class's version tag, which CPython changes whenever the class or one of
+   its bases changes (as its own attribute caches do): no reference is held. */
+typedef struct {
+    PyObject *name;        /* an interned attribute name (immortal enough: a module static) */
+    PyTypeObject *type;
+    unsigned int version;  /* type->tp_version_tag when found; 0: empty */
+    Py_ssize_t offset;     /* the slot's offset, or -1: not a slot of that class */
+} SlotCacheEntry;
+
+static SlotCacheEntry slot_cache[16];
+
+static inline PyObject **
+ctx_slot(PyObject *ctx, PyObject *name)
+{
+    PyTypeObject *tp = Py_TYPE(ctx);
+    SlotCacheEntry *e = &slot_cache[(((uintptr_t)name >> 4) ^ ((uintptr_t)tp >> 6)) & 15];
+    if (e->name == name && e->type == tp && e->version != 0 && e->version == tp->tp_version_tag) {
+        return e->offset < 0 ? NULL : (PyObject **)((char *)ctx + e->offset);
+    }
+    PyObject *descr = _PyType_Lookup(tp, name);  /* (borrowed; assigns tp a version tag) */
+    Py_ssize_t offset = -1;
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)
+            && (tp == PyDescr_TYPE(descr) || PyObject_TypeCheck(ctx, PyDescr_TYPE(descr)))) {
+            offset = m->offset;
+        }
+    }
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && tp->tp_version_tag != 0) {
+        e->name = name;
+        e->type = tp;
+        e->version = tp->tp_version_tag;
+        e->offset = offset;
+    }
+    return offset < 0 ? NULL : (PyObject **)((char *)ctx + offset);
+}
+
+/* ctx.name for a context's own instance attribute (_tagkey, tape, shadows...): read from its
+   slot or its __dict__ (a new reference), else by getattr.  capstan's contexts define no
+   other descriptor of these names, and this runs once per differentiated operation. */
 static inline PyObject *
 ctx_attr(PyObject *ctx, PyObject *name)
 {
+    PyObject **slot = ctx_slot(ctx, name);
+    if (slot != NULL) {
+        if (*slot != NULL) {
+            return Py_NewRef(*slot);
+        }
+        return PyObject_GetAttr(ctx, name);  /* (unset: CPython's AttributeError) */
+    }
     PyObject **dictptr = _PyObject_GetDictPtr(ctx);
     if (dictptr != NULL && *dictptr != NULL && PyDict_CheckExact(*dictptr)) {
         PyObject *v = PyDict_GetItemWithError(*dictptr, name);  /* (borrowed) */
@@ -108,6 +155,35 @@ ctx_attr(PyObject *ctx, PyObject *name)
         }
     }
     return PyObject_GetAttr(ctx, name);
+}
+
+/* ctx.name as ctx_attr finds it, borrowed, without getattr: NULL when absent (an error
+   set only when the lookup failed) */
+static inline PyObject *
+ctx_peek(PyObject *ctx, PyObject *name)
+{
+    PyObject **slot = ctx_slot(ctx, name);
+    if (slot != NULL) {
+        return *slot;
+    }
+    PyObject **dictptr = _PyObject_GetDictPtr(ctx);
+    if (dictptr == NULL || *dictptr == NULL) {
+        return NULL;
+    }
+    return PyDict_GetItemWithError(*dictptr, name);
+}
+
+/* ctx.name = v into its slot or its __dict__ (as plain setattr would, capstan's contexts
+   having no other descriptor of these names): 0, or -1 on an error */
+static int
+ctx_store(PyObject *ctx, PyObject *name, PyObject *v)
+{
+    PyObject **slot = ctx_slot(ctx, name);
+    if (slot != NULL) {
+        Py_XSETREF(*slot, Py_NewRef(v));
+        return 0;
+    }
+    return PyObject_SetAttr(ctx, name, v);
 }
 
 static inline int
@@ -1920,9 +1996,7 @@ quiet_reset(PyObject *ctx)
     if (spec == NULL) {
         return PyErr_Occurred() ? -1 : 0;
     }
-    PyObject **dictptr = _PyObject_GetDictPtr(ctx);
-    PyObject *dict = dictptr != NULL ? *dictptr : NULL;
-    if (dict == NULL || !PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 3) {
+    if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 3) {
         return 0;
     }
     for (int kind = 0; kind < 3; kind++) {
@@ -1934,14 +2008,14 @@ quiet_reset(PyObject *ctx)
             PyObject *name = PyTuple_GET_ITEM(names, i);
             if (kind == 2) {  /* (after every check: the run was quiet) */
                 PyObject *fresh = PyList_New(0);
-                int err = fresh == NULL ? -1 : PyDict_SetItem(dict, name, fresh);
+                int err = fresh == NULL ? -1 : ctx_store(ctx, name, fresh);
                 Py_XDECREF(fresh);
                 if (err < 0) {
                     return -1;
                 }
                 continue;
             }
-            PyObject *v = PyDict_GetItemWithError(dict, name);
+            PyObject *v = ctx_peek(ctx, name);  /* (borrowed) */
             if (v == NULL) {
                 if (PyErr_Occurred()) {
                     return -1;
@@ -1954,7 +2028,9 @@ quiet_reset(PyObject *ctx)
                 }
                 continue;
             }
+            Py_INCREF(v);
             int truth = PyObject_IsTrue(v);
+            Py_DECREF(v);
             if (truth != 0) {
                 return truth < 0 ? -1 : 0;
             }
@@ -1974,14 +2050,14 @@ renew_tags(PyObject *ctx)
     }
     int own = renew == pool_renew;
     Py_DECREF(renew);
-    PyObject **dictptr = own ? _PyObject_GetDictPtr(ctx) : NULL;
-    if (dictptr == NULL || *dictptr == NULL) {
+    PyObject **slot = own ? ctx_slot(ctx, str_tagkey) : NULL;
+    if (slot == NULL) {
         PyObject *r = PyObject_CallMethodNoArgs(ctx, str_renew_tags);
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
     PyObject *key = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
-    int err = key == NULL ? -1 : PyDict_SetItem(*dictptr, str_tagkey, key);
+    int err = key == NULL ? -1 : ctx_store(ctx, str_tagkey, key);
     Py_XDECREF(key);
     return err;
 }
@@ -2354,7 +2430,7 @@ reverse_input(PyObject *ctx, PyObject *x)
     if (truth < 0) {
         return NULL;
     }
-    PyObject *tape = truth ? PyDict_GetItemWithError(dict, str_tape) : NULL;  /* borrowed */
+    PyObject *tape = truth ? ctx_peek(ctx, str_tape) : NULL;  /* borrowed */
     if (tape == NULL && PyErr_Occurred()) {
         return NULL;
     }

@@ -114,6 +114,17 @@ def _all_subclasses(cls: type) -> list[type]:
     return out
 
 
+def _slot_names(cls: type) -> list[str]:
+    """The instance slots a context class and its bases declare (``__dict__`` aside)."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and name not in names:
+                names.append(name)
+    return names
+
+
 def _check_pass(ctx_type: type, pass_: Any, call: str = "") -> None:
     """A TypeError naming the call (``Ctx(pass_=...)``) given a pass that is not callable."""
     if pass_ is not None and not callable(pass_):
@@ -130,6 +141,10 @@ class Context(metaclass=_ContextType):
     run on every function body before it is routed (see ``overdub.passes``).
     """
 
+    # the tag identity in a slot of its own: the C kernels read it once per operation
+    # (instances keep a ``__dict__`` for everything else, the user's attributes included)
+    __slots__ = ("_tagkey", "__dict__", "__weakref__")
+
     def __init__(self, metadata: Any = None, pass_: Pass | None = None) -> None:
         _check_pass(type(self), pass_)
         self.metadata = metadata
@@ -142,6 +157,11 @@ class Context(metaclass=_ContextType):
         (Cassette's ``similarcontext``); ``pass_`` defaults to this one's."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
+        for name in _slot_names(type(self)):
+            try:
+                setattr(new, name, getattr(self, name))
+            except AttributeError:  # (a slot never set)
+                pass
         new.__dict__.pop("_overdub_nested", None)  # (a runtime is made per instance)
         new.metadata = metadata
         _check_pass(type(self), pass_, "ctx.similar")

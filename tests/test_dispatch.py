@@ -185,6 +185,25 @@ def test_similar_shares_tags():
     assert type(sim) is Log and sim.metadata == "other"
 
 
+def test_similar_copies_slots_of_subclasses_and_keeps_instance_dicts():
+    """Context keeps its tag identity in a slot (the C kernels read it per operation):
+    similar() copies every slot a context class declares, the user's own attributes
+    still live in the instance dict, and contexts stay weakly referenceable."""
+    import weakref
+
+    class Slotted(Log):
+        __slots__ = ("extra",)
+
+    ctx = Slotted(metadata=[])
+    ctx.extra, ctx.note = "x", "n"
+    sim = ctx.similar()
+    assert (sim.extra, sim.note, sim._tagkey) == ("x", "n", ctx._tagkey)
+    assert "note" in vars(ctx) and "_tagkey" not in vars(ctx)
+    assert weakref.ref(ctx)() is ctx
+    ctx.renew_tags()
+    assert ctx._tagkey is not sim._tagkey
+
+
 def test_memoized_fib_via_recurse_and_posthook():
     calls = []
 

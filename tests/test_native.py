@@ -66,6 +66,41 @@ def test_a_missing_build_is_a_clear_import_error():
 
 
 # ----------------------------------------------------------------------------- tagged values
+def test_context_classes_changed_between_runs_are_read_afresh():
+    """The kernels remember where a context class keeps its tag identity and tape (slots)
+    under the class's version tag: a class changed between runs, or a subclass that puts
+    ``tape`` behind a property, is read afresh, never at a stale offset."""
+    def f(x):
+        return x * x * 3.0 + x
+
+    assert capstan.D(f, 2.0) == 13.0 and capstan.gradient(f, 2.0) == (13.0,)
+    try:
+        ReverseCtx.probe_attribute = 1  # (the class changes: its version tag too)
+        ForwardCtx.probe_attribute = 1
+        assert capstan.D(f, 2.0) == 13.0 and capstan.gradient(f, 2.0) == (13.0,)
+    finally:
+        del ReverseCtx.probe_attribute, ForwardCtx.probe_attribute
+    assert capstan.D(f, 1.0) == 7.0 and capstan.gradient(f, 1.0) == (7.0,)
+
+    class Taped(ReverseCtx):
+        reads = 0
+
+        @property
+        def tape(self):
+            type(self).reads += 1
+            return self.__dict__["records"]
+
+        @tape.setter
+        def tape(self, value):
+            self.__dict__["records"] = value
+
+    ctx = Taped()
+    x = ctx.input(2.0)
+    y = overdub.overdub(ctx, f, x)
+    assert Taped.reads > 0 and len(ctx.__dict__["records"]) >= 4  # (the input, *, *, +)
+    assert ctx.backward({overdub.tagging.metadata_of(y): 1.0})[0] == 13.0
+
+
 def test_tagged_fields_and_protocols():
     ctx = ForwardCtx()
     t = Tagged(2.5, 1.0, ctx)
