@@ -666,6 +666,26 @@ hooked(AttributeObject *g, PyObject *a, PyObject *b, PyObject *(*operation)(PyOb
     return r;
 }
 
+/* getattr(m, name) for an instance m of CPython's own module type: a name found in its
+   __dict__ is the attribute (the type's only data descriptors, __dict__, __class__ and
+   __annotations__, are dunder names, which take CPython's way), any other goes to getattr
+   (a type attribute, the module's __getattr__, the AttributeError) */
+static PyObject *
+module_attribute(PyObject *m, PyObject *name)
+{
+    if (PyUnicode_GET_LENGTH(name) < 2 || PyUnicode_READ_CHAR(name, 0) != '_'
+        || PyUnicode_READ_CHAR(name, 1) != '_') {
+        PyObject *v = PyDict_GetItemWithError(PyModule_GetDict(m), name);  /* (borrowed) */
+        if (v != NULL) {
+            return Py_NewRef(v);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return PyObject_GetAttr(m, name);
+}
+
 /* whether accessing attribute name on instances of tp runs no Python code -- the slots' test
    `tp in native or name not in attrs.get(tp, all_names)`: 1, 0, or -1 with an error set */
 static int
@@ -689,7 +709,7 @@ attribute_vectorcall(AttributeObject *g, PyObject *const *args, size_t nargsf, P
     if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && PyUnicode_CheckExact(args[1])) {
         if (g->modules && PyModule_CheckExact(args[0])) {
             /* (CPython's module type has no Python descriptors: every name is plain) */
-            return hooked(g, args[0], args[1], PyObject_GetAttr);
+            return hooked(g, args[0], args[1], module_attribute);
         }
         PyObject *tp = (PyObject *)Py_TYPE(args[0]);
         int fast = PySet_Contains(g->fast_types, tp);

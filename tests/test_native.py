@@ -798,6 +798,29 @@ def test_module_attribute_loads_call_the_hooks(ctx_type):
     assert ctx.metadata.count("pi") == 3 and ctx.metadata.count("lazy") == 3
 
 
+def test_module_attribute_loads_read_the_module_as_getattr_does():
+    """A name in a module's __dict__ is read from it; the module type's own attributes
+    (data descriptors such as __dict__, __class__ and __annotations__, methods such as
+    __dir__), a PEP 562 __getattr__ and a missing name take CPython's way."""
+    mod = ModuleTypeAlias("_probe_mod")
+    mod.__dict__.update(x=1.5, __dir__="shadowed", _hidden=2)
+
+    def f(m):
+        return (m.x, m._hidden, m.__dict__ is vars(m), m.__class__, m.__dir__, m.__name__,
+                _LAZY.lazy, _LAZY.__annotations__, type(m.__init__).__name__)
+
+    def g(m):
+        try:
+            return m.missing
+        except AttributeError as exc:
+            return str(exc)
+
+    ctx = _CountsLoads(metadata=[])
+    assert overdub.overdub(ctx, f, mod) == f(mod)
+    assert overdub.overdub(ctx, g, mod) == g(mod) and overdub.overdub(ctx, g, _LAZY) == g(_LAZY)
+    assert ctx.metadata.count("x") == 1 and ctx.metadata.count("missing") == 2
+
+
 class _TakesIntKeys(overdub.Context):
     @overdub.primitive(operator.getitem, object, int)
     def int_key(self, c, k):
