@@ -1236,9 +1236,16 @@ _DUNDER_OPERATORS = {"__%s__" % name: getattr(operator, name) for name in (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos", "abs",
     "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
     "getitem", "setitem", "lt", "le", "gt", "ge", "eq", "ne")}
+#: conversion and protocol special methods: ``x.__float__()`` is ``float(x)``, ``x.__round__(2)``
+#: ``round(x, 2)``, ``a.__divmod__(b)`` ``divmod(a, b)`` (for numbers and arrays)
+_DUNDER_OPERATORS.update({"__float__": float, "__complex__": complex, "__int__": int, "__bool__": bool,
+                          "__index__": operator.index, "__round__": round, "__trunc__": math.trunc,
+                          "__floor__": math.floor, "__ceil__": math.ceil, "__divmod__": divmod,
+                          "__iter__": iter, "__len__": len})
 #: reflected special methods: ``a.__rsub__(b)`` is ``b - a`` (for numbers and arrays)
 _REFLECTED_OPERATORS = {"__r%s__" % name: getattr(operator, name) for name in (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")}
+_REFLECTED_OPERATORS["__rdivmod__"] = divmod
 
 
 #: ``ufunc.reduce``/``accumulate`` -> the NumPy function (called with the ufunc's axis=0 default)
@@ -1267,8 +1274,9 @@ def _spelled_out(f, args):
         if isinstance(owner, _NUMERIC) or (op is operator.mod and (type(owner) is str or type(owner) is bytes)):
             return op, (owner, *args)  # (fmt.__mod__(values): the % format)
         return None, args
-    if isinstance(getattr(f, "__objclass__", None), type) and args and isinstance(args[0], _NUMERIC):
-        return op, args
+    cls = getattr(f, "__objclass__", None)
+    if isinstance(cls, type) and args and isinstance(args[0], _NUMERIC) and isinstance(args[0], cls):
+        return op, args  # (float.__float__(x); not complex.__complex__(1.5), which CPython refuses)
     return None, args
 
 

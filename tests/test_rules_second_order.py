@@ -274,6 +274,11 @@ def _checked_by_own_tests(f):
     if getattr(f, "__module__", None) in ("capstan.rules.special_rules", "capstan.rules.decomposition_rules",
                                            "capstan.rules.fft_rules"):
         return True
+    # (NumPy scalars' methods run their ndarray twins, whose cases here check the rules;
+    # test_protocol_methods.py checks the scalar methods themselves)
+    from capstan.rules.composite_rules import SCALAR_METHODS
+    if f in SCALAR_METHODS:
+        return True
     # (the primitives of the scipy.signal and scipy.ndimage tables: their own tests check
     # them at first and second order, with the inputs each needs -- test_signal_rules.py,
     # test_ndimage_transforms.py, test_ndimage_rank_filters.py)

@@ -8,7 +8,7 @@ ufunc keywords a rule does not cover (``out=``, ``where=``, ``axes=``...) are re
 with a ``NoRuleError`` naming them."""
 import numpy as np
 
-from .registry import defimpl
+from .registry import IMPLS, JVP, NONDIFF, PARTIALS, SOLVERS, VJP, defimpl
 
 
 def _refuse_keywords(name, kwargs):
@@ -99,3 +99,31 @@ defimpl(np.ndarray.compress, _compress)
 defimpl(np.ndarray.choose, _choose)
 defimpl(np.generic.squeeze, lambda x, /, axis=None: x)  # (a scalar squeezed is itself)
 FUNCTIONS += [np.divmod, np.modf, np.ndarray.compress, np.ndarray.choose, np.generic.squeeze]
+
+
+def _scalar_method(name):
+    """NumPy's own definition of a NumPy scalar's method (``np.float64(x).round(2)``,
+    ``.clip``, ``.reshape``, ``.cumsum``, ``.tolist``...): the array method of the scalar
+    as a 0-d array, a 0-d result read back as a scalar."""
+    array_method = getattr(np.ndarray, name)
+
+    def method(scalar, /, *args, **kwargs):
+        out = array_method(np.asarray(scalar), *args, **kwargs)
+        return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
+
+    method.__name__ = method.__qualname__ = "generic_" + name
+    return method
+
+
+def _has_rule(f):
+    return any(f in table for table in (PARTIALS, JVP, VJP, IMPLS, NONDIFF, SOLVERS))
+
+
+#: NumPy scalars' methods differentiated through their ndarray twins' rules (those without
+#: a rule of their own whose twin has one; this module is imported after every table)
+SCALAR_METHODS = [getattr(np.generic, _name) for _name in sorted(vars(np.generic))
+                  if not _name.startswith("_") and callable(vars(np.generic)[_name])
+                  and callable(vars(np.ndarray).get(_name)) and not _has_rule(vars(np.generic)[_name])
+                  and _has_rule(vars(np.ndarray)[_name])]
+for _f in SCALAR_METHODS:
+    defimpl(_f, _scalar_method(_f.__name__))
