@@ -27,6 +27,13 @@ def _both_modes(f, x=X0):
         return float(capstan.D(f, x)), float(capstan.gradient(f, x)[0])
 
 
+def _check_against_differences(f):
+    d, g = _both_modes(f)
+    expected = _fd(f, X0)
+    assert d == pytest.approx(expected, rel=1e-6, abs=1e-8)
+    assert g == pytest.approx(expected, rel=1e-6, abs=1e-8)
+
+
 SCALAR_CASES = {
     "round": lambda x: (x * A)[0].round(1) + x,
     "clip": lambda x: (x * A).max().clip(0.0, 5.0),
@@ -54,11 +61,7 @@ SCALAR_CASES = {
 
 @pytest.mark.parametrize("name", list(SCALAR_CASES))
 def test_numpy_scalar_methods_follow_their_array_twins(name):
-    f = SCALAR_CASES[name]
-    d, g = _both_modes(f)
-    expected = _fd(f, X0)
-    assert d == pytest.approx(expected, rel=1e-6, abs=1e-8)
-    assert g == pytest.approx(expected, rel=1e-6, abs=1e-8)
+    _check_against_differences(SCALAR_CASES[name])
 
 
 def test_the_scalar_methods_are_the_array_methods_with_a_rule():
@@ -103,11 +106,7 @@ PROTOCOL_CASES = {
 
 @pytest.mark.parametrize("name", list(PROTOCOL_CASES))
 def test_protocol_special_methods_called_by_name(name):
-    f = PROTOCOL_CASES[name]
-    d, g = _both_modes(f)
-    expected = _fd(f, X0)
-    assert d == pytest.approx(expected, rel=1e-6, abs=1e-8)
-    assert g == pytest.approx(expected, rel=1e-6, abs=1e-8)
+    _check_against_differences(PROTOCOL_CASES[name])
 
 
 def test_unbound_special_methods_keep_cpythons_type_checks():
