@@ -35,7 +35,7 @@ from overdub._native import capstan_native
 from overdub.semantics import PROTOCOLS, is_py, lookup
 from overdub.tagging import context_of, metadata_of, tag_of, value_of
 
-from . import losses, structure
+from . import jitted, losses, structure
 from .aliasing import root_of
 from .fastpaths import FAST
 from .markers import stop_gradient
@@ -850,7 +850,16 @@ class ADContext(Context):
             if getter is not None:
                 return overdub(self, getter, *args, **kwargs)
         if type(f) is _METHOD_WRAPPER and f.__name__ == "__call__" and not isinstance(f.__self__, type):
-            return overdub(self, f.__self__, *args, **kwargs)  # np.sin.__call__(x) is np.sin(x)
+            elementwise = jitted.elementwise_of(f.__self__)  # (numba's @vectorize: its Python kernel)
+            if elementwise is not None:
+                return overdub(self, elementwise, *args, **kwargs)
+            owner = f.__self__
+            if not is_py(lookup(type(owner), "__call__")):
+                return overdub(self, owner, *args, **kwargs)  # np.sin.__call__(x) is np.sin(x)
+            # a Python __call__'s super().__call__(...): its C base's call (never the object
+            # again, which would recurse); a partial's, spelled out, else refused below
+            if isinstance(owner, partial):
+                return overdub(self, owner.func, *owner.args, *args, **{**owner.keywords, **kwargs})
         if type(f) in losses.TEXT_WRITERS:  # json's C encoder: plain numbers in, text out
             return losses.write_text(self, f, args, kwargs)
         for a in args:
@@ -897,6 +906,9 @@ class ADContext(Context):
             # functools.lru_cache/cache: differentiated arguments call the body (a cache
             # would keep differentiated values past the run, and hand them to later calls)
             return overdub(self, f.__wrapped__, *args, **kwargs)
+        python = jitted.python_of(f)
+        if python is not None:  # numba's @jit/@njit: the Python function it was compiled from
+            return overdub(self, python, *args, **kwargs)
         container = _storing_into(f, key, args)
         if container is not None:  # C functions that store their arguments (heapq, deque...)
             out = f(*args, **kwargs)
