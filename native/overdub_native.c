@@ -17,6 +17,8 @@
 #include "tagged.h"
 
 static PyObject *str_tagkey;  /* "_tagkey" */
+static PyObject *str_name;  /* "__name__" */
+static int lasting_function(PyObject *f);
 
 /* Calling a routed Python function from C re-enters the interpreter loop: C recursion.
  * CPython 3.12+ bounds it itself (its C recursion limit).  3.11 does not: there a routed
@@ -1700,7 +1702,7 @@ entry_recurse(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw
     PyObject *g = Py_XNewRef(lookup(rt->targets, f));
     if (g == NULL && PyFunction_Check(f)) {
         g = Py_XNewRef(cached_twin(rt, f));
-        if (g != NULL && !(((PyCodeObject *)PyFunction_GET_CODE(f))->co_flags & CO_NESTED)
+        if (g != NULL && lasting_function(f)
             && PyDict_GET_SIZE(rt->targets) < CODE_TABLE_LIMIT && PyDict_SetItem(rt->targets, f, g) < 0) {
             PyErr_Clear();  /* (a table of this run: best effort) */
         }
@@ -2165,6 +2167,32 @@ not_taken(PyObject *table, PyObject *f)
  * function defined inside another (which plain Python may free during the run: fcache holds
  * it under a weak key) is left to resolve, which enters it so.  NULL with no error set: not
  * known here (resolve decides); the Python reference is Runtime.known_callee. */
+/* Whether the Python function f lives as long as an imported module: defined at its top
+   level (no CO_NESTED) in the namespace sys.modules holds (plaincall.transient's test; a
+   function of code given to exec with a fresh namespace, or of a private module copy, may
+   die during the run and is no key of the run's tables) */
+static int
+lasting_function(PyObject *f)
+{
+    if (((PyCodeObject *)PyFunction_GET_CODE(f))->co_flags & CO_NESTED) {
+        return 0;
+    }
+    PyObject *globals = PyFunction_GET_GLOBALS(f);
+    PyObject *name = PyDict_GetItemWithError(globals, str_name);  /* (borrowed) */
+    if (name == NULL || !PyUnicode_CheckExact(name)) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *module = PyImport_GetModule(name);  /* (new; NULL without an error when absent) */
+    if (module == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int held = PyModule_Check(module) && PyModule_GetDict(module) == globals;
+    Py_DECREF(module);
+    return held;
+}
+
 static PyObject *
 known_callee(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
 {
@@ -2194,6 +2222,7 @@ known_callee(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
         return NULL;
     }
     int nested = (((PyCodeObject *)PyFunction_GET_CODE(func))->co_flags & CO_NESTED) != 0;
+    int kept = lasting || lasting_function(func);
     PyObject *twin = cached_twin((RuntimeBaseObject *)d->runtime, func);
     if (twin != NULL) {
         Py_INCREF(twin);
@@ -2206,7 +2235,7 @@ known_callee(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
     }
     /* (a function defined inside another, which plain Python may free during the run, is
        no key of the call cache: its code's last twin answers for it) */
-    if ((!nested || lasting) && PyDict_GET_SIZE(d->fcache) < CODE_TABLE_LIMIT
+    if (kept && PyDict_GET_SIZE(d->fcache) < CODE_TABLE_LIMIT
         && PyDict_SetItem(d->fcache, func, twin) < 0) {
         Py_DECREF(twin);
         return NULL;
@@ -3117,6 +3146,10 @@ PyMODINIT_FUNC
 PyInit__overdub_native(void)
 {
     str_tagkey = PyUnicode_InternFromString("_tagkey");
+    str_name = PyUnicode_InternFromString("__name__");
+    if (str_name == NULL) {
+        return NULL;
+    }
     str_dict = PyUnicode_InternFromString("__dict__");
     str_runtime = PyUnicode_InternFromString("_runtime");
     str_stale = PyUnicode_InternFromString("stale");

@@ -27,6 +27,8 @@ from . import semantics, tagging
 from .tagging import Tagged
 from .lifetimes import machinery_type
 
+_module_dict = ModuleType.__dict__["__dict__"].__get__  # (a module subclass may redefine __dict__)
+
 __all__ = ["is_structural"]
 
 
@@ -163,7 +165,7 @@ def transient(f):
             return False
         return not isinstance(owner, ModuleType) or not _imported(owner)
     if tf is FunctionType:
-        return bool(f.__code__.co_flags & _CO_NESTED)
+        return bool(f.__code__.co_flags & _CO_NESTED) or not module_level(f)
     if tf is MethodType or tf is partial or tf in _BOUND_C_CALLABLES:
         return True
     if tf is _LRU_WRAPPER:  # (functools.lru_cache, functools.cache: made once per function
@@ -171,6 +173,17 @@ def transient(f):
         return type(wrapped) is not FunctionType or bool(wrapped.__code__.co_flags & _CO_NESTED)
     # an instance of a Python class (not a class: a __class__ property may claim anything)
     return bool(tf.__flags__ & _HEAPTYPE) and not issubclass(tf, type)
+
+
+def module_level(f):
+    """Whether the Python function ``f`` lives in an imported module's namespace (as long
+    as ``sys.modules`` holds the module), not in one that plain Python frees when done with
+    it: code given to ``exec`` with a fresh dict or a fresh ``ModuleType``'s, a private
+    copy of a module."""
+    namespace = f.__globals__
+    name = namespace.get("__name__")
+    module = _sys_modules.get(name) if type(name) is str else None
+    return isinstance(module, ModuleType) and _module_dict(module) is namespace
 
 
 def _imported(module):

@@ -32,7 +32,7 @@ from ._native import (Dispatcher, EntryPoint, GuardedAttribute, GuardedContains,
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
-from .plaincall import _CO_NESTED, WeakKey, funcstr, is_builtin, is_structural, plain_call, transient
+from .plaincall import _CO_NESTED, WeakKey, funcstr, is_builtin, is_structural, module_level, plain_call, transient
 from .tagging import ACCESSORS, Tagged
 from .lifetimes import MACHINERY_TYPES, CodeCache, Table, TwinRef, forget_at_collection, is_transient_class, machinery_type
 from .tracebacks import drop_own_frames
@@ -79,6 +79,19 @@ lookaside.MACHINERY_CHANGED.append(machinery_changed)
 
 #: the containers of values a ``%`` format reads (see ``Runtime._compute_guard_set``)
 _FORMAT_ARGUMENTS = frozenset((tuple, dict))
+
+
+def _weakly(table, f, g, drop):
+    """``table[f] = g`` under ``f``'s weak key, for a callee plain Python may free during
+    the run.  A routed twin holds its function's globals: where they are not an imported
+    module's (a method of a class defined by ``exec`` in a fresh namespace), ``f`` is
+    usually reachable from them, and the entry would keep ``f`` alive through its own
+    value; such an entry is also dropped when the next collection starts
+    (``forget_at_collection``), and ``f`` dies in that collection, as it plainly would."""
+    key = WeakKey(f, drop)
+    table[key] = g
+    if type(f) is FunctionType and not module_level(f):
+        forget_at_collection(table, key)
 
 
 def _forget_twins(phase, info):
@@ -312,7 +325,7 @@ class Runtime(RuntimeBase):
             pass
         g = self.known_twin(f)
         if g is not None:  # (the C recurse takes the same step)
-            if not f.__code__.co_flags & _CO_NESTED and len(self.targets) < CACHE_LIMIT:
+            if not transient(f) and len(self.targets) < CACHE_LIMIT:
                 self.targets[f] = g
             return g
         g = self._target(f)
@@ -324,7 +337,7 @@ class Runtime(RuntimeBase):
                 if issubclass(type(f), type) and is_transient_class(f):
                     forget_at_collection(self.targets, f)
             elif type(f) is FunctionType and g is not f:  # (a routed twin holds no f)
-                self.targets[WeakKey(f, self._drop_target)] = g
+                _weakly(self.targets, f, g, self._drop_target)
         except TypeError:  # unhashable
             pass
         return g
@@ -662,7 +675,7 @@ class Runtime(RuntimeBase):
             # plain call's closure): that entry would live as long as the run
             if self.weak_keys and type(f) is not BuiltinFunctionType and not _holds(g, f):
                 try:
-                    self.fcache[WeakKey(f, self._drop)] = g
+                    _weakly(self.fcache, f, g, self._drop)
                 except TypeError:  # (not weakly referenceable, or unhashable: not cached)
                     pass
             return g
@@ -701,10 +714,10 @@ class Runtime(RuntimeBase):
         if twin is None:
             return None
         if len(self.fcache) < CACHE_LIMIT:
-            if lasting or not f.__code__.co_flags & _CO_NESTED:
+            if lasting or not transient(f):
                 self.fcache[f] = twin
             else:  # (a function plain Python may free during the run: under a weak key)
-                self.fcache[WeakKey(f, self._drop)] = twin
+                _weakly(self.fcache, f, twin, self._drop)
         return twin if obj is None else partial(twin, obj)
 
     def _taken(self, f):

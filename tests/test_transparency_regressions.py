@@ -878,6 +878,29 @@ def test_a_private_module_copy_dies(make):
     assert overdub.overdub(make(), private_module_copy_dies)
 
 
+def exec_namespace_dies():
+    """test_module.ModuleTests.test_clear_dict_in_ref_cycle: a class defined by ``exec`` in
+    a fresh module's namespace, in a reference cycle with it, is collected (and its
+    instance's ``__del__`` runs) at the next collection after the module is dropped; the
+    run's call cache kept its methods alive through their routed twins' globals."""
+    import types
+
+    destroyed = []
+    m = types.ModuleType("fresh")
+    m.destroyed = destroyed
+    exec("class A:\n    def __init__(self, l):\n        self.l = l\n    def __del__(self):\n"
+         "        self.l.append(1)\na = A(destroyed)", m.__dict__)
+    del m
+    gc.collect()
+    return destroyed == [1]
+
+
+@pytest.mark.parametrize("make", CONTEXTS, ids=lambda c: c.__name__)
+def test_a_class_of_an_exec_namespace_dies_with_it(make):
+    assert exec_namespace_dies()
+    assert overdub.overdub(make(), exec_namespace_dies)
+
+
 def renamed_generator_function():
     """test_generators.GeneratorTest.test_name: generators take the names their function
     has when they are made, even after it was renamed during the run."""
