@@ -153,10 +153,22 @@ def sign(x):
     return 1.0 if x > 0 else -1.0 if x < 0 else 0.0 if x == 0 else math.nan
 
 
+def held(x):
+    """``x`` held constant in every enclosing differentiation (``capstan.stop_gradient``),
+    for the scale factors of the overflow-safe rules below: they divide by the largest
+    magnitude and the quotient does not depend on it, so it must not be differentiated
+    either -- its ``max`` has a kink at a tie (``|x| == |y|``, ``z = 1 + 1j``) that made
+    third derivatives of ``np.hypot``, ``abs``, ``angle`` and the norms NaN there."""
+    from ..markers import stop_gradient
+
+    return stop_gradient(x)
+
+
 def complex_unit(z):
     """``z / |z|`` (0 at 0) from ``z`` scaled by its larger part: ``|z|`` is subnormal and
     rounded for tiny ``z``, where ``z / |z|`` came out 1 ulp off or infinite."""
-    m = np.maximum(np.abs(np.real(z)), np.abs(np.imag(z)))
+    zc = held(z)
+    m = np.maximum(np.abs(np.real(zc)), np.abs(np.imag(zc)))
     m = np.where((m > 0) & (m < np.inf), m, 1.0)
     u = np.real(z) / m + 1j * (np.imag(z) / m)  # (not z / m: NumPy's complex division of a
     # subnormal by a subnormal is NaN)

@@ -1,0 +1,88 @@
+"""Regressions found by running autograd's test suite against capstan (through an adapter
+kept outside this repository) with its checks raised one order: each case was refused,
+or came out wrong, where the derivative exists, before its fix.  Oracles are closed forms."""
+import cmath
+import math
+
+import numpy as np
+import pytest
+
+import capstan
+
+
+def _third_fwd(f, x, y):
+    """d3 f / dx2 dy by forward over forward over forward."""
+    return capstan.D(lambda a: capstan.D(lambda b: capstan.D(lambda c: f(b, c), y), a), x)
+
+
+def _third_rev(f, x, y):
+    """(d3 f / dx3, d3 f / dx2 dy) by reverse over reverse over reverse."""
+    g1 = lambda a, b: capstan.gradient(f, a, b)[0]  # noqa: E731
+    g2 = lambda a, b: capstan.gradient(g1, a, b)[0]  # noqa: E731
+    return capstan.gradient(g2, x, y)
+
+
+def _radius_third(x, y):
+    """(d3 r / dx3, d3 r / dx2 dy) of r = sqrt(x^2 + y^2)."""
+    r = math.hypot(x, y)
+    return -3 * x * y * y / r ** 5, 2 * y / r ** 3 - 3 * y ** 3 / r ** 5
+
+
+def _angle_third(x, y):
+    """(d3 t / dx3, d3 t / dx2 dy) of t = atan2(y, x)."""
+    r2 = x * x + y * y
+    return 2 * y / r2 ** 2 - 8 * x * x * y / r2 ** 3, 2 * x / r2 ** 2 - 8 * x * y * y / r2 ** 3
+
+
+# |x| == |y|: the overflow-safe rules divide by max(|x|, |y|) (or a norm's largest entry),
+# whose tie is a kink; differentiated, it made the third derivative NaN (refused) there.
+RADIUS = {
+    "np.hypot": np.hypot,
+    "np.linalg.norm": lambda x, y: np.linalg.norm(np.array([x, y])),
+    "np.abs(complex)": lambda x, y: np.abs(x + 1j * y),
+    "abs(complex)": lambda x, y: abs(complex(x, y)),
+    "math.hypot": math.hypot,
+}
+ANGLE = {
+    "np.angle": lambda x, y: np.angle(x + 1j * y),
+    "cmath.phase": lambda x, y: cmath.phase(complex(x, y)),
+}
+
+
+@pytest.mark.parametrize("point", [(1.0, 1.0), (-2.0, 2.0), (1.0, 1.1)])
+@pytest.mark.parametrize("name", sorted(RADIUS) + sorted(ANGLE))
+def test_third_derivatives_where_the_magnitudes_tie(name, point):
+    f = RADIUS.get(name) or ANGLE[name]
+    d3x, d3xy = (_radius_third if name in RADIUS else _angle_third)(*point)
+    assert _third_fwd(f, *point) == pytest.approx(d3xy, rel=1e-9, abs=1e-12)
+    assert _third_rev(f, *point) == pytest.approx((d3x, d3xy), rel=1e-9, abs=1e-12)
+
+
+def test_third_derivative_of_a_norm_with_a_tied_largest_entry():
+    """d3/dx3 of ||(x, x, 2x)|| = sqrt(6) |x| is 0; of ||v|| along e_0 at v = (1, 1, 1) it is
+    -3 x (y^2 + z^2) / r^5."""
+    v = np.array([1.0, -1.0, 1.0])
+    got = capstan.D(lambda a: capstan.D(lambda b: capstan.D(
+        lambda c: np.linalg.norm(v + np.array([c, 0.0, 0.0])), b), a), 0.0)
+    r = math.sqrt(3.0)
+    assert got == pytest.approx(-3 * 1.0 * 2.0 / r ** 5, rel=1e-9)
+
+
+def test_complex_svd_magnitudes_third_order():
+    """|vh| of a complex SVD (a column of vh is real: abs's unit z / |z| at Im z = 0) through
+    three nested reverse passes was refused as NaN; checked against forward mode three
+    deep and against Richardson differences of the exact second derivative."""
+    rng = np.random.RandomState(3)
+    a = rng.randn(3, 3) + 1j * rng.randn(3, 3)
+    e = rng.randn(3, 3) + 1j * rng.randn(3, 3)
+
+    def f(t):
+        return np.sum(np.abs(np.linalg.svd(a + t * e, full_matrices=False)[2]))
+
+    d3 = capstan.D(lambda s: capstan.D(lambda r: capstan.D(f, r), s), 0.1)
+    g3 = capstan.gradient(lambda s: capstan.gradient(lambda r: capstan.gradient(f, r)[0], s)[0], 0.1)[0]
+    d2 = lambda t: capstan.D(lambda r: capstan.D(f, r), t)  # noqa: E731
+    fd = lambda h: (d2(0.1 + h) - d2(0.1 - h)) / (2 * h)  # noqa: E731
+    rich = (4 * fd(5e-4) - fd(1e-3)) / 3
+    assert d3 == pytest.approx(rich, rel=1e-6)
+    assert g3 == pytest.approx(d3, rel=1e-9)
