@@ -107,3 +107,46 @@ def test_odeint_at_differentiated_times_keeps_scipys_value():
     h, e = 1e-4, np.eye(4)
     fd = [np.sum(w * (f(t + h * e[i]) - f(t - h * e[i]))) / (2 * h) for i in range(4)]
     assert np.allclose(back(w)[0], fd, rtol=1e-5, atol=1e-6)
+
+
+ZERO_BASE = {
+    "0.0 ** y": lambda y: 0.0 ** y,
+    "np.power(0.0, y)": lambda y: np.power(0.0, y),
+    "math.pow(0.0, y)": lambda y: math.pow(0.0, y),
+    "np.float_power": lambda y: np.sum(np.float_power(np.array([0.0, 2.0]), y)),
+}
+NESTED = {
+    "hessian": lambda f, y: capstan.hessian(f, y),
+    "D(D)": lambda f, y: capstan.D(lambda z: capstan.D(f, z), y),
+    "gradient(gradient)": lambda f, y: capstan.gradient(lambda z: capstan.gradient(f, z)[0], y)[0],
+    "D(gradient)": lambda f, y: capstan.D(lambda z: capstan.gradient(f, z)[0], y),
+}
+
+
+@pytest.mark.parametrize("route", sorted(NESTED))
+@pytest.mark.parametrize("name", sorted(ZERO_BASE))
+@pytest.mark.parametrize("y", [0.3, 1.0])
+def test_second_derivative_in_the_exponent_of_a_constant_zero_base(name, route, y):
+    """d2/dy2 of 0.0 ** y (y > 0) is 0 (and of 2 ** y it is ln(2)^2 2^y): refused in every
+    nested route, because the mixed partial in the base is infinite there -- but the base
+    is a constant."""
+    want = 0.0 if name != "np.float_power" else math.log(2.0) ** 2 * 2.0 ** y
+    got = NESTED[route](ZERO_BASE[name], y)
+    if got is None:  # (gradient's None: the slope it differentiates is a constant)
+        assert route == "gradient(gradient)" and want == 0.0
+        return
+    assert got == pytest.approx(want, rel=1e-12, abs=0.0)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the infinite partials on the way)
+@pytest.mark.parametrize("route", sorted(NESTED))
+def test_mixed_partial_at_a_moving_zero_base_is_still_refused(route):
+    """d2/dx dy of x ** y at (0, 0.5) is infinite: refused where the base moves."""
+    f = lambda x: capstan.D(lambda y: x ** y, 0.5)  # noqa: E731  (d/dy, then moved in x)
+    with pytest.raises(capstan.NoRuleError):
+        if route in ("D(D)", "D(gradient)"):
+            capstan.D(f, 0.0)
+        elif route == "hessian":
+            capstan.hessian(lambda v: v[0] ** v[1], np.array([0.0, 0.5]))
+        else:
+            capstan.gradient(f, 0.0)

@@ -18,7 +18,7 @@ from overdub import Tagged
 from overdub.tagging import value_of
 
 from ..losses import count_nonzero_c as _count_nonzero
-from .operator_rules import _abs_jvp, _abs_vjp, held, zero_base_exponent
+from .operator_rules import _abs_jvp, _abs_vjp, held, infinite_mixed, zero_base_exponent
 from ..nesting import varies
 from .kink_rules import all_zero, at_kink, at_zero, tie, tied
 from .registry import (FOLDS, JVP, defderiv, defkink, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
@@ -146,8 +146,8 @@ def _pow_base(ans, a, b, **kw):
 
 
 def _pow_exponent(ans, a, b, **kw):
-    zero_base_exponent(a, b)
-    return ans * np.log(np.where(a == 0, 1.0, a)) * (a != 0)
+    mixed = zero_base_exponent(a, b)
+    return infinite_mixed(ans * np.log(np.where(a == 0, 1.0, a)) * (a != 0), mixed, a)
 
 
 def _pick_first(ans, a, b, **kw):  # maximum/minimum: ties share the derivative
