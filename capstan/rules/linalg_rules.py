@@ -11,6 +11,7 @@ from .numpy_rules import _axes, _conj, _expand, _lead, _nz, _shifted, defvjp
 from ..losses import NoRuleError
 from ..nesting import varies
 from .kink_rules import at_kink
+from .operator_rules import held
 from .registry import defimpl, defjvp, unbroadcast
 
 _la = np.linalg
@@ -150,7 +151,7 @@ def _scaled(x, axes):
     """``x`` divided by its largest magnitude over ``axes`` (1 where that is 0, infinite or
     NaN): the norms' slopes are formed from it, because the plain sums of squares or powers
     underflow below 1e-154 and overflow past 1e154 (a slope of 1e-300 or 0 for ``|t|``)."""
-    m = np.max(np.abs(x), axis=axes, keepdims=True)
+    m = np.max(np.abs(held(x)), axis=axes, keepdims=True)
     m = np.where((m > 0) & (m < np.inf), m, 1.0)
     if np.iscomplexobj(x):  # (NumPy's complex division of a subnormal by a subnormal is NaN)
         return np.real(x) / m + 1j * (np.imag(x) / m)

@@ -3,7 +3,8 @@ import cmath
 import math
 
 from ..nesting import varies
-from .operator_rules import infinite_slope, log, mod_divisor, one, sign, zero_base_exponent, zero_power_slope
+from .operator_rules import (infinite_mixed, infinite_slope, log, mod_divisor, one, sign, zero_base_exponent,
+                             zero_power_slope)
 from .kink_rules import all_zero, at_zero
 from .registry import defderiv, defkink, defimpl, defjvp, defvjp, nondifferentiable
 
@@ -86,8 +87,7 @@ def _pow_exponent(ans, a, b):
     if a > 0:
         return ans * math.log(a)
     if a == 0:
-        zero_base_exponent(a, b)
-        return 0.0
+        return infinite_mixed(0.0, zero_base_exponent(a, b), a)
     return math.nan
 
 

@@ -18,7 +18,7 @@ from overdub import Tagged
 from overdub.tagging import value_of
 
 from ..losses import count_nonzero_c as _count_nonzero
-from .operator_rules import _abs_jvp, _abs_vjp, zero_base_exponent
+from .operator_rules import _abs_jvp, _abs_vjp, held, infinite_mixed, zero_base_exponent
 from ..nesting import varies
 from .kink_rules import all_zero, at_kink, at_zero, tie, tied
 from .registry import (FOLDS, JVP, defderiv, defkink, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
@@ -146,8 +146,8 @@ def _pow_base(ans, a, b, **kw):
 
 
 def _pow_exponent(ans, a, b, **kw):
-    zero_base_exponent(a, b)
-    return ans * np.log(np.where(a == 0, 1.0, a)) * (a != 0)
+    mixed = zero_base_exponent(a, b)
+    return infinite_mixed(ans * np.log(np.where(a == 0, 1.0, a)) * (a != 0), mixed, a)
 
 
 def _pick_first(ans, a, b, **kw):  # maximum/minimum: ties share the derivative
@@ -232,7 +232,7 @@ def _hypot_slope(a, b):
     """``a / hypot(a, b)`` from ``a`` and ``b`` scaled by the larger magnitude: the result
     ``hypot(a, b)`` is subnormal, or rounded to one of them, for tiny operands (a slope of 2
     for ``hypot(t, t)`` at 5e-324)."""
-    m = np.maximum(np.abs(a), np.abs(b))
+    m = np.maximum(np.abs(held(a)), np.abs(held(b)))
     m = np.where((m > 0) & (m < np.inf), m, 1.0)
     return (a / m) / _nz(np.hypot(a / m, b / m))
 
@@ -302,7 +302,8 @@ def _inverse_conj(z):
     """The real and imaginary parts of ``1 / conj(z)`` (``z / |z|^2``; 0 at 0), from ``z``
     scaled by its larger part: ``|z|^2`` underflows below 1e-154 (a slope of 0 for
     ``angle(z)`` at ``z = 1e-200j``) and overflows past 1e154."""
-    m = np.maximum(np.abs(np.real(z)), np.abs(np.imag(z)))
+    zc = held(z)
+    m = np.maximum(np.abs(np.real(zc)), np.abs(np.imag(zc)))
     m = np.where((m > 0) & (m < np.inf), m, 1.0)
     x, y = np.real(z) / m, np.imag(z) / m
     r2 = _nz(x * x + y * y)

@@ -12,7 +12,7 @@ import numpy as np
 from ..losses import NoRuleError
 from ..nesting import nestlevel, varies
 
-from .kink_rules import at_kink
+from .kink_rules import at_kink, kink
 from .registry import FOLDS, defderiv, defjvp, defvjp, nondifferentiable, unbroadcast
 
 
@@ -86,33 +86,42 @@ FOLDS[pow_base] = _fold_pow_base
 
 def pow_exponent(ans, base, exp, mod=None):
     if type(base) is np.ndarray or type(exp) is np.ndarray:
-        zero_base_exponent(base, exp)
-        return ans * np.log(np.where(base == 0, 1.0, base))
+        mixed = zero_base_exponent(base, exp)
+        return infinite_mixed(ans * np.log(np.where(base == 0, 1.0, base)), mixed, base)
     if base != 0:
         return ans * log(base)
-    zero_base_exponent(base, exp)
-    return 0.0 * ans
+    return infinite_mixed(0.0 * ans, zero_base_exponent(base, exp), base)
 
 
 def zero_base_exponent(base, exp):
     """Refuse the slope of ``base ** exp`` in ``exp`` at ``base = 0`` where it does not
-    exist: at ``exp = 0`` the power jumps (``0 ** 0 = 1``, ``0 ** e = 0`` for ``e > 0``);
-    and for ``0 < exp <= 1``, with ``base`` differentiated by an enclosing run (a
-    Hessian), the mixed partial ``base ** (exp - 1) * (1 + exp * log(base))`` is
-    infinite there -- the slope 0 given otherwise made it 0 one way and 1 the other
-    (refused inside any enclosing differentiation, as ``infinite_slope`` is).
-    (``exp > 1``: slope 0 with mixed partial 0, as computed.)"""
+    exist: at ``exp = 0`` the power jumps (``0 ** 0 = 1``, ``0 ** e = 0`` for ``e > 0``).
+    Inside an enclosing differentiation, return the mask where ``0 < exp <= 1`` at
+    ``base = 0`` (else None): there the slope 0 holds, but its derivative in ``base``, the
+    mixed partial ``base ** (exp - 1) * (1 + exp * log(base))``, is infinite (the slope 0
+    made it 0 one way and 1 the other); :func:`infinite_mixed` marks it.  (``exp > 1``:
+    slope 0 with mixed partial 0, as computed.)"""
     zero = np.asarray(base == 0)
     if not zero.any():
-        return
+        return None
     e = np.asarray(exp)
-    mask = zero & (e == 0)
-    if nestlevel() > 1 or varies(base) or varies(exp):  # (routed, type() cannot tell them)
-        mask = mask | (zero & (e > 0) & (e <= 1))
-    if mask.any():
+    if (zero & (e == 0)).any():
         raise NoRuleError("capstan: a ** b has no derivative in b at a = 0 with b = 0 (the power jumps "
-                          "from 1 to 0), nor a mixed second derivative there for 0 < b <= 1 (it is "
-                          "infinite); differentiate at a point with a != 0, or keep b constant there")
+                          "from 1 to 0); differentiate at a point with a != 0, or keep b constant there")
+    if nestlevel() > 1 or varies(base) or varies(exp):  # (routed, type() cannot tell them)
+        mixed = zero & (e > 0) & (e <= 1)
+        if mixed.any():
+            return mixed
+    return None
+
+
+def infinite_mixed(slope, mask, base):
+    """``slope`` (of ``base ** exp`` in ``exp``), whose derivative in ``base`` is undefined
+    (NaN, so refused) where ``mask`` holds and an enclosing differentiation moves ``base``;
+    moving ``exp`` alone keeps it: ``d2/db2 0.0 ** b`` is 0, as ``hessian`` gives it."""
+    if mask is None:
+        return slope
+    return kink(slope, mask, base)
 
 
 def mod_divisor(ans, a, b):
@@ -153,10 +162,22 @@ def sign(x):
     return 1.0 if x > 0 else -1.0 if x < 0 else 0.0 if x == 0 else math.nan
 
 
+def held(x):
+    """``x`` held constant in every enclosing differentiation (``capstan.stop_gradient``),
+    for the scale factors of the overflow-safe rules below: they divide by the largest
+    magnitude and the quotient does not depend on it, so it must not be differentiated
+    either -- its ``max`` has a kink at a tie (``|x| == |y|``, ``z = 1 + 1j``) that made
+    third derivatives of ``np.hypot``, ``abs``, ``angle`` and the norms NaN there."""
+    from ..markers import stop_gradient
+
+    return stop_gradient(x)
+
+
 def complex_unit(z):
     """``z / |z|`` (0 at 0) from ``z`` scaled by its larger part: ``|z|`` is subnormal and
     rounded for tiny ``z``, where ``z / |z|`` came out 1 ulp off or infinite."""
-    m = np.maximum(np.abs(np.real(z)), np.abs(np.imag(z)))
+    zc = held(z)
+    m = np.maximum(np.abs(np.real(zc)), np.abs(np.imag(zc)))
     m = np.where((m > 0) & (m < np.inf), m, 1.0)
     u = np.real(z) / m + 1j * (np.imag(z) / m)  # (not z / m: NumPy's complex division of a
     # subnormal by a subnormal is NaN)
