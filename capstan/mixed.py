@@ -840,10 +840,8 @@ def _vectorize_call(ctx, vec, /, *args, **kwargs):
     if not ctx._differentiated(args, kwargs):
         return recurse(ctx, np.vectorize.__call__, vec, *args, **kwargs)
     name = "np.vectorize(%s)" % _name(vec.pyfunc)
-    if vec.signature is not None:
-        raise NoRuleError("capstan: %s with signature= has no derivative rule for differentiated "
-                          "arguments (a generalized ufunc); write the kernel over arrays, or use "
-                          "a scalar kernel without signature=" % name)
+    if vec.signature is not None:  # (a generalized ufunc: NumPy's own loop, routed)
+        return recurse(ctx, np.vectorize.__call__, vec, *args, **kwargs)
     otype = None
     if vec.otypes:
         kinds = {np.dtype(t).kind for t in vec.otypes}
