@@ -1328,7 +1328,7 @@ def _numpy_function(f):
 def _list_of_matrices(f, metas):
     """Whether a list or tuple holding differentiated values (its metadata a list, from
     ``_split``) goes to a linear-algebra function, which reads it as a matrix."""
-    return (any(type(m) is list for m in metas)
+    return (any(type(m) is list for m in metas) and f not in registry.TUPLE_PARAMETERS
             and (getattr(f, "__module__", None) or "").startswith(_MATRIX_MODULES))
 
 

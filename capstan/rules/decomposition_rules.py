@@ -27,7 +27,7 @@ Conventions (docs/capstan-scipy.md has the table):
 import numpy as np
 
 from .linalg_rules import _check_symmetric_values, _h, _singular_values
-from .registry import defimpl, defjvp, defvjp
+from .registry import defimpl, defjvp, defvjp, only_first_argument
 
 la = np.linalg
 try:
@@ -1030,6 +1030,8 @@ def _register_scipy():
     defjvp(sl.logm, lambda ts, ans, a, *args, **kw: _logm_frechet(a, ts[0], *args, **kw))
     defvjp(sl.logm, lambda g, ans, a, *args, **kw: (_real_like(_logm_frechet_adjoint(a, g, *args, **kw), a),)
            + (None,) * len(args))
+    only_first_argument(sl.sqrtm)  # (disp=, blocksize=: flags, never differentiated)
+    only_first_argument(sl.logm)
 
 
 def _real_like(g, a):

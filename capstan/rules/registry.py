@@ -208,6 +208,9 @@ def nondifferentiable(*fs: Callable[..., Any]) -> None:
             _changed(key)
 
 
+#: linear-algebra functions whose tuple arguments are tuples (``solve_toeplitz((c, r), b)``),
+#: not matrices written as nested sequences
+TUPLE_PARAMETERS: set[Any] = set()
 PLAIN_VALUED: set[Any] = set()  # functions declared by plain_valued (sparsity detection reads it)
 
 

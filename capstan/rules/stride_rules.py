@@ -18,7 +18,7 @@ from overdub import Tagged, overdub
 from overdub.tagging import context_of
 
 from ..adcontext import ATTRIBUTES as _ATTRIBUTES
-from .registry import defimpl, plain_valued
+from .registry import TUPLE_PARAMETERS, defimpl, plain_valued
 
 try:
     from scipy import linalg as _scipy_linalg
@@ -104,8 +104,10 @@ def _toeplitz(c, r=None):
     """``T[..., i, j] = c[..., i - j]`` below the diagonal, ``r[..., j - i]`` above."""
     c = np.atleast_1d(c)
     r = np.conjugate(c) if r is None else np.atleast_1d(r)
-    vals = np.concatenate((c[..., ::-1], r[..., 1:]), axis=-1)
+    batch = np.broadcast_shapes(np.shape(c)[:-1], np.shape(r)[:-1])  # (SciPy's batch dimensions)
     n, m = np.shape(c)[-1], np.shape(r)[-1]
+    c, r = np.broadcast_to(c, batch + (n,)), np.broadcast_to(r, batch + (m,))
+    vals = np.concatenate((c[..., ::-1], r[..., 1:]), axis=-1)
     return vals[..., (n - 1) - np.arange(n)[:, None] + np.arange(m)[None, :]]
 
 
@@ -126,8 +128,24 @@ def _circulant(c):
     return c[..., (np.arange(n)[:, None] - np.arange(n)[None, :]) % n]
 
 
+def _solve_toeplitz(c_or_cr, b, check_finite=True):
+    """``scipy.linalg.solve_toeplitz``: SciPy's own solution ``x`` (Levinson recursion), with
+    the derivative of ``T x = b``, ``dx = T^-1 (db - dT x)``, added as a term whose value is
+    exactly 0 (so that ``x`` keeps SciPy's value to the last bit)."""
+    from ..markers import stop_gradient
+
+    c, r = c_or_cr if isinstance(c_or_cr, tuple) else (c_or_cr, None)
+    plain = stop_gradient((c, r, b))
+    x = _scipy_linalg.solve_toeplitz(tuple(plain[:2]) if r is not None else plain[0], plain[2], check_finite)
+    t = _toeplitz(c, r)
+    step = np.linalg.solve(t, b - t @ x)
+    return x + (step - stop_gradient(step))
+
+
 if _scipy_linalg is not None:
     defimpl(_scipy_linalg.toeplitz, _toeplitz)
+    defimpl(_scipy_linalg.solve_toeplitz, _solve_toeplitz)
+    TUPLE_PARAMETERS.add(_scipy_linalg.solve_toeplitz)
     defimpl(_scipy_linalg.hankel, _hankel)
     defimpl(_scipy_linalg.circulant, _circulant)
 
