@@ -27,7 +27,7 @@ from . import semantics, tagging
 from .tagging import Tagged
 from .lifetimes import machinery_type
 
-_module_dict = ModuleType.__dict__["__dict__"].__get__  # (a module subclass may redefine __dict__)
+_module_dict = vars(ModuleType)["__dict__"].__get__  # (a module subclass may redefine __dict__)
 
 __all__ = ["is_structural"]
 
