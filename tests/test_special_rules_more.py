@@ -1,6 +1,6 @@
 """The scipy.special entries for the Kelvin, scaled Airy, integrated Bessel and Struve,
 modified Fresnel, parabolic cylinder, Jacobi elliptic, scaled Hankel and Wright
-functions, ellipkm1, elliprc, the rescaled orthogonal polynomials and the Poisson
+functions, ellipkm1, Carlson's integrals, the rescaled orthogonal polynomials and the Poisson
 inverses: forward against finite differences, reverse against forward, second order
 (Hessian against differences of gradients), some partials against mpmath, and the
 refused arguments."""
@@ -52,6 +52,11 @@ CASES = [
     Case(sc.ellipkm1, P(3)), Case(sc.ellipkm1, np.array([0.1, 0.9995, 1.0])),
     Case(sc.elliprc, X, X + P(3)), Case(sc.elliprc, X + P(3), X), Case(sc.elliprc, X, X + 0.01),
     Case(sc.elliprc, X, -P(3)),
+    Case(sc.elliprf, X, X + 1, P(3)), Case(sc.elliprf, 1.3, 1.3, 1.3, hessian=False),
+    Case(sc.elliprd, X, X + 1, P(3)), Case(sc.elliprd, X, X, P(3), hessian=False),
+    Case(sc.elliprg, X, X + 1, P(3)),
+    Case(sc.elliprg, 1.3, 1.3, 1.3, hessian=False), Case(sc.elliprg, X, 0.0, P(3), diff=[0, 2]),
+    Case(sc.elliprj, X, X + 1, P(3), P(3) + 2), Case(sc.elliprj, X, X + 1, P(3), -P(3)),
     Case(sc.ellipj, 3 * P(3), P(3)),
     Case(sc.ellipj, np.array([-0.9, 5.2, 2.0]), np.array([0.0005, 0.3, 0.95]), hessian=False),
     Case(sc.ellipj, np.array([-0.9, 5.2, 2.0]), np.array([0.01, 0.3, 0.95])),
@@ -130,6 +135,10 @@ REFUSED = [  # (function of the differentiated value, function name, argument na
     # (x < 0: SciPy's values are not the integral)
     (lambda x: np.real(sc.modfresnelp(x - 2.0)[0]), "modfresnelp", "x"),
     (lambda x: np.real(sc.airye(x + 1j)[0]), "airye", "z"),
+    (lambda x: sc.elliprd(x, 0.7, 1.25), "elliprd", "x"),  # (z == x: the quotient cancels)
+    (lambda p: sc.elliprj(0.3, 0.7, 1.25, p), "elliprj", "p"),
+    (lambda y: sc.elliprg(0.3, y - 1.25, 0.8), "elliprg", "y"),  # (at 0: two terms cancel)
+    (lambda x: capstan.D(lambda t: sc.elliprf(t, 0.7, 1.25), x), "elliprd", "z"),  # (second order)
 ]
 
 

@@ -994,6 +994,78 @@ def _elliprc_partial(ans, x, y, which):
     return np.where(near, series / (x * np.sqrt(x)), closed)
 
 
+def _apart(f, name, pairs):
+    """Refuses ``f``'s partial in ``name`` where two of its arguments (``pairs``: tuples of
+    values) agree to about 6 digits: its difference quotient cancels there."""
+    for u, v in pairs:
+        if np.any(np.abs(u - v) <= 1e-6 * np.maximum(np.abs(u), np.abs(v))):
+            return refused(f, name, "where two of its arguments agree to 6 digits or are equal: "
+                                    "the rule's difference quotient cancels there")
+    return None
+
+
+def _times(v, d):
+    """``v * d``, 0 where ``v == 0`` (where ``d``, the slope at a zero argument, is infinite)."""
+    return np.where(v == 0, 0.0, v * d)
+
+
+def _elliprd_partial(which):
+    """``R_D(x, y, z)``: in x ``(R_D - R_D(y, z, x)) / (2(z - x))`` (partial fractions in
+    ``R_D = 3/2 int (t + x)^(-1/2) (t + y)^(-1/2) (t + z)^(-3/2) dt``), y alike, z by
+    homogeneity ``x dx + y dy + z dz = -3/2 R_D``; refused where z agrees with x (y)."""
+    def partial(ans, x, y, z, **kw):
+        names = ("x", "y", "z")
+        bad = _apart(sc.elliprd, names[which], [(x, z)] * (which != 1) + [(y, z)] * (which != 0))
+        if bad is not None:
+            return bad(ans)
+        dx = (ans - sc.elliprd(y, z, x)) / (2.0 * (z - x)) if which != 1 else None
+        dy = (ans - sc.elliprd(z, x, y)) / (2.0 * (z - y)) if which != 0 else None
+        if which == 0:
+            return dx
+        if which == 1:
+            return dy
+        return (-1.5 * ans - _times(x, dx) - _times(y, dy)) / z
+    return partial
+
+
+def _elliprj_partial(which):
+    """``R_J(x, y, z, p)``: in x ``(R_J - R_D(y, z, x)) / (2(p - x))`` (partial fractions), y and
+    z alike, p by homogeneity (degree -3/2); refused where p agrees with x, y or z."""
+    def partial(ans, x, y, z, p, **kw):
+        names = ("x", "y", "z", "p")
+        args = (x, y, z)
+        pairs = [(args[which], p)] if which < 3 else [(a, p) for a in args]
+        bad = _apart(sc.elliprj, names[which], pairs)
+        if bad is not None:
+            return bad(ans)
+        others = ((y, z, x), (z, x, y), (x, y, z))
+        d = [(ans - sc.elliprd(*others[i])) / (2.0 * (p - args[i])) if which in (i, 3) else None
+             for i in range(3)]
+        if which < 3:
+            return d[which]
+        return (-1.5 * ans - _times(x, d[0]) - _times(y, d[1]) - _times(z, d[2])) / p
+    return partial
+
+
+def _elliprg_partial(which):
+    """``R_G`` in its argument ``which``: from ``2 R_G = z R_F - (x - z)(y - z) R_D / 3 + sqrt(xy/z)``
+    (DLMF 19.21.10, the larger of the other two arguments as z), with ``dR_F/dx = -R_D(y, z, x)/6``
+    and ``R_D``'s partial in x written out (its quotient by ``z - x`` cancels):
+    ``2 dR_G/dx = -(y - z) R_D(x, y, z)/6 - y R_D(y, z, x)/6 + sqrt(y/(xz))/2``.  Refused where
+    the argument is within 1e-10 of 0 relative to the others (the last two terms cancel)."""
+    def partial(ans, *args, **kw):
+        x = args[which]
+        u, v = [a for i, a in enumerate(args) if i != which]
+        swap = np.abs(u) > np.abs(v)
+        y, z = np.where(swap, v, u), np.where(swap, u, v)
+        if np.any(np.abs(x) <= 1e-10 * np.maximum(np.abs(y), np.abs(z))):
+            return refused(sc.elliprg, "xyz"[which], "where it is 0 or within 1e-10 of 0 relative to the "
+                                                      "others: the rule's terms cancel there")(ans)
+        return 0.5 * (-(y - z) * sc.elliprd(x, y, z) / 6.0 - y * sc.elliprd(y, z, x) / 6.0
+                      + 0.5 * np.sqrt(y / (x * z)))
+    return partial
+
+
 def _register_more(ai, bi):
     """The Kelvin, scaled Airy, integrated Bessel and Struve, modified Fresnel, parabolic
     cylinder, Jacobi elliptic, scaled Hankel and Wright functions (``ai``, ``bi``: the Airy
@@ -1087,6 +1159,14 @@ def _register_more(ai, bi):
         -(sc.ellipe(1.0 - p) - p * ans) / (2.0 * p * _nz(1.0 - p))))
     defderiv(sc.elliprc, lambda ans, x, y, **kw: _elliprc_partial(ans, x, y, 0),
              lambda ans, x, y, **kw: _elliprc_partial(ans, x, y, 1))
+    # Carlson's symmetric integrals: R_F's partials are R_D's (-R_D(y, z, x)/6...), R_D's, R_J's
+    # and R_G's in _elliprd_partial, _elliprj_partial, _elliprg_partial
+    defderiv(sc.elliprf, lambda ans, x, y, z, **kw: -sc.elliprd(y, z, x) / 6.0,
+             lambda ans, x, y, z, **kw: -sc.elliprd(z, x, y) / 6.0,
+             lambda ans, x, y, z, **kw: -sc.elliprd(x, y, z) / 6.0)
+    defderiv(sc.elliprd, *[_elliprd_partial(i) for i in range(3)])
+    defderiv(sc.elliprj, *[_elliprj_partial(i) for i in range(4)])
+    defderiv(sc.elliprg, *[_elliprg_partial(i) for i in range(3)])
     # Jacobi's sn, cn, dn and the amplitude ph = am(u|m) (F(ph|m) = u): in u the classical
     # rules; in m through d ph/dm = -dn dF/dm(ph, m) (the implicit function theorem)
     sn, cn, dn, ph = _split("ellipj", sc.ellipj, range(4))
