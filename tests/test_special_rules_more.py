@@ -1,7 +1,7 @@
 """The scipy.special entries for the Kelvin, scaled Airy, integrated Bessel and Struve,
 modified Fresnel, parabolic cylinder, Jacobi elliptic, scaled Hankel and Wright
-functions, ellipkm1, Carlson's integrals, the rescaled orthogonal polynomials and the Poisson
-inverses: forward against finite differences, reverse against forward, second order
+functions, ellipkm1, Carlson's integrals, the Legendre functions with diff_n, the
+rescaled orthogonal polynomials and the Poisson inverses: forward against finite differences, reverse against forward, second order
 (Hessian against differences of gradients), some partials against mpmath, and the
 refused arguments."""
 import numpy as np
@@ -72,6 +72,14 @@ CASES = [
     Case(sc.log_wright_bessel, np.array([0.5, 1.5, 0.0]), np.array([1.2, 0.3, 1.0]), X, diff=[2]),
     Case(sc.besselpoly, X, np.array([1.0, 0.5, 2.0]), np.array([1.0, 2.5, 0.0]), diff=[0]),
     Case(sc.radian, 30 * P(3), 60 * P(3), 60 * P(3)),
+    # Legendre functions with their derivatives (diff_n)
+    Case(sc.legendre_p, 3, P(3) - 0.5, diff=[1]),
+    Case(sc.legendre_p, 4, P(3), diff=[1], diff_n=1, hessian=False),
+    Case(sc.legendre_p_all, 3, P(3) - 0.5, diff=[1]),
+    Case(sc.assoc_legendre_p, 3, 1, P(3) - 0.5, diff=[2], norm=True),
+    Case(sc.assoc_legendre_p_all, 3, 2, P(3) - 0.5, diff=[2]),
+    Case(sc.sph_legendre_p, 3, 1, X, diff=[2]),
+    Case(sc.sph_legendre_p_all, 2, 2, X, diff=[2], diff_n=1, hessian=False),
     # rescaled orthogonal polynomials (degree plain)
     Case(sc.eval_chebyc, np.array([0, 3, 2.5]), 2 * P(3) - 1, diff=[1]),
     Case(sc.eval_chebys, np.array([1, 4, -1.5]), 2 * P(3) - 1, diff=[1]),
@@ -139,6 +147,8 @@ REFUSED = [  # (function of the differentiated value, function name, argument na
     (lambda p: sc.elliprj(0.3, 0.7, 1.25, p), "elliprj", "p"),
     (lambda y: sc.elliprg(0.3, y - 1.25, 0.8), "elliprg", "y"),  # (at 0: two terms cancel)
     (lambda x: capstan.D(lambda t: sc.elliprf(t, 0.7, 1.25), x), "elliprd", "z"),  # (second order)
+    # (a third derivative: SciPy's diff_n goes to 2)
+    (lambda x: capstan.D(lambda t: sc.legendre_p(3, t, diff_n=2)[2], x - 1.0), "legendre_p", "z"),
 ]
 
 

@@ -1066,6 +1066,26 @@ def _elliprg_partial(which):
     return partial
 
 
+def _derivative_stack(f, names):
+    """``f(*integers, x, diff_n=d, **options)`` (SciPy's Legendre functions): the stack of
+    the derivatives 0..d in ``x``, each a primitive whose slope is the next one (SciPy
+    computes them up to d = 2: a third derivative is refused); the integer degrees and
+    orders are refused."""
+    def one(*args, k=0, **options):
+        return f(*args, diff_n=k, **options)[k]
+    one.__name__ = one.__qualname__ = f.__name__ + "_derivative"
+
+    def slope(ans, *args, k=0, **options):
+        if k >= 2:
+            return refused(f, names[-1], "a third derivative: SciPy's diff_n goes to 2")(ans)
+        return one(*args, k=k + 1, **options)
+    defderiv(one, *[refused(f, n, "an integer") for n in names[:-1]], slope)
+
+    def stack(*args, diff_n=0, **options):
+        return np.stack([one(*args, k=k, **options) for k in range(diff_n + 1)])
+    defimpl(f, stack)
+
+
 def _register_more(ai, bi):
     """The Kelvin, scaled Airy, integrated Bessel and Struve, modified Fresnel, parabolic
     cylinder, Jacobi elliptic, scaled Hankel and Wright functions (``ai``, ``bi``: the Airy
@@ -1198,6 +1218,12 @@ def _register_more(ai, bi):
     defderiv(sc.besselpoly, lambda ans, a, lmb, nu, **kw:
              sc.besselpoly(a, lmb + 1.0, nu - 1.0) - sc.besselpoly(a, lmb + 1.0, nu + 1.0),
              _parameter(sc.besselpoly, "lmb"), _order(sc.besselpoly, "nu"))
+    # Legendre functions with their derivatives (diff_n), SciPy >= 1.15
+    for name, names in (("legendre_p", ("n", "z")), ("legendre_p_all", ("n", "z")),
+                        ("assoc_legendre_p", ("n", "m", "z")), ("assoc_legendre_p_all", ("n", "m", "z")),
+                        ("sph_legendre_p", ("n", "m", "theta")), ("sph_legendre_p_all", ("n", "m", "theta"))):
+        if hasattr(sc, name):
+            _derivative_stack(getattr(sc, name), names)
     # radian(d, m, s) = (d + m/60 + s/3600) pi/180: linear
     defderiv(sc.radian, lambda ans, d, m, s, **kw: _DEG + 0.0 * ans,
              lambda ans, d, m, s, **kw: _DEG / 60.0 + 0.0 * ans,
