@@ -80,6 +80,8 @@ CASES = [
     Case(sc.assoc_legendre_p_all, 3, 2, P(3) - 0.5, diff=[2]),
     Case(sc.sph_legendre_p, 3, 1, X, diff=[2]),
     Case(sc.sph_legendre_p_all, 2, 2, X, diff=[2], diff_n=1, hessian=False),
+    Case(sc.lqn, 3, P(3) - 0.5, diff=[1]), Case(sc.lqmn, 2, 3, P(3) - 0.5, diff=[2]),
+    Case(sc.lqmn, 2, 3, P(3) + 1.2, diff=[2]),
     # rescaled orthogonal polynomials (degree plain)
     Case(sc.eval_chebyc, np.array([0, 3, 2.5]), 2 * P(3) - 1, diff=[1]),
     Case(sc.eval_chebys, np.array([1, 4, -1.5]), 2 * P(3) - 1, diff=[1]),

@@ -1086,6 +1086,32 @@ def _derivative_stack(f, names):
     defimpl(f, stack)
 
 
+def _legendre_q(f, names):
+    """SciPy's legacy ``lqn(n, z)`` and ``lqmn(m, n, z)``: the values of every degree (and
+    order) up to ``n`` (``m``) and their derivatives; the derivatives' slopes from the
+    Legendre equation ``(1 - z^2) w'' = 2 z w' - (k(k + 1) - j^2/(1 - z^2)) w`` (degree k,
+    order j, DLMF 14.2.2)."""
+    def value(*args):
+        return f(*args)[0]
+
+    def slope(*args):
+        return f(*args)[1]
+    value.__name__ = value.__qualname__ = f.__name__ + "_values"
+    slope.__name__ = slope.__qualname__ = f.__name__ + "_derivatives"
+
+    def second(ans, *args):
+        z = args[-1]
+        trailing = (1,) * np.ndim(z)
+        k = np.arange(args[-2] + 1.0).reshape((-1,) + trailing)
+        j2 = 0.0 if len(args) == 2 else np.arange(args[0] + 1.0).reshape((-1, 1) + trailing) ** 2
+        w = 1.0 - z * z
+        return (2.0 * z * ans - (k * (k + 1.0) - j2 / w) * value(*args)) / w
+    integers = [refused(f, n, "an integer") for n in names[:-1]]
+    defderiv(value, *integers, lambda ans, *args: slope(*args))
+    defderiv(slope, *integers, second)
+    defimpl(f, lambda *args: (value(*args), slope(*args)))
+
+
 def _register_more(ai, bi):
     """The Kelvin, scaled Airy, integrated Bessel and Struve, modified Fresnel, parabolic
     cylinder, Jacobi elliptic, scaled Hankel and Wright functions (``ai``, ``bi``: the Airy
@@ -1224,6 +1250,8 @@ def _register_more(ai, bi):
                         ("sph_legendre_p", ("n", "m", "theta")), ("sph_legendre_p_all", ("n", "m", "theta"))):
         if hasattr(sc, name):
             _derivative_stack(getattr(sc, name), names)
+    _legendre_q(sc.lqn, ("n", "z"))
+    _legendre_q(sc.lqmn, ("m", "n", "z"))
     # radian(d, m, s) = (d + m/60 + s/3600) pi/180: linear
     defderiv(sc.radian, lambda ans, d, m, s, **kw: _DEG + 0.0 * ans,
              lambda ans, d, m, s, **kw: _DEG / 60.0 + 0.0 * ans,
