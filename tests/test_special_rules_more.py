@@ -1,9 +1,9 @@
 """The scipy.special entries for the Kelvin, scaled Airy, integrated Bessel and Struve,
 modified Fresnel, parabolic cylinder, Jacobi elliptic, scaled Hankel and Wright
-functions, ellipkm1, Carlson's integrals, the Legendre functions with diff_n, the
-rescaled orthogonal polynomials and the Poisson inverses: forward against finite differences, reverse against forward, second order
-(Hessian against differences of gradients), some partials against mpmath, and the
-refused arguments."""
+functions, ellipkm1, Carlson's integrals, the Legendre functions and spherical harmonics
+with diff_n, the rescaled orthogonal polynomials and the Poisson inverses: forward
+against finite differences, reverse against forward, second order (Hessian against
+differences of gradients), some partials against mpmath, and the refused arguments."""
 import numpy as np
 import pytest
 
@@ -80,6 +80,10 @@ CASES = [
     Case(sc.assoc_legendre_p_all, 3, 2, P(3) - 0.5, diff=[2]),
     Case(sc.sph_legendre_p, 3, 1, X, diff=[2]),
     Case(sc.sph_legendre_p_all, 2, 2, X, diff=[2], diff_n=1, hessian=False),
+    Case(sc.sph_harm_y, 3, np.array([1, -2, 0]), X, 2 * P(3), diff=[2, 3]),
+    Case(imag_parts(sc.sph_harm_y), 3, np.array([1, -2, 0]), X, 2 * P(3), diff=[2, 3]),
+    Case(sc.sph_harm_y_all, 2, 1, X, 2 * P(3), diff=[2, 3]),
+    Case(sc.sph_harm_y, 3, 1, X, 2 * P(3), diff=[2, 3], diff_n=1, hessian=False),
     Case(sc.lqn, 3, P(3) - 0.5, diff=[1]), Case(sc.lqmn, 2, 3, P(3) - 0.5, diff=[2]),
     Case(sc.lqmn, 2, 3, P(3) + 1.2, diff=[2]),
     # rescaled orthogonal polynomials (degree plain)

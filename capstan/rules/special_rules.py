@@ -1112,6 +1112,35 @@ def _legendre_q(f, names):
     defimpl(f, lambda *args: (value(*args), slope(*args)))
 
 
+def _sph_harm(all_orders):
+    """``sph_harm_y(n, m, theta, phi, diff_n=d)`` (``_all``: every degree to n and order
+    0, 1, ..., m, -m, ..., -1), as SciPy defines it: ``sph_legendre_p(n, m, theta) e^(i m phi)``,
+    with its gradient and Hessian in (theta, phi) stacked on the last axes for d = 1, 2
+    (differentiable through ``sph_legendre_p``'s entries)."""
+    legendre = sc.sph_legendre_p_all if all_orders else sc.sph_legendre_p
+
+    def sph_harm_y(n, m, theta, phi, *, diff_n=0):
+        p = legendre(n, m, theta, diff_n=diff_n)
+        if all_orders:
+            j = np.arange(2 * m + 1)
+            trailing = (1,) * max(np.ndim(theta), np.ndim(phi))
+            orders = np.where(j <= m, j, j - (2 * m + 1)).reshape((-1,) + trailing)
+        else:
+            orders = m
+        e = np.exp(1j * orders * phi)
+        y = p[0] * e
+        if diff_n == 0:
+            return y
+        im = 1j * orders
+        gradient = np.stack([p[1] * e, im * y], axis=-1)
+        if diff_n == 1:
+            return y, gradient
+        cross = im * p[1] * e
+        return y, gradient, np.stack([np.stack([p[2] * e, cross], axis=-1),
+                                      np.stack([cross, -orders * orders * y], axis=-1)], axis=-2)
+    return sph_harm_y
+
+
 def _register_more(ai, bi):
     """The Kelvin, scaled Airy, integrated Bessel and Struve, modified Fresnel, parabolic
     cylinder, Jacobi elliptic, scaled Hankel and Wright functions (``ai``, ``bi``: the Airy
@@ -1250,6 +1279,9 @@ def _register_more(ai, bi):
                         ("sph_legendre_p", ("n", "m", "theta")), ("sph_legendre_p_all", ("n", "m", "theta"))):
         if hasattr(sc, name):
             _derivative_stack(getattr(sc, name), names)
+    for name, all_orders in (("sph_harm_y", False), ("sph_harm_y_all", True)):
+        if hasattr(sc, name) and hasattr(sc, "sph_legendre_p_all"):
+            defimpl(getattr(sc, name), _sph_harm(all_orders))
     _legendre_q(sc.lqn, ("n", "z"))
     _legendre_q(sc.lqmn, ("m", "n", "z"))
     # radian(d, m, s) = (d + m/60 + s/3600) pi/180: linear
