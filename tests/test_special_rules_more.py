@@ -1,16 +1,17 @@
 """The scipy.special entries for the Kelvin, scaled Airy, integrated Bessel and Struve,
 modified Fresnel, parabolic cylinder, Jacobi elliptic, scaled Hankel and Wright
 functions, ellipkm1, Carlson's integrals, the Legendre functions and spherical harmonics
-with diff_n, the rescaled orthogonal polynomials and the Poisson inverses: forward
-against finite differences, reverse against forward, second order (Hessian against
-differences of gradients), some partials against mpmath, and the refused arguments."""
+with diff_n, Mathieu and spheroidal functions in x, the rescaled orthogonal polynomials
+and the Poisson inverses: forward against finite differences, reverse against forward,
+second order (Hessian against differences of gradients), some partials against mpmath,
+and the refused arguments."""
 import numpy as np
 import pytest
 
 sc = pytest.importorskip("scipy.special")
 
 import capstan  # noqa: E402
-from rule_checks import Case, P, check_forward, check_reverse, check_second_order, reseed  # noqa: E402
+from rule_checks import Case, P, R, check_forward, check_reverse, check_second_order, reseed  # noqa: E402
 
 reseed("special more")
 
@@ -86,6 +87,9 @@ CASES = [
     Case(sc.sph_harm_y, 3, 1, X, 2 * P(3), diff=[2, 3], diff_n=1, hessian=False),
     Case(sc.lqn, 3, P(3) - 0.5, diff=[1]), Case(sc.lqmn, 2, 3, P(3) - 0.5, diff=[2]),
     Case(sc.lqmn, 2, 3, P(3) + 1.2, diff=[2]),
+    # Mathieu functions in x (the angular ones in degrees)
+    Case(sc.mathieu_cem, 2, 1.3, 90 * R(3), diff=[2]),
+    Case(sc.mathieu_sem, np.array([1, 2, 3]), 0.4, 90 * R(3), diff=[2]),
     # rescaled orthogonal polynomials (degree plain)
     Case(sc.eval_chebyc, np.array([0, 3, 2.5]), 2 * P(3) - 1, diff=[1]),
     Case(sc.eval_chebys, np.array([1, 4, -1.5]), 2 * P(3) - 1, diff=[1]),
@@ -155,6 +159,9 @@ REFUSED = [  # (function of the differentiated value, function name, argument na
     (lambda x: capstan.D(lambda t: sc.elliprf(t, 0.7, 1.25), x), "elliprd", "z"),  # (second order)
     # (a third derivative: SciPy's diff_n goes to 2)
     (lambda x: capstan.D(lambda t: sc.legendre_p(3, t, diff_n=2)[2], x - 1.0), "legendre_p", "z"),
+    (lambda q: sc.mathieu_cem(2, q, 30.0)[0], "mathieu_cem", "q"),
+    (lambda q: sc.mathieu_a(2, q), "mathieu_a", "q"),
+    (lambda c: sc.pro_ang1(1, 3, c, 0.3)[0], "pro_ang1", "c"), (lambda c: sc.obl_cv(1, 3, c), "obl_cv", "c"),
 ]
 
 
@@ -163,3 +170,34 @@ def test_refused_arguments_raise(f, name, arg):
     for mode in (lambda: capstan.D(f, 1.25), lambda: capstan.gradient(f, 1.25)):
         with pytest.raises(capstan.NoRuleError, match=r"scipy\.special\.%s .*argument %s\b" % (name, arg)):
             mode()
+
+
+# (m, q, x) or (m, n, c[, cv], x): SciPy's radial Mathieu and spheroidal functions keep about
+# 8 digits, so differences with a wide step, Richardson-extrapolated, against first and second
+# derivatives
+_CV = {"pro": sc.pro_cv(1, 3, 1.5), "obl": sc.obl_cv(1, 3, 1.5)}
+WIDE = [(f, args) for f in (sc.mathieu_modcem1, sc.mathieu_modcem2, sc.mathieu_modsem1, sc.mathieu_modsem2)
+        for args in ((2, 1.3, 0.3), (1, 0.4, 1.1), (3, 5.0, 0.7))] + [
+    (sc.pro_ang1, (1, 3, 1.5, 0.3)), (sc.pro_ang1, (2, 3, 0.7, -0.6)), (sc.obl_ang1, (1, 3, 1.5, 0.3)),
+    (sc.pro_rad1, (1, 3, 1.5, 1.3)), (sc.obl_rad1, (1, 3, 1.5, 0.8)),
+    (sc.pro_ang1_cv, (1, 3, 1.5, _CV["pro"], -0.4)), (sc.obl_rad1_cv, (1, 3, 1.5, _CV["obl"], 1.3))]
+
+
+@pytest.mark.parametrize("f,args", WIDE, ids=[f.__name__ + repr(a) for f, a in WIDE])
+def test_functions_with_their_derivative_wide_steps(f, args):
+    def rich(g, x, h=1e-2):
+        d = [(g(x + s) - g(x - s)) / (2 * s) for s in (h, h / 2, h / 4)]
+        r1, r2 = (4 * d[1] - d[0]) / 3, (4 * d[2] - d[1]) / 3
+        return (16 * r2 - r1) / 15
+    x = args[-1]
+
+    def y(t):
+        return f(*args[:-1], t)[0]
+
+    def yp(t):
+        return f(*args[:-1], t)[1]
+    assert capstan.D(y, x) == pytest.approx(yp(x), rel=1e-12)
+    assert capstan.D(yp, x) == pytest.approx(rich(yp, x), rel=1e-5)
+    assert capstan.gradient(yp, x)[0] == pytest.approx(rich(yp, x), rel=1e-5)
+    second = capstan.D(lambda t: capstan.D(yp, t), x)
+    assert second == pytest.approx(rich(lambda t: capstan.D(yp, t), x), rel=1e-5)
