@@ -259,12 +259,30 @@ RULE_CASES = [
     Case(distribution_rules.von_mises_cdf if hasattr(distribution_rules, "von_mises_cdf") else
          __import__("scipy.stats._stats", fromlist=["von_mises_cdf"]).von_mises_cdf, 1.5, XR, diff=[1]),
 ]
+RULE_CASES += [  # (inverses in a parameter: the implicit function theorem)
+    Case(sc.chdtriv, Q, XP + 1), Case(sc.stdtridf, np.array([0.7, 0.85, 0.95]), np.array([0.8, 1.5, 2.5])),
+    Case(sc.gdtrix, 0.7, 2.5, Q), Case(sc.gdtria, Q, 2.5, XP), Case(sc.gdtrib, 0.7, Q, XP + 1),
+    Case(sc.btdtria, Q, 2.5, X01), Case(sc.btdtrib, 1.7, Q, X01),
+    Case(sc.fdtridfd, np.array([3.0, 5.0, 4.0]), np.array([0.6, 0.3, 0.45]), np.array([1.2, 0.7, 1.0])),
+    Case(sc.bdtrik, np.array([0.45, 0.6, 0.8]), 8.0, X01), Case(sc.bdtrin, np.array([3.0, 2.5, 1.0]), Q, X01),
+    Case(sc.bdtri, np.array([1, 3, 5]), 8, Q, diff=[2]),
+    Case(sc.nbdtrik, np.array([0.6, 0.7, 0.8]), 4.0, X01),
+    Case(sc.nbdtrin, np.array([3.0, 2.5, 1.0]), Q, X01),
+    Case(sc.nbdtri, np.array([1, 3, 5]), 4, Q, diff=[2]),
+    Case(sc.nrdtrimn, Q, 1.5, XR), Case(sc.nrdtrisd, 0.3, np.array([0.6, 0.75, 0.9]), XP + 0.5),
+    Case(sc.chndtrinc, XP + 2, 3.5, np.array([0.2, 0.3, 0.4]), diff=[0, 2]),
+    # (SciPy's answer solves ncfdtr = p to about 1e-6 only: its differences follow that error)
+    Case(sc.ncfdtrinc, 3.0, 7.0, 0.5 * Q, XP + 1, diff=[2, 3], rtol=1e-3),
+]
+FIRST_ORDER_ONLY.add(sc.ncfdtrinc)
+# (the inverses in a parameter whose forward derivative has no closed form: refused, each argument)
+REFUSED_INVERSES = [sc.chndtridf, sc.ncfdtridfd, sc.ncfdtridfn, sc.nctdtridf, sc.nctdtrinc]
 if hasattr(sc, "betaincc"):
     RULE_CASES += [Case(sc.betaincc, 2.5, 1.7, X01, diff=[2]), Case(sc.betainccinv, 2.5, 1.7, Q, diff=[2])]
 
 
 def test_every_entry_of_the_table_is_checked():
-    checked = {c.f for c in RULE_CASES}
+    checked = {c.f for c in RULE_CASES} | set(REFUSED_INVERSES)
     methods = distribution_rules.METHODS  # (every distribution's logpdf and pdf: the loops above)
     assert all(f in checked for f in distribution_rules.FUNCTIONS
                if f is not getattr(scu, "_beta_isf", 0) and f not in methods)
@@ -398,3 +416,17 @@ def test_gaussian_kde_in_points_data_weights_and_bandwidth():
     one = lambda x: stats.gaussian_kde(data[0])(x)[0]  # noqa: E731
     ref, err = _difference(lambda x: capstan.D(one, x), 0.4)
     assert capstan.hessian(one, 0.4) == pytest.approx(ref, rel=1e-7, abs=10 * err)
+
+
+@pytest.mark.parametrize("f", REFUSED_INVERSES, ids=lambda f: f.__name__)
+def test_inverses_in_parameters_without_derivatives_are_refused(f):
+    args = {sc.chndtridf: (3.0, 0.4, 1.2), sc.ncfdtridfd: (3.0, 0.4, 1.5, 2.0),
+            sc.ncfdtridfn: (0.4, 7.0, 1.5, 2.0),
+            sc.nctdtridf: (0.4, 0.7, 0.5), sc.nctdtrinc: (5.0, 0.4, 0.5)}[f]
+    for i in range(len(args)):
+        def g(x, i=i):
+            a = list(args)
+            a[i] = x
+            return f(*a)
+        with pytest.raises(capstan.NoRuleError, match=r"scipy\.special\.%s .*argument" % f.__name__):
+            capstan.D(g, args[i])

@@ -43,6 +43,22 @@ def _rule(f, *partials):
         FUNCTIONS.append(f)
 
 
+def _inverse(f, names, *partials):
+    """``_rule(f, *partials)`` for an inverse in a parameter that is at least 0 (a count, a
+    shape, degrees of freedom): where SciPy's answer is 0, the end of its search, no
+    parameter reaches the probability asked for (SciPy returns that end, a constant) and
+    every partial is refused."""
+    def wrap(name, partial):
+        def checked(ans, *args, **kw):
+            if np.any(ans == 0):
+                return refused(f, name, "where SciPy's answer is 0, the end of its search: no value "
+                                        "of the parameter reaches the probability asked for")(ans)
+            return partial(ans, *args, **kw)
+        checked.__name__ = getattr(partial, "__name__", "partial")
+        return checked
+    _rule(f, *[wrap(n, p) for n, p in zip(names, partials)])
+
+
 # ----------------------------------------------------------------------------- densities
 def beta_density(x, a, b):
     """The beta density ``x^(a-1) (1-x)^(b-1) / B(a, b)``."""
@@ -279,6 +295,71 @@ def _register():
     _rule(sc.gdtrc, lambda ans, a, b, x, **kw: -x * gamma_density(b, a * x),
           lambda ans, a, b, x, **kw: -gammainc_a(b, a * x), lambda ans, a, b, x, **kw: -a * gamma_density(b, a * x))
 
+    # ----------------------------------------------------------------- inverses in a parameter
+    # (the implicit function theorem on the forward function F(x, θ) = p: dθ/dp = 1/(∂F/∂θ),
+    # dθ/dx = -(∂F/∂x)/(∂F/∂θ); where ∂F/∂θ has no closed form, every argument is refused)
+    _inverse(sc.chdtriv, ("p", "x"), lambda ans, p, x, **kw: 2.0 / gammainc_a(0.5 * ans, 0.5 * x),
+          lambda ans, p, x, **kw: -gamma_density(0.5 * ans, 0.5 * x) / gammainc_a(0.5 * ans, 0.5 * x))
+    _inverse(sc.stdtridf, ("p", "t"), lambda ans, p, t, **kw: 1.0 / _stdtr_df(ans, t),
+          lambda ans, p, t, **kw: -t_density(t, ans) / _stdtr_df(ans, t))
+    # gdtr(a, b, x) = gammainc(b, a x): its inverses in x (gdtrix), the rate a (gdtria), the shape b
+    _rule(sc.gdtrix, lambda ans, a, b, p, **kw: -ans / a,
+          lambda ans, a, b, p, **kw: -gammainc_a(b, a * ans) / (a * gamma_density(b, a * ans)),
+          lambda ans, a, b, p, **kw: 1.0 / (a * gamma_density(b, a * ans)))
+    _inverse(sc.gdtria, ("p", "b", "x"), lambda ans, p, b, x, **kw: 1.0 / (x * gamma_density(b, ans * x)),
+          lambda ans, p, b, x, **kw: -gammainc_a(b, ans * x) / (x * gamma_density(b, ans * x)),
+          lambda ans, p, b, x, **kw: -ans / x)
+    _inverse(sc.gdtrib, ("a", "p", "x"),
+             lambda ans, a, p, x, **kw: -x * gamma_density(ans, a * x) / gammainc_a(ans, a * x),
+          lambda ans, a, p, x, **kw: 1.0 / gammainc_a(ans, a * x),
+          lambda ans, a, p, x, **kw: -a * gamma_density(ans, a * x) / gammainc_a(ans, a * x))
+    # betainc(a, b, x) = p in a (btdtria) and b (btdtrib)
+    _inverse(sc.btdtria, ("p", "b", "x"), lambda ans, p, b, x, **kw: 1.0 / betainc_a(ans, b, x),
+          lambda ans, p, b, x, **kw: -betainc_b(ans, b, x) / betainc_a(ans, b, x),
+          lambda ans, p, b, x, **kw: -beta_density(x, ans, b) / betainc_a(ans, b, x))
+    _inverse(sc.btdtrib, ("a", "p", "x"),
+             lambda ans, a, p, x, **kw: -betainc_a(a, ans, x) / betainc_b(a, ans, x),
+          lambda ans, a, p, x, **kw: 1.0 / betainc_b(a, ans, x),
+          lambda ans, a, p, x, **kw: -beta_density(x, a, ans) / betainc_b(a, ans, x))
+    # fdtr in dfd
+    _inverse(sc.fdtridfd, ("dfn", "p", "x"),
+             lambda ans, dfn, p, x, **kw: -_fdtr_dfn(dfn, ans, x) / _fdtr_dfd(dfn, ans, x),
+          lambda ans, dfn, p, x, **kw: 1.0 / _fdtr_dfd(dfn, ans, x),
+          lambda ans, dfn, p, x, **kw: -f_density(dfn, ans, x) / _fdtr_dfd(dfn, ans, x))
+    # binomial F = betainc(n - k, k + 1, 1 - p), negative binomial F = betainc(n, k + 1, p), with a
+    # continuous k in the inverses bdtrik, nbdtrik (SciPy's cdflib solves these); in p (bdtri,
+    # nbdtri) k is a step
+    def binom_k(k, n, p):  # ∂F/∂k
+        return betainc_b(n - k, k + 1.0, 1.0 - p) - betainc_a(n - k, k + 1.0, 1.0 - p)
+
+    _inverse(sc.bdtrik, ("y", "n", "p"), lambda ans, y, n, p, **kw: 1.0 / binom_k(ans, n, p),
+          lambda ans, y, n, p, **kw: -betainc_a(n - ans, ans + 1.0, 1.0 - p) / binom_k(ans, n, p),
+          lambda ans, y, n, p, **kw: beta_density(1.0 - p, n - ans, ans + 1.0) / binom_k(ans, n, p))
+    _inverse(sc.bdtrin, ("k", "y", "p"),
+             lambda ans, k, y, p, **kw: -binom_k(k, ans, p) / betainc_a(ans - k, k + 1.0, 1.0 - p),
+          lambda ans, k, y, p, **kw: 1.0 / betainc_a(ans - k, k + 1.0, 1.0 - p),
+          lambda ans, k, y, p, **kw:
+          beta_density(1.0 - p, ans - k, k + 1.0) / betainc_a(ans - k, k + 1.0, 1.0 - p))
+    steps = "a step function of the count: floor(k)"
+    integer = "an integer count: SciPy truncates it"
+    _rule(sc.bdtri, refused(sc.bdtri, "k", steps), refused(sc.bdtri, "n", integer),
+          lambda ans, k, n, y, **kw: 1.0 / _binom_p(k, np.trunc(n), ans))
+    _inverse(sc.nbdtrik, ("y", "n", "p"), lambda ans, y, n, p, **kw: 1.0 / betainc_b(n, ans + 1.0, p),
+          lambda ans, y, n, p, **kw: -betainc_a(n, ans + 1.0, p) / betainc_b(n, ans + 1.0, p),
+          lambda ans, y, n, p, **kw: -beta_density(p, n, ans + 1.0) / betainc_b(n, ans + 1.0, p))
+    _inverse(sc.nbdtrin, ("k", "y", "p"),
+             lambda ans, k, y, p, **kw: -betainc_b(ans, k + 1.0, p) / betainc_a(ans, k + 1.0, p),
+          lambda ans, k, y, p, **kw: 1.0 / betainc_a(ans, k + 1.0, p),
+          lambda ans, k, y, p, **kw: -beta_density(p, ans, k + 1.0) / betainc_a(ans, k + 1.0, p))
+    _rule(sc.nbdtri, refused(sc.nbdtri, "k", steps), refused(sc.nbdtri, "n", integer),
+          lambda ans, k, n, y, **kw: 1.0 / _nbinom_p(k, np.trunc(n), ans))
+    # normal: nrdtrimn(p, std, x) = x - std ndtri(p), nrdtrisd(mn, p, x) = (x - mn) / ndtri(p)
+    _rule(sc.nrdtrimn, lambda ans, p, std, x, **kw: -std * _SQRT_2PI * np.exp(0.5 * ((x - ans) / std) ** 2),
+          lambda ans, p, std, x, **kw: -(x - ans) / std, lambda ans, p, std, x, **kw: 1.0 + 0.0 * ans)
+    _rule(sc.nrdtrisd, lambda ans, mn, p, x, **kw: -ans / (x - mn),
+          lambda ans, mn, p, x, **kw: -ans * ans / (x - mn) * _SQRT_2PI * np.exp(0.5 * ((x - mn) / ans) ** 2),
+          lambda ans, mn, p, x, **kw: ans / (x - mn))
+
     # ----------------------------------------------------------------- binomial, negative binomial (k a step)
     # binomial: F(k; n, p) = betainc(n - k, k + 1, 1 - p) for 0 <= k < n (k = floor(k));
     # negative binomial: F(k; n, p) = betainc(n, k + 1, p)
@@ -326,6 +407,22 @@ def _register():
     _rule(scu._ncf_isf, lambda ans, q, dfn, dfd, nc, **kw: -1.0 / scu._ncf_pdf(ans, dfn, dfd, nc),
           _parameter(scu._ncf_isf, "dfn"), _parameter(scu._ncf_isf, "dfd"),
           lambda ans, q, dfn, dfd, nc, **kw: -ncf_nc(1.0 - q, dfn, dfd, nc, ans) / scu._ncf_pdf(ans, dfn, dfd, nc))
+    # (the inverses in a parameter whose forward derivative has none: every argument refused)
+    for f, names in ((sc.chndtridf, ("x", "p", "nc")), (sc.ncfdtridfd, ("dfn", "p", "nc", "f")),
+                     (sc.ncfdtridfn, ("p", "dfd", "nc", "f")), (sc.nctdtridf, ("p", "nc", "t")),
+                     (sc.nctdtrinc, ("df", "p", "t"))):
+        _rule(f, *[refused(f, n, "it inverts a distribution function in a parameter whose derivative has "
+                              "no closed form in SciPy's functions") for n in names])
+    # chndtrinc(x, df, p): the inverse in nc
+    _inverse(sc.chndtrinc, ("x", "df", "p"), lambda ans, x, df, p, **kw: -ncx2_density(x, df, ans) / (
+        0.5 * (sc.chndtr(x, df + 2.0, ans) - p)), _parameter(sc.chndtrinc, "df"),
+          lambda ans, x, df, p, **kw: 1.0 / (0.5 * (sc.chndtr(x, df + 2.0, ans) - p)))
+    # ncfdtrinc(dfn, dfd, p, f): the inverse in nc
+    _inverse(sc.ncfdtrinc, ("dfn", "dfd", "p", "f"),
+             _parameter(sc.ncfdtrinc, "dfn"), _parameter(sc.ncfdtrinc, "dfd"),
+          lambda ans, dfn, dfd, p, f, **kw: 1.0 / ncf_nc(sc.ncfdtr(dfn, dfd, ans, f), dfn, dfd, ans, f),
+          lambda ans, dfn, dfd, p, f, **kw: -scu._ncf_pdf(f, dfn, dfd, ans) / ncf_nc(
+              sc.ncfdtr(dfn, dfd, ans, f), dfn, dfd, ans, f))
     _rule(sc.nctdtr, _parameter(sc.nctdtr, "df"), _parameter(sc.nctdtr, "nc"),
           lambda ans, df, nc, t, **kw: scu._nct_pdf(t, df, nc))
     _rule(sc.nctdtrit, _parameter(sc.nctdtrit, "df"), _parameter(sc.nctdtrit, "nc"),

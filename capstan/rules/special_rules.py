@@ -95,7 +95,7 @@ def _tuple_of(prims, args, kw):
     if kw:
         raise TypeError("capstan: scipy.special.%s(..., %s) has no derivative rule"
                         % (prims[0].__name__.rsplit("_", 1)[0], ", ".join(kw)))
-    return tuple(p(*args) for p in prims)
+    return tuple([p(*args) for p in prims])  # (not a generator: a refusal inside it is the rule's own)
 
 
 def _register():
@@ -257,6 +257,20 @@ def _register():
     steps = "a step function of the count: floor(k)"
     defderiv(sc.pdtr, refused(sc.pdtr, "k", steps), lambda ans, k, m, **kw: -poisson_pmf(k, m))
     defderiv(sc.pdtrc, refused(sc.pdtrc, "k", steps), lambda ans, k, m, **kw: poisson_pmf(k, m))
+    # (its inverse in m: the inverse-function rule; pdtrik, the inverse in a continuous k of
+    # gammaincc(k + 1, m) = p, with the shape's tail log-moment)
+    defderiv(sc.pdtri, refused(sc.pdtri, "k", steps), lambda ans, k, y, **kw: -1.0 / poisson_pmf(k, ans))
+    def pdtrik_partial(name, partial):  # (where k = 0, the end of SciPy's search: no k reaches p)
+        def checked(ans, p, m, **kw):
+            if np.any(ans == 0):
+                return refused(sc.pdtrik, name, "where SciPy's answer is 0, the end of its search: "
+                                                "no k reaches the probability asked for")(ans)
+            return partial(ans, p, m)
+        return checked
+
+    defderiv(sc.pdtrik, pdtrik_partial("p", lambda ans, p, m: -1.0 / gammainc_a(ans + 1.0, m)),
+             pdtrik_partial("m", lambda ans, p, m:
+                            -gammainc_x(None, ans + 1.0, m) / gammainc_a(ans + 1.0, m)))
 
     def spherical(f, sign):
         """``f(n, z, derivative=False)``: the first derivative is SciPy's own
@@ -385,15 +399,44 @@ def _register():
              _parameter(sc.eval_gegenbauer, "alpha"), degree(sc.eval_gegenbauer,
              lambda ans, n, a, x, **kw: np.where(n == 0, 0.0, 2 * a * sc.eval_gegenbauer(lower(n), a + 1, x))))
     # P_v(x) = F(-v, v+1; 1; (1-x)/2), T_v = F(-v, v; 1/2; .), U_v = (v+1) F(-v, v+2; 3/2; .)
-    defderiv(sc.eval_legendre, _parameter(sc.eval_legendre, "n"), degree(sc.eval_legendre, lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(lower(n), 1.0, 1.0, x)),
-             lambda v, x: 0.5 * v * (v + 1) * sc.hyp2f1(1 - v, v + 2, 2.0, 0.5 * (1 - x))))
-    defderiv(sc.eval_chebyt, _parameter(sc.eval_chebyt, "n"), degree(sc.eval_chebyt, lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, n * sc.eval_gegenbauer(lower(n), 1.0, x)),  # n U_{n-1}
-             lambda v, x: v * v * sc.hyp2f1(1 - v, 1 + v, 1.5, 0.5 * (1 - x))))
-    defderiv(sc.eval_chebyu, _parameter(sc.eval_chebyu, "n"), degree(sc.eval_chebyu, lambda ans, n, x, **kw:
-             np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(lower(n), 2.0, x)),
-             lambda v, x: v * (v + 1) * (v + 2) / 3.0 * sc.hyp2f1(1 - v, v + 3, 2.5, 0.5 * (1 - x))))
+    def legendre_d(n, x):
+        return np.where(n == 0, 0.0, 0.5 * (n + 1) * sc.eval_jacobi(lower(n), 1.0, 1.0, x))
+
+    def legendre_general(v, x):
+        return 0.5 * v * (v + 1) * sc.hyp2f1(1 - v, v + 2, 2.0, 0.5 * (1 - x))
+
+    def chebyt_d(n, x):
+        return np.where(n == 0, 0.0, n * sc.eval_gegenbauer(lower(n), 1.0, x))  # n U_{n-1}
+
+    def chebyt_general(v, x):
+        return v * v * sc.hyp2f1(1 - v, 1 + v, 1.5, 0.5 * (1 - x))
+
+    def chebyu_d(n, x):
+        return np.where(n == 0, 0.0, 2 * sc.eval_gegenbauer(lower(n), 2.0, x))
+
+    def chebyu_general(v, x):
+        return v * (v + 1) * (v + 2) / 3.0 * sc.hyp2f1(1 - v, v + 3, 2.5, 0.5 * (1 - x))
+
+    # (and the rescaled ones, f(n, x) = c g(n, s x + t): C_n(x) = 2 T_n(x/2), S_n(x) = U_n(x/2),
+    # the shifted T_n(2x - 1), U_n(2x - 1), P_n(2x - 1))
+    for f, d, general, c, s, t in (
+            (sc.eval_legendre, legendre_d, legendre_general, 1.0, 1.0, 0.0),
+            (sc.eval_chebyt, chebyt_d, chebyt_general, 1.0, 1.0, 0.0),
+            (sc.eval_chebyu, chebyu_d, chebyu_general, 1.0, 1.0, 0.0),
+            (sc.eval_chebyc, chebyt_d, chebyt_general, 2.0, 0.5, 0.0),
+            (sc.eval_chebys, chebyu_d, chebyu_general, 1.0, 0.5, 0.0),
+            (sc.eval_sh_chebyt, chebyt_d, chebyt_general, 1.0, 2.0, -1.0),
+            (sc.eval_sh_chebyu, chebyu_d, chebyu_general, 1.0, 2.0, -1.0),
+            (sc.eval_sh_legendre, legendre_d, legendre_general, 1.0, 2.0, -1.0)):
+        defderiv(f, _parameter(f, "n"), degree(
+            f, lambda ans, n, x, _d=d, _cs=c * s, _s=s, _t=t, **kw: _cs * _d(n, _s * x + _t),
+            lambda v, x, _g=general, _cs=c * s, _s=s, _t=t: _cs * _g(v, _s * x + _t)))
+    # G_n^(p,q)(x) = P_n^(p-q, q-1)(2x - 1) / binom(2n + p - 1, n)
+    defderiv(sc.eval_sh_jacobi, _parameter(sc.eval_sh_jacobi, "n"), _parameter(sc.eval_sh_jacobi, "p"),
+             _parameter(sc.eval_sh_jacobi, "q"),
+             degree(sc.eval_sh_jacobi, lambda ans, n, p, q, x, **kw: np.where(
+                 n == 0, 0.0, (n + p) * sc.eval_jacobi(lower(n), p - q + 1.0, q, 2.0 * x - 1.0)
+                 / sc.binom(2.0 * n + p - 1.0, n))))
     defderiv(sc.eval_hermite, _parameter(sc.eval_hermite, "n"), lambda ans, n, x, **kw:
              2 * n * sc.eval_hermite(lower(n), x))
     defderiv(sc.eval_hermitenorm, _parameter(sc.eval_hermitenorm, "n"), lambda ans, n, x, **kw:
@@ -453,6 +496,7 @@ def _register():
     defimpl(sc.factorial, factorial)
     defimpl(sc.comb, comb)
     defimpl(sc.perm, perm)
+    _register_more(ai, bi)
 
 
 def gammainc_a(a, x):
@@ -880,6 +924,423 @@ def perm(N, k, exact=False):
     ok = (k <= N) & (N >= 0) & (k >= 0)
     out = np.where(ok, sc.poch(N - k + 1, k), 0.0)
     return out[()] if np.ndim(out) == 0 else out
+
+
+# ----------------------------------------------------------------------------- more functions
+def _poly(x, coefficients):
+    """``sum_k coefficients[k] x^k`` (for the series that replace a closed form near a
+    point where it is 0/0 or cancels: a polynomial, so every derivative there is right)."""
+    return _series(x, coefficients)
+
+
+# ber'' and bei'' about 0 (ber = sum (-1)^k (x/2)^4k / (2k)!^2, bei = sum (-1)^k (x/2)^(4k+2) / (2k+1)!^2)
+_BER2 = [0.0] * 11
+_BEI2 = [0.0] * 11
+for _k in range(1, 3):
+    _BER2[4 * _k - 2] = (-1) ** _k * 4 * _k * (4 * _k - 1) / (4.0 ** (2 * _k) * math.factorial(2 * _k) ** 2)
+for _k in range(0, 3):
+    _BEI2[4 * _k] = ((-1) ** _k * (4 * _k + 2) * (4 * _k + 1)
+                     / (4.0 ** (2 * _k + 1) * math.factorial(2 * _k + 1) ** 2))
+#: (I0(x) - 1)/x and (1 - J0(x))/x about 0: sum_(k>=1) (+-1)^(k+1) x^(2k-1) / (4^k k!^2)
+_I0M1 = [0.0] * 13
+_J0M1 = [0.0] * 13
+for _k in range(1, 7):
+    _I0M1[2 * _k - 1] = 1.0 / (4.0 ** _k * math.factorial(_k) ** 2)
+    _J0M1[2 * _k - 1] = (-1) ** (_k + 1) / (4.0 ** _k * math.factorial(_k) ** 2)
+#: H0(x)/x and L0(x)/x about 0: sum (-+1)^k x^2k / (2^(2k+1) Gamma(k + 3/2)^2)
+_H0X = [0.0] * 9
+for _k in range(0, 5):
+    _H0X[2 * _k] = (-1) ** _k / (2.0 ** (2 * _k + 1) * math.gamma(_k + 1.5) ** 2)
+
+
+def _ber2(x):
+    """``ber''(x) = -ber'(x)/x - bei(x)`` (the Kelvin equation ``x^2 w'' + x w' - i x^2 w = 0``
+    for ``w = ber + i bei``, DLMF 10.61.1); near 0 its series."""
+    small = np.abs(x) < 1e-2
+    return np.where(small, _poly(x, _BER2), -sc.berp(x) / np.where(small, 1.0, x) - sc.bei(x))
+
+
+def _bei2(x):
+    """``bei''(x) = -bei'(x)/x + ber(x)``; near 0 its series."""
+    small = np.abs(x) < 1e-2
+    return np.where(small, _poly(x, _BEI2), -sc.beip(x) / np.where(small, 1.0, x) + sc.ber(x))
+
+
+def _near_zero(x, coefficients, closed, limit=0.1):
+    """``closed(x)`` (a quotient by x), by its series where ``|x| < limit``."""
+    small = np.abs(x) < limit
+    return np.where(small, _poly(x, coefficients), closed(np.where(small, limit, x)))
+
+
+_ELLIPRC_X = [(-1) ** k / (2.0 * (2 * k + 1)) for k in range(1, 16)]
+_ELLIPRC_Y = [(-1) ** k * k / (2.0 * k + 1) for k in range(1, 16)]
+
+
+def _elliprc_partial(ans, x, y, which):
+    """``R_C(x, y)`` in x: ``(R_C - 1/sqrt x) / (2(y - x))``; in y: ``(sqrt(x)/y - R_C) / (2(y - x))``
+    (from ``x dR/dx + y dR/dy = -R/2`` and an integration by parts of
+    ``R_C = 1/2 int (t + x)^(-1/2) (t + y)^(-1) dt``).  Where ``|y/x - 1| < 0.05``,
+    where these cancel, their series in ``u = (y - x)/x``:
+    ``R_C = x^(-1/2) sum (-u)^k / (2k + 1)``."""
+    u = (y - x) / x
+    near = np.abs(u) < 0.05
+    d = np.where(near, 1.0, y - x)
+    if which == 0:
+        closed = (ans - 1.0 / np.sqrt(x)) / (2.0 * d)
+        series = _poly(u, _ELLIPRC_X)
+    else:
+        closed = (np.sqrt(x) / y - ans) / (2.0 * d)
+        series = _poly(u, _ELLIPRC_Y)
+    return np.where(near, series / (x * np.sqrt(x)), closed)
+
+
+def _apart(f, name, pairs):
+    """Refuses ``f``'s partial in ``name`` where two of its arguments (``pairs``: tuples of
+    values) agree to about 6 digits: its difference quotient cancels there."""
+    for u, v in pairs:
+        if np.any(np.abs(u - v) <= 1e-6 * np.maximum(np.abs(u), np.abs(v))):
+            return refused(f, name, "where two of its arguments agree to 6 digits or are equal: "
+                                    "the rule's difference quotient cancels there")
+    return None
+
+
+def _times(v, d):
+    """``v * d``, 0 where ``v == 0`` (where ``d``, the slope at a zero argument, is infinite)."""
+    return np.where(v == 0, 0.0, v * d)
+
+
+def _elliprd_partial(which):
+    """``R_D(x, y, z)``: in x ``(R_D - R_D(y, z, x)) / (2(z - x))`` (partial fractions in
+    ``R_D = 3/2 int (t + x)^(-1/2) (t + y)^(-1/2) (t + z)^(-3/2) dt``), y alike, z by
+    homogeneity ``x dx + y dy + z dz = -3/2 R_D``; refused where z agrees with x (y)."""
+    def partial(ans, x, y, z, **kw):
+        names = ("x", "y", "z")
+        bad = _apart(sc.elliprd, names[which], [(x, z)] * (which != 1) + [(y, z)] * (which != 0))
+        if bad is not None:
+            return bad(ans)
+        dx = (ans - sc.elliprd(y, z, x)) / (2.0 * (z - x)) if which != 1 else None
+        dy = (ans - sc.elliprd(z, x, y)) / (2.0 * (z - y)) if which != 0 else None
+        if which == 0:
+            return dx
+        if which == 1:
+            return dy
+        return (-1.5 * ans - _times(x, dx) - _times(y, dy)) / z
+    return partial
+
+
+def _elliprj_partial(which):
+    """``R_J(x, y, z, p)``: in x ``(R_J - R_D(y, z, x)) / (2(p - x))`` (partial fractions), y and
+    z alike, p by homogeneity (degree -3/2); refused where p agrees with x, y or z."""
+    def partial(ans, x, y, z, p, **kw):
+        names = ("x", "y", "z", "p")
+        args = (x, y, z)
+        pairs = [(args[which], p)] if which < 3 else [(a, p) for a in args]
+        bad = _apart(sc.elliprj, names[which], pairs)
+        if bad is not None:
+            return bad(ans)
+        others = ((y, z, x), (z, x, y), (x, y, z))
+        d = [(ans - sc.elliprd(*others[i])) / (2.0 * (p - args[i])) if which in (i, 3) else None
+             for i in range(3)]
+        if which < 3:
+            return d[which]
+        return (-1.5 * ans - _times(x, d[0]) - _times(y, d[1]) - _times(z, d[2])) / p
+    return partial
+
+
+def _elliprg_partial(which):
+    """``R_G`` in its argument ``which``: from ``2 R_G = z R_F - (x - z)(y - z) R_D / 3 + sqrt(xy/z)``
+    (DLMF 19.21.10, the larger of the other two arguments as z), with ``dR_F/dx = -R_D(y, z, x)/6``
+    and ``R_D``'s partial in x written out (its quotient by ``z - x`` cancels):
+    ``2 dR_G/dx = -(y - z) R_D(x, y, z)/6 - y R_D(y, z, x)/6 + sqrt(y/(xz))/2``.  Refused where
+    the argument is within 1e-10 of 0 relative to the others (the last two terms cancel)."""
+    def partial(ans, *args, **kw):
+        x = args[which]
+        u, v = [a for i, a in enumerate(args) if i != which]
+        swap = np.abs(u) > np.abs(v)
+        y, z = np.where(swap, v, u), np.where(swap, u, v)
+        if np.any(np.abs(x) <= 1e-10 * np.maximum(np.abs(y), np.abs(z))):
+            return refused(sc.elliprg, "xyz"[which], "where it is 0 or within 1e-10 of 0 relative to the "
+                                                      "others: the rule's terms cancel there")(ans)
+        return 0.5 * (-(y - z) * sc.elliprd(x, y, z) / 6.0 - y * sc.elliprd(y, z, x) / 6.0
+                      + 0.5 * np.sqrt(y / (x * z)))
+    return partial
+
+
+def _derivative_stack(f, names):
+    """``f(*integers, x, diff_n=d, **options)`` (SciPy's Legendre functions): the stack of
+    the derivatives 0..d in ``x``, each a primitive whose slope is the next one (SciPy
+    computes them up to d = 2: a third derivative is refused); the integer degrees and
+    orders are refused."""
+    def one(*args, k=0, **options):
+        return f(*args, diff_n=k, **options)[k]
+    one.__name__ = one.__qualname__ = f.__name__ + "_derivative"
+
+    def slope(ans, *args, k=0, **options):
+        if k >= 2:
+            return refused(f, names[-1], "a third derivative: SciPy's diff_n goes to 2")(ans)
+        return one(*args, k=k + 1, **options)
+    defderiv(one, *[refused(f, n, "an integer") for n in names[:-1]], slope)
+
+    def stack(*args, diff_n=0, **options):
+        return np.stack([one(*args, k=k, **options) for k in range(diff_n + 1)])
+    defimpl(f, stack)
+
+
+def _legendre_q(f, names):
+    """SciPy's legacy ``lqn(n, z)`` and ``lqmn(m, n, z)``: the values of every degree (and
+    order) up to ``n`` (``m``) and their derivatives; the derivatives' slopes from the
+    Legendre equation ``(1 - z^2) w'' = 2 z w' - (k(k + 1) - j^2/(1 - z^2)) w`` (degree k,
+    order j, DLMF 14.2.2)."""
+    def value(*args):
+        return f(*args)[0]
+
+    def slope(*args):
+        return f(*args)[1]
+    value.__name__ = value.__qualname__ = f.__name__ + "_values"
+    slope.__name__ = slope.__qualname__ = f.__name__ + "_derivatives"
+
+    def second(ans, *args):
+        z = args[-1]
+        trailing = (1,) * np.ndim(z)
+        k = np.arange(args[-2] + 1.0).reshape((-1,) + trailing)
+        j2 = 0.0 if len(args) == 2 else np.arange(args[0] + 1.0).reshape((-1, 1) + trailing) ** 2
+        w = 1.0 - z * z
+        return (2.0 * z * ans - (k * (k + 1.0) - j2 / w) * value(*args)) / w
+    integers = [refused(f, n, "an integer") for n in names[:-1]]
+    defderiv(value, *integers, lambda ans, *args: slope(*args))
+    defderiv(slope, *integers, second)
+    defimpl(f, lambda *args: (value(*args), slope(*args)))
+
+
+def _sph_harm(all_orders):
+    """``sph_harm_y(n, m, theta, phi, diff_n=d)`` (``_all``: every degree to n and order
+    0, 1, ..., m, -m, ..., -1), as SciPy defines it: ``sph_legendre_p(n, m, theta) e^(i m phi)``,
+    with its gradient and Hessian in (theta, phi) stacked on the last axes for d = 1, 2
+    (differentiable through ``sph_legendre_p``'s entries)."""
+    legendre = sc.sph_legendre_p_all if all_orders else sc.sph_legendre_p
+
+    def sph_harm_y(n, m, theta, phi, *, diff_n=0):
+        p = legendre(n, m, theta, diff_n=diff_n)
+        if all_orders:
+            j = np.arange(2 * m + 1)
+            trailing = (1,) * max(np.ndim(theta), np.ndim(phi))
+            orders = np.where(j <= m, j, j - (2 * m + 1)).reshape((-1,) + trailing)
+        else:
+            orders = m
+        e = np.exp(1j * orders * phi)
+        y = p[0] * e
+        if diff_n == 0:
+            return y
+        im = 1j * orders
+        gradient = np.stack([p[1] * e, im * y], axis=-1)
+        if diff_n == 1:
+            return y, gradient
+        cross = im * p[1] * e
+        return y, gradient, np.stack([np.stack([p[2] * e, cross], axis=-1),
+                                      np.stack([cross, -orders * orders * y], axis=-1)], axis=-2)
+    return sph_harm_y
+
+
+def _register_more(ai, bi):
+    """The Kelvin, scaled Airy, integrated Bessel and Struve, modified Fresnel, parabolic
+    cylinder, Jacobi elliptic, scaled Hankel and Wright functions (``ai``, ``bi``: the Airy
+    primitives of :func:`_register`)."""
+    # ----------------------------------------------------------------- Kelvin functions (DLMF 10.61)
+    defderiv(sc.ber, lambda ans, x, **kw: sc.berp(x))
+    defderiv(sc.bei, lambda ans, x, **kw: sc.beip(x))
+    defderiv(sc.ker, lambda ans, x, **kw: sc.kerp(x))
+    defderiv(sc.kei, lambda ans, x, **kw: sc.keip(x))
+    defderiv(sc.berp, lambda ans, x, **kw: _ber2(x))
+    defderiv(sc.beip, lambda ans, x, **kw: _bei2(x))
+    # (ker + i kei satisfies the same equation; singular at 0, where ker is)
+    defderiv(sc.kerp, lambda ans, x, **kw: -ans / x - sc.kei(x))
+    defderiv(sc.keip, lambda ans, x, **kw: -ans / x + sc.ker(x))
+    be, ke, bep, kep = _split("kelvin", sc.kelvin, range(4))
+    defderiv(be, lambda ans, x: bep(x))
+    defderiv(ke, lambda ans, x: kep(x))
+    defderiv(bep, lambda ans, x: _ber2(x) + 1j * _bei2(x))
+    defderiv(kep, lambda ans, x: -ans / x + 1j * ke(x))
+
+    # ----------------------------------------------------------------- scaled Airy functions, integrals
+    # eAi = Ai exp(zeta), eBi = Bi exp(-zeta), zeta = 2/3 x^(3/2) for x > 0 (0 for x < 0):
+    # zeta' = sqrt(x); the complex ones scale by |Re zeta| (not holomorphic): refused
+    def root(x):
+        pos = x > 0
+        return np.where(pos, np.sqrt(np.where(pos, x, 1.0)), 0.0)
+
+    eai, eaip, ebi, ebip = _split("airye", sc.airye, range(4))
+    defderiv(eai, _real_only(sc.airye, lambda ans, x: eaip(x) + root(x) * ans))
+    defderiv(eaip, _real_only(sc.airye, lambda ans, x: x * eai(x) + root(x) * ans))
+    defderiv(ebi, _real_only(sc.airye, lambda ans, x: ebip(x) - root(x) * ans))
+    defderiv(ebip, _real_only(sc.airye, lambda ans, x: x * ebi(x) - root(x) * ans))
+    # integrals from 0 to x: their integrands (itairy: of Ai(t), Bi(t), Ai(-t), Bi(-t))
+    apt, bpt, ant, bnt = _split("itairy", sc.itairy, range(4))
+    defderiv(apt, lambda ans, x: ai(x))
+    defderiv(bpt, lambda ans, x: bi(x))
+    defderiv(ant, lambda ans, x: ai(-x))
+    defderiv(bnt, lambda ans, x: bi(-x))
+    ii0, ik0 = _split("iti0k0", sc.iti0k0, range(2))
+    defderiv(ii0, lambda ans, x: sc.i0(x))
+    defderiv(ik0, lambda ans, x: sc.k0(x))
+    ij0, iy0 = _split("itj0y0", sc.itj0y0, range(2))
+    defderiv(ij0, lambda ans, x: sc.j0(x))
+    defderiv(iy0, lambda ans, x: sc.y0(x))
+    # int_0^x (I0(t) - 1)/t dt, int_x^inf K0(t)/t dt; int_0^x (1 - J0(t))/t dt, int_x^inf Y0(t)/t dt
+    i2i0, i2k0 = _split("it2i0k0", sc.it2i0k0, range(2))
+    defderiv(i2i0, lambda ans, x: _near_zero(x, _I0M1, lambda t: (sc.i0(t) - 1.0) / t))
+    defderiv(i2k0, lambda ans, x: -sc.k0(x) / x)
+    i2j0, i2y0 = _split("it2j0y0", sc.it2j0y0, range(2))
+    defderiv(i2j0, lambda ans, x: _near_zero(x, _J0M1, lambda t: (1.0 - sc.j0(t)) / t))
+    defderiv(i2y0, lambda ans, x: -sc.y0(x) / x)
+    defderiv(sc.itstruve0, lambda ans, x, **kw: sc.struve(0.0, x))
+    defderiv(sc.itmodstruve0, lambda ans, x, **kw: sc.modstruve(0.0, x))
+    # (int_x^inf H0(t)/t dt)
+    defderiv(sc.it2struve0, lambda ans, x, **kw: -_near_zero(x, _H0X, lambda t: sc.struve(0.0, t) / t, 1e-2))
+
+    # ----------------------------------------------------------------- modified Fresnel integrals
+    # F+(x) = int_x^inf exp(i t^2) dt, K+(x) = exp(-i(x^2 + pi/4)) F+(x) / sqrt(pi); F-, K- conjugate
+    # (for x >= 0: SciPy's values at x < 0 are not these integrals -- their imaginary parts
+    # slope the other way -- and are refused)
+    def nonnegative(f, partial):
+        def checked(ans, x):
+            if np.any(np.asarray(x) < 0):
+                return refused(f, "x", "at x < 0, where SciPy's values are not the integral's")(ans)
+            return partial(ans, x)
+        return checked
+
+    fp, kp = _split("modfresnelp", sc.modfresnelp, range(2))
+    defderiv(fp, nonnegative(sc.modfresnelp, lambda ans, x: -np.exp(1j * x * x)))
+    defderiv(kp, nonnegative(sc.modfresnelp, lambda ans, x:
+                             -2j * x * ans - np.exp(-0.25j * np.pi) / _SQRT_PI))
+    fm, km = _split("modfresnelm", sc.modfresnelm, range(2))
+    defderiv(fm, nonnegative(sc.modfresnelm, lambda ans, x: -np.exp(-1j * x * x)))
+    defderiv(km, nonnegative(sc.modfresnelm, lambda ans, x: 2j * x * ans - np.exp(0.25j * np.pi) / _SQRT_PI))
+
+    # ----------------------------------------------------------------- parabolic cylinder functions
+    # (each pair is (w, w'), w'' from the Weber equations: D_v, V_v: w'' = (x^2/4 - v - 1/2) w;
+    # W(a, x): w'' = (a - x^2/4) w, DLMF 12.2.2, 12.2.3, 12.14.1)
+    for f, name, coefficient in ((sc.pbdv, "v", lambda v, x: 0.25 * x * x - v - 0.5),
+                                 (sc.pbvv, "v", lambda v, x: 0.25 * x * x - v - 0.5),
+                                 (sc.pbwa, "a", lambda a, x: a - 0.25 * x * x)):
+        w, wp = _split(f.__name__, f, range(2))
+        defderiv(w, _order(f, name), lambda ans, v, x, _wp=wp: _wp(v, x))
+        defderiv(wp, _order(f, name), lambda ans, v, x, _w=w, _c=coefficient: _c(v, x) * _w(v, x))
+
+    # ----------------------------------------------------------------- elliptic
+    # K(1 - p): -K'(m) at m = 1 - p, with K(1 - p) = ellipkm1(p) (accurate for small p); near
+    # p = 1 (m = 0) K' by its series
+    defderiv(sc.ellipkm1, lambda ans, p, **kw: np.where(
+        np.abs(1.0 - p) < 1e-3, -_series(1.0 - p, _ELLIPK_SLOPE),
+        -(sc.ellipe(1.0 - p) - p * ans) / (2.0 * p * _nz(1.0 - p))))
+    defderiv(sc.elliprc, lambda ans, x, y, **kw: _elliprc_partial(ans, x, y, 0),
+             lambda ans, x, y, **kw: _elliprc_partial(ans, x, y, 1))
+    # Carlson's symmetric integrals: R_F's partials are R_D's (-R_D(y, z, x)/6...), R_D's, R_J's
+    # and R_G's in _elliprd_partial, _elliprj_partial, _elliprg_partial
+    defderiv(sc.elliprf, lambda ans, x, y, z, **kw: -sc.elliprd(y, z, x) / 6.0,
+             lambda ans, x, y, z, **kw: -sc.elliprd(z, x, y) / 6.0,
+             lambda ans, x, y, z, **kw: -sc.elliprd(x, y, z) / 6.0)
+    defderiv(sc.elliprd, *[_elliprd_partial(i) for i in range(3)])
+    defderiv(sc.elliprj, *[_elliprj_partial(i) for i in range(4)])
+    defderiv(sc.elliprg, *[_elliprg_partial(i) for i in range(3)])
+    # Jacobi's sn, cn, dn and the amplitude ph = am(u|m) (F(ph|m) = u): in u the classical
+    # rules; in m through d ph/dm = -dn dF/dm(ph, m) (the implicit function theorem)
+    sn, cn, dn, ph = _split("ellipj", sc.ellipj, range(4))
+
+    def ph_m(u, m):
+        return -dn(u, m) * _ellipkinc_m(u, ph(u, m), m)
+
+    defderiv(sn, lambda ans, u, m: cn(u, m) * dn(u, m), lambda ans, u, m: cn(u, m) * ph_m(u, m))
+    defderiv(cn, lambda ans, u, m: -sn(u, m) * dn(u, m), lambda ans, u, m: -sn(u, m) * ph_m(u, m))
+    defderiv(dn, lambda ans, u, m: -m * sn(u, m) * cn(u, m), lambda ans, u, m: -(
+        sn(u, m) ** 2 + 2.0 * m * sn(u, m) * cn(u, m) * ph_m(u, m)) / (2.0 * ans))
+    defderiv(ph, lambda ans, u, m: dn(u, m), lambda ans, u, m: ph_m(u, m))
+
+    # ----------------------------------------------------------------- exponentially scaled Hankel functions
+    # hankel1e = H1 exp(-iz), hankel2e = H2 exp(iz): the recurrence and the scaling's derivative
+    defderiv(sc.hankel1e, _order(sc.hankel1e), lambda ans, v, z, **kw:
+             0.5 * (sc.hankel1e(v - 1, z) - sc.hankel1e(v + 1, z)) - 1j * ans)
+    defderiv(sc.hankel2e, _order(sc.hankel2e), lambda ans, v, z, **kw:
+             0.5 * (sc.hankel2e(v - 1, z) - sc.hankel2e(v + 1, z)) + 1j * ans)
+
+    # ----------------------------------------------------------------- Wright's generalized Bessel function
+    # Phi(a, b; x) = sum x^k / (k! Gamma(a k + b)): d/dx = Phi(a, a + b; x)
+    defderiv(sc.wright_bessel, _parameter(sc.wright_bessel, "a"), _parameter(sc.wright_bessel, "b"),
+             lambda ans, a, b, x, **kw: sc.wright_bessel(a, a + b, x))
+    defderiv(sc.log_wright_bessel, _parameter(sc.log_wright_bessel, "a"),
+             _parameter(sc.log_wright_bessel, "b"),
+             lambda ans, a, b, x, **kw: np.exp(sc.log_wright_bessel(a, a + b, x) - ans))
+    # besselpoly(a, lmb, nu) = int_0^1 t^lmb J_nu(2 a t) dt: in a, by J' = (J_(nu-1) - J_(nu+1))/2
+    defderiv(sc.besselpoly, lambda ans, a, lmb, nu, **kw:
+             sc.besselpoly(a, lmb + 1.0, nu - 1.0) - sc.besselpoly(a, lmb + 1.0, nu + 1.0),
+             _parameter(sc.besselpoly, "lmb"), _order(sc.besselpoly, "nu"))
+    # Legendre functions with their derivatives (diff_n), SciPy >= 1.15
+    for name, names in (("legendre_p", ("n", "z")), ("legendre_p_all", ("n", "z")),
+                        ("assoc_legendre_p", ("n", "m", "z")), ("assoc_legendre_p_all", ("n", "m", "z")),
+                        ("sph_legendre_p", ("n", "m", "theta")), ("sph_legendre_p_all", ("n", "m", "theta"))):
+        if hasattr(sc, name):
+            _derivative_stack(getattr(sc, name), names)
+    for name, all_orders in (("sph_harm_y", False), ("sph_harm_y_all", True)):
+        if hasattr(sc, name) and hasattr(sc, "sph_legendre_p_all"):
+            defimpl(getattr(sc, name), _sph_harm(all_orders))
+    # Mathieu functions in x (each returns its derivative too): Mathieu's equation
+    # y'' = -(a - 2q cos 2x) y for ce, se (SciPy takes x in degrees: its derivative is in
+    # radians), y'' = (a - 2q cosh 2x) y for the radial ones; a the characteristic value
+    # (mathieu_a for ce, mathieu_b for se), whose derivative in q has no closed form
+    order = "an integer order"
+    characteristic = "the characteristic value's derivative in q has no closed form"
+    for f in (sc.mathieu_a, sc.mathieu_b):
+        defderiv(f, refused(f, "m", order), refused(f, "q", characteristic))
+    for f, a, angular in ((sc.mathieu_cem, sc.mathieu_a, True), (sc.mathieu_sem, sc.mathieu_b, True),
+                          (sc.mathieu_modcem1, sc.mathieu_a, False), (sc.mathieu_modcem2, sc.mathieu_a, False),
+                          (sc.mathieu_modsem1, sc.mathieu_b, False), (sc.mathieu_modsem2, sc.mathieu_b, False)):
+        y, yp = _split(f.__name__, f, range(2))
+        fixed = (refused(f, "m", order), refused(f, "q", characteristic))
+        if angular:
+            defderiv(y, *fixed, lambda ans, m, q, x, _yp=yp: _yp(m, q, x) * _DEG)
+            defderiv(yp, *fixed, lambda ans, m, q, x, _y=y, _a=a:
+                     -(_a(m, q) - 2.0 * q * np.cos(2.0 * _DEG * x)) * _y(m, q, x) * _DEG)
+        else:
+            defderiv(y, *fixed, lambda ans, m, q, x, _yp=yp: _yp(m, q, x))
+            defderiv(yp, *fixed, lambda ans, m, q, x, _y=y, _a=a:
+                     (_a(m, q) - 2.0 * q * np.cosh(2.0 * x)) * _y(m, q, x))
+    # spheroidal wave functions in x (each returns its derivative too): the spheroidal
+    # equation (1 - x^2) y'' - 2x y' + (cv -+ c^2 x^2 - m^2/(1 - x^2)) y = 0 (prolate -, oblate
+    # angular +; oblate radial: (1 + x^2) y'' + 2x y' - (cv - c^2 x^2 - m^2/(1 + x^2)) y = 0),
+    # cv the characteristic value (pro_cv, obl_cv, or given: the _cv forms).  (pro_rad2 and
+    # obl_rad2 are left without rules: SciPy's values miss that equation by up to 1% at some
+    # points -- pro_rad2(1, 3, 1.5, 1.3) -- so the slope of its derivative is not the equation's.)
+    shape = "the derivative in c (or cv) has no closed form"
+    for f in (sc.pro_cv, sc.obl_cv):
+        defderiv(f, refused(f, "m", order), refused(f, "n", order), refused(f, "c", shape))
+
+    def spheroidal_second(kind, cv, y):
+        def second(ans, *args):
+            m, c, x = args[0], args[2], args[-1]
+            lam = args[3] if len(args) == 5 else cv(m, args[1], c)
+            if kind == "obl_rad":
+                w = 1.0 + x * x
+                return (-2.0 * x * ans + (lam - c * c * x * x - m * m / w) * y(*args)) / w
+            w = 1.0 - x * x
+            cx2 = c * c * x * x * (1.0 if kind == "pro" else -1.0)
+            return (2.0 * x * ans - (lam - cx2 - m * m / w) * y(*args)) / w
+        return second
+
+    for name, kind, cv in (("pro_ang1", "pro", sc.pro_cv), ("pro_rad1", "pro", sc.pro_cv),
+                           ("obl_ang1", "obl_ang", sc.obl_cv), ("obl_rad1", "obl_rad", sc.obl_cv)):
+        for suffix in ("", "_cv"):
+            f = getattr(sc, name + suffix)
+            y, yp = _split(f.__name__, f, range(2))
+            fixed = [refused(f, "m", order), refused(f, "n", order), refused(f, "c", shape)]
+            if suffix:
+                fixed.append(refused(f, "cv", shape))
+            defderiv(y, *fixed, lambda ans, *args, _yp=yp: _yp(*args))
+            defderiv(yp, *fixed, spheroidal_second(kind, cv, y))
+    _legendre_q(sc.lqn, ("n", "z"))
+    _legendre_q(sc.lqmn, ("m", "n", "z"))
+    # radian(d, m, s) = (d + m/60 + s/3600) pi/180: linear
+    defderiv(sc.radian, lambda ans, d, m, s, **kw: _DEG + 0.0 * ans,
+             lambda ans, d, m, s, **kw: _DEG / 60.0 + 0.0 * ans,
+             lambda ans, d, m, s, **kw: _DEG / 3600.0 + 0.0 * ans)
 
 
 if sc is not None:
