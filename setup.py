@@ -30,9 +30,9 @@ class BuildNative(build_ext):
 
 setup(
     ext_modules=[
-        Extension("_overdub_native", ["native/overdub_native.c"], depends=["native/tagged.h"],
+        Extension("_overdub_native", ["native/overdub_native.c"], depends=["native/tagged.h", "native/slotcache.h"],
                   include_dirs=["native"], extra_compile_args=_FLAGS),
-        Extension("_capstan_native", ["native/capstan_native.c"], depends=["native/tagged.h"],
+        Extension("_capstan_native", ["native/capstan_native.c"], depends=["native/tagged.h", "native/slotcache.h"],
                   include_dirs=["native"], extra_compile_args=_FLAGS),
     ],
     cmdclass={"build_ext": BuildNative},

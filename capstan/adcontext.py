@@ -124,11 +124,13 @@ _FLOAT_READERS = frozenset({f for f in vars(math).values() if type(f) is types.B
 class ADContext(Context):
     """Base of the differentiation contexts (see the module docstring)."""
 
-    outside = ()  # the differentiations enclosing this one's run, innermost first (nesting.push)
+    # slots: the end of every run reads each (capstan.pool.quiet_reset), in C, at an offset
+    __slots__ = ("shadows", "losses", "texts", "decisions", "outside")
     in_rules = 0  # how deep capstan's own rule code runs here (its exact comparisons are exempt)
 
     def __init__(self, metadata=None, pass_=None):
         super().__init__(metadata, pass_)
+        self.outside = ()  # the differentiations enclosing this one's run, innermost first (nesting.push)
         self.shadows = {}  # id(plain ndarray) -> (the array, its tangent or tape node)
         self.losses = []  # refusals of this run (raised at its end even if code caught them)
         self.texts = set()  # text made from differentiated values during this run

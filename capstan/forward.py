@@ -44,6 +44,7 @@ _DOUBLE = np.dtype(np.float64)
 class ForwardCtx(ADContext):
     """Forward-mode differentiation context; ``chunk=N`` for blocks of N tangents."""
 
+    __slots__ = ("chunk",)  # (read by every D's end, in C: see ADContext.__slots__)
     mode = "forward"
 
     def __init__(self, chunk: int | None = None) -> None:

@@ -120,7 +120,9 @@ def _short(value, limit=60):
 class ReverseCtx(ADContext):
     """Reverse-mode differentiation context; ``ctx.tape`` is its list of records."""
 
-    __slots__ = ("tape",)  # (a slot: the C kernels append to it once per operation)
+    # slots: the C kernels append to the tape once per operation; the end of every run
+    # reads the others (capstan.pool.quiet_reset)
+    __slots__ = ("tape", "readers", "holders", "views", "equalities")
     mode = "reverse"
     keep_bases = False  # tapes that are replayed keep what arrays held before a write
 

@@ -25,6 +25,7 @@
 #include <structmember.h>
 
 #include "tagged.h"
+#include "slotcache.h"
 
 enum { K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_NEG, K_MATH };
 enum { M_SIN, M_COS, M_TAN, M_EXP, M_SQRT, M_TANH, M_ATAN, M_SINH, M_COSH, M_LOG1P, M_EXPM1 };
@@ -91,45 +92,6 @@ constant(PyObject *y, double *value)
     return 0;
 }
 
-/* Where ctx keeps `name` when its class declares it a slot (overdub's Context declares
-   _tagkey, capstan's ReverseCtx tape): the member descriptor found in the class, checked as
-   its __get__ checks it; NULL otherwise.  What the class says is remembered per (name,
-   class) under the class's version tag, which CPython changes whenever the class or one of
-   its bases changes (as its own attribute caches do): no reference is held. */
-typedef struct {
-    PyObject *name;        /* an interned attribute name (immortal enough: a module static) */
-    PyTypeObject *type;
-    unsigned int version;  /* type->tp_version_tag when found; 0: empty */
-    Py_ssize_t offset;     /* the slot's offset, or -1: not a slot of that class */
-} SlotCacheEntry;
-
-static SlotCacheEntry slot_cache[16];
-
-static inline PyObject **
-ctx_slot(PyObject *ctx, PyObject *name)
-{
-    PyTypeObject *tp = Py_TYPE(ctx);
-    SlotCacheEntry *e = &slot_cache[(((uintptr_t)name >> 4) ^ ((uintptr_t)tp >> 6)) & 15];
-    if (e->name == name && e->type == tp && e->version != 0 && e->version == tp->tp_version_tag) {
-        return e->offset < 0 ? NULL : (PyObject **)((char *)ctx + e->offset);
-    }
-    PyObject *descr = _PyType_Lookup(tp, name);  /* (borrowed; assigns tp a version tag) */
-    Py_ssize_t offset = -1;
-    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)
-            && (tp == PyDescr_TYPE(descr) || PyObject_TypeCheck(ctx, PyDescr_TYPE(descr)))) {
-            offset = m->offset;
-        }
-    }
-    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && tp->tp_version_tag != 0) {
-        e->name = name;
-        e->type = tp;
-        e->version = tp->tp_version_tag;
-        e->offset = offset;
-    }
-    return offset < 0 ? NULL : (PyObject **)((char *)ctx + offset);
-}
 
 /* ctx.name for a context's own instance attribute (_tagkey, tape, shadows...): read from its
    slot or its __dict__ (a new reference), else by getattr.  capstan's contexts define no
@@ -137,7 +99,7 @@ ctx_slot(PyObject *ctx, PyObject *name)
 static inline PyObject *
 ctx_attr(PyObject *ctx, PyObject *name)
 {
-    PyObject **slot = ctx_slot(ctx, name);
+    PyObject **slot = instance_slot(ctx, name);
     if (slot != NULL) {
         if (*slot != NULL) {
             return Py_NewRef(*slot);
@@ -162,7 +124,7 @@ ctx_attr(PyObject *ctx, PyObject *name)
 static inline PyObject *
 ctx_peek(PyObject *ctx, PyObject *name)
 {
-    PyObject **slot = ctx_slot(ctx, name);
+    PyObject **slot = instance_slot(ctx, name);
     if (slot != NULL) {
         return *slot;
     }
@@ -178,7 +140,7 @@ ctx_peek(PyObject *ctx, PyObject *name)
 static int
 ctx_store(PyObject *ctx, PyObject *name, PyObject *v)
 {
-    PyObject **slot = ctx_slot(ctx, name);
+    PyObject **slot = instance_slot(ctx, name);
     if (slot != NULL) {
         Py_XSETREF(*slot, Py_NewRef(v));
         return 0;
@@ -1912,7 +1874,7 @@ push_level(PyObject *ctx)
         Py_XDECREF(outside);
     }
     else {
-        PyObject *outside = PyObject_GetAttr(ctx, str_outside);
+        PyObject *outside = ctx_attr(ctx, str_outside);
         int truth = outside == NULL ? -1 : PyObject_IsTrue(outside);
         Py_XDECREF(outside);
         if (truth < 0) {
@@ -1986,13 +1948,11 @@ pop_level(void)
 static int
 quiet_reset(PyObject *ctx)
 {
-    PyObject *reset = PyObject_GetAttr((PyObject *)Py_TYPE(ctx), str_reset);
+    PyObject *reset = _PyType_Lookup(Py_TYPE(ctx), str_reset);  /* (borrowed: the class's function) */
     if (reset == NULL) {
-        PyErr_Clear();
         return 0;
     }
     PyObject *spec = pool_quiet == NULL ? NULL : PyDict_GetItemWithError(pool_quiet, reset);  /* borrowed */
-    Py_DECREF(reset);
     if (spec == NULL) {
         return PyErr_Occurred() ? -1 : 0;
     }
@@ -2044,13 +2004,8 @@ quiet_reset(PyObject *ctx)
 static int
 renew_tags(PyObject *ctx)
 {
-    PyObject *renew = PyObject_GetAttr((PyObject *)Py_TYPE(ctx), str_renew_tags);
-    if (renew == NULL) {
-        return -1;
-    }
-    int own = renew == pool_renew;
-    Py_DECREF(renew);
-    PyObject **slot = own ? ctx_slot(ctx, str_tagkey) : NULL;
+    int own = _PyType_Lookup(Py_TYPE(ctx), str_renew_tags) == pool_renew;  /* (borrowed) */
+    PyObject **slot = own ? instance_slot(ctx, str_tagkey) : NULL;
     if (slot == NULL) {
         PyObject *r = PyObject_CallMethodNoArgs(ctx, str_renew_tags);
         Py_XDECREF(r);
@@ -2213,7 +2168,7 @@ forward_run(PyObject *ctx, PyObject *f, PyObject *x)
     else {
         PyObject *sargs[3] = {x, ctx, one};
         tx = PyObject_Vectorcall(entry_seed, sargs, 3, NULL);
-        Py_SETREF(key, PyObject_GetAttr(ctx, str_tagkey));  /* (unchanged: read again all the same) */
+        Py_SETREF(key, ctx_attr(ctx, str_tagkey));  /* (unchanged: read again all the same) */
     }
     if (tx == NULL || key == NULL) {
         Py_XDECREF(tx);
@@ -2221,7 +2176,7 @@ forward_run(PyObject *ctx, PyObject *f, PyObject *x)
         return NULL;
     }
     PyObject *y = NULL;
-    PyObject *rt = PyObject_GetAttr(ctx, str_runtime);
+    PyObject *rt = ctx_attr(ctx, str_runtime);
     if (rt == NULL) {
         goto done;
     }
@@ -2240,7 +2195,7 @@ forward_run(PyObject *ctx, PyObject *f, PyObject *x)
             goto done;
         }
     }
-    PyObject *losses = PyObject_GetAttr(ctx, str_losses);
+    PyObject *losses = ctx_attr(ctx, str_losses);
     truth = losses == NULL ? -1 : PyObject_IsTrue(losses);
     Py_XDECREF(losses);
     if (truth > 0) {
@@ -2473,7 +2428,7 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
     if (push_level(ctx) < 0) {  /* with running(ctx): */
         goto done;
     }
-    PyObject *rt = PyObject_GetAttr(ctx, str_runtime);
+    PyObject *rt = ctx_attr(ctx, str_runtime);
     if (rt == NULL) {
         fail_and_pop(ctx);
         goto done;
@@ -2499,7 +2454,7 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
     if (pop_level() < 0) {
         goto done;
     }
-    PyObject *losses = PyObject_GetAttr(ctx, str_losses);
+    PyObject *losses = ctx_attr(ctx, str_losses);
     int truth = losses == NULL ? -1 : PyObject_IsTrue(losses);
     Py_XDECREF(losses);
     if (truth > 0) {
@@ -2510,12 +2465,12 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
     if (truth < 0) {
         goto done;
     }
-    key = PyObject_GetAttr(ctx, str_tagkey);
+    key = ctx_attr(ctx, str_tagkey);
     if (key == NULL) {
         goto done;
     }
     /* exact equalities that held are checked by the general steps (reverse.check_equalities) */
-    PyObject *equalities = PyObject_GetAttr(ctx, str_equalities);
+    PyObject *equalities = ctx_attr(ctx, str_equalities);
     int held = equalities == NULL ? -1 : PyObject_IsTrue(equalities);
     Py_XDECREF(equalities);
     if (held < 0) {
@@ -2529,7 +2484,7 @@ reverse_run(PyObject *ctx, PyObject *f, PyObject *x)
             c = Py_NewRef(Py_None);
         }
         else {
-            tape = PyObject_GetAttr(ctx, str_tape);
+            tape = ctx_attr(ctx, str_tape);
             if (tape == NULL) {
                 goto done;
             }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tagged.h"
+#include "slotcache.h"
 
 static PyObject *str_tagkey;  /* "_tagkey" */
 static PyObject *str_name;  /* "__name__" */
@@ -1083,14 +1084,85 @@ static PyTypeObject Setattr_Type = {
  *     meth(obj, name, *a): a module's attribute, or an instance attribute shadowing the
  *                          class's: call(getattr_(obj, name), *a); otherwise the class's
  *                          function f: the same as call(f, obj, *a), resolving f as a
- *                          lasting class attribute.
+ *                          lasting class attribute.  obj a LoadedAttribute (what methload
+ *                          gave): call(obj.value, *a).
+ *     methload(obj, name): where the arguments of a method call may run code, the look-up
+ *                          happens before them, as CPython's LOAD_ATTR/LOAD_METHOD does it:
+ *                          obj itself when meth's look-up can neither fail nor run code
+ *                          (the class's function; a name in a module's __dict__), else
+ *                          LoadedAttribute(getattr_(obj, name)).
  */
+
+/* LoadedAttribute(value): an attribute a method-call site looked up before its arguments
+   ran (methload), handed to meth in place of the object */
+typedef struct {
+    PyObject_HEAD
+    PyObject *value;
+} LoadedObject;
+
+static PyMemberDef loaded_members[] = {
+    {"value", T_OBJECT, offsetof(LoadedObject, value), READONLY, NULL},
+    {NULL}
+};
+
+static PyObject *
+loaded_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *value;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "LoadedAttribute takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O:LoadedAttribute", &value)) {
+        return NULL;
+    }
+    LoadedObject *o = (LoadedObject *)type->tp_alloc(type, 0);
+    if (o != NULL) {
+        o->value = Py_NewRef(value);
+    }
+    return (PyObject *)o;
+}
+
+static int
+loaded_traverse(LoadedObject *o, visitproc visit, void *arg)
+{
+    Py_VISIT(o->value);
+    return 0;
+}
+
+static int
+loaded_clear(LoadedObject *o)
+{
+    Py_CLEAR(o->value);
+    return 0;
+}
+
+static void
+loaded_dealloc(LoadedObject *o)
+{
+    PyObject_GC_UnTrack(o);
+    loaded_clear(o);
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static PyTypeObject Loaded_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_overdub_native.LoadedAttribute",
+    .tp_doc = "LoadedAttribute(value): a method-call site's attribute, looked up before its arguments.",
+    .tp_basicsize = sizeof(LoadedObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = loaded_new,
+    .tp_dealloc = (destructor)loaded_dealloc,
+    .tp_traverse = (traverseproc)loaded_traverse,
+    .tp_clear = (inquiry)loaded_clear,
+    .tp_members = loaded_members,
+};
 
 #define SMALL_ARGS 8
 
 typedef struct {
     PyObject_HEAD
-    int method;           /* 0: call, 1: meth */
+    int method;           /* 0: call, 1: meth, 2: methload */
     PyObject *fcache;     /* dict: callee -> what runs it; (type, name) -> (function, hasdict) */
     PyObject *resolve;
     PyObject *prehook;    /* or NULL */
@@ -1255,6 +1327,106 @@ dispatch(DispatcherObject *d, PyObject *f, PyObject *self_arg, PyObject *const *
     return r;
 }
 
+/* The class's function f for obj.name(...) when CPython's method-call shortcut applies
+   (method_of(type, name), cached in fcache under (type, name), and no instance attribute
+   of that name shadows it): 1 and *f (a new reference); 0 when it does not apply; -1 on an
+   error. */
+static int
+class_function(DispatcherObject *d, PyObject *obj, PyObject *name, PyObject **f)
+{
+    PyTypeObject *tp = Py_TYPE(obj);
+    PyObject *key = PyTuple_Pack(2, (PyObject *)tp, name);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *pair = PyDict_GetItemWithError(d->fcache, key);
+    if (pair != NULL) {
+        Py_INCREF(pair);
+    }
+    else if (!PyErr_Occurred()) {
+        PyObject *margs[2] = {(PyObject *)tp, name};
+        pair = call_machinery(d->method_of, margs, 2, NULL);
+        if (pair != NULL && PyDict_SetItem(d->fcache, key, pair) < 0) {
+            Py_CLEAR(pair);
+        }
+    }
+    Py_DECREF(key);
+    if (pair == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        Py_DECREF(pair);
+        PyErr_SetString(PyExc_SystemError, "overdub: method_of must give (function, hasdict)");
+        return -1;
+    }
+    PyObject *fn = PyTuple_GET_ITEM(pair, 0);
+    int use_class = fn != Py_None;
+    if (use_class) {
+        int hasdict = PyObject_IsTrue(PyTuple_GET_ITEM(pair, 1));
+        if (hasdict < 0) {
+            Py_DECREF(pair);
+            return -1;
+        }
+        if (hasdict) {  /* an instance attribute of that name shadows the class's */
+            PyObject *dict = PyObject_GetAttr(obj, str_dict);
+            int in = dict == NULL ? -1 : PySequence_Contains(dict, name);
+            Py_XDECREF(dict);
+            if (in < 0) {
+                Py_DECREF(pair);
+                return -1;
+            }
+            use_class = !in;
+        }
+    }
+    if (use_class) {
+        *f = Py_NewRef(fn);
+    }
+    Py_DECREF(pair);
+    return use_class;
+}
+
+/* methload(obj, name): see the comment above the dispatcher's type */
+static PyObject *
+method_load(DispatcherObject *d, PyObject *obj, PyObject *name)
+{
+    PyTypeObject *tp = Py_TYPE(obj);
+    if ((PyObject *)tp == d->module_type) {
+        PyObject *dict = PyModule_GetDict(obj);  /* (borrowed) */
+        int in = dict != NULL && PyDict_CheckExact(dict) && PyUnicode_CheckExact(name)
+            ? PyDict_Contains(dict, name) : 0;
+        if (in < 0) {
+            return NULL;
+        }
+        if (in) {
+            return Py_NewRef(obj);
+        }
+    }
+    else {
+        PyObject *f;
+        int found = class_function(d, obj, name, &f);
+        if (found < 0) {
+            return NULL;
+        }
+        if (found) {
+            Py_DECREF(f);
+            return Py_NewRef(obj);
+        }
+    }
+    PyObject *gargs[2] = {obj, name};
+    PyObject *attr = PyObject_Vectorcall(d->getattr_, gargs, 2, NULL);
+    if (attr == NULL) {
+        return NULL;
+    }
+    LoadedObject *o = PyObject_GC_New(LoadedObject, &Loaded_Type);
+    if (o == NULL) {
+        Py_DECREF(attr);
+        return NULL;
+    }
+    o->value = attr;
+    PyObject_GC_Track(o);
+    return (PyObject *)o;
+}
+
 static PyObject *
 dispatcher_vectorcall(DispatcherObject *d, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -1272,58 +1444,30 @@ dispatcher_vectorcall(DispatcherObject *d, PyObject *const *args, size_t nargsf,
     }
     PyObject *obj = args[0], *name = args[1];
     PyTypeObject *tp = Py_TYPE(obj);
+    if (d->method == 2) {
+        if (nargs != 2 || kwnames != NULL) {
+            PyErr_SetString(PyExc_TypeError, "methload(obj, name) takes two arguments");
+            return NULL;
+        }
+        return method_load(d, obj, name);
+    }
+    if (tp == &Loaded_Type) {  /* (methload looked the attribute up) */
+        PyObject *attr = Py_NewRef(((LoadedObject *)obj)->value);
+        PyObject *r = dispatch(d, attr, NULL, args + 2, nargs - 2, kwnames);
+        Py_DECREF(attr);
+        return r;
+    }
     if ((PyObject *)tp != d->module_type) {
-        PyObject *key = PyTuple_Pack(2, (PyObject *)tp, name);
-        if (key == NULL) {
+        PyObject *f;
+        int found = class_function(d, obj, name, &f);
+        if (found < 0) {
             return NULL;
         }
-        PyObject *pair = PyDict_GetItemWithError(d->fcache, key);
-        if (pair != NULL) {
-            Py_INCREF(pair);
-        }
-        else if (!PyErr_Occurred()) {
-            PyObject *margs[2] = {(PyObject *)tp, name};
-            pair = call_machinery(d->method_of, margs, 2, NULL);
-            if (pair != NULL && PyDict_SetItem(d->fcache, key, pair) < 0) {
-                Py_CLEAR(pair);
-            }
-        }
-        Py_DECREF(key);
-        if (pair == NULL) {
-            return NULL;
-        }
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            Py_DECREF(pair);
-            PyErr_SetString(PyExc_SystemError, "overdub: method_of must give (function, hasdict)");
-            return NULL;
-        }
-        PyObject *f = PyTuple_GET_ITEM(pair, 0);
-        int use_class = f != Py_None;
-        if (use_class) {
-            int hasdict = PyObject_IsTrue(PyTuple_GET_ITEM(pair, 1));
-            if (hasdict < 0) {
-                Py_DECREF(pair);
-                return NULL;
-            }
-            if (hasdict) {  /* an instance attribute of that name shadows the class's */
-                PyObject *dict = PyObject_GetAttr(obj, str_dict);
-                int in = dict == NULL ? -1 : PySequence_Contains(dict, name);
-                Py_XDECREF(dict);
-                if (in < 0) {
-                    Py_DECREF(pair);
-                    return NULL;
-                }
-                use_class = !in;
-            }
-        }
-        if (use_class) {
-            Py_INCREF(f);
-            Py_DECREF(pair);
+        if (found) {
             PyObject *r = dispatch(d, f, obj, args + 2, nargs - 2, kwnames);
             Py_DECREF(f);
             return r;
         }
-        Py_DECREF(pair);
     }
     PyObject *gargs[2] = {obj, name};
     PyObject *attr = PyObject_Vectorcall(d->getattr_, gargs, 2, NULL);
@@ -1346,7 +1490,7 @@ dispatcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "Dispatcher takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "pO!OOOOOO|O:Dispatcher", &method, &PyDict_Type, &fcache, &resolve,
+    if (!PyArg_ParseTuple(args, "iO!OOOOOO|O:Dispatcher", &method, &PyDict_Type, &fcache, &resolve,
                           &prehook, &posthook, &method_of, &getattr_, &module_type, &twins)) {
         return NULL;
     }
@@ -1355,6 +1499,10 @@ dispatcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                               &PyDict_Type, &totals, &PyDict_Type, &primitives)) {
             return NULL;
         }
+    }
+    if (method < 0 || method > 2) {
+        PyErr_SetString(PyExc_ValueError, "Dispatcher: method must be 0 (call), 1 (meth) or 2 (methload)");
+        return NULL;
     }
     DispatcherObject *d = (DispatcherObject *)type->tp_alloc(type, 0);
     if (d == NULL) {
@@ -2059,8 +2207,8 @@ cached_twin(RuntimeBaseObject *rt, PyObject *f)
         PyObject *last = NULL, *twin_obj = NULL;
         Py_XINCREF(e);
         if (e != NULL && PyWeakref_Check(e) && weak_is(e, code)
-            && (last = PyObject_GetAttr(e, str_value)) != NULL && PyWeakref_Check(last)
-            && weak_is(last, f) && (twin_obj = PyObject_GetAttr(last, str_value)) != NULL
+            && (last = slot_or_getattr(e, str_value)) != NULL && PyWeakref_Check(last)
+            && weak_is(last, f) && (twin_obj = slot_or_getattr(last, str_value)) != NULL
             && PyFunction_Check(twin_obj)) {
             PyFunctionObject *twin = (PyFunctionObject *)twin_obj;
             PyFunctionObject *fn = (PyFunctionObject *)f;
@@ -2256,7 +2404,7 @@ runtime_known_twin(RuntimeBaseObject *rt, PyObject *f)
 static int
 attr_is(PyObject *o, PyObject *name, PyObject *value)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = slot_or_getattr(o, name);
     if (v == NULL) {
         PyErr_Clear();
         return -1;
@@ -2269,7 +2417,7 @@ attr_is(PyObject *o, PyObject *name, PyObject *value)
 static int
 spec_has(PyObject *spec, PyObject *name, PyObject *f)
 {
-    PyObject *d = PyObject_GetAttr(spec, name);
+    PyObject *d = slot_or_getattr(spec, name);
     if (d == NULL || !PyDict_CheckExact(d)) {
         PyErr_Clear();
         Py_XDECREF(d);
@@ -3178,6 +3326,7 @@ PyInit__overdub_native(void)
         || PyType_Ready(&EntryPoint_Type) < 0
         || PyType_Ready(&CallbackTaker_Type) < 0
         || PyType_Ready(&Guarded_Type) < 0 || PyType_Ready(&Dispatcher_Type) < 0
+        || PyType_Ready(&Loaded_Type) < 0
         || PyType_Ready(&Attribute_Type) < 0 || PyType_Ready(&Subscript_Type) < 0
         || PyType_Ready(&Contains_Type) < 0 || PyType_Ready(&Setattr_Type) < 0) {
         return NULL;
@@ -3197,6 +3346,7 @@ PyInit__overdub_native(void)
     if (PyModule_AddObject(m, "Constructor", (PyObject *)&Constructor_Type) < 0
         || PyModule_AddObject(m, "GuardedOperator", (PyObject *)&Guarded_Type) < 0
         || PyModule_AddObject(m, "Dispatcher", (PyObject *)&Dispatcher_Type) < 0
+        || PyModule_AddObject(m, "LoadedAttribute", Py_NewRef((PyObject *)&Loaded_Type)) < 0
         || PyModule_AddObject(m, "GuardedAttribute", (PyObject *)&Attribute_Type) < 0
         || PyModule_AddObject(m, "GuardedSubscript", (PyObject *)&Subscript_Type) < 0
         || PyModule_AddObject(m, "GuardedContains", Py_NewRef((PyObject *)&Contains_Type)) < 0

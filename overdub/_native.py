@@ -12,14 +12,14 @@ from types import FunctionType
 from typing import Any
 
 
-__all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "GuardedAttribute", "GuardedSubscript",
+__all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "LoadedAttribute", "GuardedAttribute", "GuardedSubscript",
            "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached", "adopt_tagged",
            "value_of", "metadata_of", "tag_of", "context_of", "tag_each"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 10  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 11  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -142,8 +142,19 @@ def _py_adopt_tagged(cls: type) -> None:
     """The C layer's ``adopt_tagged`` (pure Python: CPython's allocator is the reference)."""
 
 
+class _PyLoadedAttribute:
+    """An attribute a method-call site looked up before its arguments ran (``methload``),
+    handed to ``meth`` in place of the object: see codegen.CALL_SRC."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 TaggedBase: type = _PyTaggedBase
 RuntimeBase: type = _PyRuntimeBase
+LoadedAttribute: Any
 GuardedOperator: Any
 Dispatcher: Any
 GuardedAttribute: Any
@@ -161,6 +172,7 @@ if PURE_PYTHON:
     RuntimeBase = _PyRuntimeBase
     entry_points = None
     EntryPoint = None
+    LoadedAttribute = _PyLoadedAttribute
     #: (pure Python: rewritten code guards its operators inline instead; see rewrite.py)
     GuardedOperator = None
     #: (pure Python: codegen.CALL_SRC generates the dispatchers)
@@ -188,8 +200,10 @@ else:
     #: one binary or comparison operator of rewritten code: CPython's own operator for
     #: operands of guarded types, the context's slot otherwise (see rewrite._guarded)
     GuardedOperator = _overdub_native.GuardedOperator
-    #: a call site's dispatcher, ``call(f, *args)`` or ``meth(obj, name, *args)``
+    #: a call site's dispatcher, ``call(f, *args)`` or ``meth(obj, name, *args)``, or a
+    #: method-call site's look-up before its arguments, ``methload(obj, name)``
     Dispatcher = _overdub_native.Dispatcher
+    LoadedAttribute = _overdub_native.LoadedAttribute
     #: attribute loads on objects nothing in the context sees or takes, done in C
     GuardedAttribute = _overdub_native.GuardedAttribute
     #: subscripts of builtin containers nothing in the context sees or takes, done in C

@@ -18,7 +18,7 @@ from .ops import BINARY, COMPARE, INPLACE, SYMBOLS, UNARY, UNARY_SYMBOLS
 from .tagging import Tagged
 from .tracebacks import drop_own_frames
 from .lifetimes import Table
-from ._native import untrack_code
+from ._native import LoadedAttribute, untrack_code
 
 CALL_SRC = '''
 def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
@@ -39,6 +39,8 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
     def meth(obj, name, /, {params}):
         try:
             tp = type(obj)
+            if tp is LoadedAttribute:  # (methload looked the attribute up)
+                return call(obj.value, {args})
             if tp is ModuleType:
                 # a module's attribute is no method: load it as ``mod.f`` is loaded (CPython
                 # compiles ``math.sqrt(x)`` either way, depending on how math came in)
@@ -60,7 +62,27 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
             drop_own_frames(exc)
             raise
 
-    return call, meth
+    def methload(obj, name, /):
+        # the look-up before the arguments run, as CPython's: deferred to meth when it can
+        # neither fail nor run code (the class's function, a name in a module's __dict__)
+        try:
+            tp = type(obj)
+            if tp is ModuleType:
+                if type(name) is str and name in obj.__dict__:
+                    return obj
+            else:
+                try:
+                    f, hasdict = fcache[tp, name]
+                except KeyError:
+                    f, hasdict = fcache[tp, name] = method_of(tp, name)
+                if f is not None and not (hasdict and name in obj.__dict__):
+                    return obj
+            return LoadedAttribute(getattr_(obj, name))
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
+
+    return call, meth, methload
 '''
 
 
@@ -226,7 +248,8 @@ def _forget_source(factory):
 
 
 def dispatchers_factory(arity, prehook, posthook):
-    """The ``make`` function building ``(call, meth)`` for one arity and hook set."""
+    """The ``make`` function building ``(call, meth, methload)`` for one arity and hook set."""
     label = "call dispatcher %s" % ("any arity" if arity is None else "arity %d" % arity)
     return compile_function(call_source(arity, prehook, posthook), "make",
-                            {"drop_own_frames": drop_own_frames}, label)
+                            {"drop_own_frames": drop_own_frames, "LoadedAttribute": LoadedAttribute},
+                            label)

@@ -31,7 +31,7 @@ primitives on ``iter`` (capstan's, for a plain array holding differentiated valu
 iteration is no event a hook sees.
 """
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
-from bytecode import Bytecode, CompilerFlags, Instr, Label, TryBegin
+from bytecode import Bytecode, CompilerFlags, Instr, Label, SetLineno, TryBegin
 
 from . import _compat as C
 from ._native import GuardedOperator
@@ -173,9 +173,9 @@ class _Rewriter:
             if d is None:
                 raise RewriteError("method load at unknown stack depth")
             load = _load(Slot("meth"), loc)
-            self.heads[d - 1] = ("method", load)
-            return [load, Instr("SWAP", 2, location=loc),
-                    Instr("LOAD_CONST", C.attr_name(ins), location=loc)]
+            name = Instr("LOAD_CONST", C.attr_name(ins), location=loc)
+            self.heads[d - 1] = ("method", load, name, [False])  # ([True]: methload emitted)
+            return [load, Instr("SWAP", 2, location=loc), name]
         if name in C.CALLS or name == "CALL_FUNCTION_EX":
             return self._call(ins)
         if name == "CALL" and self.skip_call:
@@ -314,12 +314,48 @@ class _Rewriter:
         if not keywords and ins.arg <= MAX_FIXED_ARITY:  # a dispatcher without *args
             head[1].arg = Slot(head[1].arg.key[0], ins.arg)
         if head[0] == "method":  # one more argument: the attribute name
+            self._look_up_first(head)
             if C.PY311:
                 return C.call_instrs(ins.arg + 1, loc)
             return [C.bump_call(ins)]
         if C.PY311:
             return C.call_instrs(ins.arg, loc)
         return [ins]
+
+
+    def _look_up_first(self, head):
+        """A method call whose arguments may run code looks its method up before them, as
+        CPython does (a ``__getattr__``'s side effects, an AttributeError, come first):
+        ``methload(obj, name)`` goes in right after the load of ``obj``.  ``meth`` looks
+        the method up at the call otherwise, which no one can tell apart."""
+        _, _, name, emitted = head
+        if emitted[0]:
+            return
+        out = self.out
+        at = len(out) - 1
+        while out[at] is not name:
+            at -= 1
+        if all(_runs_no_code(item) for item in out[at + 1:]):
+            return
+        emitted[0] = True
+        loc = name.location
+        out[at:at] = [_load(Slot("methload"), loc), Instr("SWAP", 2, location=loc),
+                      Instr("LOAD_CONST", name.arg, location=loc), *C.call_instrs(1, loc)]
+
+
+#: instructions that run no code of the program's and cannot fail in a way the order of a
+#: method's look-up would show (a local's load: the compiler saw it assigned)
+_RUNS_NO_CODE = frozenset({
+    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE",
+    "LOAD_GLOBAL", "LOAD_NAME", "COPY", "SWAP", "NOP", "EXTENDED_ARG", "CACHE", "KW_NAMES",
+    "BUILD_TUPLE", "BUILD_LIST", "BUILD_CONST_KEY_MAP",
+})
+
+
+def _runs_no_code(item):
+    if isinstance(item, Instr):
+        return item.name in _RUNS_NO_CODE
+    return isinstance(item, SetLineno)  # (a label: a conditional expression; try blocks)
 
 
 #: stack slots a routed operation may add on top of what the original expression held

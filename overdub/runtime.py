@@ -238,7 +238,7 @@ class Runtime(RuntimeBase):
         self.ops = Table()
         # (built before the dispatchers, which load a module's attributes through it)
         self._getattr_slot = self.slot(("getattr",))
-        self.call, self.meth = self._dispatchers(None)
+        self.call, self.meth, self.methload = self._dispatchers(None)
         self.steps.call = self.call
         self.attr_info = self.steps.attr_info  # (emptied by leave at the end of each run)
         self.code_table = self.codes._data  # (leave says when it outgrows CACHE_LIMIT)
@@ -347,6 +347,7 @@ class Runtime(RuntimeBase):
         ops = self.ops
         ops[("call",)] = self.call
         ops[("meth",)] = self.meth
+        ops[("methload",)] = self.methload
         ops[("call_ex",)] = self.call_ex
         ops[("super_attr",)] = self.super_attr
 
@@ -429,14 +430,15 @@ class Runtime(RuntimeBase):
         return guard
 
     def _dispatchers(self, arity):
-        """``(call, meth)`` for calls with ``arity`` positional arguments (None: any)."""
+        """``(call, meth, methload)`` for calls with ``arity`` positional arguments (None:
+        any; methload takes none)."""
         spec = self.spec
         getattr_ = self._getattr_slot
         if Dispatcher is not None:  # the C layer: one dispatcher serves every arity
             hooks = (self.prehook if spec.prehook else None, self.posthook if spec.posthook else None)
             twins = (self, spec.totals, spec.primitives) if self.twins_first else None
             return tuple(Dispatcher(method, self.fcache, self.resolve, *hooks, self.method_of,
-                                    getattr_, ModuleType, twins) for method in (False, True))
+                                    getattr_, ModuleType, twins) for method in (0, 1, 2))
         make = codegen.dispatchers_factory(arity, spec.prehook, spec.posthook)
         return make(self.fcache, self.resolve, self.prehook, self.posthook, self.method_of,
                     getattr_, ModuleType)
@@ -494,7 +496,7 @@ class Runtime(RuntimeBase):
         except KeyError:
             pass
         if key[0] in ("call", "meth"):
-            call, meth = self._dispatchers(key[1])
+            call, meth, _ = self._dispatchers(key[1])
             self.ops[("call", key[1])] = call
             self.ops[("meth", key[1])] = meth
             return self.ops[key]

@@ -16,6 +16,7 @@ import capstan
 from capstan import checks, forward, pool, structure
 from capstan.reverse import ReverseCtx
 from capstan.threadstate import thread_state
+from overdub.context import _slot_names
 
 
 class Sub(float):
@@ -184,8 +185,9 @@ def test_pullbacks_keep_their_own_tapes_and_give_their_contexts_back():
 
 def _state(ctx):
     """A context's attributes as reset leaves them: types, and lengths or values."""
+    slots = {k: getattr(ctx, k) for k in _slot_names(type(ctx)) if hasattr(ctx, k)}
     return {k: (type(v), len(v) if isinstance(v, (list, dict, set, tuple)) else v)
-            for k, v in vars(ctx).items() if k not in ("_tagkey", "_runtime", "stored")}
+            for k, v in {**vars(ctx), **slots}.items() if k not in ("_tagkey", "_runtime", "stored")}
 
 
 @pytest.mark.parametrize("cls, entry", [(forward.ForwardCtx, lambda f: capstan.D(f, 0.3)),

@@ -582,7 +582,7 @@ def _dispatcher_pair(prehook, posthook):
         hooks = (pre if prehook else None, post if posthook else None)
         if kind == "c":
             pair = tuple(_native.Dispatcher(m, fcache, resolve, *hooks, method_of, getattr_, ModuleType)
-                         for m in (False, True))
+                         for m in (0, 1, 2))
         else:
             pair = codegen.dispatchers_factory(None, prehook, posthook)(
                 fcache, resolve, pre, post, method_of, getattr_, ModuleType)
@@ -625,13 +625,19 @@ def test_dispatchers_do_what_the_generated_ones_do(prehook, posthook):
         ("meth", (shadowed, "m", 3), {}), ("meth", (math, "sqrt", 4.0), {}),
         ("meth", (_Obj(), "missing"), {}), ("meth", ("text", "upper"), {}),
         ("meth", (_Obj(), "m", *many[:9]), {}),
+        # methload, then meth (a method call whose arguments may run code)
+        ("load", (_Obj(), "m", 1), {}), ("load", (shadowed, "m", 3), {}), ("load", (math, "sqrt", 4.0), {}),
+        ("load", (math, "missing", 4.0), {}), ("load", (_Obj(), "missing"), {}),
+        ("load", ("text", "upper"), {}), ("load", (_Obj(), "m", "raise"), {"b": 1}),
     ]
     (c_pair, c_log), (py_pair, py_log) = _dispatcher_pair(prehook, posthook)
     for kind, args, kwargs in calls:
         outcomes = []
-        for (call, meth), log in ((c_pair, c_log), (py_pair, py_log)):
+        for (call, meth, load), log in ((c_pair, c_log), (py_pair, py_log)):
             log.clear()
             fn = call if kind == "call" else meth
+            if kind == "load":
+                fn = (lambda meth, load: lambda obj, name, *a, **k: meth(load(obj, name), name, *a, **k))(meth, load)
             try:
                 out = ("ok", fn(*args, **kwargs))
             except Exception as exc:  # noqa: BLE001 (the exception is the outcome)

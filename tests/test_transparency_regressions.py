@@ -1556,3 +1556,90 @@ def test_a_parser_nesting_to_its_recursion_limit_parses_as_plainly(ctx_type):
     for parse in (parse_arrays, parse_tables):
         assert parse()
         assert overdub.overdub(ctx_type(), parse)
+
+
+# ----------------------------------------------------------------------------- method look-up order
+def _method_order_program():
+    """``obj.m(args)``: CPython looks ``m`` up before it evaluates the arguments."""
+    actions = []
+
+    class Tracer:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def __getattr__(self, name):
+            actions.append("get %s%d" % (name, self.tag))
+            if name == "arg":
+                return self.tag
+            return lambda *a: actions.append("call %s%d with %d" % (name, self.tag, len(a))) or self
+
+    class Plain:
+        def m(self, x):
+            return x
+
+    mod = types.ModuleType("m")
+    mod.f = lambda *a: a
+
+    def run():
+        c1, c2 = Tracer(1), Tracer(2)
+        c1.make(c1.arg).then(c2.arg, c2.other(c1.arg))  # (nested, chained)
+        c2.noargs()
+        for obj, name in ((Plain(), "missing"), (mod, "missing"), (c1.__class__, "missing")):
+            try:
+                getattr(obj, "__class__")  # (a routed load, so that the context sees something)
+                if name == "missing" and obj is mod:
+                    mod.missing(actions.append("argument evaluated"))
+                elif type(obj) is Plain:
+                    obj.missing(actions.append("argument evaluated"))
+                else:
+                    obj.missing(actions.append("argument evaluated"))
+            except AttributeError as exc:
+                actions.append("AttributeError %s" % exc)
+        p = Plain()
+        p.m = lambda x: ("instance attribute", x)  # (shadows the class's function)
+
+        def rebind():
+            p.m = lambda x: ("rebound", x)
+            return 1
+        actions.append(p.m(rebind()))
+        actions.append(mod.f(len(actions), *[1, 2]))
+        actions.append(Plain().m(c1.arg + 1))
+        return actions
+    return run
+
+
+def test_a_method_is_looked_up_before_its_arguments_run():
+    """``__getattr__``'s side effects and an AttributeError come before the arguments'
+    (test_decorators.test_eval_order under every routed context); an instance attribute
+    rebound while the arguments run is the one looked up before."""
+    expected = check(_method_order_program)
+    assert expected[0] == "ok" and "AttributeError 'Plain' object has no attribute 'missing'" in expected[1]
+    assert "argument evaluated" not in expected[1]
+
+
+def test_a_method_call_whose_arguments_run_no_code_looks_it_up_at_the_call():
+    """Only where the arguments may run code does the site look the method up first
+    (``methload``): a call with local, global or constant arguments keeps one step."""
+    from overdub.rewrite import Slot, rewrite_code
+
+    def slots(f):
+        return {c.key for c in rewrite_code(f.__code__).co_consts if isinstance(c, Slot)}
+
+    def quiet(xs, y):
+        xs.append(y)
+        return math.floor(y), xs.pop(), xs.copy()
+
+    def busy(xs, y):
+        return xs.append(y + 1)
+
+    def nested(xs, y):
+        return xs.append(len(xs))
+
+    def conditional(xs, y):
+        return xs.append(y if y else 0)
+
+    assert ("methload",) not in slots(quiet)
+    for f in (busy, nested, conditional):
+        assert ("methload",) in slots(f), f.__name__
+    for f in (quiet, busy, nested, conditional):
+        assert overdub.overdub(Count(), f, [], 1.5) == f([], 1.5)
