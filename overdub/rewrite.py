@@ -16,6 +16,7 @@ original                  rewritten (stack shown bottom..top)
 ========================  ====================================================
 call heads NULL/f         ``[call, f, args...]`` -> ``call(f, *args)``
 ``obj.m(args)``           ``[meth, obj, "m", args...]`` -> ``meth(obj, "m", *args)``
+                          (``methload(obj, "m")`` first where ``args`` may run code)
 ``f(*a, **k)``            ``call_ex(f, a, k)``
 ``a + b``                 ``binop_ADD(a, b)``
 ``a < b``                 ``compare_LT(a, b)``
