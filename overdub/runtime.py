@@ -847,7 +847,10 @@ class Runtime(RuntimeBase):
 
     def _builtin_step(self, f):
         try:
-            step = self.step_for(f) or self.readers.reader_of(f, self.table)
+            step = self.step_for(f)
+            if step is not None:
+                return semantics.called_as(f, step)
+            step = self.readers.reader_of(f, self.table)
         except TypeError:
             return None
         if step is not None:

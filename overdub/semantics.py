@@ -304,6 +304,33 @@ def _complex_result(r, tc, call):
     return _number_result(complex, r, tc, call)
 
 
+_CO_VARARGS = 0x04  # (inspect.CO_VARARGS: the function takes *args)
+
+
+def called_as(fn, step):
+    """``step`` as the callee of an explicit call of the builtin ``fn`` (``getattr(o, n,
+    d)``, ``operator.add(a, b)``): arguments ``step`` cannot take -- too few, too many,
+    keywords -- go to ``fn`` itself, which raises CPython's own TypeError for them
+    (``getattr expected at least 2 arguments, got 0``), not one naming ``step``."""
+    if type(step) is not FunctionType:
+        return step
+    code = step.__code__
+    least = code.co_argcount - len(step.__defaults__ or ())
+    most = None if code.co_flags & _CO_VARARGS else code.co_argcount
+
+    def called(*args, **kwargs):
+        try:
+            if kwargs or len(args) < least or (most is not None and len(args) > most):
+                return fn(*args, **kwargs)
+            return step(*args)
+        except BaseException as exc:
+            drop_own_frames(exc)
+            raise
+
+    called.__name__ = called.__qualname__ = getattr(fn, "__name__", "called")
+    return called
+
+
 class Steps:
     """The ``recurse`` implementations of operators, attributes and classes for
     one runtime.  ``call(f, *args)`` is the runtime's hooked dispatcher;

@@ -1643,3 +1643,27 @@ def test_a_method_call_whose_arguments_run_no_code_looks_it_up_at_the_call():
         assert ("methload",) in slots(f), f.__name__
     for f in (quiet, busy, nested, conditional):
         assert overdub.overdub(Count(), f, [], 1.5) == f([], 1.5)
+
+
+def _bad_builtin_calls():
+    def run():
+        out = []
+        for thunk in (lambda: getattr(), lambda: getattr(1), lambda: getattr(1, "real", 2, 3),
+                      lambda: getattr(x=1), lambda: setattr(1), lambda: delattr(),
+                      lambda: operator.add(1), lambda: operator.add(1, 2, 3), lambda: operator.neg(),
+                      lambda: operator.getitem([1], 0, x=2), lambda: getattr(1, "real"),
+                      lambda: getattr(1, "nope", 5)):
+            try:
+                out.append(thunk())
+            except TypeError as exc:
+                out.append(str(exc))
+        return out
+    return run
+
+
+def test_an_operator_builtin_called_with_wrong_arguments_raises_cpythons_error():
+    """``getattr()``, ``operator.add(1)``, ``getattr(x=1)``: CPython's own TypeError
+    (``getattr expected at least 2 arguments, got 0``), not one naming overdub's step
+    (test_call.CFunctionCallsErrorMessages under the hooks)."""
+    expected = check(_bad_builtin_calls)
+    assert expected[1][0] == "getattr expected at least 2 arguments, got 0"
