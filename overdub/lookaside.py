@@ -479,10 +479,9 @@ class FrameReaders:
         if isinstance(source, str) or isinstance(source, (bytes, bytearray)):
             if mode == "eval" and isinstance(source, str):
                 source = source.lstrip(" \t")
-            try:
-                source = compile(source, "<string>", mode)
-            except SyntaxError:
-                return source  # let the builtin raise its own error
+            # (a SyntaxError raised here is the builtin's own: compiling again would warn
+            # twice about what the source's valid part holds, an invalid escape...)
+            source = compile(source, "<string>", mode)
         if type(source).__name__ == "code":
             return self.run_code(source)
         return source

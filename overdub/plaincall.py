@@ -116,12 +116,15 @@ def plain_call(f, key, args, kwargs, call=None):
 
 
 def funcstr(f):
-    """How CPython names a callable in call errors (``_PyObject_FunctionStr``)."""
-    qualname = getattr(f, "__qualname__", None)
-    if not isinstance(qualname, str):
-        return "%s object" % type(f).__name__
+    """How CPython names a callable in call errors (``_PyObject_FunctionStr``): ``str(f)``
+    when it has no ``__qualname__`` (``None argument after *``), else its qualified name,
+    after its module unless that is None or builtins."""
+    try:
+        qualname = f.__qualname__
+    except AttributeError:
+        return str(f)
     module = getattr(f, "__module__", None)
-    if isinstance(module, str) and module != "builtins":
+    if module is not None and module != "builtins":
         return "%s.%s()" % (module, qualname)
     return "%s()" % qualname
 

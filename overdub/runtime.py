@@ -637,7 +637,7 @@ class Runtime(RuntimeBase):
                 return self.call(f, *args)
             for key in kwargs:
                 if type(key) is not str and not isinstance(key, str):
-                    raise TypeError("%s keywords must be strings" % funcstr(f))
+                    raise TypeError("keywords must be strings")  # (CPython names no function)
             return self.call(f, *args, **kwargs)
         except BaseException as exc:
             drop_own_frames(exc)

@@ -445,8 +445,8 @@ class Steps:
                     return opfn(a, b)
                 if ta is Tagged or tb is Tagged:
                     return self.fallback(opfn, (a, b), {})
-                ma = lookup(ta, name)
-                mb = lookup(tb, swapped)
+                ma = lookup_slot(ta, name)  # (``__eq__ = None``: called, and fails, as CPython's)
+                mb = lookup_slot(tb, swapped)
                 if not (is_py(ma) or is_py(mb)):
                     return opfn(a, b)
                 # a subclass goes first (rich comparison does not ask whether it overrides)

@@ -1667,3 +1667,115 @@ def test_an_operator_builtin_called_with_wrong_arguments_raises_cpythons_error()
     (test_call.CFunctionCallsErrorMessages under the hooks)."""
     expected = check(_bad_builtin_calls)
     assert expected[1][0] == "getattr expected at least 2 arguments, got 0"
+
+
+def _blocked_special_methods():
+    """A class that sets a special method to None blocks it: CPython calls it and fails
+    (test_binop.FallbackBlockingTests), where the other operand's method would answer."""
+    class E:
+        def __eq__(self, o):
+            return True
+
+        def __add__(self, o):
+            return "E+"
+
+        def __radd__(self, o):
+            return "+E"
+
+        def __lt__(self, o):
+            return "E<"
+
+        def __gt__(self, o):
+            return "E>"
+
+    class X:
+        __eq__ = __add__ = __radd__ = __lt__ = __gt__ = __neg__ = __iadd__ = None
+        __len__ = __contains__ = __getitem__ = __iter__ = __bool__ = None
+
+    class S(E):
+        __eq__ = __radd__ = None
+
+    def run():
+        e, x, s = E(), X(), S()
+        out = []
+        for thunk in (lambda: x == e, lambda: e == x, lambda: e == s, lambda: s == e,
+                      lambda: x != e, lambda: x + e, lambda: e + x, lambda: e + s,
+                      lambda: x < e, lambda: e < x, lambda: -x, lambda: operator.iadd(x, e),
+                      lambda: len(x), lambda: 1 in x, lambda: x[0], lambda: iter(x), lambda: bool(x)):
+            try:
+                out.append(thunk())
+            except TypeError as exc:
+                out.append("TypeError: %s" % exc)
+        return out
+    return run
+
+
+def test_a_special_method_set_to_none_is_called_and_fails_as_cpythons():
+    expected = check(_blocked_special_methods)
+    assert expected[1][0] == "TypeError: 'NoneType' object is not callable"
+    assert expected[1][1] is True  # (e's own __eq__ answers first)
+
+
+def _eval_with_syntax_errors():
+    """``eval``/``exec`` of source with a syntax error warn once about its invalid escapes
+    (test_string_literals.test_eval_str_invalid_escape) and raise CPython's error."""
+    import warnings
+
+    def run():
+        out = []
+        for run_source in (lambda: eval("'\\e' $"), lambda: exec("x = '\\q'\ny = (", {}),
+                           lambda: eval("  1 +"), lambda: exec(b"def f(:\n  pass\n", {})):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always", category=DeprecationWarning)
+                try:
+                    run_source()
+                except SyntaxError as exc:
+                    out.append((exc.msg, exc.filename, exc.lineno, exc.offset, exc.text))
+            out.append([(str(x.message), x.filename, x.lineno) for x in w])
+        return out
+    return run
+
+
+def test_eval_of_source_with_a_syntax_error_warns_once_and_raises_cpythons_error():
+    expected = check(_eval_with_syntax_errors)
+    assert len(expected[1][1]) == 1
+
+
+def _star_call_errors():
+    """``f(*x, **y)`` with an argument CPython rejects (test_extcall's doctests)."""
+    class Keys(collections.abc.Mapping):
+        def __getitem__(self, k):
+            return 2
+
+        def __iter__(self):
+            return iter([1])
+
+        def __len__(self):
+            return 1
+
+    class Callable:
+        def __call__(self, *a, **k):
+            return a
+
+    def f(*a, **k):
+        return a, k
+
+    def run():
+        out = []
+        nothing = None
+        for thunk in (lambda: f(**{1: 2}), lambda: f(a=1, **{1: 2}), lambda: f(**{}, **{1: 2}),
+                      lambda: f(**Keys()), lambda: len(**{1: 2}), lambda: nothing(*f),
+                      lambda: f(*None), lambda: f(*1), lambda: len(*1), lambda: Callable()(*1),
+                      lambda: f(*[1], **{"a": 2})):
+            try:
+                out.append(thunk())
+            except TypeError as exc:
+                out.append(str(exc))
+        return [x if "Callable object" not in str(x) else "(an instance: its repr)" for x in out]
+    return run
+
+
+def test_star_call_errors_read_as_cpythons():
+    expected = check(_star_call_errors)
+    assert expected[1][0] == "keywords must be strings"
+    assert expected[1][5] == "None argument after * must be an iterable, not function"
