@@ -1057,15 +1057,25 @@ class ADContext(Context):
         return False
 
     def _differentiated(self, args, kwargs):
+        """Whether a value of this run is among the arguments, or in lists and tuples among
+        them (looked into once each, without recursion: ``a.append(a)``, a list nested
+        deeper than the recursion limit)."""
         key, shadows = self._tagkey, self.shadows
-        for a in (*args, *kwargs.values()):
-            ta = type(a)
-            if ta is Tagged and tag_of(a) is key:
-                return True
-            if ta is np.ndarray and shadows and self.shadow(a) is not None:
-                return True
-            if (ta is list or ta is tuple) and self._differentiated(a, {}):
-                return True
+        pending = [(*args, *kwargs.values())]
+        seen = None
+        while pending:
+            for a in pending.pop():
+                ta = type(a)
+                if ta is Tagged and tag_of(a) is key:
+                    return True
+                if ta is np.ndarray and shadows and self.shadow(a) is not None:
+                    return True
+                if ta is list or ta is tuple:
+                    if seen is None:
+                        seen = set()
+                    if id(a) not in seen:
+                        seen.add(id(a))
+                        pending.append(a)
         return False
 
 

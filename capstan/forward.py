@@ -403,8 +403,18 @@ def _as_array_argument(value, tangents, chunk, run):
 
 
 def _holds_tagged(seq):
-    """Whether a list or tuple holds tagged values, in nested lists and tuples too."""
-    return any(type(v) is Tagged or ((type(v) is list or type(v) is tuple) and _holds_tagged(v)) for v in seq)
+    """Whether a list or tuple holds tagged values, in nested lists and tuples too (each
+    looked into once, without recursion: a list may hold itself)."""
+    pending, seen = [seq], {id(seq)}
+    while pending:
+        for v in pending.pop():
+            tv = type(v)
+            if tv is Tagged:
+                return True
+            if (tv is list or tv is tuple) and id(v) not in seen:
+                seen.add(id(v))
+                pending.append(v)
+    return False
 
 
 def _lead(t, value):
