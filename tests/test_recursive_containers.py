@@ -29,9 +29,10 @@ def test_self_holding_and_deep_lists_differentiate(x):
     assert capstan.gradient(program, x) == pytest.approx((2.0 + 2.0 * x,))
 
 
-def test_a_deep_list_raises_recursion_error_in_the_programs_repr_only():
-    """repr of a list nested deeper than the limit raises RecursionError, as plainly; the
-    list's append before it (a C function given a list) does not."""
+def test_a_deep_list_behaves_as_plainly():
+    """repr of a list nested deeper than the recursion limit raises RecursionError where
+    CPython's does (3.11; 3.12+ count C recursion apart); the list's append before it (a
+    C function given a list) raises nothing."""
     def run():
         a = []
         for _ in range(sys.getrecursionlimit() + 100):
@@ -43,5 +44,4 @@ def test_a_deep_list_raises_recursion_error_in_the_programs_repr_only():
             return "RecursionError"
         return "no error"
 
-    assert run() == "RecursionError"
-    assert overdub.overdub(capstan.ForwardCtx(), run) == "RecursionError"
+    assert overdub.overdub(capstan.ForwardCtx(), run) == run()
