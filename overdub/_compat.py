@@ -39,6 +39,15 @@ METHOD_LOADS = {"LOAD_METHOD"} if PY311 else set()
 CALLS = {"PRECALL"} if PY311 else {"CALL", "CALL_KW"}
 #: 3.11 splits a call in two, PRECALL n then CALL n (None: one instruction)
 CALL_PRELUDE = "PRECALL" if PY311 else None
+#: instructions that run no code of the program's and cannot fail in a way the order of a
+#: method's look-up would show (a local's load: the compiler saw it assigned): a method call
+#: whose arguments are made of these alone looks the method up at the call (rewrite.py)
+RUNS_NO_CODE = frozenset({
+    "LOAD_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL", "LOAD_NAME", "COPY",
+    "SWAP", "NOP", "EXTENDED_ARG", "CACHE", "BUILD_TUPLE", "BUILD_LIST", "BUILD_CONST_KEY_MAP",
+} | ({"KW_NAMES"} if not PY313 else set())
+  | ({"LOAD_FAST_CHECK"} if not PY311 else set())
+  | ({"LOAD_FAST_LOAD_FAST"} if PY313 else set()))
 #: LOAD_ATTR carries a (method_flag, name) pair from 3.12 on
 ATTR_ARG_IS_PAIR = not PY311
 #: 3.12+ compiles ``a[b:c]`` and ``a[b:c] = v`` to these opcodes (3.11: BUILD_SLICE, then

@@ -344,18 +344,9 @@ class _Rewriter:
                       Instr("LOAD_CONST", name.arg, location=loc), *C.call_instrs(1, loc)]
 
 
-#: instructions that run no code of the program's and cannot fail in a way the order of a
-#: method's look-up would show (a local's load: the compiler saw it assigned)
-_RUNS_NO_CODE = frozenset({
-    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE",
-    "LOAD_GLOBAL", "LOAD_NAME", "COPY", "SWAP", "NOP", "EXTENDED_ARG", "CACHE", "KW_NAMES",
-    "BUILD_TUPLE", "BUILD_LIST", "BUILD_CONST_KEY_MAP",
-})
-
-
 def _runs_no_code(item):
     if isinstance(item, Instr):
-        return item.name in _RUNS_NO_CODE
+        return item.name in C.RUNS_NO_CODE
     return isinstance(item, SetLineno)  # (a label: a conditional expression; try blocks)
 
 
