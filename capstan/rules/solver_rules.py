@@ -511,9 +511,10 @@ def _minimize_rule(ctx, f, args, kwargs):
                           _first(plain["fun"]) if first else plain["fun"], out.x, fargs,
                           getattr(out, "message", ""), _bounds_of(a["bounds"], scalar_pair=scalar))
     out.x = x
-    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
     ctx.remember(out, "x")
-    ctx.remember(out, "fun")
+    if "fun" in out:  # (a custom method's result may not have it)
+        out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
+        ctx.remember(out, "fun")
     return out
 
 
@@ -532,6 +533,90 @@ def _bracketed_minimum_rule(ctx, f, args, kwargs):
     if type(out) is tuple:
         return (x, _add(ctx, out[1], _correction(ctx, _deviation, value, why=_NOT_FINITE))) + out[2:]
     return x
+
+
+def _legacy_minimiser_rule(ctx, f, args, kwargs):
+    """SciPy's older unconstrained minimisers (``fmin``, ``fmin_powell``, ``fmin_bfgs``,
+    ``fmin_cg``, ``fmin_ncg``, ``fmin_l_bfgs_b``, ``fmin_tnc``, ``fminbound``): the
+    minimiser (the first result) and, where returned second, the minimum, as for
+    ``minimize``.  Their iterations run in Python: differentiated through, a simplex's
+    comparisons would give the minimiser a derivative of zero."""
+    bound, given = _bind(f, args, kwargs)
+    a = bound.arguments
+    key = "func" if "func" in a else "f"
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    starts = {"x0", "callback", "initial_simplex", "direc", "epsilon", "disp", "full_output",
+              "retall", "maxiter", "maxfun", "xtol", "ftol", "gtol", "avextol", "norm", "pgtol", "factr",
+              "m", "iprint", "maxls", "messages", "scale", "offset", "maxCGit", "eta", "stepmx", "accuracy",
+              "fmin", "rescale", "approx_grad"}  # (bounds: refused where active)
+    routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
+    if routed is not _MINE:
+        return routed
+    name = "scipy.optimize." + f.__name__
+    plain = _plain_arguments(ctx, a)
+    out = _call(f, given, plain)
+    pair = f in (_optimize.fmin_l_bfgs_b, _optimize.fmin_tnc) and a.get("fprime") is None and not a["approx_grad"]
+    fun, fun_plain = (_first(a[key]), _first(plain[key])) if pair else (a[key], plain[key])
+    if f is _optimize.fminbound:
+        bounds = (float(_plain(a["x1"])), float(_plain(a["x2"])))
+    elif a.get("bounds") is not None:
+        bounds = _bounds_of(a["bounds"])
+    else:
+        bounds = None
+    several = type(out) is tuple
+    x_plain = out[0] if several else out
+    x, value = _minimiser(ctx, name, fun, fun_plain, x_plain, fargs, "", bounds)
+    if not several:
+        return x
+    rest = list(out[1:])
+    if f is not _optimize.fmin_tnc:  # (the minimum second; fmin_tnc's second is a count)
+        rest[0] = _add(ctx, rest[0], _correction(ctx, _deviation, value, why=_NOT_FINITE))
+    return (x, *rest)
+
+
+def _raveled(func):
+    return lambda x, *rest: func(np.ravel(x), *rest)
+
+
+def _global_minimiser_rule(ctx, f, args, kwargs):
+    """Global minimisers (``differential_evolution``, ``dual_annealing``, ``shgo``,
+    ``direct``, ``basinhopping``, ``brute``): the minimiser they found, differentiated as a
+    local one (Newton steps on ``grad F = 0``; refused where it is not a stationary point to
+    a derivative's accuracy, or lies on a bound).  Their searches compare values: run
+    through, they would give the minimiser a derivative of zero."""
+    bound, given = _bind(f, args, kwargs)
+    a = bound.arguments
+    hopping = f is _optimize.basinhopping
+    extra = dict(a["minimizer_kwargs"] or {}) if hopping else {}
+    fargs = extra.get("args", ()) if hopping else a.get("args", ())
+    fargs = fargs if isinstance(fargs, tuple) else (fargs,)
+    depends = [a["func"], fargs, extra] + [a[k] for k in ("bounds", "ranges") if k in a]
+    routed = _route(ctx, f, args, kwargs, depends)
+    if routed is not _MINE:
+        return routed
+    name = "scipy.optimize." + f.__name__
+    plain = _plain_arguments(ctx, a)
+    if hopping and a["minimizer_kwargs"] is not None:
+        plain["minimizer_kwargs"] = {k: (_plain_callable(ctx, v) if callable(v) else _plain(v))
+                                     for k, v in extra.items()}
+    out = _call(f, given, plain)
+    pair = hopping and extra.get("jac") is True  # (func returns (F, gradient))
+    fun, fun_plain = (_first(a["func"]), _first(plain["func"])) if pair else (a["func"], plain["func"])
+    if f is _optimize.brute:  # (brute hands its function 1-d points, and returns a number for one)
+        fun, fun_plain = _raveled(fun), _raveled(fun_plain)
+    bounds = _bounds_of(a["bounds"]) if a.get("bounds") is not None else None
+    result = isinstance(out, _optimize.OptimizeResult)
+    x_plain = out.x if result else (out[0] if type(out) is tuple else out)
+    x, value = _minimiser(ctx, name, fun, fun_plain, x_plain, fargs,
+                          getattr(out, "message", "") if result else "", bounds)
+    if not result:
+        return (x, _add(ctx, out[1], _correction(ctx, _deviation, value, why=_NOT_FINITE))) + out[2:] \
+            if type(out) is tuple else x
+    out.x = x
+    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
+    ctx.remember(out, "x")
+    ctx.remember(out, "fun")
+    return out
 
 
 def _least_squares_rule(ctx, f, args, kwargs):
@@ -1426,6 +1511,12 @@ if _optimize is not None:
     for _solver in _ROOTS:
         defsolver(_solver, _not_on_a_kept_tape(_root_rule))
     defsolver(_optimize.minimize, _not_on_a_kept_tape(_minimize_rule))
+    for _legacy in (_optimize.fmin, _optimize.fmin_powell, _optimize.fmin_bfgs, _optimize.fmin_cg,
+                    _optimize.fmin_ncg, _optimize.fmin_l_bfgs_b, _optimize.fmin_tnc, _optimize.fminbound):
+        defsolver(_legacy, _not_on_a_kept_tape(_legacy_minimiser_rule))
+    for _search in (_optimize.differential_evolution, _optimize.dual_annealing, _optimize.shgo,
+                    _optimize.direct, _optimize.basinhopping, _optimize.brute):
+        defsolver(_search, _not_on_a_kept_tape(_global_minimiser_rule))
     defsolver(_optimize.golden, _not_on_a_kept_tape(_bracketed_minimum_rule))
     defsolver(_optimize.brent, _not_on_a_kept_tape(_bracketed_minimum_rule))
     defsolver(_optimize.least_squares, _not_on_a_kept_tape(_least_squares_rule))
