@@ -205,3 +205,30 @@ def test_real_transforms_n_dimensional():
         g = capstan.gradient(lambda v: np.sum(W * f(v, norm="ortho")), X)[0]
         want = np.array([np.sum(W * f(e.reshape(3, 4), norm="ortho")) for e in np.eye(12)]).reshape(3, 4)
         np.testing.assert_allclose(g, want, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- FITPACK evaluation
+def test_fitpack_evaluation_splev_splint_univariate_spline():
+    """splev/splder/splint of a given (t, c, k), UnivariateSpline's evaluation: FITPACK's
+    Fortran had no rule (NoRuleError); they run as de Boor's recursion over the knots."""
+    from scipy import interpolate
+    xs = np.array([0.0, 0.7, 1.5, 2.2, 3.0, 4.1])
+    tck = interpolate.splrep(xs, np.sin(xs) + 0.3 * xs)
+    for ext in (0, 1, 3):
+        for q in (1.83, 4.5):
+            both_modes(lambda t: interpolate.splev(t, tck, ext=ext), q)
+            assert capstan.jvp(lambda t: interpolate.splev(t, tck, ext=ext), (q,), (1.0,))[0] == pytest.approx(
+                float(interpolate.splev(q, tck, ext=ext)), rel=1e-13, abs=1e-15)
+    both_modes(lambda t: interpolate.splev(t, tck, der=1), 1.83)
+    both_modes(lambda b: interpolate.splint(0.1, b, tck), 2.9)
+    value, slope = capstan.jvp(lambda b: interpolate.splint(-0.5, b, tck), (2.9,), (1.0,))
+    assert value == pytest.approx(interpolate.splint(-0.5, 2.9, tck), rel=1e-13)
+    assert slope == pytest.approx(float(interpolate.splev(2.9, tck)), rel=1e-12)
+    c = tck[1]
+    g = capstan.gradient(lambda cc: interpolate.splint(0.1, 3.3, (tck[0], cc, 3)), c)[0]
+    np.testing.assert_allclose(g, interpolate.splint(0.1, 3.3, tck, full_output=1)[1], atol=1e-13)
+    spline = interpolate.UnivariateSpline(xs, np.sin(xs), s=0.1)
+    both_modes(spline, 1.83)
+    both_modes(lambda b: spline.integral(0.2, b), 2.9)
+    with pytest.raises(ValueError, match="not in the domain"):
+        capstan.D(lambda t: interpolate.splev(t, tck, ext=2), 4.5)
