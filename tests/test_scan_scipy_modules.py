@@ -232,3 +232,21 @@ def test_fitpack_evaluation_splev_splint_univariate_spline():
     both_modes(lambda b: spline.integral(0.2, b), 2.9)
     with pytest.raises(ValueError, match="not in the domain"):
         capstan.D(lambda t: interpolate.splev(t, tck, ext=2), 4.5)
+
+
+def test_ppoly_integrate():
+    """PPoly.integrate (CubicSpline, Pchip, Akima...): _ppoly.integrate had no rule."""
+    from scipy import interpolate
+    xs = np.array([0.0, 0.7, 1.5, 2.2, 3.0, 4.1])
+    ys = np.sin(xs) + 0.3 * xs
+    both_modes(lambda b: interpolate.CubicSpline(xs, ys).integrate(0.2, b), 2.9)
+    both_modes(lambda a: interpolate.PchipInterpolator(xs, ys).integrate(a, 0.4), 4.6)  # (extrapolated, reversed)
+    periodic = interpolate.CubicSpline(xs, np.r_[ys[:-1], ys[0]], bc_type="periodic")
+    both_modes(lambda b: periodic.integrate(0.2, b), 11.3)
+    g = capstan.gradient(lambda y: interpolate.CubicSpline(xs, y).integrate(0.2, 3.5), ys)[0]
+    e = np.eye(6)
+    want = [richardson(lambda t: interpolate.CubicSpline(xs, ys + t * e[i]).integrate(0.2, 3.5), 0.0)
+            for i in range(6)]
+    np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-9)
+    assert np.isnan(capstan.jvp(lambda b: interpolate.PchipInterpolator(xs, ys, extrapolate=False).integrate(0.2, b),
+                                (4.6,), (1.0,))[0])

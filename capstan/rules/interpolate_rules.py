@@ -70,6 +70,32 @@ def ppoly_evaluate(c, x, xp, dx, extrapolate, out):
     out[...] = result
 
 
+def ppoly_integrate(c, x, a, b, extrapolate, out=None):
+    """``_ppoly.integrate``: the integral of the piecewise polynomial from ``a`` to ``b``,
+    ``F(b) - F(a)`` with ``F`` its antiderivative from ``x[0]`` (the whole intervals before
+    a point's, then its own part); NaN for a limit outside the breakpoints unless
+    ``extrapolate`` (``PPoly.integrate``, ``CubicSpline.integrate``...)."""
+    if np.size(x) > 1 and np.asarray(x)[-1] < np.asarray(x)[0]:
+        raise TypeError("capstan: PPoly with decreasing breakpoints has no derivative rule")
+    k, m = np.shape(c)[0], np.shape(c)[1]
+    h = (x[1:] - x[:-1])[:, None]
+    whole = sum(c[k - 1 - p] * h ** (p + 1) / (p + 1) for p in range(k))
+    before = np.concatenate([np.zeros((1,) + np.shape(whole)[1:]), np.cumsum(whole, axis=0)], axis=0)
+
+    def antiderivative(t):
+        i = _interval(x, t, 0, m - 1)
+        s = t - x[i]
+        return before[i] + sum(c[k - 1 - p, i] * s ** (p + 1) / (p + 1) for p in range(k))
+
+    result = antiderivative(b) - antiderivative(a)
+    if not extrapolate and (bool(_outside(a, x[0], x[-1])) or bool(_outside(b, x[0], x[-1]))):
+        result = result * np.nan
+    if out is None:  # (out=: the caller writes the result into it)
+        return result
+    out[...] = result
+    return out
+
+
 # ----------------------------------------------------------------------------- B-splines
 def _spline_derivative(t, c, k):
     """Knots, coefficients and degree of the derivative of a B-spline."""
@@ -234,7 +260,7 @@ def evaluate_linear_2d(values, indices, norm_distances, grid, out):
 
 
 def _register():
-    for f, impl in ((_ppoly.evaluate, ppoly_evaluate), (_dierckx.evaluate_spline, bspline_evaluate),
+    for f, impl in ((_ppoly.evaluate, ppoly_evaluate), (_ppoly.integrate, ppoly_integrate), (_dierckx.evaluate_spline, bspline_evaluate),
                     (sl.solve_banded, solve_banded), (_flapack.dgbsv, lapack_gbsv), (_flapack.zgbsv, lapack_gbsv),
                     (_interpnd._ndim_coords_from_arrays, ndim_coords_from_arrays),
                     (_rgi_cython.find_indices, find_indices), (_rgi_cython.evaluate_linear_2d, evaluate_linear_2d),
