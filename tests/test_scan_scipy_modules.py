@@ -250,3 +250,10 @@ def test_ppoly_integrate():
     np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-9)
     assert np.isnan(capstan.jvp(lambda b: interpolate.PchipInterpolator(xs, ys, extrapolate=False).integrate(0.2, b),
                                 (4.6,), (1.0,))[0])
+
+
+def test_negative_binomial_moments():
+    """nbinom.mean/var/stats: scipy.special's _nbinom_mean & co. had no rule (NoRuleError)."""
+    both_modes(lambda p: stats.nbinom.mean(4.0, p), 0.4)
+    both_modes(lambda n: stats.nbinom.var(n, 0.4), 4.0)
+    both_modes(lambda p: float(np.sum(np.array(stats.nbinom.stats(4.0, p, moments="mvsk"), dtype=float))), 0.4)
