@@ -843,6 +843,10 @@ def _vectorize_call(ctx, vec, /, *args, **kwargs):
     if vec.signature is not None:  # (a generalized ufunc: NumPy's own loop, routed)
         return recurse(ctx, np.vectorize.__call__, vec, *args, **kwargs)
     otype = None
+    if _not_numbers(args, vec.excluded) or (vec.otypes and len(vec.otypes) > 1
+                                            and {np.dtype(t).kind for t in vec.otypes} <= set("fc")):
+        # (a bound method's object as an argument, SciPy's ``_drv2_ppfsingle``; several outputs)
+        return _each_element_values(ctx, vec, args, kwargs)
     if vec.otypes:
         kinds = {np.dtype(t).kind for t in vec.otypes}
         if len(vec.otypes) == 1 and kinds <= set("biu"):
@@ -856,7 +860,9 @@ def _vectorize_call(ctx, vec, /, *args, **kwargs):
     elif not vec.excluded and not kwargs and not _for_kernel(vec.pyfunc).paths:
         # (a kernel with recorded paths gives floats; Python's or a builtin -- bool, int)
         first = _first_result(ctx, vec.pyfunc, args)  # (NumPy, too, calls it on the first elements
-        if first is not None:  # to choose the output type): a bool, int or text kernel
+        if type(first) is tuple:  # to choose the output type): several results (truncnorm's stats)
+            return _each_element_values(ctx, vec, args, kwargs)
+        if first is not None:  # a bool, int or text kernel
             return _each_element(ctx, vec.pyfunc, args, kwargs, np.asarray(first).dtype, ())
     for key, v in kwargs.items():
         if key in vec.excluded:
@@ -880,9 +886,50 @@ def _first_result(ctx, kernel, args):
         return None
     first = [overdub(ctx, _element_at, a, 0) for a in args]
     y = _call_kernel(ctx, kernel, first, {})
-    if type(y) is not Tagged and isinstance(y, (bool, np.bool_, int, np.integer)):
+    if type(y) is not Tagged and isinstance(y, (bool, np.bool_, int, np.integer)) or type(y) is tuple:
         return y
     return None
+
+
+def _not_numbers(args, excluded):
+    """Whether an argument ``np.vectorize`` spreads is not a number or an array of numbers
+    (an object it hands to every call, as a bound method's ``self``)."""
+    for i, a in enumerate(args):
+        if i not in excluded and np.asarray(_plain(a)).dtype.kind not in "biufc":
+            return True
+    return False
+
+
+def _each_element_values(ctx, vec, args, kwargs):
+    """``np.vectorize(kernel)(*args)`` as NumPy computes it, the kernel run on each element
+    inside the differentiation and its results (several, for a kernel returning a tuple)
+    gathered into arrays by routed calls, so their derivatives follow: for kernels
+    :func:`elementwise` does not take (arguments that are objects, several outputs)."""
+    if kwargs:
+        raise TypeError("capstan: np.vectorize(%s)(..., %s=...) on differentiated values has no rule; "
+                        "pass the arguments positionally" % (_name(vec.pyfunc), next(iter(kwargs))))
+    kernel, excluded = vec.pyfunc, vec.excluded
+    spread = [i for i in range(len(args)) if i not in excluded and np.ndim(_plain(args[i]))]
+    shape = np.broadcast_shapes(*[np.shape(_plain(args[i])) for i in spread]) if spread else ()
+    size = int(np.prod(shape)) if shape else 1
+    if size == 0:
+        return recurse(ctx, np.vectorize.__call__, vec, *args)
+    flat = list(args)
+    for i in spread:
+        flat[i] = overdub(ctx, np.ravel, overdub(ctx, np.broadcast_to, args[i], shape))
+    results = []
+    for k in range(size):
+        elems = [overdub(ctx, operator.getitem, flat[i], k) if i in spread else flat[i] for i in range(len(args))]
+        results.append(_call_kernel(ctx, kernel, elems, {}))
+    several = type(results[0]) is tuple
+    columns = list(zip(*results)) if several else [results]
+    outs = []
+    for j, column in enumerate(columns):
+        arr = overdub(ctx, np.array, list(column))
+        if vec.otypes:
+            arr = overdub(ctx, np.asarray, arr, np.dtype(vec.otypes[j]))
+        outs.append(overdub(ctx, np.reshape, arr, shape))
+    return tuple(outs) if several else outs[0]
 
 
 def _element_at(a, k):

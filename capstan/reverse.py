@@ -117,6 +117,16 @@ def _short(value, limit=60):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def located(where, root):
+    """The index into ``root`` of the elements at flat positions ``where`` (shaped like
+    them).  A 0-d root (a view ``np.reshape(a, (1,))`` of a 0-d ``a``, as SciPy's
+    elementwise solvers make) has no axis to index: its one element is spread by new axes
+    (none selected: an empty boolean index)."""
+    if root.ndim:
+        return np.unravel_index(where, root.shape)
+    return (None,) * np.ndim(where) if np.size(where) else np.bool_(False)
+
+
 class ReverseCtx(ADContext):
     """Reverse-mode differentiation context; ``ctx.tape`` is its list of records."""
 
@@ -386,7 +396,7 @@ class ReverseCtx(ADContext):
 
     def view_meta(self, view, root, n, foreign):
         """The node of a plain view of a shadowed array: a read of its region of the root."""
-        where = np.unravel_index(positions(view, root), root.shape)
+        where = located(positions(view, root), root)
         n = self.record(GETITEM, None, None, (), (root.shape, root.dtype, where), (n,), foreign)
         side = part(view, root)
         if side is None:
@@ -477,7 +487,7 @@ class ReverseCtx(ADContext):
                             "differentiated complex array (c.real[...] = v); write complex values "
                             "into the array itself")
         where = None if raw is root else positions(raw, root)[k]
-        index = k if where is None else np.unravel_index(where, root.shape)
+        index = k if where is None else located(where, root)
         n = self.record(SETITEM, None, None, (v if nv is None else None, base),
                         (np.shape(v), index, np.result_type(untagged(v))),
                         (nroot, nv), foreign)

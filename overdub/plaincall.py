@@ -246,6 +246,27 @@ def is_structural(f: object) -> bool:
     computing on them (containers, iteration, ``min``/``max``, ``getattr``...): tagged
     values pass through it untouched."""
     try:
-        return f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH
+        if f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
+            return True
     except TypeError:
         return False
+    return type(f) is type and bool(f.__flags__ & _HEAPTYPE) and _builds_like_builtin(f)
+
+
+_BUILDERS = {dict.__new__, list.__new__, set.__new__, frozenset.__new__, tuple.__new__, object.__new__,
+             vars(dict)["__init__"], vars(list)["__init__"], vars(set)["__init__"], vars(object)["__init__"]}
+
+
+def _builds_like_builtin(cls):
+    """Whether ``cls`` is a Python subclass of a builtin container whose construction is the
+    builtin's (no ``__new__`` or ``__init__`` of its own: ``class Result(dict)`` with
+    attribute access, as SciPy's ``OptimizeResult``): it stores its arguments as they are."""
+    if not issubclass(cls, (dict, list, set, frozenset, tuple)):
+        return False
+    for name in ("__new__", "__init__"):
+        for klass in cls.__mro__:
+            if name in vars(klass):
+                if vars(klass)[name] not in _BUILDERS:
+                    return False
+                break
+    return True

@@ -375,6 +375,14 @@ def _register():
     _rule(getattr(scu, "_binom_pmf", None), refused(scu._binom_pmf, "k", counts), _binom_pmf_n, _binom_pmf_p)
     _rule(getattr(scu, "_nbinom_pmf", None), refused(scu._nbinom_pmf, "k", counts), _nbinom_pmf_n, _nbinom_pmf_p)
 
+    # negative binomial moments (Boost's closed forms, written out: differentiable in n and p)
+    for name, formula in (("_nbinom_mean", lambda n, p: n * (1.0 - p) / p),
+                          ("_nbinom_variance", lambda n, p: n * (1.0 - p) / (p * p)),
+                          ("_nbinom_skewness", lambda n, p: (2.0 - p) / np.sqrt(n * (1.0 - p))),
+                          ("_nbinom_kurtosis_excess", lambda n, p: 6.0 / n + p * p / (n * (1.0 - p)))):
+        if hasattr(scu, name):
+            defimpl(getattr(scu, name), formula)
+
     # ----------------------------------------------------------------- noncentral chi-squared
     # F(x; k, nc) is a Poisson(nc/2) mixture of central F(x; k + 2j): dF/dnc = (F(x; k+2) - F(x; k))/2
     _rule(sc.chndtr, lambda ans, x, df, nc, **kw: ncx2_density(x, df, nc), _parameter(sc.chndtr, "df"),

@@ -180,3 +180,100 @@ except ImportError:  # pragma: no cover - scipy is optional
     pass
 else:
     _register(scipy.fft)
+
+
+# ----------------------------------------------------------------------------- real transforms
+def _along(z, axis, index, factor):
+    """``z`` with its ``index``-th entry along ``axis`` multiplied by ``factor``."""
+    w = np.ones(np.shape(z)[axis])
+    w[index] = factor
+    shape = [1] * np.ndim(z)
+    shape[axis] = -1
+    return z * w.reshape(shape)
+
+
+def _register_real(m):
+    """``scipy.fft``'s ``dct``, ``dst``, ``idct``, ``idst`` (every type, ``norm``,
+    ``orthogonalize`` and ``n``) and their n-dimensional forms.  They are real linear maps:
+    forward mode transforms the tangent; reverse mode applies the transpose.  With
+    ``norm="ortho"`` (orthogonalized, the default there) a transform is orthogonal, its
+    transpose its inverse.  Otherwise it is a constant multiple of the unnormalized
+    transform of its type (the inverse's: type 2 <-> 3), whose transpose is a transform
+    of the transposed type with one end weighted: DCT-II^T g = DCT-III(g, g_0 doubled),
+    DCT-III^T g = DCT-II(g), its first entry halved, DCT-I^T g = c DCT-I(g / c) (c: 1 at the
+    ends, 2 inside), DST-II^T g = DST-III(g, g_last doubled), DST-III^T g = DST-II(g), its
+    last entry halved; types 4 and DST-I are symmetric."""
+    names = ("type", "n", "axis", "norm", "overwrite_x", "workers", "orthogonalize")
+    inverse_type = {1: 1, 2: 3, 3: 2, 4: 4}
+    pairs = {m.dct: (m.dct, m.idct, False), m.idct: (m.dct, m.dct, True),
+             m.dst: (m.dst, m.idst, False), m.idst: (m.dst, m.dst, True)}
+
+    def unnormalized_transpose(base, t, g, axis):
+        if base is m.dct:
+            if t == 1:
+                return _along(m.dct(_along(g, axis, slice(1, -1), 0.5), 1, axis=axis), axis, slice(1, -1), 2.0)
+            if t == 2:
+                return m.dct(_along(g, axis, 0, 2.0), 3, axis=axis)
+            if t == 3:
+                return _along(m.dct(g, 2, axis=axis), axis, 0, 0.5)
+            return m.dct(g, 4, axis=axis)
+        if t == 2:
+            return m.dst(_along(g, axis, -1, 2.0), 3, axis=axis)
+        if t == 3:
+            return _along(m.dst(g, 2, axis=axis), axis, -1, 0.5)
+        return m.dst(g, t, axis=axis)
+
+    def rule(f):
+        base, inverse, is_inverse = pairs[f]
+
+        def jvp(ts, ans, x, *args, **kw):
+            return f(ts[0], *args, **kw)
+
+        def vjp(g, ans, x, *args, **kw):
+            p = _bound(names, args, kw)
+            t = operator.index(p.get("type", 2))
+            n, norm = p.get("n"), p.get("norm")
+            axis = operator.index(p.get("axis", -1)) % np.ndim(x)
+            length = np.shape(x)[axis] if n is None else n
+            if norm == "ortho" and p.get("orthogonalize") in (None, True):
+                if is_inverse:
+                    gx = base(g, t, axis=axis, norm="ortho")
+                else:
+                    gx = inverse(g, t, axis=axis, norm="ortho")
+            else:
+                bt = inverse_type[t] if is_inverse else t
+                probe = np.cos(np.arange(length) * 0.7) + np.arange(length) / (length + 1.0)
+                plain = base(probe, bt)
+                mine = f(probe, t, norm=norm, orthogonalize=p.get("orthogonalize"))
+                c = float(np.dot(mine, plain) / np.dot(plain, plain))
+                if not np.allclose(mine, c * plain, rtol=1e-10, atol=1e-12 * np.max(np.abs(mine))):
+                    raise ValueError("capstan: scipy.fft.%s(type=%d, norm=%r): no transpose rule for this "
+                                     "normalization" % (f.__name__, t, norm))
+                gx = c * unnormalized_transpose(base, bt, g, axis)
+            return (_like_input(_fit(gx, axis, np.shape(x)[axis]), x),) + (None,) * len(args)
+
+        defjvp(f, jvp)
+        defvjp(f, vjp)
+
+    for f in pairs:
+        rule(f)
+
+    def n_dimensional(one):
+        def transform(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
+                      orthogonalize=None):
+            """The 1-D transform along each axis in turn (the n-D transform is separable)."""
+            axes = _axes_nd(x, s, axes)
+            sizes = [None] * len(axes) if s is None else list(s)
+            for a, size in zip(axes, sizes):
+                x = one(x, type, size, a, norm, orthogonalize=orthogonalize)
+            return x
+        return transform
+
+    for nd, one in ((m.dctn, m.dct), (m.idctn, m.idct), (m.dstn, m.dst), (m.idstn, m.idst)):
+        defimpl(nd, n_dimensional(one))
+
+
+try:
+    _register_real(scipy.fft)
+except NameError:  # pragma: no cover - scipy is optional
+    pass

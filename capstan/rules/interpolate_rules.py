@@ -22,6 +22,7 @@ try:
     import scipy.linalg as sl
     from scipy.interpolate import _dierckx, _ppoly, _rgi_cython
     from scipy.interpolate import _interpnd
+    from scipy.interpolate import _dfitpack
     from scipy.linalg import _flapack
 except ImportError:  # pragma: no cover - scipy is optional (or laid out differently)
     sl = None
@@ -69,6 +70,32 @@ def ppoly_evaluate(c, x, xp, dx, extrapolate, out):
     out[...] = result
 
 
+def ppoly_integrate(c, x, a, b, extrapolate, out=None):
+    """``_ppoly.integrate``: the integral of the piecewise polynomial from ``a`` to ``b``,
+    ``F(b) - F(a)`` with ``F`` its antiderivative from ``x[0]`` (the whole intervals before
+    a point's, then its own part); NaN for a limit outside the breakpoints unless
+    ``extrapolate`` (``PPoly.integrate``, ``CubicSpline.integrate``...)."""
+    if np.size(x) > 1 and np.asarray(x)[-1] < np.asarray(x)[0]:
+        raise TypeError("capstan: PPoly with decreasing breakpoints has no derivative rule")
+    k, m = np.shape(c)[0], np.shape(c)[1]
+    h = (x[1:] - x[:-1])[:, None]
+    whole = sum(c[k - 1 - p] * h ** (p + 1) / (p + 1) for p in range(k))
+    before = np.concatenate([np.zeros((1,) + np.shape(whole)[1:]), np.cumsum(whole, axis=0)], axis=0)
+
+    def antiderivative(t):
+        i = _interval(x, t, 0, m - 1)
+        s = t - x[i]
+        return before[i] + sum(c[k - 1 - p, i] * s ** (p + 1) / (p + 1) for p in range(k))
+
+    result = antiderivative(b) - antiderivative(a)
+    if not extrapolate and (bool(_outside(a, x[0], x[-1])) or bool(_outside(b, x[0], x[-1]))):
+        result = result * np.nan
+    if out is None:  # (out=: the caller writes the result into it)
+        return result
+    out[...] = result
+    return out
+
+
 # ----------------------------------------------------------------------------- B-splines
 def _spline_derivative(t, c, k):
     """Knots, coefficients and degree of the derivative of a B-spline."""
@@ -106,6 +133,54 @@ def bspline_evaluate(t, c, k, xp, nu, extrapolate, out=None):
         out[...] = result
         return out
     return result
+
+
+# ----------------------------------------------------------------------------- FITPACK evaluation
+def fitpack_splder(t, c, k, x, nu=0, e=0):
+    """FITPACK's ``splder`` (``splev`` for ``nu = 0``): the spline ``(t, c, k)`` (its
+    ``nu``-th derivative) at ``x``, as ``(y, ier)``; ``e`` is SciPy's ``ext``: 0
+    extrapolates, 1 gives 0 outside the base interval, 2 reports an error (ier 1), 3 takes
+    the value at the nearer end (``splev``, ``UnivariateSpline``)."""
+    t = np.asarray(t)
+    n = len(t) - k - 1
+    x = np.ravel(x)
+    lo, hi = t[k], t[n]
+    outside = _outside(x, lo, hi)
+    if e == 2 and np.any(outside):
+        return np.zeros(np.shape(x)), 1
+    if e == 3:
+        x = np.clip(x, lo, hi)
+    y = bspline_evaluate(t, np.reshape(c[:n], (n, 1)), k, x, nu, True)[:, 0]
+    if e == 1:
+        y = np.where(outside, 0.0, y)
+    return y, 0
+
+
+def fitpack_splev(t, c, k, x, e=0):
+    return fitpack_splder(t, c, k, x, 0, e)
+
+
+def fitpack_splint(t, c, k, a, b):
+    """FITPACK's ``splint``: the integral of the spline over ``[a, b]`` (zero outside its base
+    interval), from its antiderivative (SciPy's ``splantider``), with FITPACK's integrals of
+    the B-splines (``wrk``, which do not depend on ``c``)."""
+    from scipy.interpolate import _fitpack_impl
+    t = np.asarray(t)
+    n = len(t) - k - 1
+    lo, hi = t[k], t[n]
+    t2, c2, k2 = _fitpack_impl.splantider((t, np.concatenate([c[:n], np.zeros(k + 1)]), k))
+    ends = np.clip(np.stack([a, b]), lo, hi)
+    values = fitpack_splev(t2, c2, k2, ends)[0]
+    return values[1] - values[0], _splint_weights(t, k, a, b)
+
+
+def _splint_weights(t, k, a, b):
+    """FITPACK's integrals of the B-splines over ``[a, b]`` (plain)."""
+    from scipy.interpolate import _dfitpack
+    return _dfitpack.splint(t, np.zeros(len(t)), k, a, b)[1]
+
+
+plain_valued(_splint_weights)
 
 
 # ----------------------------------------------------------------------------- banded solves
@@ -185,13 +260,15 @@ def evaluate_linear_2d(values, indices, norm_distances, grid, out):
 
 
 def _register():
-    for f, impl in ((_ppoly.evaluate, ppoly_evaluate), (_dierckx.evaluate_spline, bspline_evaluate),
+    for f, impl in ((_ppoly.evaluate, ppoly_evaluate), (_ppoly.integrate, ppoly_integrate), (_dierckx.evaluate_spline, bspline_evaluate),
                     (sl.solve_banded, solve_banded), (_flapack.dgbsv, lapack_gbsv), (_flapack.zgbsv, lapack_gbsv),
                     (_interpnd._ndim_coords_from_arrays, ndim_coords_from_arrays),
-                    (_rgi_cython.find_indices, find_indices), (_rgi_cython.evaluate_linear_2d, evaluate_linear_2d)):
+                    (_rgi_cython.find_indices, find_indices), (_rgi_cython.evaluate_linear_2d, evaluate_linear_2d),
+                    (_dfitpack.splev, fitpack_splev), (_dfitpack.splder, fitpack_splder),
+                    (_dfitpack.splint, fitpack_splint)):
         defimpl(f, impl)
         FUNCTIONS.append(f)
-    FUNCTIONS.extend((_interval, _outside))  # (plain-valued helpers of the equivalents)
+    FUNCTIONS.extend((_interval, _outside, _splint_weights))  # (plain-valued helpers of the equivalents)
 
 
 if sl is not None:

@@ -475,6 +475,8 @@ def _mean_vjp(g, ans, a, axes, p):
 def _prod_others(a, axes):
     """For every element, the product of the others in its reduction group (zero-safe)."""
     a = np.asarray(a)
+    if a.size == 0:  # (np.prod of an empty array: no element, no partial)
+        return np.zeros_like(a)
     rest = [i for i in range(a.ndim) if i not in axes]
     perm = rest + list(axes)
     m = np.transpose(a, perm)
@@ -1189,6 +1191,8 @@ def _transpose_perm(a, axes):
     nd = np.ndim(a)
     if axes is None:
         return list(range(nd))[::-1]
+    if not isinstance(axes, (tuple, list)) and np.ndim(axes) == 0:
+        axes = (axes,)  # (np.transpose(a, 0) of a 1-d array, as scipy.signal.czt calls it)
     return [operator.index(i) % nd for i in axes]
 
 

@@ -5,6 +5,7 @@ immutable numbers are their plain counterparts (mutable arrays are handled by th
 differentiation contexts, which keep the tagged object's identity)."""
 import cmath
 import math
+import numbers
 import operator
 
 import numpy as np
@@ -31,6 +32,8 @@ def log(x):
         return math.log(x) if x > 0 else cmath.log(x)
     if tx is complex:
         return cmath.log(x)
+    if tx is not np.ndarray and isinstance(x, numbers.Rational) and not isinstance(x, np.generic):
+        return log(float(x))  # (a Fraction: ``Fraction(1, 3) ** x`` is ``float(base) ** x``)
     return np.log(x)
 
 

@@ -511,9 +511,10 @@ def _minimize_rule(ctx, f, args, kwargs):
                           _first(plain["fun"]) if first else plain["fun"], out.x, fargs,
                           getattr(out, "message", ""), _bounds_of(a["bounds"], scalar_pair=scalar))
     out.x = x
-    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
     ctx.remember(out, "x")
-    ctx.remember(out, "fun")
+    if "fun" in out:  # (a custom method's result may not have it)
+        out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
+        ctx.remember(out, "fun")
     return out
 
 
@@ -532,6 +533,90 @@ def _bracketed_minimum_rule(ctx, f, args, kwargs):
     if type(out) is tuple:
         return (x, _add(ctx, out[1], _correction(ctx, _deviation, value, why=_NOT_FINITE))) + out[2:]
     return x
+
+
+def _legacy_minimiser_rule(ctx, f, args, kwargs):
+    """SciPy's older unconstrained minimisers (``fmin``, ``fmin_powell``, ``fmin_bfgs``,
+    ``fmin_cg``, ``fmin_ncg``, ``fmin_l_bfgs_b``, ``fmin_tnc``, ``fminbound``): the
+    minimiser (the first result) and, where returned second, the minimum, as for
+    ``minimize``.  Their iterations run in Python: differentiated through, a simplex's
+    comparisons would give the minimiser a derivative of zero."""
+    bound, given = _bind(f, args, kwargs)
+    a = bound.arguments
+    key = "func" if "func" in a else "f"
+    fargs = a["args"] if isinstance(a["args"], tuple) else (a["args"],)
+    starts = {"x0", "callback", "initial_simplex", "direc", "epsilon", "disp", "full_output",
+              "retall", "maxiter", "maxfun", "xtol", "ftol", "gtol", "avextol", "norm", "pgtol", "factr",
+              "m", "iprint", "maxls", "messages", "scale", "offset", "maxCGit", "eta", "stepmx", "accuracy",
+              "fmin", "rescale", "approx_grad"}  # (bounds: refused where active)
+    routed = _route(ctx, f, args, kwargs, [v for k, v in a.items() if k not in starts])
+    if routed is not _MINE:
+        return routed
+    name = "scipy.optimize." + f.__name__
+    plain = _plain_arguments(ctx, a)
+    out = _call(f, given, plain)
+    pair = f in (_optimize.fmin_l_bfgs_b, _optimize.fmin_tnc) and a.get("fprime") is None and not a["approx_grad"]
+    fun, fun_plain = (_first(a[key]), _first(plain[key])) if pair else (a[key], plain[key])
+    if f is _optimize.fminbound:
+        bounds = (float(_plain(a["x1"])), float(_plain(a["x2"])))
+    elif a.get("bounds") is not None:
+        bounds = _bounds_of(a["bounds"])
+    else:
+        bounds = None
+    several = type(out) is tuple
+    x_plain = out[0] if several else out
+    x, value = _minimiser(ctx, name, fun, fun_plain, x_plain, fargs, "", bounds)
+    if not several:
+        return x
+    rest = list(out[1:])
+    if f is not _optimize.fmin_tnc:  # (the minimum second; fmin_tnc's second is a count)
+        rest[0] = _add(ctx, rest[0], _correction(ctx, _deviation, value, why=_NOT_FINITE))
+    return (x, *rest)
+
+
+def _raveled(func):
+    return lambda x, *rest: func(np.ravel(x), *rest)
+
+
+def _global_minimiser_rule(ctx, f, args, kwargs):
+    """Global minimisers (``differential_evolution``, ``dual_annealing``, ``shgo``,
+    ``direct``, ``basinhopping``, ``brute``): the minimiser they found, differentiated as a
+    local one (Newton steps on ``grad F = 0``; refused where it is not a stationary point to
+    a derivative's accuracy, or lies on a bound).  Their searches compare values: run
+    through, they would give the minimiser a derivative of zero."""
+    bound, given = _bind(f, args, kwargs)
+    a = bound.arguments
+    hopping = f is _optimize.basinhopping
+    extra = dict(a["minimizer_kwargs"] or {}) if hopping else {}
+    fargs = extra.get("args", ()) if hopping else a.get("args", ())
+    fargs = fargs if isinstance(fargs, tuple) else (fargs,)
+    depends = [a["func"], fargs, extra] + [a[k] for k in ("bounds", "ranges") if k in a]
+    routed = _route(ctx, f, args, kwargs, depends)
+    if routed is not _MINE:
+        return routed
+    name = "scipy.optimize." + f.__name__
+    plain = _plain_arguments(ctx, a)
+    if hopping and a["minimizer_kwargs"] is not None:
+        plain["minimizer_kwargs"] = {k: (_plain_callable(ctx, v) if callable(v) else _plain(v))
+                                     for k, v in extra.items()}
+    out = _call(f, given, plain)
+    pair = hopping and extra.get("jac") is True  # (func returns (F, gradient))
+    fun, fun_plain = (_first(a["func"]), _first(plain["func"])) if pair else (a["func"], plain["func"])
+    if f is _optimize.brute:  # (brute hands its function 1-d points, and returns a number for one)
+        fun, fun_plain = _raveled(fun), _raveled(fun_plain)
+    bounds = _bounds_of(a["bounds"]) if a.get("bounds") is not None else None
+    result = isinstance(out, _optimize.OptimizeResult)
+    x_plain = out.x if result else (out[0] if type(out) is tuple else out)
+    x, value = _minimiser(ctx, name, fun, fun_plain, x_plain, fargs,
+                          getattr(out, "message", "") if result else "", bounds)
+    if not result:
+        return (x, _add(ctx, out[1], _correction(ctx, _deviation, value, why=_NOT_FINITE))) + out[2:] \
+            if type(out) is tuple else x
+    out.x = x
+    out.fun = _add(ctx, out.fun, _correction(ctx, _deviation, value, why=_NOT_FINITE))
+    ctx.remember(out, "x")
+    ctx.remember(out, "fun")
+    return out
 
 
 def _least_squares_rule(ctx, f, args, kwargs):
@@ -741,6 +826,69 @@ def _quadrature_nodes(a, b, intervals, both_signs):
     return "both", u, w
 
 
+def _resolved(name, F_plain, fargs, lo, hi, intervals, both_signs, value, abserr, epsabs, epsrel):
+    """``(kind, u, w)``: nodes on subintervals that resolve the integrand.  SciPy's final
+    subintervals do where a Gauss-Legendre sum on them gives SciPy's value; where it does
+    not (QUADPACK extrapolated toward an endpoint singularity, ``1 / sqrt(t)`` at 0, or a
+    slowly decaying tail), the worst subinterval is halved until the sum's own error
+    estimate and its distance to SciPy's value are within SciPy's tolerance; failing that
+    (a divergent integral), refused.  A sum that misses the integrand would differentiate
+    to a wrong derivative."""
+    kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs)
+    value = np.asarray(value, dtype=float)
+    scale = float(np.max(np.abs(value))) if value.size else 0.0
+    tol = max(epsabs, epsrel * scale, float(np.max(np.abs(abserr))), 1e-14 * scale)
+
+    def miss(total):
+        with np.errstate(invalid="ignore"):
+            return float(np.max(np.abs(np.asarray(total) - value))) if value.size else 0.0
+
+    if miss(_quadrature_sum(F_plain, fargs, lo, hi, kind, u, w)) <= 100 * tol:
+        return kind, u, w
+    finite = math.isfinite(lo) and math.isfinite(hi)
+    ivs = [tuple(iv) for iv in np.asarray(intervals, dtype=float).reshape(-1, 2)]
+    if not ivs:
+        ivs = [(lo, hi) if finite else (0.0, 1.0)]
+
+    def part(iv):
+        k, uu, ww = _quadrature_nodes(lo, hi, np.array([iv]), both_signs)
+        return np.asarray(_quadrature_sum(F_plain, fargs, lo, hi, k, uu, ww), dtype=float)
+
+    ends = (lo, hi) if finite else (0.0, 1.0)  # (infinite ranges: t in (0, 1], singular toward 0)
+
+    def halves(iv):
+        """Two parts of ``iv``: graded 1:15 toward an end of the range (where singularities
+        and tails sit, so a few splits reach far), else halves."""
+        a, b = iv
+        if a in ends and b not in ends:
+            mid = a + (b - a) / 16
+        elif b in ends and a not in ends:
+            mid = b - (b - a) / 16
+        else:
+            mid = (a + b) / 2
+        return (a, mid), (mid, b)
+
+    def entry(iv, whole=None):
+        whole = part(iv) if whole is None else whole
+        left, right = halves(iv)
+        sl, sr = part(left), part(right)
+        return [iv, whole, float(np.max(np.abs(whole - sl - sr))), sl, sr]
+
+    table = [entry(iv) for iv in ivs]
+    for _ in range(150):
+        total = sum(e[1] for e in table)
+        if miss(total) <= tol and sum(e[2] for e in table) <= tol:
+            return _quadrature_nodes(lo, hi, np.array([e[0] for e in table]), both_signs)
+        worst = max(range(len(table)), key=lambda i: table[i][2])
+        iv, _, _, sl, sr = table.pop(worst)
+        left, right = halves(iv)
+        table += [entry(left, sl), entry(right, sr)]
+    raise _no_rule("scipy.integrate.%s: the subintervals SciPy's adaptive rule ended with do not resolve the "
+                   "integrand, and halving them did not either (a Gauss-Legendre sum misses SciPy's value by "
+                   "%.3g: the integral may diverge), so its derivative cannot be taken; split the range, or "
+                   "integrate a faster decaying integrand" % (name, miss(sum(e[1] for e in table))))
+
+
 def _limits_order(f, args, kwargs, bound, names):
     """For an infinite range given high to low: ``-f(..., b, a, ...)``'s arguments."""
     a, b = (_plain(bound.arguments[n]) for n in names)
@@ -777,7 +925,8 @@ def _quad_rule(ctx, f, args, kwargs):
                  else np.empty((0, 2)))
     if not last and not (math.isfinite(lo) and math.isfinite(hi)):
         intervals = np.array([[0.0, 1.0]])
-    kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs=True)
+    kind, u, w = _resolved("quad", plain["func"], _plain(fargs), lo, hi, intervals, True, out[0], out[1],
+                           plain["epsabs"], plain["epsrel"])
     total = overdub(ctx, _quadrature_sum, a["func"], fargs, a["a"], a["b"], kind, u, w)
     value = _add(ctx, out[0], _correction(ctx, _deviation, total, why=_NOT_FINITE))
     return (value,) + tuple(out[1:]) if a["full_output"] else (value, out[1])
@@ -806,7 +955,8 @@ def _quad_vec_rule(ctx, f, args, kwargs):
     plain["f"] = _plain_callable(ctx, a["f"])
     out = _call(f, given, plain, full_output=True)
     intervals = np.asarray(out[2].intervals, dtype=float).reshape(-1, 2)
-    kind, u, w = _quadrature_nodes(lo, hi, intervals, both_signs=False)
+    kind, u, w = _resolved("quad_vec", plain["f"], _plain(fargs), lo, hi, intervals, False, out[0], out[1],
+                           plain["epsabs"], plain["epsrel"])
     total = overdub(ctx, _quadrature_sum, a["f"], fargs, a["a"], a["b"], kind, u, w)
     value = _add(ctx, out[0], _correction(ctx, _deviation, total, why=_NOT_FINITE))
     return (value,) + tuple(out[1:]) if a["full_output"] else (value, out[1])
@@ -1361,6 +1511,12 @@ if _optimize is not None:
     for _solver in _ROOTS:
         defsolver(_solver, _not_on_a_kept_tape(_root_rule))
     defsolver(_optimize.minimize, _not_on_a_kept_tape(_minimize_rule))
+    for _legacy in (_optimize.fmin, _optimize.fmin_powell, _optimize.fmin_bfgs, _optimize.fmin_cg,
+                    _optimize.fmin_ncg, _optimize.fmin_l_bfgs_b, _optimize.fmin_tnc, _optimize.fminbound):
+        defsolver(_legacy, _not_on_a_kept_tape(_legacy_minimiser_rule))
+    for _search in (_optimize.differential_evolution, _optimize.dual_annealing, _optimize.shgo,
+                    _optimize.direct, _optimize.basinhopping, _optimize.brute):
+        defsolver(_search, _not_on_a_kept_tape(_global_minimiser_rule))
     defsolver(_optimize.golden, _not_on_a_kept_tape(_bracketed_minimum_rule))
     defsolver(_optimize.brent, _not_on_a_kept_tape(_bracketed_minimum_rule))
     defsolver(_optimize.least_squares, _not_on_a_kept_tape(_least_squares_rule))
