@@ -93,17 +93,24 @@ def error_text(exc):
 def first_call_in_subprocess(script, key, timeout=240):
     """Seconds of the first call of cell ``key`` in a fresh interpreter (imports and set-up
     excluded), or an error text."""
+    return first_calls_in_subprocess(script, [key], timeout)[0]
+
+
+def first_calls_in_subprocess(script, keys, timeout=240):
+    """``(seconds, error)`` of the first call of each cell of ``keys``, one after the other in
+    one fresh interpreter (``--quick``: one interpreter per script instead of one per cell)."""
+    argv = [sys.executable, script]
+    for key in keys:
+        argv += ["--first-call", key]
     try:
-        out = subprocess.run([sys.executable, script, "--first-call", key], capture_output=True,
-                             text=True, timeout=timeout)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout * len(keys))
     except subprocess.TimeoutExpired:
-        return None, "first call: timed out"
-    lines = out.stdout.strip().splitlines()
-    if out.returncode != 0 or not lines:
+        return [(None, "first call: timed out")] * len(keys)
+    lines = [line for line in out.stdout.splitlines() if line.startswith('{"seconds": ')]
+    if out.returncode != 0 or len(lines) < len(keys):
         tail = (out.stderr.strip().splitlines() or ["exit status %d" % out.returncode])[-1]
-        return None, "first call failed: " + tail[:140].replace("|", "\\|")
-    data = json.loads(lines[-1])
-    return data.get("seconds"), data.get("error")
+        return [(None, "first call failed: " + tail[:140].replace("|", "\\|"))] * len(keys)
+    return [(data.get("seconds"), data.get("error")) for data in map(json.loads, lines)]
 
 
 def first_call_child(workloads, key):
@@ -117,17 +124,17 @@ def first_call_child(workloads, key):
         t0 = time.perf_counter()
         fn()
         seconds = time.perf_counter() - t0
-        print(json.dumps({"seconds": seconds}))
+        print(json.dumps({"seconds": seconds}), flush=True)
     except ImportError:
-        print(json.dumps({"seconds": None, "error": "not installed"}))
+        print(json.dumps({"seconds": None, "error": "not installed"}), flush=True)
     except Exception as exc:  # noqa: BLE001 - reported, not raised
-        print(json.dumps({"seconds": None, "error": error_text(exc)}))
+        print(json.dumps({"seconds": None, "error": error_text(exc)}), flush=True)
 
 
 def run(workloads, script, quick, progress=None):
     """Every row: dicts with workload, impl, median, x_plain, x_hand, first_call, target, met,
     error and note."""
-    rows = []
+    rows, deferred = [], []  # (quick: the first calls, all in one fresh interpreter at the end)
     for w in workloads():
         gc.collect()
         t0 = time.perf_counter()
@@ -161,15 +168,26 @@ def run(workloads, script, quick, progress=None):
                 row["error"] = error_text(exc)
             else:
                 row.update(median=t, x_plain=t / plain, x_hand=t / hand)
-            row["first_call"], err = first_call_in_subprocess(script, "%s::%s" % (w.name, cname))
-            if err and not row["error"]:
-                row["error"] = err
+            key = "%s::%s" % (w.name, cname)
+            if quick:
+                deferred.append((row, key))
+            else:
+                _first_call(row, first_call_in_subprocess(script, key))
             if w.target and cname in w.targeted:
                 text, basis, limit = w.target
                 ratio = row["x_" + basis]
                 row["target"] = text
                 row["met"] = ratio is not None and ratio <= limit
+    if deferred:
+        for (row, _), result in zip(deferred, first_calls_in_subprocess(script, [k for _, k in deferred])):
+            _first_call(row, result)
     return rows
+
+
+def _first_call(row, result):
+    row["first_call"], err = result
+    if err and not row["error"]:
+        row["error"] = err
 
 
 def _row(workload, impl, t, plain, hand, first, how, note=""):
@@ -220,9 +238,11 @@ def header(title, quick):
 
 def main(title, workloads, script, argv, doc):
     """Command line shared by the scripts: ``[--quick] [--json PATH]``, and the internal
-    ``--first-call WORKLOAD::CELL`` used for the fresh-process first calls."""
+    ``--first-call WORKLOAD::CELL`` (repeatable) used for the fresh-process first calls."""
     if "--first-call" in argv:
-        first_call_child(workloads, argv[argv.index("--first-call") + 1])
+        for i, arg in enumerate(argv):
+            if arg == "--first-call":
+                first_call_child(workloads, argv[i + 1])
         return
     quick = "--quick" in argv
     json_path = argv[argv.index("--json") + 1] if "--json" in argv else None
@@ -234,7 +254,8 @@ def main(title, workloads, script, argv, doc):
     print()
     print(doc)
     if quick:
-        print("(--quick: one batch of ~10 ms per cell instead of 7 of ~80 ms; times are rough)")
+        print("(--quick: one batch of ~10 ms per cell instead of 7 of ~80 ms, and every first call in one "
+              "fresh interpreter, one after the other; times are rough)")
     if json_path:
         import platform
         with open(json_path, "w") as fh:

@@ -122,7 +122,8 @@ def outcome(run):
         return ("raised", type(exc), str(exc))
 
 
-@settings(max_examples=int(os.environ.get("OVERDUB_HYPOTHESIS_EXAMPLES", 200)), deadline=None,
+#: (each run draws new programs; OVERDUB_HYPOTHESIS_EXAMPLES=2000 searches deeper)
+@settings(max_examples=int(os.environ.get("OVERDUB_HYPOTHESIS_EXAMPLES", 100)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(source=programs(), args=st.tuples(st.integers(-3, 3), st.sampled_from([0.5, -1.0, 2]),
                                          st.integers(0, 4)))
