@@ -46,11 +46,8 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
                 # compiles ``math.sqrt(x)`` either way, depending on how math came in)
                 return call(getattr_(obj, name), {args})
             else:
-                try:
-                    f, hasdict = fcache[tp, name]
-                except KeyError:
-                    f, hasdict = fcache[tp, name] = method_of(tp, name)
-                if f is not None and not (hasdict and name in obj.__dict__):
+                f = class_function(obj, tp, name)
+                if f is not None:
                     {pre_self}
                     try:
                         g = fcache[f]
@@ -62,6 +59,16 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
             drop_own_frames(exc)
             raise
 
+    def class_function(obj, tp, name):
+        # the class's function for obj.name(...) when CPython's method-call shortcut applies
+        try:
+            f, hasdict = fcache[tp, name]
+        except KeyError:
+            f, hasdict = fcache[tp, name] = method_of(tp, name)
+        if f is not None and not (hasdict and name in obj.__dict__):
+            return f
+        return None
+
     def methload(obj, name, /):
         # the look-up before the arguments run, as CPython's: deferred to meth when it can
         # neither fail nor run code (the class's function, a name in a module's __dict__)
@@ -70,13 +77,8 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
             if tp is ModuleType:
                 if type(name) is str and name in obj.__dict__:
                     return obj
-            else:
-                try:
-                    f, hasdict = fcache[tp, name]
-                except KeyError:
-                    f, hasdict = fcache[tp, name] = method_of(tp, name)
-                if f is not None and not (hasdict and name in obj.__dict__):
-                    return obj
+            elif class_function(obj, tp, name) is not None:
+                return obj
             return LoadedAttribute(getattr_(obj, name))
         except BaseException as exc:
             drop_own_frames(exc)
