@@ -22,10 +22,17 @@ try:
     import scipy.linalg as sl
     from scipy.interpolate import _dierckx, _ppoly, _rgi_cython
     from scipy.interpolate import _interpnd
-    from scipy.interpolate import _dfitpack
     from scipy.linalg import _flapack
 except ImportError:  # pragma: no cover - scipy is optional (or laid out differently)
     sl = None
+try:  # (SciPy up to 1.17: FITPACK's Fortran wrappers; 1.18 rewrote FITPACK and dropped them)
+    from scipy.interpolate import _dfitpack
+except ImportError:
+    _dfitpack = None
+try:  # (SciPy 1.18+: FITPACK's evaluation in C, ``splder`` taking the order before ``x``)
+    from scipy.interpolate import _fitpack as _cfitpack
+except ImportError:  # pragma: no cover
+    _cfitpack = None
 
 #: the functions this table gives entries (tests/test_interpolate.py checks them)
 FUNCTIONS = []
@@ -160,6 +167,11 @@ def fitpack_splev(t, c, k, x, e=0):
     return fitpack_splder(t, c, k, x, 0, e)
 
 
+def c_fitpack_splder(t, c, k, nu, x, e=0):
+    """SciPy 1.18's ``_fitpack.splder``: FITPACK's ``splder`` with the order before ``x``."""
+    return fitpack_splder(t, c, k, x, nu, e)
+
+
 def fitpack_splint(t, c, k, a, b):
     """FITPACK's ``splint``: the integral of the spline over ``[a, b]`` (zero outside its base
     interval), from its antiderivative (SciPy's ``splantider``), with FITPACK's integrals of
@@ -263,9 +275,19 @@ def _register():
     for f, impl in ((_ppoly.evaluate, ppoly_evaluate), (_ppoly.integrate, ppoly_integrate), (_dierckx.evaluate_spline, bspline_evaluate),
                     (sl.solve_banded, solve_banded), (_flapack.dgbsv, lapack_gbsv), (_flapack.zgbsv, lapack_gbsv),
                     (_interpnd._ndim_coords_from_arrays, ndim_coords_from_arrays),
-                    (_rgi_cython.find_indices, find_indices), (_rgi_cython.evaluate_linear_2d, evaluate_linear_2d),
-                    (_dfitpack.splev, fitpack_splev), (_dfitpack.splder, fitpack_splder),
-                    (_dfitpack.splint, fitpack_splint)):
+                    (_rgi_cython.find_indices, find_indices), (_rgi_cython.evaluate_linear_2d, evaluate_linear_2d)):
+        defimpl(f, impl)
+        FUNCTIONS.append(f)
+    if _dfitpack is not None:
+        fitpack = ((_dfitpack.splev, fitpack_splev), (_dfitpack.splder, fitpack_splder),
+                   (_dfitpack.splint, fitpack_splint))
+    elif _cfitpack is not None and hasattr(_cfitpack, "splder"):
+        # (no splint: its rule needs FITPACK's integrals of the B-splines, which SciPy 1.18
+        # no longer returns; it stays a NoRuleError there)
+        fitpack = ((_cfitpack.splev, fitpack_splev), (_cfitpack.splder, c_fitpack_splder))
+    else:  # pragma: no cover
+        fitpack = ()
+    for f, impl in fitpack:
         defimpl(f, impl)
         FUNCTIONS.append(f)
     FUNCTIONS.extend((_interval, _outside, _splint_weights))  # (plain-valued helpers of the equivalents)
