@@ -9,7 +9,7 @@ See docs/capstan-forward.md, docs/capstan-reverse.md and docs/tools.md.
 import overdub
 from overdub import __version__
 
-from . import adcontext, forward, losses, nesting, pool, reverse, structure, tape
+from . import adcontext, forward, fpstate, losses, nesting, pool, reverse, structure, tape
 from .adcontext import register_all
 from .losses import NoRuleError
 from .bit32 import bit32pass
@@ -54,7 +54,7 @@ def __getattr__(name: str) -> type:
         return TraceCtx
     raise AttributeError("module 'capstan' has no attribute %r" % (name,))
 
-overdub.opaque(adcontext, forward, losses, reverse, structure, nesting, pool, tape)
+overdub.opaque(adcontext, forward, fpstate, losses, reverse, structure, nesting, pool, tape)
 overdub.opaque(sparsity, sparse, graph_coloring)
 
 __all__ = ["D", "jvp", "jacobian", "gradient", "pullback", "hessian", "adjoint", "checkpoint", "hook",

@@ -194,7 +194,7 @@ def _guarded(match):
     """``r = ...`` and its EMIT line inside ``try``: where Python's float arithmetic raises
     (a partial past the float range, ``1 / x`` at 0), the generic path takes over."""
     pad = match.group(1)
-    return "%stry:\n%s    r = %s\n%s    %s\n%sexcept ArithmeticError:\n%s    pass" % (
+    return "%stry:\n%s    r = %s\n%s    %s\n%sexcept (ArithmeticError, RuntimeWarning):\n%s    pass" % (
         pad, pad, match.group(2), pad, match.group(3), pad, pad)
 
 

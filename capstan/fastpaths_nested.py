@@ -148,10 +148,11 @@ def make(f, forms, arity, fast, available, plain_exponent=False):
     if not set(low.kernels) <= available:
         return None
     body = low.lines + ["    return Tagged(r, t, self) if t is not None else r"]
-    # where Python's float arithmetic raises (a partial past the float range, 1 / x at 0),
-    # the generic path takes over: it raises the plain error or refuses the derivative
+    # where float arithmetic raises (a partial past the float range, 1 / x at 0; NumPy's
+    # under np.seterr or -W error), the generic path takes over: it raises the plain error,
+    # or computes the derivative with NumPy's errors ignored (fpstate), or refuses it
     body = ["    try:"] + ["    " + line for line in body] + [
-        "    except ArithmeticError:", "        return self.apply(f, %s, {})" % args]
+        "    except (ArithmeticError, RuntimeWarning):", "        return self.apply(f, %s, {})" % args]
     binds = ["    %s = K[%s]" % (name, "FN%d" % i) for i, name in enumerate(low.kernels.values())]
     source = "def nested(self, %s):\n%s\n" % (", ".join(params), "\n".join(
         [line.rstrip("\n") for line in head] + binds + body))

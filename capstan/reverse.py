@@ -28,6 +28,7 @@ from overdub.tagging import context_of, metadata_of, tag_each, tag_of, value_of
 from . import checks, fastpaths, losses, structure
 from .adcontext import general_call, without_finished_tags
 from .fastpaths import HELD_NEG_ZERO, HELD_ZERO
+from .fpstate import quiet
 from .adcontext import (_QUIET_EMPTY, _TRIVIAL, DIRECT, INPLACE, ADContext, SINGULAR, call_partial, call_partial_at, kinked,
                         conjugated, out_argument, plain_call, product, routed, singular_partial, summed_to, trivial)
 from .losses import no_rule
@@ -596,100 +597,107 @@ def _swept(tape, seeds, met):
     cts = [None] * len(tape)
     for n, g in seeds.items():
         cts[n] = g if cts[n] is None else cts[n] + g
-    owned = set()  # ids of cotangent buffers made here (safe to add into in place)
+    owned = {}  # id -> cotangent buffer made here and not handed on (safe to add into in place)
     reads = {}  # node -> (read, [positions], [cotangents]) of its float elements read, not added yet
     nested = nestlevel()  # (differentiations around this pass: the same at each step)
     i = len(tape)
-    while i > 0:
-        i -= 1
-        if _sweep is not None:  # runs of inline float records, in C (the loop below, exactly)
-            i = _sweep(tape, cts, i, reads, met)
-            if i < 0:
-                break
-        if reads and i in reads:  # every read of node i comes after it on the tape: all seen
-            _add_reads(cts, owned, i, *reads.pop(i))
-        g = cts[i]
-        if g is None:
-            continue
-        rec = tape[i]
-        if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation:
-            # (parent, partial[, parent, partial])
-            p = rec[0]
-            element = type(g) is _F64  # (an array cotangent's element: its zero follows nothing)
-            if element:
-                g = float(g)  # (as a float: no NumPy warning for 0 * inf)
-            c = g * rec[1]
-            if c != c and (type(c) is float or type(c) is _F64):  # (a NumPy float's partial too)
-                if rec[1] == 0:
-                    c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
-                elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
-                    met.append(True)
-                    if element:
-                        c = 0.0
-            old = cts[p]
-            cts[p] = c if old is None else old + c
-            if len(rec) == 4:
-                p = rec[2]
-                c = g * rec[3]
-                if c != c and (type(c) is float or type(c) is _F64):
-                    if rec[3] == 0:
-                        c = 0.0
-                    elif g == 0:
+    if _sweep is not None and i:  # the float records at the tape's end, in C (no NumPy arithmetic)
+        i = _sweep(tape, cts, i - 1, reads, met) + 1
+    if i <= 0:
+        return cts
+    with quiet():  # (the arithmetic of derivatives: see fpstate)
+        while i > 0:
+            i -= 1
+            if _sweep is not None:  # runs of inline float records, in C (the loop below, exactly)
+                i = _sweep(tape, cts, i, reads, met)
+                if i < 0:
+                    break
+            if reads and i in reads:  # every read of node i comes after it on the tape: all seen
+                _add_reads(cts, owned, i, *reads.pop(i))
+            g = cts[i]
+            if g is None:
+                continue
+            if owned:  # (its node hands it on now: a step may pass it to several parents as it is)
+                owned.pop(id(g), None)
+            rec = tape[i]
+            if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation:
+                # (parent, partial[, parent, partial])
+                p = rec[0]
+                element = type(g) is _F64  # (an array cotangent's element: its zero follows nothing)
+                if element:
+                    g = float(g)  # (as a float: no NumPy warning for 0 * inf)
+                c = g * rec[1]
+                if c != c and (type(c) is float or type(c) is _F64):  # (a NumPy float's partial too)
+                    if rec[1] == 0:
+                        c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
+                    elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
                         met.append(True)
                         if element:
                             c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c
-            continue
-        if rec.kind is INPUT:
-            continue
-        foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
-        if foreign is None and type(g) is np.ndarray and nested:
-            # a plain array an enclosing differentiation wrote derivatives into (it shadows
-            # it): the cotangent carries that derivative, so the rule runs inside it
-            foreign = enclosing(g)
-        if rec.kind is GETITEM and foreign is None:  # a read: add into the parent's buffer
-            read = rec.kwargs
-            if type(read[2]) is int and (type(g) is float or type(g) is _F64) and read[1].kind == "f":
-                p = rec.parents[0]
-                pending = reads.get(p)
-                if pending is None:
-                    pending = reads[p] = (read, [], [])
-                pending[1].append(read[2])
-                pending[2].append(g)
-            else:
-                _scatter_into(cts, owned, rec.parents[0], read, g)
-            continue
-        if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
-            if rec.kind is RULE and rec.f not in _VJP:
-                out = _plain_partials(rec, g, _PARTIALS[rec.f], met)
-            else:
-                out = _step(rec, g, plain_call, met)
-            for p, c in zip(rec.parents, out):
+                if len(rec) == 4:
+                    p = rec[2]
+                    c = g * rec[3]
+                    if c != c and (type(c) is float or type(c) is _F64):
+                        if rec[3] == 0:
+                            c = 0.0
+                        elif g == 0:
+                            met.append(True)
+                            if element:
+                                c = 0.0
+                    old = cts[p]
+                    cts[p] = c if old is None else old + c
+                continue
+            if rec.kind is INPUT:
+                continue
+            foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
+            if foreign is None and type(g) is np.ndarray and nested:
+                # a plain array an enclosing differentiation wrote derivatives into (it shadows
+                # it): the cotangent carries that derivative, so the rule runs inside it
+                foreign = enclosing(g)
+            if rec.kind is GETITEM and foreign is None:  # a read: add into the parent's buffer
+                read = rec.kwargs
+                if type(read[2]) is int and (type(g) is float or type(g) is _F64) and read[1].kind == "f":
+                    p = rec.parents[0]
+                    pending = reads.get(p)
+                    if pending is None:
+                        pending = reads[p] = (read, [], [])
+                    pending[1].append(read[2])
+                    pending[2].append(g)
+                else:
+                    _scatter_into(cts, owned, rec.parents[0], read, g)
+                continue
+            if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
+                if rec.kind is RULE and rec.f not in _VJP:
+                    out = _plain_partials(rec, g, _PARTIALS[rec.f], met)
+                else:
+                    out = _step(rec, g, plain_call, met)
+                for p, c in zip(rec.parents, out):
+                    if p is None or c is None:
+                        continue
+                    if type(p) is list:
+                        for pe, ce in zip(p, c):
+                            if pe is not None and ce is not None:
+                                old = cts[pe]
+                                cts[pe] = ce if old is None else old + ce
+                    else:
+                        old = cts[p]
+                        cts[p] = c if old is None else old + c
+                continue
+            run = routed(foreign)
+            for p, c in zip(rec.parents, _step(rec, g, run, met)):
                 if p is None or c is None:
                     continue
                 if type(p) is list:
+                    if type(c) is not list and type(c) is not tuple:  # (an array, maybe the enclosing
+                        c = [run(operator.getitem, c, k) for k in range(len(p))]  # run's: read in it)
                     for pe, ce in zip(p, c):
                         if pe is not None and ce is not None:
-                            old = cts[pe]
-                            cts[pe] = ce if old is None else old + ce
+                            cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
                 else:
-                    old = cts[p]
-                    cts[p] = c if old is None else old + c
-            continue
-        run = routed(foreign)
-        for p, c in zip(rec.parents, _step(rec, g, run, met)):
-            if p is None or c is None:
-                continue
-            if type(p) is list:
-                if type(c) is not list and type(c) is not tuple:  # (an array, maybe the enclosing
-                    c = [run(operator.getitem, c, k) for k in range(len(p))]  # run's: read in it)
-                for pe, ce in zip(p, c):
-                    if pe is not None and ce is not None:
-                        cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
-            else:
-                cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
-    return cts
+                    cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
+        return cts
 
 
 def _tracked(tape, seeds, seed_weights=None):
@@ -712,88 +720,91 @@ def _tracked(tape, seeds, seed_weights=None):
     Where a zero of positive weight meets a non-finite partial, the product is NaN.
     ``seed_weights``: the seeds' weights where they are given (a checkpoint's segment, run
     from the enclosing pass).  Returns the cotangents and the weights of every node."""
-    cts = [None] * len(tape)
-    weights = [None] * len(tape)
-    rng = np.random.default_rng(20261128)
-    for n, g in seeds.items():
-        w = _fresh(rng, untagged(g) != 0) if seed_weights is None or n not in seed_weights else seed_weights[n]
-        cts[n] = g if cts[n] is None else cts[n] + g
-        weights[n] = w if weights[n] is None else weights[n] + w
-    owned, wowned = set(), set()
-    i = len(tape)
-    while i > 0:
-        i -= 1
-        g = cts[i]
-        if g is None:
-            continue
-        w = weights[i]
-        if w is None:  # (not expected: every cotangent comes with its weight)
-            w = _fresh(rng, np.ones(np.shape(untagged(g)), dtype=bool))
-        rec = tape[i]
-        if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation
-            element = type(g) is _F64
-            if element:
-                g = float(g)
-            for j in range(0, len(rec), 2):
-                p, d = rec[j], rec[j + 1]
-                c = g * d
-                if c != c and (type(c) is float or type(c) is _F64) and (d == 0 or (g == 0 and not w > 0)):
-                    c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
-                cts[p] = c if cts[p] is None else cts[p] + c
-                held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
-                wc = 0.0 if held else float(w > 0 or c != 0)
-                weights[p] = wc if weights[p] is None else weights[p] + wc
-            continue
-        if rec.kind is INPUT:
-            continue
-        foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
-        if foreign is None and type(g) is np.ndarray and nestlevel():
-            foreign = enclosing(g)
-        run = plain_call if foreign is None else routed(foreign)
-        if rec.kind is GETITEM and foreign is None:
-            _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
-            _scatter_into(weights, wowned, rec.parents[0], rec.kwargs, w)
-            continue
-        if rec.kind is RULE and rec.f not in _VJP:
-            out, wout = _tracked_partials(rec, g, w, run)
-        elif rec.kind is CUSTOM and run is plain_call and getattr(rec.f, "tracked", None) is not None:
-            out, wraw = rec.f.tracked(g, w)  # (a checkpoint: its segment tells its own zeros)
-            wout = [None if c is None else _weights_like(c, lambda v: np.ones(np.shape(v), dtype=bool), rng)
-                    if wc is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wraw)]
-        elif rec.kind is CUSTOM:
-            out = _step(rec, g, run)
-            value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
-            own = getattr(rec.f, "weights", None)  # (a pullback that tells its own zeros:
-            if own is not None and not value_zero:   # capstan.elementwise's)
-                wout = _weights_like(out, None, rng, own(w))
-            else:
-                if rec.kwargs is not _HOOK and not value_zero:
-                    # a user adjoint's or a checkpoint's pullback may multiply by a value's
-                    # zero of its own (``2 * a`` at ``a == 0``), unseen here: where a live
-                    # cotangent went in, the zeros it sends are the point's
-                    value_zero = bool(np.any(w > 0))
-                wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
-        else:
-            out = _step(rec, g, run)
-            plain = _with_zeros_moved(rec, rng)
-            tg = untagged(g)
-            wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
-            wout = _step(plain, wg, plain_call)
-            out = [_undefined_where(c, wc, run) for c, wc in zip(out, wout)]
-            wout = [None if c is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wout)]
-        for p, c, wc in zip(rec.parents, out, wout):
-            if p is None or c is None:
+    with quiet():  # (the arithmetic of derivatives: see fpstate)
+        cts = [None] * len(tape)
+        weights = [None] * len(tape)
+        rng = np.random.default_rng(20261128)
+        for n, g in seeds.items():
+            w = _fresh(rng, untagged(g) != 0) if seed_weights is None or n not in seed_weights else seed_weights[n]
+            cts[n] = g if cts[n] is None else cts[n] + g
+            weights[n] = w if weights[n] is None else weights[n] + w
+        owned, wowned = {}, {}  # (as _swept's)
+        i = len(tape)
+        while i > 0:
+            i -= 1
+            g = cts[i]
+            if g is None:
                 continue
-            if type(p) is not list:
-                p, c, wc = [p], [c], [wc]
-            for pe, ce, we in zip(p, c, wc):
-                if pe is None or ce is None:
+            w = weights[i]
+            owned.pop(id(g), None)  # (handed on now: see _swept)
+            wowned.pop(id(w), None)
+            if w is None:  # (not expected: every cotangent comes with its weight)
+                w = _fresh(rng, np.ones(np.shape(untagged(g)), dtype=bool))
+            rec = tape[i]
+            if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation
+                element = type(g) is _F64
+                if element:
+                    g = float(g)
+                for j in range(0, len(rec), 2):
+                    p, d = rec[j], rec[j + 1]
+                    c = g * d
+                    if c != c and (type(c) is float or type(c) is _F64) and (d == 0 or (g == 0 and not w > 0)):
+                        c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
+                    cts[p] = c if cts[p] is None else cts[p] + c
+                    held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
+                    wc = 0.0 if held else float(w > 0 or c != 0)
+                    weights[p] = wc if weights[p] is None else weights[p] + wc
+                continue
+            if rec.kind is INPUT:
+                continue
+            foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
+            if foreign is None and type(g) is np.ndarray and nestlevel():
+                foreign = enclosing(g)
+            run = plain_call if foreign is None else routed(foreign)
+            if rec.kind is GETITEM and foreign is None:
+                _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
+                _scatter_into(weights, wowned, rec.parents[0], rec.kwargs, w)
+                continue
+            if rec.kind is RULE and rec.f not in _VJP:
+                out, wout = _tracked_partials(rec, g, w, run)
+            elif rec.kind is CUSTOM and run is plain_call and getattr(rec.f, "tracked", None) is not None:
+                out, wraw = rec.f.tracked(g, w)  # (a checkpoint: its segment tells its own zeros)
+                wout = [None if c is None else _weights_like(c, lambda v: np.ones(np.shape(v), dtype=bool), rng)
+                        if wc is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wraw)]
+            elif rec.kind is CUSTOM:
+                out = _step(rec, g, run)
+                value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
+                own = getattr(rec.f, "weights", None)  # (a pullback that tells its own zeros:
+                if own is not None and not value_zero:   # capstan.elementwise's)
+                    wout = _weights_like(out, None, rng, own(w))
+                else:
+                    if rec.kwargs is not _HOOK and not value_zero:
+                        # a user adjoint's or a checkpoint's pullback may multiply by a value's
+                        # zero of its own (``2 * a`` at ``a == 0``), unseen here: where a live
+                        # cotangent went in, the zeros it sends are the point's
+                        value_zero = bool(np.any(w > 0))
+                    wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
+            else:
+                out = _step(rec, g, run)
+                plain = _with_zeros_moved(rec, rng)
+                tg = untagged(g)
+                wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
+                wout = _step(plain, wg, plain_call)
+                out = [_undefined_where(c, wc, run) for c, wc in zip(out, wout)]
+                wout = [None if c is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wout)]
+            for p, c, wc in zip(rec.parents, out, wout):
+                if p is None or c is None:
                     continue
-                cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
-                if we is None:
-                    we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
-                weights[pe] = we if weights[pe] is None else weights[pe] + we
-    return cts, weights
+                if type(p) is not list:
+                    p, c, wc = [p], [c], [wc]
+                for pe, ce, we in zip(p, c, wc):
+                    if pe is None or ce is None:
+                        continue
+                    cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+                    if we is None:
+                        we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
+                    weights[pe] = we if weights[pe] is None else weights[pe] + we
+        return cts, weights
 
 
 #: a CUSTOM record's ``kwargs`` for a hook (whose function maps the cotangent alone)
@@ -961,12 +972,11 @@ def _add_reads(cts, owned, p, read, positions, cotangents):
     """``cts[p] += `` the cotangents of single float elements read from node ``p``, all at
     once (an element-read loop costs a list append per read on the reverse pass)."""
     buf = cts[p]
-    if buf is None or id(buf) not in owned:
+    if buf is None or owned.get(id(buf)) is not buf:
         new = np.zeros(read[0], dtype=np.result_type(read[1], np.float64))
         if buf is not None:
             new += buf
-        cts[p] = buf = new
-        owned.add(id(new))
+        cts[p] = buf = owned[id(new)] = new
     np.add.at(buf, positions, cotangents)
 
 
@@ -975,12 +985,11 @@ def _scatter_into(cts, owned, p, read, g):
     pass owns: element reads in a loop cost O(1) each, not a new array each."""
     shape, dtype, k = read
     buf = cts[p]
-    if buf is None or id(buf) not in owned:
+    if buf is None or owned.get(id(buf)) is not buf:
         new = np.zeros(shape, dtype=np.result_type(dtype, np.float64))
         if buf is not None:
             new += buf
-        cts[p] = buf = new
-        owned.add(id(new))
+        cts[p] = buf = owned[id(new)] = new
     if buf.dtype.kind != "c" and (type(g) is complex or isinstance(g, np.complexfloating) or (
             type(g) is np.ndarray and g.dtype.kind == "c")):
         g = g.real
@@ -1157,7 +1166,7 @@ def _finite(v):
     is neither (an integer, an object array)."""
     tv = type(v)
     if tv is np.ndarray:
-        return v.dtype.kind not in "fc" or bool(_ALL(np.isfinite(v), axis=None))
+        return v.dtype.kind not in "fc" or registry._all_finite(v)
     if tv in _INEXACT:
         return v - v == 0  # (NaN for an infinite or NaN number)
     return True
