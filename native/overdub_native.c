@@ -1182,7 +1182,7 @@ static PyObject *known_callee(DispatcherObject *d, PyObject *f, int lasting, PyO
 static PyTypeObject RuntimeBase_Type;
 
 /* fcache[f], else the routed twin the runtime keeps across runs when that is what resolve
-   would give (known_callee), else resolve(f) (resolve(f, False) when f is unhashable); a new
+   would give (known_callee), else resolve(f) (resolve(f, False) when f is unhashable or its hash fails); a new
    reference.  *prepend: set to the object to pass first, for a bound method of a Python
    function whose function is known (what resolve gives is partial(inner, obj)). */
 static PyObject *
@@ -1199,7 +1199,9 @@ resolved(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
         }
     }
     if (PyErr_Occurred()) {
-        if (lasting || !PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* unhashable, or a hash that fails (a weakref to a writable memoryview: ValueError),
+           which plain CPython, never hashing the callee, does not see */
+        if (lasting || !PyErr_ExceptionMatches(PyExc_Exception)) {
             return NULL;
         }
         PyErr_Clear();

@@ -29,7 +29,7 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
                 g = fcache[f]
             except KeyError:
                 g = resolve(f)
-            except TypeError:
+            except Exception:  # (unhashable, or a hash that fails: a weakref to a writable memoryview)
                 g = resolve(f, False)
             {ret}
         except BaseException as exc:  # (plain Python's traceback: no frame of ours)

@@ -151,7 +151,7 @@ def _remember_recursable(rt, f, answer):
         if (is_builtin(f) and f not in codegen.OP_BY_FN and f not in rt.recursable
                 and len(rt.recursable) < CACHE_LIMIT):
             rt.recursable[f] = answer
-    except TypeError:  # unhashable
+    except Exception:  # unhashable (or its hash fails)
         pass
 
 
@@ -239,7 +239,7 @@ def _default_canrecurse(rt, f, args):
         return _default_canrecurse(rt, f.__func__, args)
     try:
         operator_entry = codegen.OP_BY_FN.get(f)
-    except TypeError:  # unhashable
+    except Exception:  # unhashable (or its hash fails)
         operator_entry = None
     if operator_entry is not None:  # operator.add(1, 2) runs no Python; on a user class it may
         native = NATIVE
@@ -271,7 +271,7 @@ def _fallback_kind(rt, f):
     """How the default fallback calls ``f`` (remembered per run for builtins)."""
     try:
         kind = rt.fallback_kinds.get(f)
-    except TypeError:  # unhashable
+    except Exception:  # unhashable (or its hash fails)
         kind, f_hashable = None, False
     else:
         f_hashable = True

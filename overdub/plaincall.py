@@ -198,6 +198,17 @@ def _imported(module):
         return False
 
 
+def hashable(f):
+    """Whether ``f`` can be looked up in the machinery's tables: its hash raises nothing (a
+    weak reference's hash is its referent's: a writable memoryview's raises ValueError,
+    which plain CPython, never hashing the callee, does not see)."""
+    try:
+        hash(f)
+    except Exception:
+        return False
+    return True
+
+
 def is_builtin(f):
     """A callable implemented in C that holds no user object (kept across runs)."""
     tf = type(f)
@@ -248,7 +259,7 @@ def is_structural(f: object) -> bool:
     try:
         if f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
             return True
-    except TypeError:
+    except Exception:  # (unhashable, or its hash fails)
         return False
     return type(f) is type and bool(f.__flags__ & _HEAPTYPE) and _builds_like_builtin(f)
 

@@ -1779,3 +1779,26 @@ def test_star_call_errors_read_as_cpythons():
     expected = check(_star_call_errors)
     assert expected[1][0] == "keywords must be strings"
     assert expected[1][5] == "None argument after * must be an iterable, not function"
+
+
+# ----------------------------------------------------------------------------- callees whose hash fails
+class _HashFails:
+    """A callable whose hash raises something other than TypeError."""
+
+    def __hash__(self):
+        raise ValueError("no hash here")
+
+    def __call__(self, x):
+        return x + 1
+
+
+def _calls_of_unhashable_callees():
+    # a weak reference hashes as its referent: a writable memoryview's hash raises
+    # ValueError (CPython's test_memoryview.test_weakref); plain CPython never hashes a callee
+    m = memoryview(bytearray(b"abc"))
+    wr = weakref.ref(m)
+    return wr() is m, _HashFails()(1)
+
+
+def test_callee_whose_hash_fails_is_called_as_plainly():
+    assert check(lambda: _calls_of_unhashable_callees) == ("ok", (True, 2))
