@@ -35,6 +35,8 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
         except BaseException as exc:  # (plain Python's traceback: no frame of ours)
             drop_own_frames(exc)
             raise
+        finally:  # (a callee's frame kept past the call has this one as f_back: it holds none
+            f = g = {cleared} = None  # of the arguments, as plain Python's caller would not)
 
     def meth(obj, name, /, {params}):
         try:
@@ -58,6 +60,8 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
         except BaseException as exc:
             drop_own_frames(exc)
             raise
+        finally:
+            obj = f = g = {cleared} = None
 
     def class_function(obj, tp, name):
         # the class's function for obj.name(...) when CPython's method-call shortcut applies
@@ -95,7 +99,8 @@ def call_source(arity, prehook, posthook):
     else:
         params = args = ", ".join("a%d" % i for i in range(arity))
     sep = ", " if args else ""
-    fmt = {"params": params, "args": args}
+    fmt = {"params": params, "args": args,
+           "cleared": " = ".join(p.strip("* ") for p in params.split(",") if p.strip()) or "f"}
     fmt["pre"] = "prehook(f%s%s)" % (sep, args) if prehook else "pass"
     fmt["pre_self"] = "prehook(f, obj%s%s)" % (sep, args) if prehook else "pass"
     if posthook:

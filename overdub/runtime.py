@@ -642,6 +642,9 @@ class Runtime(RuntimeBase):
         except BaseException as exc:
             drop_own_frames(exc)
             raise
+        finally:  # this frame is the callee's f_back (a traceback no longer shows it): kept
+            # past the call, it holds none of the arguments, as plain Python's caller would not
+            f = args = kwargs = key = None  # noqa: F841
 
     def super_attr(self, global_super, cls, obj, flags):
         try:

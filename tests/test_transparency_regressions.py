@@ -1802,3 +1802,39 @@ def _calls_of_unhashable_callees():
 
 def test_callee_whose_hash_fails_is_called_as_plainly():
     assert check(lambda: _calls_of_unhashable_callees) == ("ok", (True, 2))
+
+
+# ----------------------------------------------------------------------------- frames kept past a call
+def _raises_inside(x=5, **kwargs):
+    1 / 0
+
+
+def _catches(**kwargs):
+    try:
+        _raises_inside(**kwargs)  # (CALL_FUNCTION_EX: the routed call_ex)
+    except ZeroDivisionError as exc:
+        return exc
+
+
+def _freed_once_frames_cleared():
+    """CPython's test_frame.ClearTest: clearing a traceback's frames frees the arguments.
+    The callee's frame keeps its f_back (a machinery frame, dropped from the traceback),
+    which must not hold the arguments."""
+    class C:
+        pass
+    c = C()
+    wr = weakref.ref(c)
+    exc = _catches(c=c)
+    del c
+    tb = exc.__traceback__
+    while tb is not None:
+        tb.tb_frame.clear()
+        tb = tb.tb_next
+    gc.collect()
+    return wr() is None
+
+
+@pytest.mark.parametrize("ctx_type", [Count, Post])  # (a wildcard's own frame holds the arguments)
+def test_machinery_frames_hold_no_arguments_after_the_call(ctx_type):
+    assert _freed_once_frames_cleared()
+    assert overdub.overdub(ctx_type(), _freed_once_frames_cleared) is True
