@@ -1188,6 +1188,12 @@ static PyTypeObject RuntimeBase_Type;
 static PyObject *
 resolved(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
 {
+    if (Py_TYPE(f)->tp_hash == _PyWeakref_RefType.tp_hash) {
+        /* a weak reference (or a subclass's) is never hashed: its hash is its referent's,
+           and the reference keeps it (plaincall.hashable) */
+        PyObject *args[2] = {f, Py_False};
+        return call_machinery(d->resolve, args, 2, NULL);
+    }
     PyObject *g = PyDict_GetItemWithError(d->fcache, f);
     if (g != NULL) {
         return Py_NewRef(g);
@@ -1812,10 +1818,14 @@ ready_runtime(PyObject *ctx)
     return r;
 }
 
-/* d[key] as a borrowed reference, or NULL (no error set) when absent or unhashable */
+/* d[key] as a borrowed reference, or NULL (no error set) when absent or unhashable; a
+   weak reference is not hashed (plaincall.hashable) */
 static PyObject *
 lookup(PyObject *d, PyObject *key)
 {
+    if (Py_TYPE(key)->tp_hash == _PyWeakref_RefType.tp_hash) {
+        return NULL;
+    }
     PyObject *v = PyDict_GetItemWithError(d, key);
     if (v == NULL && PyErr_Occurred()) {
         PyErr_Clear();

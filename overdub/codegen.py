@@ -11,6 +11,7 @@ it, the order its operands arrive in, and its native fast path.
 import hashlib
 import linecache
 import os
+from weakref import ReferenceType
 
 from ._compat import BUILTINS
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
@@ -25,12 +26,15 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
     def call(f, /, {params}):
         try:
             {pre}
-            try:
-                g = fcache[f]
-            except KeyError:
-                g = resolve(f)
-            except Exception:  # (unhashable, or a hash that fails: a weakref to a writable memoryview)
+            if isinstance(f, WeakRef):  # (never hashed: plaincall.hashable)
                 g = resolve(f, False)
+            else:
+                try:
+                    g = fcache[f]
+                except KeyError:
+                    g = resolve(f)
+                except Exception:  # (unhashable, or a hash that fails)
+                    g = resolve(f, False)
             {ret}
         except BaseException as exc:  # (plain Python's traceback: no frame of ours)
             drop_own_frames(exc)
@@ -258,5 +262,6 @@ def dispatchers_factory(arity, prehook, posthook):
     """The ``make`` function building ``(call, meth, methload)`` for one arity and hook set."""
     label = "call dispatcher %s" % ("any arity" if arity is None else "arity %d" % arity)
     return compile_function(call_source(arity, prehook, posthook), "make",
-                            {"drop_own_frames": drop_own_frames, "LoadedAttribute": LoadedAttribute},
+                            {"drop_own_frames": drop_own_frames, "LoadedAttribute": LoadedAttribute,
+                             "WeakRef": ReferenceType, "isinstance": isinstance},
                             label)

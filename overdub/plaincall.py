@@ -27,6 +27,8 @@ from . import semantics, tagging
 from .tagging import Tagged
 from .lifetimes import machinery_type
 
+WeakRef = weakref.ReferenceType  # (and its subclasses: WeakMethod, KeyedRef)
+
 _module_dict = vars(ModuleType)["__dict__"].__get__  # (a module subclass may redefine __dict__)
 
 __all__ = ["is_structural"]
@@ -199,9 +201,12 @@ def _imported(module):
 
 
 def hashable(f):
-    """Whether ``f`` can be looked up in the machinery's tables: its hash raises nothing (a
-    weak reference's hash is its referent's: a writable memoryview's raises ValueError,
-    which plain CPython, never hashing the callee, does not see)."""
+    """Whether the machinery may look ``f`` up in its tables, as plain CPython never hashes a
+    callee: not a weak reference (its hash is its referent's -- a writable memoryview's
+    raises ValueError -- and the reference keeps it: a dead one would hash, not raise
+    TypeError), and its hash raises nothing."""
+    if isinstance(f, WeakRef):
+        return False
     try:
         hash(f)
     except Exception:
@@ -256,6 +261,8 @@ def is_structural(f: object) -> bool:
     """Whether ``f`` is a builtin that stores, moves or compares its arguments without
     computing on them (containers, iteration, ``min``/``max``, ``getattr``...): tagged
     values pass through it untouched."""
+    if not hashable(f):
+        return False
     try:
         if f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
             return True

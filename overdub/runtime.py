@@ -319,6 +319,8 @@ class Runtime(RuntimeBase):
         """``_target(f)`` (what ``recurse`` runs), remembered for the run like ``resolve``'s
         answers: a wildcard that recurses asks it on every call.  A Python function's is
         its routed twin, kept across runs (``known_twin``)."""
+        if not hashable(f):
+            return self._target(f)
         try:
             return self.targets[f]
         except Exception:  # (KeyError; or unhashable, or a hash that fails)
@@ -782,10 +784,9 @@ class Runtime(RuntimeBase):
         """``recurse``: step into ``f``'s Python body, else the fallback; a builtin that
         iterates its arguments reads them through the ``iterable`` slot first."""
         target = self._stepped(f)
-        try:
-            special = semantics.PROTOCOLS.get(f)
-        except Exception:  # (an unhashable callable, or one whose hash fails)
-            special = None
+        if not hashable(f):  # (no table holds it)
+            return target
+        special = semantics.PROTOCOLS.get(f)
         if special is not None:
             target = semantics.protocol_step(f, special, target, self.call)
         positions = lookaside.iterated(f)

@@ -1804,6 +1804,23 @@ def test_callee_whose_hash_fails_is_called_as_plainly():
     assert check(lambda: _calls_of_unhashable_callees) == ("ok", (True, 2))
 
 
+def _dead_reference_hash():
+    """A weak reference called while its referent lived, hashed once it died: plain CPython
+    raises TypeError (it never hashed the reference; the machinery must not either)."""
+    class A:
+        pass
+    a = A()
+    wr = weakref.ref(a)
+    called = wr() is a
+    del a
+    gc.collect()
+    return called, hash(wr)
+
+
+def test_weak_reference_callee_is_never_hashed():
+    assert check(lambda: _dead_reference_hash) == ("raised", TypeError, "weak object has gone away")
+
+
 # ----------------------------------------------------------------------------- frames kept past a call
 def _raises_inside(x=5, **kwargs):
     1 / 0
