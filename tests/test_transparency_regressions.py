@@ -1883,3 +1883,40 @@ def test_lazy_chain_is_read_lazily_under_capstan():
     # d/dx (0 + 1 + x + 2x + x + x) = 5, exactly (no rounding in these steps)
     assert capstan.D(_lazy_chain, x) == 5.0
     assert capstan.gradient(_lazy_chain, x) == (5.0,)
+
+
+# ----------------------------------------------------------------------------- local variables' order
+def _locals_in_order(obj):
+    """The routed copy numbers its local variables as the function does: ``f_locals`` (on
+    3.13 a proxy that lists a variable written through it in its place) and ``co_varnames``
+    show their order (3.13 compiles ``proxy[obj] = 2`` to ``LOAD_FAST_LOAD_FAST``, whose
+    names ``bytecode`` numbered first; CPython's test_frame.TestFrameLocals)."""
+    x = 1
+    proxy = sys._getframe().f_locals
+    proxy[obj] = 2
+    frame = sys._getframe()
+    return list(frame.f_locals), frame.f_code.co_varnames, x
+
+
+def test_routed_code_keeps_the_order_of_local_variables():
+    expected = check(lambda: _locals_in_order, "x")
+    assert expected[1][1] == ("obj", "x", "proxy", "frame")
+
+
+# ----------------------------------------------------------------------------- invalid bytecode
+def _unknown_opcode():
+    """A function whose first opcode CPython does not know (229): calling it raises
+    SystemError.  ``co_code`` shows that opcode as a CACHE entry, which ``bytecode``
+    dropped, so its routed copy ran (CPython's test_code.test_invalid_bytecode)."""
+    def foo():
+        pass
+    foo.__code__ = foo.__code__.replace(co_code=b"\xe5" + foo.__code__.co_code[1:])
+    try:
+        foo()
+    except SystemError as exc:
+        return "unknown opcode" in str(exc)
+    return "ran"
+
+
+def test_function_with_an_unknown_opcode_raises_as_plainly(capfd):
+    assert check(lambda: _unknown_opcode) == ("ok", True)
