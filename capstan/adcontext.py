@@ -486,7 +486,10 @@ class ADContext(Context):
         elif len(args) > 2 and "out" not in kwargs:  # np.outer(x, y, buf), np.sum(a, 0, None, buf)
             args, kwargs = _out_by_keyword(f, args, kwargs)
         impl = registry.IMPLS.get(f)
-        if impl is not None:  # (a C function of iterables: generators and map objects as lists)
+        if impl is not None and not _lazy(impl):
+            # (a C function of iterables: generators and map objects as lists; not one that
+            # reads them lazily, as itertools.chain: an infinite one, or one whose reading has
+            # side effects, is read as plainly, one element at a time)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
         if kwargs and impl is None and any(self.meta(v) is not None for v in kwargs.values()):
             # (an implementation takes the call as it is: no signature to bind)
@@ -1194,6 +1197,13 @@ def _read_limit(f, args, kwargs):
         return None
     count = args[where[0]] if len(args) > where[0] else kwargs.get(where[1], -1)
     return None if type(count) is not int or count < 0 else count
+
+
+def _lazy(impl):
+    """Whether ``impl`` is a generator function: the C function it stands for reads its
+    iterables lazily (``itertools.chain``), so they are not read ahead to look at their values."""
+    code = getattr(impl, "__code__", None)
+    return code is not None and bool(code.co_flags & inspect.CO_GENERATOR)
 
 
 def _materialized(args, kwargs, limit=None):

@@ -33,19 +33,22 @@ from harness import report
 # (test_datetime is left out: its load_tests imports fresh copies of datetime into
 # sys.modules, and loading its suite five times in one process ran past the timeout.)
 MODULES = """
-test_abc test_argparse test_ast test_asyncgen test_augassign test_base64 test_bisect test_bool
-test_builtin test_calendar test_class test_cmath test_collections test_colorsys
-test_complex test_configparser test_contains test_contextlib test_copy test_coroutines
-test_csv test_dataclasses test_decimal test_descr test_dict test_difflib
-test_enum test_exceptions test_float test_fnmatch test_format test_fractions test_fstring
-test_functools test_generators test_genexps test_grammar test_graphlib test_heapq
-test_html test_htmlparser test_index test_inspect test_int test_ipaddress test_isinstance
-test_iter test_itertools test_json test_keywordonlyarg test_list test_listcomps test_long
-test_math test_named_expressions test_opcodes test_operator test_ordered_dict test_patma
-test_pprint test_property test_random test_range test_re test_richcmp test_scope test_set
-test_shlex test_slice test_sort test_statistics test_string test_struct test_super
-test_textwrap test_tokenize test_tomllib test_tuple test_typing test_unpack test_urlparse
-test_userdict test_userlist test_userstring test_uuid test_warnings test_weakref test_with
+test_abc test_argparse test_ast test_asyncgen test_augassign test_base64 test_baseexception
+test_binop test_bisect test_bool test_builtin test_calendar test_class test_cmath test_code
+test_collections test_colorsys test_compare test_complex test_configparser test_contains
+test_context test_contextlib test_copy test_coroutines test_csv test_dataclasses test_decimal
+test_defaultdict test_deque test_descr test_dict test_dictviews test_difflib test_enum
+test_enumerate test_except_star test_exception_group test_exceptions test_float test_fnmatch
+test_format test_fractions test_fstring test_functools test_generators test_genericalias
+test_genexps test_grammar test_graphlib test_heapq test_html test_htmlparser test_index
+test_inspect test_int test_ipaddress test_isinstance test_iter test_iterlen test_itertools
+test_json test_keywordonlyarg test_list test_listcomps test_long test_math test_memoryview
+test_minidom test_module test_named_expressions test_opcodes test_operator test_optparse
+test_ordered_dict test_patma test_posixpath test_pprint test_print test_property test_queue
+test_random test_range test_re test_richcmp test_scope test_set test_shlex test_slice test_sort
+test_statistics test_string test_struct test_super test_textwrap test_tokenize test_tomllib
+test_tuple test_types test_typing test_unpack test_urlparse test_userdict test_userlist
+test_userstring test_uuid test_warnings test_weakref test_weakset test_with test_yield_from
 """.split()
 
 # The CI subset: small, fast modules that exercise calls, operators, classes and

@@ -1182,12 +1182,18 @@ static PyObject *known_callee(DispatcherObject *d, PyObject *f, int lasting, PyO
 static PyTypeObject RuntimeBase_Type;
 
 /* fcache[f], else the routed twin the runtime keeps across runs when that is what resolve
-   would give (known_callee), else resolve(f) (resolve(f, False) when f is unhashable); a new
+   would give (known_callee), else resolve(f) (resolve(f, False) when f is unhashable or its hash fails); a new
    reference.  *prepend: set to the object to pass first, for a bound method of a Python
    function whose function is known (what resolve gives is partial(inner, obj)). */
 static PyObject *
 resolved(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
 {
+    if (Py_TYPE(f)->tp_hash == _PyWeakref_RefType.tp_hash) {
+        /* a weak reference (or a subclass's) is never hashed: its hash is its referent's,
+           and the reference keeps it (plaincall.hashable) */
+        PyObject *args[2] = {f, Py_False};
+        return call_machinery(d->resolve, args, 2, NULL);
+    }
     PyObject *g = PyDict_GetItemWithError(d->fcache, f);
     if (g != NULL) {
         return Py_NewRef(g);
@@ -1199,7 +1205,9 @@ resolved(DispatcherObject *d, PyObject *f, int lasting, PyObject **prepend)
         }
     }
     if (PyErr_Occurred()) {
-        if (lasting || !PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* unhashable, or a hash that fails (a weakref to a writable memoryview: ValueError),
+           which plain CPython, never hashing the callee, does not see */
+        if (lasting || !PyErr_ExceptionMatches(PyExc_Exception)) {
             return NULL;
         }
         PyErr_Clear();
@@ -1810,10 +1818,14 @@ ready_runtime(PyObject *ctx)
     return r;
 }
 
-/* d[key] as a borrowed reference, or NULL (no error set) when absent or unhashable */
+/* d[key] as a borrowed reference, or NULL (no error set) when absent or unhashable; a
+   weak reference is not hashed (plaincall.hashable) */
 static PyObject *
 lookup(PyObject *d, PyObject *key)
 {
+    if (Py_TYPE(key)->tp_hash == _PyWeakref_RefType.tp_hash) {
+        return NULL;
+    }
     PyObject *v = PyDict_GetItemWithError(d, key);
     if (v == NULL && PyErr_Occurred()) {
         PyErr_Clear();

@@ -194,3 +194,28 @@ def frame_locals_snapshot(frame):
     if PY313 and frame.f_code.co_flags & 0x1:  # (CO_OPTIMIZED: a function's frame)
         return dict(frame.f_locals)
     return frame.f_locals  # (a module or class body, eval/exec: its own mapping)
+
+
+def _cache_sizes():
+    """Inline cache entries (2-byte units) after each opcode, as ``co_code`` shows them."""
+    import dis
+    if hasattr(dis, "_get_cache_size"):  # 3.13+: by name
+        return [dis._get_cache_size(dis.opname[op]) if not dis.opname[op].startswith("<") else 0
+                for op in range(256)]
+    return [dis._inline_cache_entries[op] for op in range(256)]
+
+
+_CACHE_SIZES = _cache_sizes()
+
+
+def has_invalid_opcode(code):
+    """Whether ``code`` holds an opcode CPython does not know: ``co_code`` shows it as a
+    ``CACHE`` (0) where an instruction starts, and ``bytecode`` drops it, so a routed copy
+    would run where CPython raises SystemError (``unknown opcode``)."""
+    raw, sizes, i = code.co_code, _CACHE_SIZES, 0
+    while i < len(raw):
+        op = raw[i]
+        if op == 0:
+            return True
+        i += 2 * (1 + sizes[op])
+    return False

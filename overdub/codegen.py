@@ -11,6 +11,7 @@ it, the order its operands arrive in, and its native fast path.
 import hashlib
 import linecache
 import os
+from weakref import ReferenceType
 
 from ._compat import BUILTINS
 from ._compat import BUILTINS as __builtins__  # noqa: F401 (never the user's patched builtins)
@@ -25,16 +26,21 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
     def call(f, /, {params}):
         try:
             {pre}
-            try:
-                g = fcache[f]
-            except KeyError:
-                g = resolve(f)
-            except TypeError:
+            if isinstance(f, WeakRef):  # (never hashed: plaincall.hashable)
                 g = resolve(f, False)
+            else:
+                try:
+                    g = fcache[f]
+                except KeyError:
+                    g = resolve(f)
+                except Exception:  # (unhashable, or a hash that fails)
+                    g = resolve(f, False)
             {ret}
         except BaseException as exc:  # (plain Python's traceback: no frame of ours)
             drop_own_frames(exc)
             raise
+        finally:  # (a callee's frame kept past the call has this one as f_back: it holds none
+            f = g = {cleared} = None  # of the arguments, as plain Python's caller would not)
 
     def meth(obj, name, /, {params}):
         try:
@@ -58,6 +64,8 @@ def make(fcache, resolve, prehook, posthook, method_of, getattr_, ModuleType):
         except BaseException as exc:
             drop_own_frames(exc)
             raise
+        finally:
+            obj = f = g = {cleared} = None
 
     def class_function(obj, tp, name):
         # the class's function for obj.name(...) when CPython's method-call shortcut applies
@@ -95,7 +103,8 @@ def call_source(arity, prehook, posthook):
     else:
         params = args = ", ".join("a%d" % i for i in range(arity))
     sep = ", " if args else ""
-    fmt = {"params": params, "args": args}
+    fmt = {"params": params, "args": args,
+           "cleared": " = ".join(p.strip("* ") for p in params.split(",") if p.strip()) or "f"}
     fmt["pre"] = "prehook(f%s%s)" % (sep, args) if prehook else "pass"
     fmt["pre_self"] = "prehook(f, obj%s%s)" % (sep, args) if prehook else "pass"
     if posthook:
@@ -253,5 +262,6 @@ def dispatchers_factory(arity, prehook, posthook):
     """The ``make`` function building ``(call, meth, methload)`` for one arity and hook set."""
     label = "call dispatcher %s" % ("any arity" if arity is None else "arity %d" % arity)
     return compile_function(call_source(arity, prehook, posthook), "make",
-                            {"drop_own_frames": drop_own_frames, "LoadedAttribute": LoadedAttribute},
+                            {"drop_own_frames": drop_own_frames, "LoadedAttribute": LoadedAttribute,
+                             "WeakRef": ReferenceType, "isinstance": isinstance},
                             label)

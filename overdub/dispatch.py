@@ -16,7 +16,7 @@ from types import FunctionType, MethodType
 from . import _native, codegen, lookaside, semantics
 from .context import DEFAULTS as CONTEXT_DEFAULTS, Context, spec_of
 from .ops import NATIVE
-from .plaincall import any_tagged, is_builtin, is_structural, plain_call
+from .plaincall import any_tagged, hashable, is_builtin, is_structural, plain_call
 from .runtime import (CACHE_LIMIT, NESTING, Runtime, function_changed, function_renamed, leave, leave_trim,
                       note_tagging, runtime_of)
 from .runtime import unroutable  # noqa: F401 (documented as overdub.dispatch.unroutable)
@@ -151,7 +151,7 @@ def _remember_recursable(rt, f, answer):
         if (is_builtin(f) and f not in codegen.OP_BY_FN and f not in rt.recursable
                 and len(rt.recursable) < CACHE_LIMIT):
             rt.recursable[f] = answer
-    except TypeError:  # unhashable
+    except Exception:  # unhashable (or its hash fails)
         pass
 
 
@@ -237,10 +237,7 @@ def _default_canrecurse(rt, f, args):
         return not lookaside.is_internal(f.__code__)
     if tf is MethodType or tf is staticmethod:
         return _default_canrecurse(rt, f.__func__, args)
-    try:
-        operator_entry = codegen.OP_BY_FN.get(f)
-    except TypeError:  # unhashable
-        operator_entry = None
+    operator_entry = codegen.OP_BY_FN.get(f) if hashable(f) else None
     if operator_entry is not None:  # operator.add(1, 2) runs no Python; on a user class it may
         native = NATIVE
         for a in args:
@@ -269,14 +266,10 @@ _PLAIN, _AS_IS, _STRUCTURAL, _ATTRIBUTE_WRITE = "plain", "as is", "structural", 
 
 def _fallback_kind(rt, f):
     """How the default fallback calls ``f`` (remembered per run for builtins)."""
-    try:
-        kind = rt.fallback_kinds.get(f)
-    except TypeError:  # unhashable
-        kind, f_hashable = None, False
-    else:
-        f_hashable = True
-        if kind is not None:
-            return kind
+    f_hashable = hashable(f)
+    kind = rt.fallback_kinds.get(f) if f_hashable else None
+    if kind is not None:
+        return kind
     reader = rt.frame_reader(f)
     if reader is not None:
         kind = reader

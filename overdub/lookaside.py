@@ -99,7 +99,7 @@ def iterated(f):
     (not such a builtin) or ``"alone"`` (the first, when it is the only one)."""
     try:
         return ITERATED.get(f) or ("alone" if f in _ALONE else None)
-    except TypeError:  # (an unhashable callable)
+    except Exception:  # (an unhashable callable, or one whose hash fails)
         return None
 
 

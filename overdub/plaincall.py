@@ -27,6 +27,8 @@ from . import semantics, tagging
 from .tagging import Tagged
 from .lifetimes import machinery_type
 
+WeakRef = weakref.ReferenceType  # (and its subclasses: WeakMethod, KeyedRef)
+
 _module_dict = vars(ModuleType)["__dict__"].__get__  # (a module subclass may redefine __dict__)
 
 __all__ = ["is_structural"]
@@ -198,6 +200,20 @@ def _imported(module):
         return False
 
 
+def hashable(f):
+    """Whether the machinery may look ``f`` up in its tables, as plain CPython never hashes a
+    callee: not a weak reference (its hash is its referent's -- a writable memoryview's
+    raises ValueError -- and the reference keeps it: a dead one would hash, not raise
+    TypeError), and its hash raises nothing."""
+    if isinstance(f, WeakRef):
+        return False
+    try:
+        hash(f)
+    except Exception:
+        return False
+    return True
+
+
 def is_builtin(f):
     """A callable implemented in C that holds no user object (kept across runs)."""
     tf = type(f)
@@ -245,10 +261,12 @@ def is_structural(f: object) -> bool:
     """Whether ``f`` is a builtin that stores, moves or compares its arguments without
     computing on them (containers, iteration, ``min``/``max``, ``getattr``...): tagged
     values pass through it untouched."""
+    if not hashable(f):
+        return False
     try:
         if f in _PASSTHROUGH or _unbound(f) in _PASSTHROUGH:
             return True
-    except TypeError:
+    except Exception:  # (unhashable, or its hash fails)
         return False
     return type(f) is type and bool(f.__flags__ & _HEAPTYPE) and _builds_like_builtin(f)
 

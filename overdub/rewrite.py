@@ -363,6 +363,17 @@ def rewrite_bytecode(bc, inline_prehook=False):
     return rewriter
 
 
+def _keep_local_order(bc, code):
+    """Number ``bc``'s local variables as ``code`` does: ``bytecode`` numbers them by first
+    use (on 3.13, the operands of two-name instructions such as ``LOAD_FAST_LOAD_FAST``
+    first), and the order shows in ``frame.f_locals`` (3.13's proxy lists a variable
+    written through it in its place: CPython's test_frame.TestFrameLocals).  Its
+    ``argnames`` are only numbered first, so they carry every variable in order."""
+    names = list(code.co_varnames)
+    if names[:len(bc.argnames)] == list(bc.argnames):
+        bc.argnames = names
+
+
 def rewrite_code(code, pass_=None, ctx_type=None, inline_prehook=False):
     """Template code object for ``code`` (after running the user pass, if any); with
     ``inline_prehook``, operators call the context's prehook inline (see ``_guarded``).
@@ -371,14 +382,18 @@ def rewrite_code(code, pass_=None, ctx_type=None, inline_prehook=False):
     slow control-flow analysis of ``bytecode`` is skipped: the stack size is the
     original one plus what routed operations and method calls in flight add.
     """
+    if C.has_invalid_opcode(code):  # (run plainly: CPython raises its SystemError)
+        raise ValueError("%s: an unknown opcode" % code.co_qualname)
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     if pass_ is not None:
         from .passes import run_pass
 
         bc = run_pass(pass_, ctx_type, bc, code)
         rewrite_bytecode(bc, inline_prehook)
+        _keep_local_order(bc, code)
         return bc.to_code()
     rewriter = rewrite_bytecode(bc, inline_prehook)
+    _keep_local_order(bc, code)
     if not rewriter.depths_known:
         return bc.to_code()
     stacksize = code.co_stacksize + _OP_EXTRA + rewriter.max_extra

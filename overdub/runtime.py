@@ -32,7 +32,7 @@ from ._native import (Dispatcher, EntryPoint, GuardedAttribute, GuardedContains,
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
-from .plaincall import _CO_NESTED, WeakKey, funcstr, is_builtin, is_structural, module_level, plain_call, transient
+from .plaincall import _CO_NESTED, WeakKey, funcstr, hashable, is_builtin, is_structural, module_level, plain_call, transient
 from .tagging import ACCESSORS, Tagged
 from .lifetimes import MACHINERY_TYPES, CodeCache, Table, TwinRef, forget_at_collection, is_transient_class, machinery_type
 from .tracebacks import drop_own_frames
@@ -319,9 +319,11 @@ class Runtime(RuntimeBase):
         """``_target(f)`` (what ``recurse`` runs), remembered for the run like ``resolve``'s
         answers: a wildcard that recurses asks it on every call.  A Python function's is
         its routed twin, kept across runs (``known_twin``)."""
+        if not hashable(f):
+            return self._target(f)
         try:
             return self.targets[f]
-        except (KeyError, TypeError):
+        except Exception:  # (KeyError; or unhashable, or a hash that fails)
             pass
         g = self.known_twin(f)
         if g is not None:  # (the C recurse takes the same step)
@@ -338,7 +340,7 @@ class Runtime(RuntimeBase):
                     forget_at_collection(self.targets, f)
             elif type(f) is FunctionType and g is not f:  # (a routed twin holds no f)
                 _weakly(self.targets, f, g, self._drop_target)
-        except TypeError:  # unhashable
+        except Exception:  # unhashable (or its hash fails)
             pass
         return g
 
@@ -642,6 +644,9 @@ class Runtime(RuntimeBase):
         except BaseException as exc:
             drop_own_frames(exc)
             raise
+        finally:  # this frame is the callee's f_back (a traceback no longer shows it): kept
+            # past the call, it holds none of the arguments, as plain Python's caller would not
+            f = args = kwargs = key = None  # noqa: F841
 
     def super_attr(self, global_super, cls, obj, flags):
         try:
@@ -779,10 +784,9 @@ class Runtime(RuntimeBase):
         """``recurse``: step into ``f``'s Python body, else the fallback; a builtin that
         iterates its arguments reads them through the ``iterable`` slot first."""
         target = self._stepped(f)
-        try:
-            special = semantics.PROTOCOLS.get(f)
-        except TypeError:  # (an unhashable callable)
-            special = None
+        if not hashable(f):  # (no table holds it)
+            return target
+        special = semantics.PROTOCOLS.get(f)
         if special is not None:
             target = semantics.protocol_step(f, special, target, self.call)
         positions = lookaside.iterated(f)
@@ -846,6 +850,8 @@ class Runtime(RuntimeBase):
         return self._fallback_for(f)
 
     def _builtin_step(self, f):
+        if not hashable(f):  # (no table holds it)
+            return None
         try:
             step = self.step_for(f)
             if step is not None:
@@ -963,10 +969,9 @@ class Runtime(RuntimeBase):
 
     def frame_reader(self, f):
         """The stand-in for ``f`` when it is a builtin that reads its caller's frame."""
-        try:
-            return self.readers.reader_of(f, self.table)
-        except TypeError:
+        if not hashable(f):
             return None
+        return self.readers.reader_of(f, self.table)
 
     def fallback_call(self, f, args, kwargs):
         if self.spec.fallback:

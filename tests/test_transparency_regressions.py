@@ -1779,3 +1779,144 @@ def test_star_call_errors_read_as_cpythons():
     expected = check(_star_call_errors)
     assert expected[1][0] == "keywords must be strings"
     assert expected[1][5] == "None argument after * must be an iterable, not function"
+
+
+# ----------------------------------------------------------------------------- callees whose hash fails
+class _HashFails:
+    """A callable whose hash raises something other than TypeError."""
+
+    def __hash__(self):
+        raise ValueError("no hash here")
+
+    def __call__(self, x):
+        return x + 1
+
+
+def _calls_of_unhashable_callees():
+    # a weak reference hashes as its referent: a writable memoryview's hash raises
+    # ValueError (CPython's test_memoryview.test_weakref); plain CPython never hashes a callee
+    m = memoryview(bytearray(b"abc"))
+    wr = weakref.ref(m)
+    return wr() is m, _HashFails()(1)
+
+
+def test_callee_whose_hash_fails_is_called_as_plainly():
+    assert check(lambda: _calls_of_unhashable_callees) == ("ok", (True, 2))
+
+
+def _dead_reference_hash():
+    """A weak reference called while its referent lived, hashed once it died: plain CPython
+    raises TypeError (it never hashed the reference; the machinery must not either)."""
+    class A:
+        pass
+    a = A()
+    wr = weakref.ref(a)
+    called = wr() is a
+    del a
+    gc.collect()
+    return called, hash(wr)
+
+
+def test_weak_reference_callee_is_never_hashed():
+    assert check(lambda: _dead_reference_hash) == ("raised", TypeError, "weak object has gone away")
+
+
+# ----------------------------------------------------------------------------- frames kept past a call
+def _raises_inside(x=5, **kwargs):
+    1 / 0
+
+
+def _catches(**kwargs):
+    try:
+        _raises_inside(**kwargs)  # (CALL_FUNCTION_EX: the routed call_ex)
+    except ZeroDivisionError as exc:
+        return exc
+
+
+def _freed_once_frames_cleared():
+    """CPython's test_frame.ClearTest: clearing a traceback's frames frees the arguments.
+    The callee's frame keeps its f_back (a machinery frame, dropped from the traceback),
+    which must not hold the arguments."""
+    class C:
+        pass
+    c = C()
+    wr = weakref.ref(c)
+    exc = _catches(c=c)
+    del c
+    tb = exc.__traceback__
+    while tb is not None:
+        tb.tb_frame.clear()
+        tb = tb.tb_next
+    gc.collect()
+    return wr() is None
+
+
+@pytest.mark.parametrize("ctx_type", [Count, Post])  # (a wildcard's own frame holds the arguments)
+def test_machinery_frames_hold_no_arguments_after_the_call(ctx_type):
+    assert _freed_once_frames_cleared()
+    assert overdub.overdub(ctx_type(), _freed_once_frames_cleared) is True
+
+
+# ----------------------------------------------------------------------------- lazy C functions of iterables
+def _lazy_chain(x):
+    """``itertools.chain`` reads its iterables one element at a time: a generator's side
+    effects interleave with the reading, and an infinite tail (``tokenize`` chains
+    ``itertools.repeat(b"")``: CPython's test_types.test_duck_gen through inspect.signature)
+    is never read to its end (here a finite one: the test fails, not hangs, when it is)."""
+    seen = []
+
+    def gen():
+        for k in range(3):
+            seen.append(k)
+            yield x * k
+
+    it = itertools.chain(gen(), itertools.repeat(x, 3))
+    first = next(it)
+    return first + len(seen) + next(it) + next(it) + next(it) + next(it)
+
+
+def test_lazy_chain_is_read_lazily_under_capstan():
+    import capstan
+    x = 2.0
+    assert _lazy_chain(x) == 11.0  # 0 + 1 (one element read) + 2 + 4 + 2 + 2
+    assert overdub.overdub(capstan.ForwardCtx(), _lazy_chain, x) == 11.0
+    # d/dx (0 + 1 + x + 2x + x + x) = 5, exactly (no rounding in these steps)
+    assert capstan.D(_lazy_chain, x) == 5.0
+    assert capstan.gradient(_lazy_chain, x) == (5.0,)
+
+
+# ----------------------------------------------------------------------------- local variables' order
+def _locals_in_order(obj):
+    """The routed copy numbers its local variables as the function does: ``f_locals`` (on
+    3.13 a proxy that lists a variable written through it in its place) and ``co_varnames``
+    show their order (3.13 compiles ``proxy[obj] = 2`` to ``LOAD_FAST_LOAD_FAST``, whose
+    names ``bytecode`` numbered first; CPython's test_frame.TestFrameLocals)."""
+    x = 1
+    proxy = sys._getframe().f_locals
+    proxy[obj] = 2
+    frame = sys._getframe()
+    return list(frame.f_locals), frame.f_code.co_varnames, x
+
+
+def test_routed_code_keeps_the_order_of_local_variables():
+    expected = check(lambda: _locals_in_order, "x")
+    assert expected[1][1] == ("obj", "x", "proxy", "frame")
+
+
+# ----------------------------------------------------------------------------- invalid bytecode
+def _unknown_opcode():
+    """A function whose first opcode CPython does not know (229): calling it raises
+    SystemError.  ``co_code`` shows that opcode as a CACHE entry, which ``bytecode``
+    dropped, so its routed copy ran (CPython's test_code.test_invalid_bytecode)."""
+    def foo():
+        pass
+    foo.__code__ = foo.__code__.replace(co_code=b"\xe5" + foo.__code__.co_code[1:])
+    try:
+        foo()
+    except SystemError as exc:
+        return "unknown opcode" in str(exc)
+    return "ran"
+
+
+def test_function_with_an_unknown_opcode_raises_as_plainly(capfd):
+    assert check(lambda: _unknown_opcode) == ("ok", True)
