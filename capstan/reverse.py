@@ -670,7 +670,8 @@ def _swept(tape, seeds, met):
                     _scatter_into(cts, owned, rec.parents[0], read, g)
                 continue
             if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
-                if rec.kind is RULE and not nested and rec.f in _SCATTERS and type(rec.vals[0]) is np.ndarray:
+                if rec.kind is RULE and not nested and rec.f in _SCATTERS and type(rec.vals[0]) is np.ndarray \
+                        and rec.vals[0].ndim and type(rec.parents[0]) is int:
                     rule, scatter = _SCATTERS[rec.f]
                     few = scatter(g, rec.ans, *rec.vals, **rec.kwargs) if _VJP.get(rec.f) is rule else None
                     if few is not None:  # (a selection's cotangent: a few elements, added in place)
