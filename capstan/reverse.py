@@ -42,6 +42,7 @@ from .rules import registry
 from .rules.indexing_rules import getitem_back, setitem_back
 
 _PARTIALS, _VJP, _ONLY_FIRST, _KINKS = registry.PARTIALS, registry.VJP, registry.ONLY_FIRST, registry.KINKS
+_SCATTERS = registry.SCATTERS
 ADJOINTS: dict[Any, Any] = {}  # f -> user rule returning (y, pullback)
 
 
@@ -617,8 +618,8 @@ def _swept(tape, seeds, met):
             g = cts[i]
             if g is None:
                 continue
-            if owned:  # (its node hands it on now: a step may pass it to several parents as it is)
-                owned.pop(id(g), None)
+            # (its node hands it on now: a step may pass it to several parents as it is)
+            handed = owned and owned.pop(id(g), None) is g
             rec = tape[i]
             if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation:
                 # (parent, partial[, parent, partial])
@@ -669,10 +670,21 @@ def _swept(tape, seeds, met):
                     _scatter_into(cts, owned, rec.parents[0], read, g)
                 continue
             if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
+                if rec.kind is RULE and not nested and rec.f in _SCATTERS and type(rec.vals[0]) is np.ndarray \
+                        and rec.vals[0].ndim and type(rec.parents[0]) is int:
+                    rule, scatter = _SCATTERS[rec.f]
+                    few = scatter(g, rec.ans, *rec.vals, **rec.kwargs) if _VJP.get(rec.f) is rule else None
+                    if few is not None:  # (a selection's cotangent: a few elements, added in place)
+                        a = rec.vals[0]
+                        _scatter_into(cts, owned, rec.parents[0], (a.shape, a.dtype, few[0]), few[1])
+                        continue
                 if rec.kind is RULE and rec.f not in _VJP:
                     out = _plain_partials(rec, g, _PARTIALS[rec.f], met)
+                    made = True  # (every array it returns but g itself is a new product or sum)
                 else:
                     out = _step(rec, g, plain_call, met)
+                    made = False
+                passed = handed and sum(c is g for c in out) == 1  # (g to one parent alone: still ours)
                 for p, c in zip(rec.parents, out):
                     if p is None or c is None:
                         continue
@@ -682,8 +694,8 @@ def _swept(tape, seeds, met):
                                 old = cts[pe]
                                 cts[pe] = ce if old is None else old + ce
                     else:
-                        old = cts[p]
-                        cts[p] = c if old is None else old + c
+                        _add_into(cts, owned, p, c, (passed and _alone(out, g)) if c is g else (
+                            made and type(c) is np.ndarray and c.base is None))
                 continue
             run = routed(foreign)
             for p, c in zip(rec.parents, _step(rec, g, run, met)):
@@ -966,6 +978,32 @@ if capstan_native is not None:
                                ReverseCtx._computed, drop_own_frames)
 else:
     _record = _record_array = None
+
+
+def _add_into(cts, owned, p, c, new):
+    """``cts[p] += c`` on the first backward pass.  ``owned`` maps the ids of the cotangent
+    arrays this pass made, which nothing else holds, to them: those are added into in place
+    (a cotangent summed over many steps costs no new array each); ``new``: ``c`` is such an
+    array (a product made for this parent alone)."""
+    old = cts[p]
+    if old is None:
+        cts[p] = c
+        if new:
+            owned[id(c)] = c
+        return
+    if owned.get(id(old)) is old and (type(c) is np.ndarray or type(c) is float or type(c) is _F64) \
+            and np.result_type(old, c) == old.dtype and np.broadcast_shapes(np.shape(c), old.shape) == old.shape:
+        np.add(old, c, out=old)  # (the same sums as old + c, into old's memory)
+        return
+    owned.pop(id(old), None)
+    cts[p] = total = old + c
+    if type(total) is np.ndarray:
+        owned[id(total)] = total
+
+
+def _alone(out, g):
+    """Whether no other cotangent in ``out`` may share memory with ``g`` (a view of it)."""
+    return all(c is g or type(c) is not np.ndarray or c.base is None for c in out)
 
 
 def _add_reads(cts, owned, p, read, positions, cotangents):

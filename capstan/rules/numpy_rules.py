@@ -21,7 +21,7 @@ from ..losses import count_nonzero_c as _count_nonzero
 from .operator_rules import _abs_jvp, _abs_vjp, held, infinite_mixed, zero_base_exponent
 from ..nesting import varies
 from .kink_rules import all_zero, at_kink, at_zero, tie, tied
-from .registry import (FOLDS, JVP, defderiv, defkink, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
+from .registry import (FOLDS, JVP, SCATTERS, VJP, defderiv, defkink, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
                        unbroadcast)
 from .registry import defvjp as _defvjp
 
@@ -591,9 +591,19 @@ def _plain(x):
 FOLDS[JVP[np.sum][0]] = _fold_sum_jvp
 defreduction(np.mean, _SUM, _mean_jvp, _mean_vjp)
 defreduction(np.prod, _SUM, _prod_jvp, _prod_vjp)
+def _extreme_scatter(g, ans, a, *args, **kwargs):
+    """``_extreme_vjp``'s cotangent as ``(index, values)`` for the extreme of a whole float
+    array at a real scalar cotangent: its few positions (ties share ``g`` equally)."""
+    if args or kwargs or a.dtype.kind != "f" or not (type(g) is float or type(g) is np.float64):
+        return None
+    where = np.nonzero(a == ans)
+    return where, g / max(len(where[0]), 1)
+
+
 _EXTREMES = (np.max, np.min, np.amax, np.amin)
 for _f in _EXTREMES:
     defreduction(_f, _MAX, _extreme_jvp, _extreme_vjp)
+    SCATTERS[_f] = (VJP[_f], _extreme_scatter)
 defreduction(np.var, _VAR, _var_jvp, _var_vjp)
 defreduction(np.std, _VAR, _std_jvp, _std_vjp)
 defimpl(np.nansum, lambda a, *args, **kw: np.sum(np.where(np.isnan(a), 0.0, a), *args, **kw))

@@ -22,6 +22,11 @@ SECOND: dict[Any, Any] = {}  # f -> pairs of argument positions whose second der
 #: differentiation marks those products (see ``kink_rules``)
 KINKS: dict[Any, Any] = {}
 JUMPS: dict[Any, Any] = {}
+#: f -> (rule, scatter): while ``VJP[f]`` is ``rule``, ``scatter(g, ans, *args, **kwargs)``
+#: gives the cotangent of ``f``'s first argument as a few elements, ``(index, values)``,
+#: where it is zero elsewhere (the maximum of a whole array), or None; the backward pass
+#: adds those into the argument's cotangent in place instead of an array of zeros
+SCATTERS: dict[Any, Any] = {}
 _listeners: list[Callable[[Any], None]] = []  # called with f whenever a table entry for f changes
 
 
