@@ -54,7 +54,7 @@ from overdub import Context, Tagged, overdub
 from overdub.tagging import metadata_of, tag_of, value_of
 
 from ..losses import NoRuleError as _NoRuleError
-from .registry import defsolver
+from .registry import defderiv, defsolver
 
 try:
     from scipy import integrate as _integrate
@@ -1295,10 +1295,40 @@ def _solve_ivp_rule(ctx, f, args, kwargs):
     out.y = _add(ctx, out.y, overdub(ctx, np.transpose, delta))
     if moving and _tagged(a["t_eval"]):  # moved output times: dy(t_i) = f(t_i, y(t_i)) dt_i
         out.y, out.t = _moved_outputs(ctx, plain, out, a["t_eval"])
+    elif a["t_eval"] is None and len(out.t) > 2:
+        out.y, out.t = _solver_times(ctx, plain, out, delta)
     out.sol = (_DenseSolution(ctx, out.sol, a["fun"], fargs, y0, user_jac, a["method"])
                if a["dense_output"] else None)
     ctx.remember(out, "y")
     return out
+
+
+def _step_times(t, moved):
+    """The solver's own step times ``t`` (a solve without ``t_eval``), tied to ``moved`` (a
+    zero-valued quantity that moves with the solution): the value ``t``; the derivative is
+    undefined (NaN) at the inner times, 0 at the ends of the span."""
+    return np.array(t, dtype=float)
+
+
+def _step_times_partial(ans, t, moved):
+    partial = np.full(np.shape(ans), np.nan)
+    partial[0] = partial[-1] = 0.0
+    return partial
+
+
+defderiv(_step_times, None, _step_times_partial)
+
+
+def _solver_times(ctx, plain, out, delta):
+    """``(y, t)`` of a solve without ``t_eval``: the output times are the solver's steps,
+    which move with the parameters (its step-size control reads the solution's error
+    estimates), so neither their derivative (it was 0) nor the states' at them (the
+    solution's at fixed times, ``f(t_i, y_i) dt_i`` short) is known.  Both are marked
+    undefined (NaN) at the inner times: a result that uses them is refused ("came out NaN");
+    the states at the fixed ends of the span keep their derivative.  Pass ``t_eval``."""
+    moved = overdub(ctx, np.sum, delta, axis=1)
+    t = overdub(ctx, _step_times, out.t, moved)
+    return _moved_outputs(ctx, plain, out, t)
 
 
 def _moving_times_checks(ctx, a, depends):
