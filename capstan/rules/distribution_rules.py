@@ -657,13 +657,19 @@ if sc is not None:
 
 
 # ----------------------------------------------------------------------------- rv_continuous._entropy
+#: the log of the smallest normal float: below it ``1 / p`` (``log``'s slope) overflows
+_LOG_TINY = float(np.log(np.finfo(float).tiny))
+
+
 def rv_continuous_entropy(self, *args):
     """``rv_continuous._entropy``, SciPy's numerical ``-∫ p log p`` (``quad`` of
     ``entr(pdf)``): SciPy's value, with the derivative of the same integral written
-    ``-∫ exp(logpdf) logpdf``.  Where the density underflows to 0 while its derivative is
-    still a subnormal number (``skewnorm``'s tail), ``entr``'s infinite slope at 0 met that
-    tangent and the derivative came out ``-inf``; here the factor ``exp(logpdf)`` is 0
-    there, and the log-density finite."""
+    ``-∫ p max(log p, log tiny)``.  Where the density underflows to 0 while its derivative
+    is still a subnormal number (``skewnorm``'s tail), ``entr``'s infinite slope at 0 met
+    that tangent and the derivative came out ``-inf``; where it is subnormal
+    (``foldnorm``'s tail), ``log``'s slope ``1 / p`` overflowed to ``inf``.  Below the
+    smallest normal float the log factor is held constant: a change of the integrand
+    below 1e-305, not seen in the result."""
     from scipy import integrate
 
     from ..markers import stop_gradient
@@ -671,9 +677,7 @@ def rv_continuous_entropy(self, *args):
     value = rv_continuous._entropy(self, *stop_gradient(args))
 
     def integrand(x):
-        logp = self._logpdf(x, *args)
-        with np.errstate(invalid="ignore"):  # (-inf log-densities: 0 * -inf, not selected)
-            return np.where(np.isfinite(logp), -np.exp(logp) * logp, 0.0)
+        return -self._pdf(x, *args) * np.maximum(self._logpdf(x, *args), _LOG_TINY)
 
     lo, hi = self._get_support(*args)
     with np.errstate(over="ignore"):
