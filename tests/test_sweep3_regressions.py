@@ -84,3 +84,25 @@ def test_solve_ivp_end_state_and_t_eval_keep_their_derivatives():
     ends = lambda q: _decay(q).t[-1] + _decay(q).t[0]  # noqa: E731
     for d in both_modes(ends, p):
         assert d in (0.0, None)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.log(x * 1e-309),
+    lambda x: __import__("math").log(x * 1e-309),
+    lambda x: np.log2(np.array([x, 1.0]) * 1e-309).sum(),
+    lambda c: stats.foldnorm.logpdf(39.61, c),  # (log of a subnormal density)
+], ids=["np.log", "math.log", "np.log2 array", "foldnorm.logpdf tail"])
+def test_log_of_a_subnormal_number_is_refused(f):
+    # the slope 1/x is past the float range: it came out inf, where the derivative (x's
+    # tangent over x) is finite; refused now
+    for run in (lambda: capstan.D(f, 1.952125337355587), lambda: capstan.gradient(f, 1.952125337355587)):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            with pytest.raises(capstan.NoRuleError, match="subnormal"):
+                run()
+
+
+def test_log_slope_is_kept_off_the_subnormal_range():
+    f = lambda x: np.log(x * 1e-300) + np.log(np.array([x, 2.0 * x]) * 1e-307).sum()  # noqa: E731
+    for d in both_modes(f, 3.0):
+        assert d == pytest.approx(3.0 / 3.0, rel=1e-12)
