@@ -30,7 +30,9 @@ def both_modes(f, v):
     (lambda a: stats.skewnorm.entropy(a), 5.0),
     # foldnorm: the density is subnormal in the tail (log's slope 1/p overflowed: inf)
     (lambda c: stats.foldnorm.entropy(c, loc=0.3, scale=1.4), 1.952125337355587),
-], ids=["skewnorm", "foldnorm"])
+    # exponpow: its density formula overflows on the way (exp(exp(...))) in the tail
+    (lambda b: stats.exponpow.entropy(b, loc=0.3, scale=1.4), 2.697119160358469),
+], ids=["skewnorm", "foldnorm", "exponpow"])
 def test_numerical_entropy_in_a_shape(f, v):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")

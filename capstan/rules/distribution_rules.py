@@ -664,12 +664,14 @@ _LOG_TINY = float(np.log(np.finfo(float).tiny))
 def rv_continuous_entropy(self, *args):
     """``rv_continuous._entropy``, SciPy's numerical ``-∫ p log p`` (``quad`` of
     ``entr(pdf)``): SciPy's value, with the derivative of the same integral written
-    ``-∫ p max(log p, log tiny)``.  Where the density underflows to 0 while its derivative
-    is still a subnormal number (``skewnorm``'s tail), ``entr``'s infinite slope at 0 met
-    that tangent and the derivative came out ``-inf``; where it is subnormal
-    (``foldnorm``'s tail), ``log``'s slope ``1 / p`` overflowed to ``inf``.  Below the
-    smallest normal float the log factor is held constant: a change of the integrand
-    below 1e-305, not seen in the result."""
+    ``-∫ exp(logpdf) logpdf`` over the points where the density is a normal float (0
+    elsewhere: a change of the integrand below 1e-305, not seen in the result).  Where the
+    density underflows to 0 while its derivative is still a subnormal number
+    (``skewnorm``'s tail), ``entr``'s infinite slope at 0 met that tangent and the
+    derivative came out ``-inf``; where it is subnormal (``foldnorm``'s tail), ``log``'s
+    slope ``1 / p`` is past the float range (it was ``inf``); where its formula overflows
+    on the way (``exponpow``'s ``exp(exp(...))``), its derivative is undefined.  Those
+    points are not selected."""
     from scipy import integrate
 
     from ..markers import stop_gradient
@@ -677,7 +679,9 @@ def rv_continuous_entropy(self, *args):
     value = rv_continuous._entropy(self, *stop_gradient(args))
 
     def integrand(x):
-        return -self._pdf(x, *args) * np.maximum(self._logpdf(x, *args), _LOG_TINY)
+        logp = self._logpdf(x, *args)
+        with np.errstate(invalid="ignore"):  # (-inf or NaN log-densities: not selected)
+            return np.where(logp > _LOG_TINY, -np.exp(logp) * logp, 0.0)
 
     lo, hi = self._get_support(*args)
     with np.errstate(over="ignore"):
