@@ -309,7 +309,7 @@ def reciprocal_slope(x, scale=1.0):
     formed; NaN gets the derivative refused ("came out NaN") where an infinite slope would
     have been a silent ``inf``.  A zero tangent or cotangent still wins."""
     r = 1.0 / x / scale
-    if type(r) is float:
+    if type(r) is float or type(r) is np.float64:
         if r - r != 0 and x != 0:
             return math.nan
         return r
