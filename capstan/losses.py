@@ -231,8 +231,11 @@ def undefined_in_reverse(fname: str) -> NoRuleError:
         "through it cancel (math.sqrt(x - x) + x), or it meets a slope that is exactly 0 there, "
         "where the limit depends on higher orders (math.cos(math.sqrt(x)) at 0), or a second "
         "derivative is taken at a kink, where the slope jumps (abs, a norm or hypot at 0, maximum, "
-        "clip, a sort or max at a tie).  Use forward mode for the first kind (capstan.D, "
-        "capstan.jvp, capstan.jacfwd); for any, differentiate at a point off that singularity." % fname)
+        "clip, a sort or max at a tie), or a log of a subnormal number (its slope 1/x is past the "
+        "float range), or it used the inner step times of scipy.integrate.solve_ivp "
+        "without t_eval or the states at them (they move with the parameters: pass t_eval).  Use forward "
+        "mode for the first kind (capstan.D, capstan.jvp, capstan.jacfwd); for any, differentiate at a "
+        "point off that singularity." % fname)
 
 
 def undefined_in_forward(fname):
@@ -244,7 +247,9 @@ def undefined_in_forward(fname):
         "fractional power at the end of its domain...) and the terms through it cancel as inf - inf "
         "(math.sqrt(x) - math.sqrt(x)), or a derivative is undefined here (an eigenvector of a repeated "
         "eigenvalue; a second derivative at a kink, where the slope jumps: abs, a norm or hypot at 0, "
-        "maximum, clip, a sort or max at a tie).  Differentiate at a point off that singularity, or "
+        "maximum, clip, a sort or max at a tie; a log of a subnormal number, whose slope 1/x is past "
+        "the float range; the inner step times of scipy.integrate.solve_ivp without "
+        "t_eval, or the states at them: pass t_eval).  Differentiate at a point off that singularity, or "
         "register a rule for the function that contains it (capstan.defjvp)." % fname)
 
 

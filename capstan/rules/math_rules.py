@@ -6,7 +6,7 @@ from ..nesting import varies
 from .operator_rules import (infinite_mixed, infinite_slope, log, mod_divisor, one, sign, zero_base_exponent,
                              zero_power_slope)
 from .kink_rules import all_zero, at_zero
-from .registry import defderiv, defkink, defimpl, defjvp, defvjp, nondifferentiable
+from .registry import defderiv, reciprocal_slope, defkink, defimpl, defjvp, defvjp, nondifferentiable
 
 _SQRT_PI = math.sqrt(math.pi)
 
@@ -48,8 +48,8 @@ for m in (math, cmath):
     defderiv(m.atanh, lambda ans, x: 1.0 / (1.0 - x * x))
     defderiv(m.exp, lambda ans, x: ans)
     defderiv(m.sqrt, lambda ans, x: 0.5 / ans)
-    defderiv(m.log10, lambda ans, x: 1.0 / x / math.log(10.0))  # (not x * log 10: past the float range at 1.7e308)
-    defderiv(m.log, lambda ans, x, base=math.e: 1.0 / x / log(base),
+    defderiv(m.log10, lambda ans, x: reciprocal_slope(x, math.log(10.0)))  # (not x * log 10: past the float range at 1.7e308)
+    defderiv(m.log, lambda ans, x, base=math.e: reciprocal_slope(x, log(base)),
              lambda ans, x, base: -ans / (base * log(base)))
 
 
@@ -78,7 +78,7 @@ defderiv(math.asinh, lambda ans, x: 1.0 / math.hypot(x, 1.0))  # (x * x + 1 over
 defderiv(math.tanh, lambda ans, x: 0.0 if abs(x) > 710.0 else (1.0 / math.cosh(x)) ** 2)
 defderiv(math.expm1, lambda ans, x: ans + 1.0)
 defderiv(math.log1p, lambda ans, x: 1.0 / (1.0 + x))
-defderiv(math.log2, lambda ans, x: 1.0 / x / math.log(2.0))
+defderiv(math.log2, lambda ans, x: reciprocal_slope(x, math.log(2.0)))
 
 
 def _pow_exponent(ans, a, b):

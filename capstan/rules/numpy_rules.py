@@ -21,7 +21,8 @@ from ..losses import count_nonzero_c as _count_nonzero
 from .operator_rules import _abs_jvp, _abs_vjp, held, infinite_mixed, zero_base_exponent
 from ..nesting import varies
 from .kink_rules import all_zero, at_kink, at_zero, tie, tied
-from .registry import (FOLDS, JVP, SCATTERS, VJP, defderiv, defkink, defimpl, defjvp, no_object_arrays, nondifferentiable, only_first_argument,
+from .registry import (FOLDS, JVP, SCATTERS, VJP, defderiv, defkink, defimpl, defjvp, no_object_arrays,
+                       nondifferentiable, only_first_argument, reciprocal_slope,
                        unbroadcast)
 from .registry import defvjp as _defvjp
 
@@ -211,9 +212,9 @@ defderiv(np.arctanh, lambda ans, x, **kw: 1.0 / (1.0 - x * x))
 defderiv(np.exp, lambda ans, x, **kw: ans)
 defderiv(np.exp2, lambda ans, x, **kw: ans * _LN2)
 defderiv(np.expm1, lambda ans, x, **kw: ans + 1.0)
-defderiv(np.log, lambda ans, x, **kw: 1.0 / x)
-defderiv(np.log2, lambda ans, x, **kw: 1.0 / x / _LN2)
-defderiv(np.log10, lambda ans, x, **kw: 1.0 / x / _LN10)  # (x * ln 10 overflows at 1.7e308)
+defderiv(np.log, lambda ans, x, **kw: reciprocal_slope(x))
+defderiv(np.log2, lambda ans, x, **kw: reciprocal_slope(x, _LN2))
+defderiv(np.log10, lambda ans, x, **kw: reciprocal_slope(x, _LN10))  # (x * ln 10 overflows at 1.7e308)
 defderiv(np.log1p, lambda ans, x, **kw: 1.0 / (1.0 + x))
 defderiv(np.sqrt, lambda ans, x, **kw: 0.5 / ans)
 defderiv(np.cbrt, lambda ans, x, **kw: 1.0 / (3.0 * ans * ans))

@@ -303,6 +303,26 @@ def positional(f, args, kwargs):
     return bound.args, bound.kwargs
 
 
+#: below this magnitude ``1 / x`` overflows (x subnormal)
+_OVERFLOWING = 1.0 / np.finfo(float).max
+
+
+def reciprocal_slope(x, scale=1.0):
+    """``1 / x / scale``, a log's slope, NaN where it overflows though ``x`` is not 0: for a
+    subnormal ``x`` the slope is finite but past the float range, and its product with a
+    tangent, which may well be finite (``log`` of a density in its far tail), cannot be
+    formed; NaN gets the derivative refused ("came out NaN") where an infinite slope would
+    have been a silent ``inf``.  A zero tangent or cotangent still wins."""
+    r = 1.0 / x / scale
+    if type(r) is float or type(r) is np.float64:
+        if r - r != 0 and x != 0:
+            return math.nan
+        return r
+    if not np.all(np.isfinite(r)):
+        r = np.where(np.isinf(r) & (x != 0), np.nan, r)
+    return r
+
+
 def strong_mul(a, b):
     """``a * b`` where an exactly zero factor wins over an infinite or NaN one (a partial
     times a tangent or cotangent): an element that does not depend on the input
