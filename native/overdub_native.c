@@ -489,7 +489,10 @@ guarded_vectorcall(GuardedObject *g, PyObject *const *args, size_t nargsf, PyObj
     PyObject *r;
     if (g->slot_func != NULL) {
         PyObject *call[3] = {g->slot_self, a, b};
-        r = PyObject_Vectorcall(g->slot_func, call, 3, NULL);
+        /* (the slot is the runtime's own, a C kernel or a Python method: called through its
+           vectorcall pointer directly, without the generic call's result check) */
+        vectorcallfunc direct = PyVectorcall_Function(g->slot_func);
+        r = direct != NULL ? direct(g->slot_func, call, 3, NULL) : PyObject_Vectorcall(g->slot_func, call, 3, NULL);
     }
     else {
         r = PyObject_Vectorcall(g->slot, args, 2, NULL);
