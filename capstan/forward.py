@@ -116,76 +116,81 @@ class ForwardCtx(ADContext):
                 if same is not None:  # np.asarray(a), np.real(a) of a real a: a itself
                     return args[same]
         with quiet():  # (the tangent's arithmetic: see fpstate)
-            if any(type(ti) is list for ti in tans) and _takes_arrays(f):
-                vals, tans = list(vals), list(tans)
-                for i, ti in enumerate(tans):
-                    if type(ti) is list:
-                        vals[i], tans[i] = _as_array_argument(vals[i], ti, self.chunk, run)
-            partials = _PARTIALS.get(f)
-            if partials is not None and run is plain_call and self.chunk is None:
-                t = self._plain_tangent(f, partials, ans, vals, tans, kwargs)
-                if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
-                    t = COMBINED[f](t, tans, ans, *vals)
-            elif partials is not None:
-                t = None
-                for i, ti in enumerate(tans):
-                    if ti is None or i >= len(partials) or partials[i] is None:
-                        if ti is not None and i >= len(partials):  # (an argument the rule does not cover)
-                            raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
-                        continue
-                    if self.chunk is not None:
-                        ti = _align(ti, vals[i], ans, run)
-                    if run is plain_call:  # (call_partial_at's and product's steps for a plain run)
-                        try:
-                            p = partials[i](ans, *vals, **kwargs)
-                        except SINGULAR as exc:
-                            p = singular_partial(partials[i], f, (ans, *vals), kwargs, exc)
-                    else:
-                        p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
-                    exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
-                    if type(ti) is Tagged and run is not plain_call:  # (a tangent of an enclosing run's
-                        # values: its zero holds at the point alone, and does not win over an infinite partial)
-                        exact = registry.zero_of_first_wins if exact is registry.strong_mul else registry.no_zero_wins
-                    if type(p) is float and p == 1.0:
-                        d = ti
-                    else:
-                        d = exact(p, ti) if run is plain_call else product(run, p, ti, exact)
-                    if f in _KINKS:
-                        d = kinked(run, f, i, d, ti, ans, vals, kwargs)
-                    t = d if t is None else run(operator.add, t, d)
-                if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
-                    t = run(COMBINED[f], t, tans, ans, *vals)
-            else:
-                entry = _JVP.get(f)
-                if entry is None:
-                    raise losses.refuse(self, no_rule(f, "forward"))
-                if f in _ONLY_FIRST:
-                    for i in range(1, len(tans)):
-                        if tans[i] is not None:  # (an argument the rule does not cover)
-                            raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
-                rule, batched = entry
-                if self.chunk is None or batched:
-                    t = call_partial(run, rule, tuple(tans), ans, *vals, **kwargs)
+            return self._tangent_result(f, ans, vals, tans, kwargs, args, run)
+
+    def _tangent_result(self, f, ans, vals, tans, kwargs, args, run):
+        """``compute``'s second half: the tangent of ``ans`` from the rule table, fitted to it,
+        and the result (run with NumPy's floating-point errors ignored)."""
+        if any(type(ti) is list for ti in tans) and _takes_arrays(f):
+            vals, tans = list(vals), list(tans)
+            for i, ti in enumerate(tans):
+                if type(ti) is list:
+                    vals[i], tans[i] = _as_array_argument(vals[i], ti, self.chunk, run)
+        partials = _PARTIALS.get(f)
+        if partials is not None and run is plain_call and self.chunk is None:
+            t = self._plain_tangent(f, partials, ans, vals, tans, kwargs)
+            if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
+                t = COMBINED[f](t, tans, ans, *vals)
+        elif partials is not None:
+            t = None
+            for i, ti in enumerate(tans):
+                if ti is None or i >= len(partials) or partials[i] is None:
+                    if ti is not None and i >= len(partials):  # (an argument the rule does not cover)
+                        raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
+                    continue
+                if self.chunk is not None:
+                    ti = _align(ti, vals[i], ans, run)
+                if run is plain_call:  # (call_partial_at's and product's steps for a plain run)
+                    try:
+                        p = partials[i](ans, *vals, **kwargs)
+                    except SINGULAR as exc:
+                        p = singular_partial(partials[i], f, (ans, *vals), kwargs, exc)
                 else:
-                    t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
-                                for k in range(self.chunk)], ans)
-            ta = type(ans)
-            if t is None or ta is float:
-                pass
-            elif ta is np.ndarray and ans.dtype is _DOUBLE:  # (the commonest result: its tangent fits
-                if not (type(t) is np.ndarray and t.dtype is _DOUBLE and t.shape == ans.shape  # already)
-                        and self.chunk is None):
-                    t = self._fitted(t, ans, run)
-                if type(t) is np.ndarray and any(t is ti for ti in tans) and not any(ans is raw(v) for v in vals):
-                    t = t.copy()  # (as below)
-            elif _integral(ans):  # np.sum(a, dtype=int), np.cumprod(a, dtype=int)...:
-                t = None  # an integer result is a step function of the input (reverse mode agrees)
+                    p = call_partial_at(run, partials[i], f, ans, *vals, **kwargs)
+                exact = registry.strong_mul if registry.zeros_hold(f, i, tans) else registry.tangent_product
+                if type(ti) is Tagged and run is not plain_call:  # (a tangent of an enclosing run's
+                    # values: its zero holds at the point alone, and does not win over an infinite partial)
+                    exact = registry.zero_of_first_wins if exact is registry.strong_mul else registry.no_zero_wins
+                if type(p) is float and p == 1.0:
+                    d = ti
+                else:
+                    d = exact(p, ti) if run is plain_call else product(run, p, ti, exact)
+                if f in _KINKS:
+                    d = kinked(run, f, i, d, ti, ans, vals, kwargs)
+                t = d if t is None else run(operator.add, t, d)
+            if f in COMBINED and len(tans) > 1 and tans[0] is not None and tans[1] is not None and _has_nan(t):
+                t = run(COMBINED[f], t, tans, ans, *vals)
+        else:
+            entry = _JVP.get(f)
+            if entry is None:
+                raise losses.refuse(self, no_rule(f, "forward"))
+            if f in _ONLY_FIRST:
+                for i in range(1, len(tans)):
+                    if tans[i] is not None:  # (an argument the rule does not cover)
+                        raise losses.refuse(self, losses.no_argument_rule(f, i, self.mode))
+            rule, batched = entry
+            if self.chunk is None or batched:
+                t = call_partial(run, rule, tuple(tans), ans, *vals, **kwargs)
             else:
+                t = _stack([run(rule, tuple(_slice(x, k) for x in tans), ans, *vals, **kwargs)
+                            for k in range(self.chunk)], ans)
+        ta = type(ans)
+        if t is None or ta is float:
+            pass
+        elif ta is np.ndarray and ans.dtype is _DOUBLE:  # (the commonest result: its tangent fits
+            if not (type(t) is np.ndarray and t.dtype is _DOUBLE and t.shape == ans.shape  # already)
+                    and self.chunk is None):
                 t = self._fitted(t, ans, run)
-                if type(t) is np.ndarray and type(ans) is np.ndarray and any(t is ti for ti in tans) and not any(
-                        ans is raw(v) for v in vals):  # a new array (astype(copy=True)...): its own tangent,
-                    t = t.copy()  # which a later write into it must not write into its argument's
-            return self._result(f, ans, t, args, out_argument(kwargs))
+            if type(t) is np.ndarray and any(t is ti for ti in tans) and not any(ans is raw(v) for v in vals):
+                t = t.copy()  # (as below)
+        elif _integral(ans):  # np.sum(a, dtype=int), np.cumprod(a, dtype=int)...:
+            t = None  # an integer result is a step function of the input (reverse mode agrees)
+        else:
+            t = self._fitted(t, ans, run)
+            if type(t) is np.ndarray and type(ans) is np.ndarray and any(t is ti for ti in tans) and not any(
+                    ans is raw(v) for v in vals):  # a new array (astype(copy=True)...): its own tangent,
+                t = t.copy()  # which a later write into it must not write into its argument's
+        return self._result(f, ans, t, args, out_argument(kwargs))
 
     def _plain_tangent(self, f, partials, ans, vals, tans, kwargs):
         """``compute``'s tangent from the partials for plain values: the sum of each partial

@@ -607,109 +607,115 @@ def _swept(tape, seeds, met):
     if i <= 0:
         return cts
     with quiet():  # (the arithmetic of derivatives: see fpstate)
-        while i > 0:
-            i -= 1
-            if _sweep is not None:  # runs of inline float records, in C (the loop below, exactly)
-                i = _sweep(tape, cts, i, reads, met)
-                if i < 0:
-                    break
-            if reads and i in reads:  # every read of node i comes after it on the tape: all seen
-                _add_reads(cts, owned, i, *reads.pop(i))
-            g = cts[i]
-            if g is None:
-                continue
-            # (its node hands it on now: a step may pass it to several parents as it is)
-            handed = owned and owned.pop(id(g), None) is g
-            rec = tape[i]
-            if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation:
-                # (parent, partial[, parent, partial])
-                p = rec[0]
-                element = type(g) is _F64  # (an array cotangent's element: its zero follows nothing)
-                if element:
-                    g = float(g)  # (as a float: no NumPy warning for 0 * inf)
-                c = g * rec[1]
-                if c != c and (type(c) is float or type(c) is _F64):  # (a NumPy float's partial too)
-                    if rec[1] == 0:
-                        c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
-                    elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
+        return _swept_records(tape, cts, i, owned, reads, nested, met)
+
+
+def _swept_records(tape, cts, i, owned, reads, nested, met):
+    """:func:`_swept`'s loop over the records below node ``i`` (``owned``, ``reads``,
+    ``nested``: its state; ``met``: as its)."""
+    while i > 0:
+        i -= 1
+        if _sweep is not None:  # runs of inline float records, in C (the loop below, exactly)
+            i = _sweep(tape, cts, i, reads, met)
+            if i < 0:
+                break
+        if reads and i in reads:  # every read of node i comes after it on the tape: all seen
+            _add_reads(cts, owned, i, *reads.pop(i))
+        g = cts[i]
+        if g is None:
+            continue
+        # (its node hands it on now: a step may pass it to several parents as it is)
+        handed = owned and owned.pop(id(g), None) is g
+        rec = tape[i]
+        if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation:
+            # (parent, partial[, parent, partial])
+            p = rec[0]
+            element = type(g) is _F64  # (an array cotangent's element: its zero follows nothing)
+            if element:
+                g = float(g)  # (as a float: no NumPy warning for 0 * inf)
+            c = g * rec[1]
+            if c != c and (type(c) is float or type(c) is _F64):  # (a NumPy float's partial too)
+                if rec[1] == 0:
+                    c = 0.0  # (a zero partial wins over an infinite cotangent: see _sweep)
+                elif g == 0:  # (a zero cotangent against an infinite partial: see _sweep)
+                    met.append(True)
+                    if element:
+                        c = 0.0
+            old = cts[p]
+            cts[p] = c if old is None else old + c
+            if len(rec) == 4:
+                p = rec[2]
+                c = g * rec[3]
+                if c != c and (type(c) is float or type(c) is _F64):
+                    if rec[3] == 0:
+                        c = 0.0
+                    elif g == 0:
                         met.append(True)
                         if element:
                             c = 0.0
                 old = cts[p]
                 cts[p] = c if old is None else old + c
-                if len(rec) == 4:
-                    p = rec[2]
-                    c = g * rec[3]
-                    if c != c and (type(c) is float or type(c) is _F64):
-                        if rec[3] == 0:
-                            c = 0.0
-                        elif g == 0:
-                            met.append(True)
-                            if element:
-                                c = 0.0
-                    old = cts[p]
-                    cts[p] = c if old is None else old + c
-                continue
-            if rec.kind is INPUT:
-                continue
-            foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
-            if foreign is None and type(g) is np.ndarray and nested:
-                # a plain array an enclosing differentiation wrote derivatives into (it shadows
-                # it): the cotangent carries that derivative, so the rule runs inside it
-                foreign = enclosing(g)
-            if rec.kind is GETITEM and foreign is None:  # a read: add into the parent's buffer
-                read = rec.kwargs
-                if type(read[2]) is int and (type(g) is float or type(g) is _F64) and read[1].kind == "f":
-                    p = rec.parents[0]
-                    pending = reads.get(p)
-                    if pending is None:
-                        pending = reads[p] = (read, [], [])
-                    pending[1].append(read[2])
-                    pending[2].append(g)
-                else:
-                    _scatter_into(cts, owned, rec.parents[0], read, g)
-                continue
-            if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
-                if rec.kind is RULE and not nested and rec.f in _SCATTERS and type(rec.vals[0]) is np.ndarray \
-                        and rec.vals[0].ndim and type(rec.parents[0]) is int:
-                    rule, scatter = _SCATTERS[rec.f]
-                    few = scatter(g, rec.ans, *rec.vals, **rec.kwargs) if _VJP.get(rec.f) is rule else None
-                    if few is not None:  # (a selection's cotangent: a few elements, added in place)
-                        a = rec.vals[0]
-                        _scatter_into(cts, owned, rec.parents[0], (a.shape, a.dtype, few[0]), few[1])
-                        continue
-                if rec.kind is RULE and rec.f not in _VJP:
-                    out = _plain_partials(rec, g, _PARTIALS[rec.f], met)
-                    made = True  # (every array it returns but g itself is a new product or sum)
-                else:
-                    out = _step(rec, g, plain_call, met)
-                    made = False
-                passed = handed and sum(c is g for c in out) == 1  # (g to one parent alone: still ours)
-                for p, c in zip(rec.parents, out):
-                    if p is None or c is None:
-                        continue
-                    if type(p) is list:
-                        for pe, ce in zip(p, c):
-                            if pe is not None and ce is not None:
-                                old = cts[pe]
-                                cts[pe] = ce if old is None else old + ce
-                    else:
-                        _add_into(cts, owned, p, c, (passed and _alone(out, g)) if c is g else (
-                            made and type(c) is np.ndarray and c.base is None))
-                continue
-            run = routed(foreign)
-            for p, c in zip(rec.parents, _step(rec, g, run, met)):
+            continue
+        if rec.kind is INPUT:
+            continue
+        foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
+        if foreign is None and type(g) is np.ndarray and nested:
+            # a plain array an enclosing differentiation wrote derivatives into (it shadows
+            # it): the cotangent carries that derivative, so the rule runs inside it
+            foreign = enclosing(g)
+        if rec.kind is GETITEM and foreign is None:  # a read: add into the parent's buffer
+            read = rec.kwargs
+            if type(read[2]) is int and (type(g) is float or type(g) is _F64) and read[1].kind == "f":
+                p = rec.parents[0]
+                pending = reads.get(p)
+                if pending is None:
+                    pending = reads[p] = (read, [], [])
+                pending[1].append(read[2])
+                pending[2].append(g)
+            else:
+                _scatter_into(cts, owned, rec.parents[0], read, g)
+            continue
+        if foreign is None:  # (plain values: _step's partials branch and the sums, inline)
+            if rec.kind is RULE and not nested and rec.f in _SCATTERS and type(rec.vals[0]) is np.ndarray \
+                    and rec.vals[0].ndim and type(rec.parents[0]) is int:
+                rule, scatter = _SCATTERS[rec.f]
+                few = scatter(g, rec.ans, *rec.vals, **rec.kwargs) if _VJP.get(rec.f) is rule else None
+                if few is not None:  # (a selection's cotangent: a few elements, added in place)
+                    a = rec.vals[0]
+                    _scatter_into(cts, owned, rec.parents[0], (a.shape, a.dtype, few[0]), few[1])
+                    continue
+            if rec.kind is RULE and rec.f not in _VJP:
+                out = _plain_partials(rec, g, _PARTIALS[rec.f], met)
+                made = True  # (every array it returns but g itself is a new product or sum)
+            else:
+                out = _step(rec, g, plain_call, met)
+                made = False
+            passed = handed and sum(c is g for c in out) == 1  # (g to one parent alone: still ours)
+            for p, c in zip(rec.parents, out):
                 if p is None or c is None:
                     continue
                 if type(p) is list:
-                    if type(c) is not list and type(c) is not tuple:  # (an array, maybe the enclosing
-                        c = [run(operator.getitem, c, k) for k in range(len(p))]  # run's: read in it)
                     for pe, ce in zip(p, c):
                         if pe is not None and ce is not None:
-                            cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+                            old = cts[pe]
+                            cts[pe] = ce if old is None else old + ce
                 else:
-                    cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
-        return cts
+                    _add_into(cts, owned, p, c, (passed and _alone(out, g)) if c is g else (
+                        made and type(c) is np.ndarray and c.base is None))
+            continue
+        run = routed(foreign)
+        for p, c in zip(rec.parents, _step(rec, g, run, met)):
+            if p is None or c is None:
+                continue
+            if type(p) is list:
+                if type(c) is not list and type(c) is not tuple:  # (an array, maybe the enclosing
+                    c = [run(operator.getitem, c, k) for k in range(len(p))]  # run's: read in it)
+                for pe, ce in zip(p, c):
+                    if pe is not None and ce is not None:
+                        cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+            else:
+                cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
+    return cts
 
 
 def _tracked(tape, seeds, seed_weights=None):
@@ -733,90 +739,95 @@ def _tracked(tape, seeds, seed_weights=None):
     ``seed_weights``: the seeds' weights where they are given (a checkpoint's segment, run
     from the enclosing pass).  Returns the cotangents and the weights of every node."""
     with quiet():  # (the arithmetic of derivatives: see fpstate)
-        cts = [None] * len(tape)
-        weights = [None] * len(tape)
-        rng = np.random.default_rng(20261128)
-        for n, g in seeds.items():
-            w = _fresh(rng, untagged(g) != 0) if seed_weights is None or n not in seed_weights else seed_weights[n]
-            cts[n] = g if cts[n] is None else cts[n] + g
-            weights[n] = w if weights[n] is None else weights[n] + w
-        owned, wowned = {}, {}  # (as _swept's)
-        i = len(tape)
-        while i > 0:
-            i -= 1
-            g = cts[i]
-            if g is None:
-                continue
-            w = weights[i]
-            owned.pop(id(g), None)  # (handed on now: see _swept)
-            wowned.pop(id(w), None)
-            if w is None:  # (not expected: every cotangent comes with its weight)
-                w = _fresh(rng, np.ones(np.shape(untagged(g)), dtype=bool))
-            rec = tape[i]
-            if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation
-                element = type(g) is _F64
-                if element:
-                    g = float(g)
-                for j in range(0, len(rec), 2):
-                    p, d = rec[j], rec[j + 1]
-                    c = g * d
-                    if c != c and (type(c) is float or type(c) is _F64) and (d == 0 or (g == 0 and not w > 0)):
-                        c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
-                    cts[p] = c if cts[p] is None else cts[p] + c
-                    held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
-                    wc = 0.0 if held else float(w > 0 or c != 0)
-                    weights[p] = wc if weights[p] is None else weights[p] + wc
-                continue
-            if rec.kind is INPUT:
-                continue
-            foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
-            if foreign is None and type(g) is np.ndarray and nestlevel():
-                foreign = enclosing(g)
-            run = plain_call if foreign is None else routed(foreign)
-            if rec.kind is GETITEM and foreign is None:
-                _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
-                _scatter_into(weights, wowned, rec.parents[0], rec.kwargs, w)
-                continue
-            if rec.kind is RULE and rec.f not in _VJP:
-                out, wout = _tracked_partials(rec, g, w, run)
-            elif rec.kind is CUSTOM and run is plain_call and getattr(rec.f, "tracked", None) is not None:
-                out, wraw = rec.f.tracked(g, w)  # (a checkpoint: its segment tells its own zeros)
-                wout = [None if c is None else _weights_like(c, lambda v: np.ones(np.shape(v), dtype=bool), rng)
-                        if wc is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wraw)]
-            elif rec.kind is CUSTOM:
-                out = _step(rec, g, run)
-                value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
-                own = getattr(rec.f, "weights", None)  # (a pullback that tells its own zeros:
-                if own is not None and not value_zero:   # capstan.elementwise's)
-                    wout = _weights_like(out, None, rng, own(w))
-                else:
-                    if rec.kwargs is not _HOOK and not value_zero:
-                        # a user adjoint's or a checkpoint's pullback may multiply by a value's
-                        # zero of its own (``2 * a`` at ``a == 0``), unseen here: where a live
-                        # cotangent went in, the zeros it sends are the point's
-                        value_zero = bool(np.any(w > 0))
-                    wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
+        return _tracked_pass(tape, seeds, seed_weights)
+
+
+def _tracked_pass(tape, seeds, seed_weights):
+    """:func:`_tracked` itself."""
+    cts = [None] * len(tape)
+    weights = [None] * len(tape)
+    rng = np.random.default_rng(20261128)
+    for n, g in seeds.items():
+        w = _fresh(rng, untagged(g) != 0) if seed_weights is None or n not in seed_weights else seed_weights[n]
+        cts[n] = g if cts[n] is None else cts[n] + g
+        weights[n] = w if weights[n] is None else weights[n] + w
+    owned, wowned = {}, {}  # (as _swept's)
+    i = len(tape)
+    while i > 0:
+        i -= 1
+        g = cts[i]
+        if g is None:
+            continue
+        w = weights[i]
+        owned.pop(id(g), None)  # (handed on now: see _swept)
+        wowned.pop(id(w), None)
+        if w is None:  # (not expected: every cotangent comes with its weight)
+            w = _fresh(rng, np.ones(np.shape(untagged(g)), dtype=bool))
+        rec = tape[i]
+        if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # an inline float operation
+            element = type(g) is _F64
+            if element:
+                g = float(g)
+            for j in range(0, len(rec), 2):
+                p, d = rec[j], rec[j + 1]
+                c = g * d
+                if c != c and (type(c) is float or type(c) is _F64) and (d == 0 or (g == 0 and not w > 0)):
+                    c = 0.0  # (a zero partial, or a structural zero cotangent, wins)
+                cts[p] = c if cts[p] is None else cts[p] + c
+                held = d is HELD_ZERO or d is HELD_NEG_ZERO  # (a constant's 0: see HELD_ZERO)
+                wc = 0.0 if held else float(w > 0 or c != 0)
+                weights[p] = wc if weights[p] is None else weights[p] + wc
+            continue
+        if rec.kind is INPUT:
+            continue
+        foreign = rec.foreign or (context_of(g) if type(g) is Tagged else None)
+        if foreign is None and type(g) is np.ndarray and nestlevel():
+            foreign = enclosing(g)
+        run = plain_call if foreign is None else routed(foreign)
+        if rec.kind is GETITEM and foreign is None:
+            _scatter_into(cts, owned, rec.parents[0], rec.kwargs, g)
+            _scatter_into(weights, wowned, rec.parents[0], rec.kwargs, w)
+            continue
+        if rec.kind is RULE and rec.f not in _VJP:
+            out, wout = _tracked_partials(rec, g, w, run)
+        elif rec.kind is CUSTOM and run is plain_call and getattr(rec.f, "tracked", None) is not None:
+            out, wraw = rec.f.tracked(g, w)  # (a checkpoint: its segment tells its own zeros)
+            wout = [None if c is None else _weights_like(c, lambda v: np.ones(np.shape(v), dtype=bool), rng)
+                    if wc is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wraw)]
+        elif rec.kind is CUSTOM:
+            out = _step(rec, g, run)
+            value_zero = bool(np.any((untagged(g) == 0) & (w > 0)))
+            own = getattr(rec.f, "weights", None)  # (a pullback that tells its own zeros:
+            if own is not None and not value_zero:   # capstan.elementwise's)
+                wout = _weights_like(out, None, rng, own(w))
             else:
-                out = _step(rec, g, run)
-                plain = _with_zeros_moved(rec, rng)
-                tg = untagged(g)
-                wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
-                wout = _step(plain, wg, plain_call)
-                out = [_undefined_where(c, wc, run) for c, wc in zip(out, wout)]
-                wout = [None if c is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wout)]
-            for p, c, wc in zip(rec.parents, out, wout):
-                if p is None or c is None:
+                if rec.kwargs is not _HOOK and not value_zero:
+                    # a user adjoint's or a checkpoint's pullback may multiply by a value's
+                    # zero of its own (``2 * a`` at ``a == 0``), unseen here: where a live
+                    # cotangent went in, the zeros it sends are the point's
+                    value_zero = bool(np.any(w > 0))
+                wout = _weights_like(out, lambda c: np.full(np.shape(c), value_zero) | (c != 0), rng)
+        else:
+            out = _step(rec, g, run)
+            plain = _with_zeros_moved(rec, rng)
+            tg = untagged(g)
+            wg = w.astype(tg.dtype) if type(tg) is np.ndarray and type(w) is np.ndarray else w
+            wout = _step(plain, wg, plain_call)
+            out = [_undefined_where(c, wc, run) for c, wc in zip(out, wout)]
+            wout = [None if c is None else _weights_like(c, None, rng, wc) for c, wc in zip(out, wout)]
+        for p, c, wc in zip(rec.parents, out, wout):
+            if p is None or c is None:
+                continue
+            if type(p) is not list:
+                p, c, wc = [p], [c], [wc]
+            for pe, ce, we in zip(p, c, wc):
+                if pe is None or ce is None:
                     continue
-                if type(p) is not list:
-                    p, c, wc = [p], [c], [wc]
-                for pe, ce, we in zip(p, c, wc):
-                    if pe is None or ce is None:
-                        continue
-                    cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
-                    if we is None:
-                        we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
-                    weights[pe] = we if weights[pe] is None else weights[pe] + we
-        return cts, weights
+                cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
+                if we is None:
+                    we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
+                weights[pe] = we if weights[pe] is None else weights[pe] + we
+    return cts, weights
 
 
 #: a CUSTOM record's ``kwargs`` for a hook (whose function maps the cotangent alone)
