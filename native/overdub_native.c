@@ -3261,7 +3261,80 @@ code_cached(PyObject *self, PyObject *code)
 #endif
 }
 
+/* ---------------------------------------------------------------- call-site entries */
+
+/* Rewritten code calls the runtime's C objects (guarded operators, dispatchers, attribute and
+   subscript slots) through a builtin function bound to each, `call_site_entry(obj)`.  CPython
+   specialises a call of a builtin function to a direct call of its C pointer (3.11:
+   PRECALL_NO_KW_BUILTIN_FAST and PRECALL_BUILTIN_FAST_WITH_KEYWORDS; 3.12 and 3.13 CALL_...),
+   while a callable object of another type takes the generic call path: about 80 machine
+   instructions more per routed operator.  Each entry calls its object's vectorcall function. */
+#define SITE_ENTRY(name, call, Obj)                                                          \
+    static PyObject *name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)            \
+    {                                                                                        \
+        return call((Obj *)self, args, (size_t)nargs, NULL);                                 \
+    }
+SITE_ENTRY(guarded_entry, guarded_vectorcall, GuardedObject)
+SITE_ENTRY(attribute_entry, attribute_vectorcall, AttributeObject)
+SITE_ENTRY(setattr_entry, setattr_vectorcall, AttributeObject)
+SITE_ENTRY(subscript_entry, subscript_vectorcall, AttributeObject)
+SITE_ENTRY(contains_entry, contains_vectorcall, AttributeObject)
+#undef SITE_ENTRY
+
+static PyObject *
+dispatcher_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return dispatcher_vectorcall((DispatcherObject *)self, args, (size_t)nargs, kwnames);
+}
+
+#define SITE_DOC "A call site of rewritten code: the runtime's C object it is bound to, called directly."
+static PyMethodDef site_entries[] = {
+    {"routed", (PyCFunction)(void (*)(void))guarded_entry, METH_FASTCALL, SITE_DOC},
+    {"routed", (PyCFunction)(void (*)(void))attribute_entry, METH_FASTCALL, SITE_DOC},
+    {"routed", (PyCFunction)(void (*)(void))setattr_entry, METH_FASTCALL, SITE_DOC},
+    {"routed", (PyCFunction)(void (*)(void))subscript_entry, METH_FASTCALL, SITE_DOC},
+    {"routed", (PyCFunction)(void (*)(void))contains_entry, METH_FASTCALL, SITE_DOC},
+    {"routed", (PyCFunction)(void (*)(void))dispatcher_entry, METH_FASTCALL | METH_KEYWORDS, SITE_DOC},
+};
+#undef SITE_DOC
+
+/* An entry called through the generic call path (a call site not yet specialised, a traced
+   frame) runs its object's vectorcall as a call of the object itself would: a builtin
+   function's own vectorcall would count one more level of recursion on 3.11, which shares
+   the Python recursion limit, so a routed recursion would reach its limit at half depth. */
+static PyObject *
+site_vectorcall(PyObject *entry, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *obj = PyCFunction_GET_SELF(entry);
+    return PyVectorcall_Function(obj)(obj, args, nargsf, kwnames);
+}
+
+/* call_site_entry(obj): the builtin function rewritten code calls for obj, one of the C slot
+   types above; any other object comes back as it is */
+static PyObject *
+call_site_entry(PyObject *self, PyObject *obj)
+{
+    PyTypeObject *tp = Py_TYPE(obj);
+    PyMethodDef *def = tp == &Guarded_Type ? &site_entries[0]
+                       : tp == &Attribute_Type ? &site_entries[1]
+                       : tp == &Setattr_Type ? &site_entries[2]
+                       : tp == &Subscript_Type ? &site_entries[3]
+                       : tp == &Contains_Type ? &site_entries[4]
+                       : tp == &Dispatcher_Type ? &site_entries[5] : NULL;
+    if (def == NULL) {
+        return Py_NewRef(obj);
+    }
+    PyObject *entry = PyCFunction_NewEx(def, obj, NULL);
+    if (entry != NULL) {
+        ((PyCFunctionObject *)entry)->vectorcall = site_vectorcall;
+    }
+    return entry;
+}
+
 static PyMethodDef module_functions[] = {
+    {"call_site_entry", call_site_entry, METH_O,
+     "call_site_entry(obj): the builtin function rewritten code calls for one of the runtime's C slot objects "
+     "(CPython calls a builtin function's C pointer directly); obj itself for anything else."},
     {"adopt_tagged", adopt_tagged, METH_O,
      "adopt_tagged(cls): overdub.tagging.Tagged recycles its instances' memory (a free list)."},
     {"tag_each", (PyCFunction)(void (*)(void))tag_each, METH_FASTCALL,

@@ -11,7 +11,7 @@
 
 /* bumped whenever the layout or a module's interface changes: the Python side refuses a
    stale build instead of misreading memory */
-#define OVERDUB_NATIVE_ABI 11
+#define OVERDUB_NATIVE_ABI 12
 
 typedef struct {
     PyObject_HEAD

@@ -13,13 +13,13 @@ from typing import Any
 
 
 __all__ = ["PURE_PYTHON", "TaggedBase", "RuntimeBase", "EntryPoint", "entry_points", "GuardedOperator", "Dispatcher", "LoadedAttribute", "GuardedAttribute", "GuardedSubscript",
-           "GuardedContains", "GuardedSetattr", "capstan_native", "untrack_code", "code_cached", "adopt_tagged",
+           "GuardedContains", "GuardedSetattr", "call_site_entry", "capstan_native", "untrack_code", "code_cached", "adopt_tagged",
            "value_of", "metadata_of", "tag_of", "context_of", "tag_each"]
 
 #: True when the pure-Python reference path runs instead of the C modules
 PURE_PYTHON = os.environ.get("OVERDUB_PURE_PYTHON", "") not in ("", "0")
 
-_ABI = 11  # native/tagged.h's OVERDUB_NATIVE_ABI
+_ABI = 12  # native/tagged.h's OVERDUB_NATIVE_ABI
 
 
 def _load(name: str) -> Any:
@@ -129,6 +129,11 @@ NOT_RUN = type("NotRun", (), {"__repr__": lambda self: "NOT_RUN", "__slots__": (
 RUN_HOOKS: dict[str, Any] = {"strip": None, "trim": None}
 
 
+def _py_call_site_entry(obj: Any) -> Any:
+    """The C layer's ``call_site_entry`` (pure Python: the slot itself)."""
+    return obj
+
+
 def _py_untrack_code(code: Any, before: int = 0) -> None:
     """The C layer's ``untrack_code`` (pure Python cannot untrack: a no-op)."""
 
@@ -182,6 +187,8 @@ if PURE_PYTHON:
     GuardedSubscript = None
     GuardedContains = None
     GuardedSetattr = None
+    #: (pure Python: the slots rewritten code calls are Python functions, called as they are)
+    call_site_entry = _py_call_site_entry
     capstan_native = None
     untrack_code = _py_untrack_code
     code_cached = _py_code_cached
@@ -212,6 +219,10 @@ else:
     GuardedContains = _overdub_native.GuardedContains
     #: `o.name = v` on objects whose attribute stores run no Python, done in C (between hooks)
     GuardedSetattr = _overdub_native.GuardedSetattr
+    #: call_site_entry(obj): what rewritten code calls for one of the C slot objects above, a
+    #: builtin function bound to it (CPython calls a builtin function's C pointer directly,
+    #: any other callable object through its generic call path); obj itself for the rest
+    call_site_entry = _overdub_native.call_site_entry
     #: capstan's scalar kernels (its fastpaths module installs them)
     capstan_native = _load("_capstan_native")
     #: untrack_code(code, names_only=False): the tuples a code object made by overdub holds

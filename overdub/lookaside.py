@@ -32,7 +32,7 @@ import os
 import re
 import sys
 from sys import _getframe
-from types import CodeType, FunctionType, MethodType, ModuleType
+from types import BuiltinFunctionType, CodeType, FunctionType, MethodType, ModuleType
 import _warnings
 from weakref import ref as _weak_ref  # (bound once: a program may patch weakref.ref or sys._getframe)
 from typing import Any, cast
@@ -303,7 +303,8 @@ def _machinery_ids(heap: list[Any]) -> set[int]:
     itself: objects of the ``MACHINERY_TYPES`` (cache entries and tables), the routed
     twins of functions, overdub's own functions and bound methods with their cells, and
     what those hold alone: the tuples kept in its tables, a stand-in's arguments, the
-    namespace and registered source lines of generated code.  (A table's values that are
+    namespace and registered source lines of generated code, the builtin functions rewritten
+    code calls its C slots through.  (A table's values that are
     partials are what overdub resolved a call to: the program's own partials are never
     values there, only keys, and weakly.)"""
     hidden: set[int] = set()
@@ -354,6 +355,8 @@ def _machinery_ids(heap: list[Any]) -> set[int]:
                         add(id(entry[2]))
         elif tp is MethodType and type(obj.__func__) is FunctionType and _own_code(obj.__func__.__code__):
             add(id(obj))
+        elif tp is BuiltinFunctionType and type(obj.__self__) in MACHINERY_TYPES:
+            add(id(obj))  # (a call site's entry: _native.call_site_entry)
     return hidden
 
 

@@ -28,7 +28,7 @@ from types import (CodeType, BuiltinFunctionType, FunctionType, GetSetDescriptor
 
 from . import codegen, lookaside, origins, rewrite, semantics
 from ._native import (Dispatcher, EntryPoint, GuardedAttribute, GuardedContains, GuardedOperator, GuardedSetattr,
-                      GuardedSubscript, RuntimeBase, code_cached, untrack_code)
+                      GuardedSubscript, RuntimeBase, call_site_entry, code_cached, untrack_code)
 from .context import Context, spec_of
 from .ops import NATIVE, TypeSet
 from .passes import PassError
@@ -902,13 +902,23 @@ class Runtime(RuntimeBase):
         template = _template(code, self.ctx.pass_, type(self.ctx), inline)
         if template is None:
             return code
-        slot = self.slot
-        consts = tuple(slot(c.key) if type(c) is rewrite.Slot else c for c in template.co_consts)
+        entry = self.call_site
+        consts = tuple(entry(c.key) if type(c) is rewrite.Slot else c for c in template.co_consts)
         routed = template.replace(co_consts=consts)
         untrack_code(template)  # (3.12+: replace() made the template's cached co_varnames)
         untrack_code(routed)
         origins.note_routed(routed, code)
         return routed
+
+    def call_site(self, key):
+        """What rewritten code loads for template slot ``key``: the slot, or for a C slot
+        object the builtin function bound to it that CPython's call sites call directly."""
+        try:
+            return self.ops[("site",) + key]
+        except KeyError:
+            pass
+        fn = self.ops[("site",) + key] = call_site_entry(self.slot(key))
+        return fn
 
     def method_of(self, tp, name):
         """``_method_of(tp, name)``, which the call dispatchers cache under ``(tp, name)``
