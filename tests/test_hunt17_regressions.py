@@ -1,0 +1,123 @@
+"""Seventeenth hunt: NumPy calls with the keyword arguments and layouts real code uses
+(``order=``, ``dtype=``, ``hermitian=``, ``where=``).
+
+Each case gave a silent wrong derivative (or an unrelated error) before its fix; the
+expected values are closed forms (the functions are linear in the differentiated
+argument) or central differences.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import capstan
+
+RNG = np.random.default_rng(17)
+
+
+def _central(f, x, t, h=1e-4):
+    """Richardson-extrapolated central difference of ``f`` at ``x`` along ``t``."""
+    d1 = (f(x + h * t) - f(x - h * t)) / (2 * h)
+    d2 = (f(x + h / 2 * t) - f(x - h / 2 * t)) / h
+    return (4 * d2 - d1) / 3
+
+
+# -- ravel(order="K") of a strided array -----------------------------------------------
+# ravel "K" reads the elements in memory order; the rule read them in C order (forward
+# mode: a silently wrong tangent) or raised NumPy's "order 'K' is not permitted for
+# reshaping" (reverse mode).
+
+LAYOUTS = {
+    "transposed": lambda b: b.transpose(2, 0, 1),
+    "reversed": lambda b: b[::-1, :, ::2],
+    "fortran slice": lambda b: np.asfortranarray(b)[:, 1:3],
+    "swapped reversed": lambda b: b.swapaxes(0, 2)[::-1, ::-2],
+    "fortran": lambda b: np.asfortranarray(b),
+    "broadcast": lambda b: np.broadcast_to(b[:, :1], (3, 4, 5)).transpose(1, 0, 2),
+    "float32 transposed": lambda b: b.astype(np.float32).transpose(1, 2, 0),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_ravel_in_memory_order(layout):
+    order = "K"
+    lay = LAYOUTS[layout]
+    v = lay(RNG.standard_normal((3, 4, 5)))
+    direction = lay(RNG.standard_normal((3, 4, 5)))  # (laid out as v: NumPy reads it as v)
+    t = np.array(direction)
+    w = RNG.standard_normal(v.size)
+    want = float(np.ravel(direction, order=order) @ w)  # (the maps are linear)
+    for fn in (lambda a: np.ravel(a, order=order) @ w, lambda a: a.ravel(order) @ w,
+               lambda a: a.flatten(order=order) @ w):
+        value, tangent = capstan.jvp(fn, (v,), (t,))
+        assert value == pytest.approx(np.ravel(v, order=order) @ w)
+        assert tangent == pytest.approx(want, rel=1e-5)
+        (g,) = capstan.gradient(fn, v)
+        assert np.sum(g * t) == pytest.approx(want, rel=1e-5)
+
+
+# -- cumsum/cumprod with a complex dtype of a real array -----------------------------------
+# Their reverse rules handed back a complex cotangent for the real input (the imaginary
+# part of the output's cotangent leaked into a real argument's gradient).
+
+@pytest.mark.parametrize("f", [
+    lambda a: np.cumsum(a, dtype=np.complex128),
+    lambda a: np.cumprod(a, dtype=np.complex128),
+    lambda a: np.cumsum(a, axis=0, dtype=np.complex128),
+    lambda a: np.add.accumulate(a, dtype=np.complex128),
+    lambda a: np.multiply.accumulate(a, axis=0, dtype=np.complex128),
+    lambda a: a.cumsum(dtype=np.complex128),
+], ids=["cumsum", "cumprod", "cumsum axis", "add.accumulate", "multiply.accumulate", "a.cumsum"])
+@pytest.mark.parametrize("x", [np.array([0.3, -1.2, 0.8, 1.1]), np.array([0.3, 0.0, 0.8, 1.1])],
+                         ids=["", "a zero"])
+def test_complex_dtype_scan_of_a_real_array(f, x):
+    wr, wi = RNG.standard_normal(4), RNG.standard_normal(4)
+    loss = lambda a: np.sum(wr * np.real(np.ravel(f(a)))) + np.sum(wi * np.imag(np.ravel(f(a))))
+    (g,) = capstan.gradient(loss, x)
+    assert g.dtype == np.float64
+    for k in range(4):
+        e = np.zeros(4)
+        e[k] = 1.0
+        assert g[k] == pytest.approx(_central(loss, x, e), rel=1e-7, abs=1e-9)
+
+
+# -- pinv(a, hermitian=True) ---------------------------------------------------------
+# NumPy reads the lower triangle alone (eigh); the rule differentiated the full matrix,
+# silently wrong along a direction that is not Hermitian (and for a non-Hermitian a).
+
+A = RNG.standard_normal((4, 4)) + 3 * np.eye(4)
+
+
+@pytest.mark.parametrize("a", [A @ A.T, A, A @ A.T + 1j * (A - A.T), np.stack([A @ A.T, A.T @ A])],
+                         ids=["symmetric", "not symmetric", "hermitian", "batched"])
+def test_pinv_hermitian_reads_the_lower_triangle(a):
+    w = RNG.standard_normal(a.shape)
+    f = lambda m: np.real(np.sum(w * np.linalg.pinv(m, hermitian=True)))
+    t = RNG.standard_normal(a.shape) + (1j * RNG.standard_normal(a.shape) if np.iscomplexobj(a) else 0)
+    want = _central(f, a, t)
+    assert capstan.jvp(f, (a,), (t,))[1] == pytest.approx(want, rel=1e-6)
+    (g,) = capstan.gradient(f, a)
+    assert np.real(np.sum(np.conj(g) * t)) == pytest.approx(want, rel=1e-6)
+    f_positional = lambda m: np.real(np.sum(w * np.linalg.pinv(m, 1e-15, True)))
+    assert capstan.jvp(f_positional, (a,), (t,))[1] == pytest.approx(want, rel=1e-6)
+
+
+# -- nanmean(where=) ---------------------------------------------------------------------
+# Its Python equivalent had no where=: "_nanmean() got an unexpected keyword argument".
+
+def test_nanmean_where():
+    x = RNG.standard_normal((3, 4))
+    x[0, 1] = x[2, 3] = np.nan
+    mask = np.array([True, False, True, True])
+    w = RNG.standard_normal(3)
+    f = lambda a: np.nanmean(a, axis=1, where=mask) @ w
+    known = ~np.isnan(x) & mask
+    want = np.where(known, w[:, None] / known.sum(axis=1, keepdims=True), 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        (g,) = capstan.gradient(f, x)
+        t = RNG.standard_normal(x.shape)
+        value, tangent = capstan.jvp(f, (x,), (t,))
+    assert value == pytest.approx(f(x))
+    assert np.allclose(g, want)
+    assert tangent == pytest.approx(np.sum(want * t))
