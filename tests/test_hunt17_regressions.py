@@ -121,3 +121,82 @@ def test_nanmean_where():
     assert value == pytest.approx(f(x))
     assert np.allclose(g, want)
     assert tangent == pytest.approx(np.sum(want * t))
+
+
+# -- real and complex values joined ----------------------------------------------------
+# A list of equal-shaped arrays reaches a rule as the one array NumPy makes of it, complex
+# when any element is: each element's share of the cotangent was complex, so a real
+# element (a real input, or abs(z) of a complex one) took an imaginary part -- a complex
+# gradient for a real input, and a wrong one for z behind abs(z).
+
+Z = np.array([1 + 2j, -0.5 + 1j])
+C2 = np.array([0.3 - 1j, 2j])
+WR, WI = RNG.standard_normal(4), RNG.standard_normal(4)
+
+
+def _loss(y):
+    y = np.ravel(y)
+    return np.sum(WR * np.real(y)) + np.sum(WI * np.imag(y))
+
+
+JOINS = {
+    "concatenate": lambda u, v: np.concatenate([u, v]),
+    "stack": lambda u, v: np.stack([u, v]),
+    "hstack": lambda u, v: np.hstack([u, v]),
+    "array": lambda u, v: np.array([u, v]),
+    "multiply list": lambda u, v: np.multiply([u, v], 1 + 0.5j),
+    "mean of stack": lambda u, v: np.concatenate([np.mean(np.stack([u, v]), axis=0), v]),
+}
+
+
+@pytest.mark.parametrize("join", JOINS)
+def test_a_real_element_joined_with_complex_values(join):
+    fj = JOINS[join]
+    # the real part of z's gradient through abs(z): d/dx + i d/dy of the loss
+    f = lambda z: _loss(fj(np.abs(z), C2))
+    (g,) = capstan.gradient(f, Z)
+    want = np.array([_central(f, Z, e) + 1j * _central(f, Z, 1j * e) for e in np.eye(2)])
+    assert np.allclose(g, want, rtol=1e-7, atol=1e-9)
+    # a real input's gradient is real
+    x = np.array([0.7, -1.3])
+    h = lambda a: _loss(fj(a, C2))
+    (gx,) = capstan.gradient(h, x)
+    assert not np.iscomplexobj(gx)
+    assert np.allclose(gx, [_central(h, x, e) for e in np.eye(2)], rtol=1e-7, atol=1e-9)
+
+
+def test_reverse_jacobian_of_a_complex_dtype_scan():
+    """jacobian(mode="reverse") of cumsum(x, dtype=complex) was all zeros."""
+    x = np.array([1.0, 2.0])
+    jac = capstan.jacobian(lambda a: np.cumsum(a, dtype=complex), x, mode="reverse")
+    assert np.array_equal(jac, [[1, 0], [1, 1]])
+
+
+# -- complex values written into real memory, forward mode --------------------------------
+# NumPy keeps the real part (a ComplexWarning); forward mode made the new tangent buffer of
+# a plain real array complex, so the written elements' tangent kept an imaginary part.
+
+WRITES = {
+    "setitem": lambda o, v: o.__setitem__(slice(None), v),
+    "ellipsis": lambda o, v: o.__setitem__(Ellipsis, v),
+    "copyto": lambda o, v: np.copyto(o, v, casting="unsafe"),
+    "ufunc out": lambda o, v: np.add(v, 1.0, out=o, casting="unsafe"),
+}
+
+
+@pytest.mark.parametrize("write", WRITES)
+@pytest.mark.parametrize("point", [np.array([0.5, -1.0, 2.0]), np.array([0.5 + 1j, -1.0, 2.0 - 0.5j])],
+                         ids=["real", "complex"])
+def test_complex_written_into_real_memory_forward(write, point):
+    def f(a):
+        o = np.zeros(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            WRITES[write](o, a * (1 + 2j))
+        return np.sum(np.real(o) * [1.0, 2.0, 3.0]) + np.sum(np.imag(o * 1j))
+    t = np.array([1.0, 0.5, -1.0]) + (0.25j if np.iscomplexobj(point) else 0)
+    want = _central(f, point, t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        value, tangent = capstan.jvp(f, (point,), (t,))
+    assert tangent == pytest.approx(want, rel=1e-7)
