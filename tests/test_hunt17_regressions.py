@@ -200,3 +200,35 @@ def test_complex_written_into_real_memory_forward(write, point):
         warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
         value, tangent = capstan.jvp(f, (point,), (t,))
     assert tangent == pytest.approx(want, rel=1e-7)
+
+
+# -- lists of values passed by keyword ---------------------------------------------------
+# np.stack(arrays=[x, y]) and np.clip(a, a_min=[x, ...]) recursed without end (the call was
+# looked for differentiated values among the keywords' direct values alone, so it went back
+# and forth between the rule and the fallback); np.copyto(dst, [x, y]) read the list as a
+# dtype ("Field elements must be 2- or 3-tuples").
+
+P = np.array([1.5, 0.3, 0.1])
+KEYWORD_LISTS = {
+    "stack arrays=": (lambda a: np.stack(arrays=[a, 2 * a], axis=1), lambda t: np.stack([t, 2 * t], axis=1)),
+    "clip a_min=[...]": (lambda a: np.clip(np.arange(1.0, 4.0), a_min=[a[0], 0.0, 0.0], a_max=5.0),
+                         lambda t: np.array([t[0], 0.0, 0.0])),
+    "copyto list": (lambda a: _copied([a[0], a[1], 1.0]), lambda t: np.array([t[0], t[1], 0.0])),
+    "copyto src=list": (lambda a: _copied(src=[a[0], a[1], 1.0]), lambda t: np.array([t[0], t[1], 0.0])),
+}
+
+
+def _copied(*args, **kwargs):
+    out = np.zeros(3)
+    np.copyto(out, *args, **kwargs)
+    return out
+
+
+@pytest.mark.parametrize("name", KEYWORD_LISTS)
+def test_lists_of_values_by_keyword(name):
+    f, linear = KEYWORD_LISTS[name]  # (f is linear in a near P: its tangent is linear(t))
+    w = RNG.standard_normal(np.shape(f(P)))
+    t = np.array([1.0, 0.3, -0.5])
+    assert capstan.jvp(lambda a: np.sum(w * f(a)), (P,), (t,))[1] == pytest.approx(np.sum(w * linear(t)))
+    (g,) = capstan.gradient(lambda a: np.sum(w * f(a)), P)
+    assert np.sum(g * t) == pytest.approx(np.sum(w * linear(t)))

@@ -1562,6 +1562,8 @@ defimpl(np.generic.view, _scalar_view)
 # ----------------------------------------------------------------------------- writing into arrays
 def _copyto(dst, src, casting="same_kind", where=True):
     """``np.copyto`` as a subscript assignment, which the contexts differentiate."""
+    if type(src) is list or type(src) is tuple:  # (read as the array NumPy makes of it, not
+        src = np.asarray(src)  # as a dtype specification)
     if not np.can_cast(np.result_type(src), dst.dtype, casting):
         raise TypeError("Cannot cast array data from %r to %r according to the rule %r"
                         % (np.result_type(src), dst.dtype, casting))
