@@ -491,8 +491,9 @@ class ADContext(Context):
             # reads them lazily, as itertools.chain: an infinite one, or one whose reading has
             # side effects, is read as plainly, one element at a time)
             args, kwargs = _materialized(args, kwargs, _read_limit(f, args, kwargs))
-        if kwargs and impl is None and any(self.meta(v) is not None for v in kwargs.values()):
-            # (an implementation takes the call as it is: no signature to bind)
+        if kwargs and impl is None and self._differentiated((), kwargs):
+            # (an implementation takes the call as it is: no signature to bind; a list of
+            # values by keyword too: np.stack(arrays=[x, y]))
             args, kwargs = registry.positional(f, args, kwargs) or (args, kwargs)
         vals, metas, found, foreign = self._split(args)
         if impl is not None and (found or self._differentiated((), kwargs) or any(
@@ -515,8 +516,10 @@ class ADContext(Context):
             operands = self._as_operands(args)  # (the rules' formulas need arrays: 1.0 / [2.0, 3.0])
             if operands is not args:
                 return overdub(self, f, *operands, **kwargs)
-        if kwargs and any(self.meta(v) is not None for v in kwargs.values()):
-            out = kwargs.get("out")
+        if kwargs and (any(self.meta(v) is not None for v in kwargs.values()) or not found and any(
+                k != "out" and (type(v) is list or type(v) is tuple) and self._differentiated(v, {})
+                for k, v in kwargs.items())):  # (a list of values by a keyword the signature
+            out = kwargs.get("out")  # does not take by position: the rule would not see it)
             out = out[0] if type(out) is tuple and len(out) == 1 else out
             if self.meta(out) is not None and type(raw(out)) is np.ndarray:
                 return self._write_out(f, args, kwargs, out)

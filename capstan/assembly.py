@@ -71,6 +71,8 @@ def like_leaf(c, leaf):
     if isinstance(leaf, np.ndarray):
         if np.iscomplexobj(leaf) and not np.iscomplexobj(c):
             c = c + 0j
+        elif leaf.dtype.kind in "biuf" and np.iscomplexobj(c):
+            c = np.real(c)  # (a real input moves along the real axis alone)
         if np.shape(c) != leaf.shape:
             return np.array(np.broadcast_to(c, leaf.shape))
     return c

@@ -212,8 +212,10 @@ def match_dtype(g: Any, leaf: Any) -> Any:
     gd = getattr(g, "dtype", None)
     if gd is None or gd == dt or gd.kind not in "fc":
         return g
-    if gd.kind == "c" and dt.kind == "f":
-        return g  # a real input's complex cotangent (pullback of a complex output): keep it
+    if gd.kind == "c" and dt.kind == "f":  # a real input moves along the real axis alone:
+        g = np.real(g)  # its cotangent's imaginary part is no derivative of anything
+        if g.dtype == dt:
+            return g
     if isinstance(x, np.ndarray):
         return np.asarray(g).astype(dt, copy=False)
     return dt.type(g)

@@ -305,7 +305,10 @@ class ForwardCtx(ADContext):
                 return None
             root = root_of(value)  # a plain array: its memory root gets the tangent buffer
             lead = () if self.chunk is None else (self.chunk,)
-            buf = np.zeros(lead + root.shape, dtype=np.result_type(root.dtype, np.asarray(raw(tv)).dtype))
+            dtype = np.result_type(root.dtype, np.asarray(raw(tv)).dtype)
+            if dtype.kind == "c" and root.dtype.kind != "c":  # (real memory keeps the real part)
+                dtype = np.finfo(dtype).dtype
+            buf = np.zeros(lead + root.shape, dtype=dtype)
             self.shadows[id(root)] = (root, buf, foreign)
             tc = buf if root is value else region(buf, root, value)
             if tc is None:
@@ -315,6 +318,10 @@ class ForwardCtx(ADContext):
             entry = self.shadows.get(id(root_of(value)))
             if entry is not None:
                 self.shadows[id(entry[0])] = (entry[0], entry[1], foreign)
+        if tv is not None and raw(value).dtype.kind != "c" and np.iscomplexobj(raw(tv)):
+            # complex values written into real memory: NumPy keeps their real part, and so
+            # the tangent (it was kept complex in a new tangent buffer)
+            tv = np.real(tv) if type(tv) is not Tagged else route(enclosing(tv), np.real, tv)
         if self.chunk is not None and tv is not None:  # align the block with the region written
             outer = enclosing(tv)
             tv = _align(tv, v, value[k], plain_call if outer is None else partial(overdub, outer))

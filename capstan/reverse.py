@@ -697,6 +697,7 @@ def _swept_records(tape, cts, i, owned, reads, nested, met):
                 if type(p) is list:
                     for pe, ce in zip(p, c):
                         if pe is not None and ce is not None:
+                            ce = _element_cotangent(tape, pe, ce, plain_call)
                             old = cts[pe]
                             cts[pe] = ce if old is None else old + ce
                 else:
@@ -712,6 +713,7 @@ def _swept_records(tape, cts, i, owned, reads, nested, met):
                     c = [run(operator.getitem, c, k) for k in range(len(p))]  # run's: read in it)
                 for pe, ce in zip(p, c):
                     if pe is not None and ce is not None:
+                        ce = _element_cotangent(tape, pe, ce, run)
                         cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
             else:
                 cts[p] = c if cts[p] is None else run(operator.add, cts[p], c)
@@ -818,11 +820,14 @@ def _tracked_pass(tape, seeds, seed_weights):
         for p, c, wc in zip(rec.parents, out, wout):
             if p is None or c is None:
                 continue
-            if type(p) is not list:
+            listed = type(p) is list
+            if not listed:
                 p, c, wc = [p], [c], [wc]
             for pe, ce, we in zip(p, c, wc):
                 if pe is None or ce is None:
                     continue
+                if listed:
+                    ce = _element_cotangent(tape, pe, ce, run)
                 cts[pe] = ce if cts[pe] is None else run(operator.add, cts[pe], ce)
                 if we is None:
                     we = _fresh(rng, np.ones(np.shape(untagged(ce)), dtype=bool))
@@ -1102,15 +1107,16 @@ def _step(rec, g, run, met=None):
         f = rec.f
         vjp = _VJP.get(f)
         if type(vjp) is tuple:  # one rule per argument: only the ones needed
-            return [None if p is None or i >= len(vjp) or vjp[i] is None
-                    else run(vjp[i], g, rec.ans, *rec.vals, **rec.kwargs)
-                    for i, p in enumerate(rec.parents)]
+            out = [None if p is None or i >= len(vjp) or vjp[i] is None
+                   else run(vjp[i], g, rec.ans, *rec.vals, **rec.kwargs)
+                   for i, p in enumerate(rec.parents)]
+            return _real_where_real(out, rec, run) if _complex(g) else out
         if vjp is not None:
             out = run(vjp, g, rec.ans, *rec.vals, **rec.kwargs)
             if type(out) is not tuple and type(out) is not list or len(out) < len(rec.parents) and any(
                     p is not None for p in rec.parents[len(out):]):
                 raise _bad_vjp_result(f, out, rec.parents)
-            return out
+            return _real_where_real(out, rec, run) if _complex(g) else out
         partials = _PARTIALS[f]
         if run is plain_call:
             return _plain_partials(rec, g, partials, met)
@@ -1152,6 +1158,64 @@ def _step(rec, g, run, met=None):
     if rec.vals and (type(out) is not tuple and type(out) is not list or len(out) != len(rec.parents)):
         raise _bad_pullback(rec, out)  # (only an adjoint's record keeps its arguments)
     return out
+
+
+def _complex(g):
+    """Whether cotangent ``g`` is complex (a rule may then hand a real argument a complex
+    cotangent)."""
+    tg = type(g)
+    if tg is np.ndarray:
+        return g.dtype.kind == "c"
+    if tg is float or tg is _F64:
+        return False
+    if tg is Tagged:
+        g = untagged(g)
+    return np.iscomplexobj(g)
+
+
+def _real_where_real(out, rec, run):
+    """A rule's cotangents with the real part taken for each real argument: a rule that
+    passes a complex cotangent on by position (``take``'s gather, ``cumsum`` with
+    ``dtype=complex``) would give a real argument, which cannot move in the imaginary
+    direction, the imaginary part too -- a complex gradient for a real input, and a wrong
+    one for the complex values it came from (``abs(z)`` further back).  (The elements of a
+    list argument: :func:`_element_cotangent`.)"""
+    vals, fixed = rec.vals, None
+    for i, c in enumerate(out):
+        if c is None or i >= len(vals) or type(c) is list or type(c) is tuple:
+            continue
+        if _real_valued(vals[i]) and _complex(c):
+            fixed = list(out) if fixed is None else fixed
+            fixed[i] = run(np.real, c)
+    return out if fixed is None else fixed
+
+
+def _element_cotangent(tape, node, c, run):
+    """Cotangent ``c`` of an element ``node`` of a list argument (``np.stack([abs(z), w])``):
+    its real part where the element is real (the rule saw the list as one complex array,
+    and handed every element a complex part)."""
+    if not _complex(c):
+        return c
+    rec = tape[node]
+    if type(rec) is tuple or type(rec) is _SCALAR_RECORD:  # (a float operation's result)
+        return run(np.real, c)
+    kind = rec.kind
+    if (kind is RULE or kind is CUSTOM) and _real_valued(rec.ans) or (
+            kind is GETITEM and rec.kwargs[1].kind in "biuf"):
+        return run(np.real, c)
+    return c  # (an input: its gradient is made real with it, assembly.like_leaf)
+
+
+def _real_valued(v):
+    """Whether ``v`` is a real number or real numeric array (a value that can only move
+    along the real axis)."""
+    v = untagged(v)
+    tv = type(v)
+    if tv is float or tv is int or tv is bool:
+        return True
+    if tv is np.ndarray or isinstance(v, np.number):
+        return v.dtype.kind in "biuf"
+    return False
 
 
 def _nested_exact(g, d):

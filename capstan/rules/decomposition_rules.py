@@ -457,8 +457,27 @@ def _pinv_cotangent(p, a, g):
     return ga if np.iscomplexobj(a) else np.real(ga)
 
 
-defjvp(la.pinv, lambda ts, ans, a, *args, **kw: _pinv_tangent(ans, a, ts[0]))
-defvjp(la.pinv, lambda g, ans, a, *args, **kw: (_pinv_cotangent(ans, a, g),) + (None,) * len(args))
+def _pinv_hermitian(args, kw):
+    """Whether ``pinv(a, rcond, hermitian)`` was told ``a`` is Hermitian: NumPy then reads
+    its lower triangle alone (``eigh``), so the derivative does too."""
+    return bool(kw.get("hermitian", args[1] if len(args) > 1 else False))
+
+
+def _pinv_jvp(ts, ans, a, *args, **kw):
+    if _pinv_hermitian(args, kw):
+        return _pinv_tangent(ans, _hermitian_read(a), _hermitian_read(ts[0]))
+    return _pinv_tangent(ans, a, ts[0])
+
+
+def _pinv_vjp(g, ans, a, *args, **kw):
+    if _pinv_hermitian(args, kw):
+        ga = _hermitian_read_adjoint(_pinv_cotangent(ans, _hermitian_read(a), g))
+        return (ga if np.iscomplexobj(a) else np.real(ga),) + (None,) * len(args)
+    return (_pinv_cotangent(ans, a, g),) + (None,) * len(args)
+
+
+defjvp(la.pinv, _pinv_jvp)
+defvjp(la.pinv, _pinv_vjp)
 
 
 def _lstsq_solution(a, b, rcond=None):

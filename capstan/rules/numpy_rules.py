@@ -608,9 +608,9 @@ for _f in _EXTREMES:
 defreduction(np.var, _VAR, _var_jvp, _var_vjp)
 defreduction(np.std, _VAR, _std_jvp, _std_vjp)
 defimpl(np.nansum, lambda a, *args, **kw: np.sum(np.where(np.isnan(a), 0.0, a), *args, **kw))
-def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
-    total = np.sum(np.where(np.isnan(a), 0.0, a), axis, dtype, None, keepdims)
-    count = np.sum(~np.isnan(a), axis=axis, keepdims=keepdims)
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    total = np.sum(np.where(np.isnan(a), 0.0, a), axis, dtype, None, keepdims, where=where)
+    count = np.sum(~np.isnan(a), axis=axis, keepdims=keepdims, where=where)
     return total / np.asarray(count, dtype=np.finfo(np.result_type(total)).dtype)  # (float32 in, float32 out)
 
 
@@ -635,8 +635,8 @@ def _cumsum_jvp(ts, ans, a, axis=None, *args, **kw):
 
 def _cumsum_vjp(g, ans, a, axis=None, *args, **kw):
     if axis is None:
-        return (np.reshape(_rcumsum(g, 0), np.shape(a)),) + (None,) * (1 + len(args))
-    return (_rcumsum(g, axis),) + (None,) * (1 + len(args))
+        return (unbroadcast(np.reshape(_rcumsum(g, 0), np.shape(a)), a),) + (None,) * (1 + len(args))
+    return (unbroadcast(_rcumsum(g, axis), a),) + (None,) * (1 + len(args))
 
 
 def _cumprod_partials(a):
@@ -667,7 +667,7 @@ def _cumprod_vjp(g, ans, a, axis=None, *args, **kw):
         m = _conj(_cumprod_partials(np.moveaxis(arr, ax, -1)))
         gm = np.moveaxis(np.reshape(g, np.shape(arr)), ax, -1)
         ga = np.moveaxis(np.einsum("...jk,...k->...j", m, gm), -1, ax)
-    return (np.reshape(ga, np.shape(a)),) + (None,) * (1 + len(args))
+    return (unbroadcast(np.reshape(ga, np.shape(a)), a),) + (None,) * (1 + len(args))
 
 
 defjvp(np.cumsum, _cumsum_jvp, batched=True)
@@ -1170,22 +1170,72 @@ defimpl(np.ndarray.partition, _partition_in_place)
 
 # ----------------------------------------------------------------------------- shapes
 def _reshape_order(a, args, kw, pos):
+    """The order ``f`` reads ``a``'s elements in: "C", "F", or for ``ravel(a, "K")`` of an
+    array neither C- nor F-contiguous, the permutation of its C-order positions that is
+    its memory order."""
     order = kw.get("order", args[pos] if len(args) > pos else "C")
-    if order == "A":
-        order = "F" if np.isfortran(np.asarray(a)) else "C"
+    if order is None:
+        order = "C"
+    if order in ("A", "K"):
+        arr = np.asarray(a)
+        if arr.flags.c_contiguous:
+            return "C"
+        if arr.flags.f_contiguous:
+            return "F"
+        if order == "A":
+            return "C"
+        perm = _memory_order(arr)
+        if perm is None:
+            from ..losses import NoRuleError
+            raise NoRuleError("capstan: numpy.ravel(a, order='K') of an array whose strides are not "
+                              "whole elements has no derivative rule; copy the array first")
+        return perm
     return order
+
+
+def _memory_order(arr):
+    """``ravel(arr, order="K")`` as a permutation of ``ravel(arr)``.  NumPy's choice of
+    axis order (by stride, broadcast axes aside) is read off NumPy itself: an index array
+    laid out with ``arr``'s strides over scratch memory that holds each place's number,
+    raveled "K", gives the places in the order read; elements sharing a place (a broadcast
+    axis) are matched to its reads in C order."""
+    size = arr.itemsize
+    if any(stride % size for stride in arr.strides):
+        return None
+    steps = [stride // size for stride in arr.strides]
+    places = np.zeros(arr.shape, dtype=np.intp)
+    for k, (n, step) in enumerate(zip(arr.shape, steps)):
+        shape = [1] * arr.ndim
+        shape[k] = n
+        places = places + np.reshape(np.arange(n, dtype=np.intp) * step, shape)
+    places = np.ravel(places)
+    lo = int(places.min())
+    scratch = np.arange(lo, int(places.max()) + 1, dtype=np.intp)
+    probe = np.ndarray(arr.shape, dtype=np.intp, buffer=scratch, offset=-lo * scratch.itemsize,
+                       strides=[step * scratch.itemsize for step in steps])
+    read = np.ravel(probe, order="K")
+    perm = np.empty(arr.size, dtype=np.intp)
+    perm[np.argsort(read, kind="stable")] = np.argsort(places, kind="stable")
+    return perm
 
 
 def _defreshape(f, order_pos=None):
     """``f`` keeps the elements of its first argument in C order: a reshape."""
     def jvp(ts, ans, a, *args, **kw):
         t, lead = ts[0], _lead(ts[0], a)
-        if order_pos is not None and _reshape_order(a, args, kw, order_pos) == "F":
+        order = "C" if order_pos is None else _reshape_order(a, args, kw, order_pos)
+        if type(order) is np.ndarray:  # (ravel "K" of a strided array: a gather)
+            return np.reshape(t, np.shape(t)[:lead] + (-1,))[..., order]
+        if order == "F":
             return _each(t, lead, lambda tk: np.reshape(tk, np.shape(ans), order="F"))
         return np.reshape(t, np.shape(t)[:lead] + np.shape(ans))
 
     def vjp(g, ans, a, *args, **kw):
         order = "C" if order_pos is None else _reshape_order(a, args, kw, order_pos)
+        if type(order) is np.ndarray:
+            flat = np.zeros(np.size(a), dtype=np.result_type(g))
+            flat[order] = np.ravel(g)
+            return (unbroadcast(np.reshape(flat, np.shape(a)), a),) + (None,) * len(args)
         return (unbroadcast(np.reshape(g, np.shape(a), order=order), a),) + (None,) * len(args)
 
     defjvp(f, jvp, batched=True)
@@ -1512,6 +1562,8 @@ defimpl(np.generic.view, _scalar_view)
 # ----------------------------------------------------------------------------- writing into arrays
 def _copyto(dst, src, casting="same_kind", where=True):
     """``np.copyto`` as a subscript assignment, which the contexts differentiate."""
+    if type(src) is list or type(src) is tuple:  # (read as the array NumPy makes of it, not
+        src = np.asarray(src)  # as a dtype specification)
     if not np.can_cast(np.result_type(src), dst.dtype, casting):
         raise TypeError("Cannot cast array data from %r to %r according to the rule %r"
                         % (np.result_type(src), dst.dtype, casting))
