@@ -1437,3 +1437,35 @@ def test_a_routed_class_instantiation_adds_no_frame_of_ours():
     depth = deepest(lambda n: overdub.overdub(_Counting(), _nested_instances, n))
     if not _native.PURE_PYTHON and sys.version_info[:2] != (3, 12):
         assert depth >= plain - 10
+
+
+class _Prehooked(overdub.Context):
+    def prehook(self, f, /, *args, **kwargs):
+        pass
+
+
+def _site_user(xs, k):
+    total = 0.0
+    for x in xs:
+        total = total + x * k if x in xs else total  # an operator, `in`, a subscript below
+    return total + xs[0] + len(xs)  # and a routed call
+
+
+@native
+def test_call_sites_call_builtin_functions_bound_to_the_c_slots():
+    """Rewritten code loads, for each C slot, a builtin function bound to it (the form CPython
+    calls directly), runs as plain Python does, and a routed gc.get_objects() shows none."""
+    ctx = _Prehooked()
+    xs = [1.0, 2.0, 3.0]
+    assert overdub.overdub(ctx, _site_user, xs, 2.0) == _site_user(xs, 2.0)
+    from overdub.runtime import runtime_of
+    code = runtime_of(ctx, "overdub").route_code(_site_user.__code__)
+    entries = [c for c in code.co_consts if type(c) is type(len) and c.__name__ == "routed"]
+    assert {type(e.__self__).__name__ for e in entries} >= {"GuardedOperator", "Dispatcher", "GuardedContains"}
+    assert all(_native.call_site_entry(e.__self__) is not e.__self__ for e in entries)
+    assert _native.call_site_entry(len) is len  # anything else comes back as it is
+
+    def visible():
+        return sum(1 for o in gc.get_objects() if type(o) is type(len) and o.__name__ == "routed")
+
+    assert overdub.overdub(ctx, visible) == 0
