@@ -852,9 +852,13 @@ TEXT_WRITERS = _text_writers()
 
 def write_text(ctx, f, args, kwargs):
     """``f(*args, **kwargs)`` for a C serializer: differentiated values inside its
-    arguments are given as plain numbers, and the text it makes is remembered."""
-    result = f(*[plain_copy(a) for a in args], **kwargs)
-    note_text(ctx, result)
+    arguments are given as plain numbers, and the text it makes is remembered -- only
+    then: text made from plain values only is plain text (a doctest's source compiled
+    after ``json.dumps(2 + 1j, ...)`` under a context with nothing to carry)."""
+    plain = [plain_copy(a) for a in args]
+    result = f(*plain, **kwargs)
+    if any(p is not a for p, a in zip(plain, args)):
+        note_text(ctx, result)
     return result
 
 
@@ -886,7 +890,9 @@ def checked_lines(ctx, f, args):
 
 
 def plain_copy(x, depth=0):
-    """``x`` with the plain numbers of its tagged values, in dicts, lists and tuples too."""
+    """``x`` with the plain numbers of its tagged values, in dicts, lists and tuples too;
+    ``x`` itself where it holds none (a C serializer given it sees the very objects: its
+    ``default`` callback, its circular-reference check)."""
     tx = type(x)
     if tx is Tagged:
         while type(x) is Tagged:
@@ -895,9 +901,15 @@ def plain_copy(x, depth=0):
     if depth > 32:
         return x
     if tx is dict:
-        return {plain_copy(k, depth + 1): plain_copy(v, depth + 1) for k, v in x.items()}
+        items = [(plain_copy(k, depth + 1), plain_copy(v, depth + 1)) for k, v in x.items()]
+        if all(pk is k and pv is v for (pk, pv), (k, v) in zip(items, x.items())):
+            return x
+        return dict(items)
     if tx is list or tx is tuple:
-        return tx(plain_copy(e, depth + 1) for e in x)
+        elements = [plain_copy(e, depth + 1) for e in x]
+        if all(p is e for p, e in zip(elements, x)):
+            return x
+        return tx(elements)
     return x
 
 

@@ -152,9 +152,13 @@ def _rule_conditions(rules, names):
             plain = tuple(c for c in ts if c is not Tagged)
             if plain:
                 env["T%d_%d" % (i, j)] = plain
-                alts.append("((type(%s) is not Tagged or %s._tagkey is not ctx._tagkey)"
-                            " and isinstance(%s, T%d_%d))"
-                            % (x, x, x, i, j))
+                # a value's own type decides (never its ``__class__``, which isinstance
+                # would read: a property or ``__getattribute__`` of the program's would run
+                # where plain CPython runs none); another context's tagged value is seen as
+                # the value it carries
+                alts.append("(issubclass(type(%s), T%d_%d) if type(%s) is not Tagged else"
+                            " (%s._tagkey is not ctx._tagkey and isinstance(%s, T%d_%d)))"
+                            % (x, i, j, x, x, x, i, j))
             parts.append("(%s)" % " or ".join(alts) if alts else "False")
         conds.append(" and ".join(parts) if parts else "True")
     return conds, env
